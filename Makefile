@@ -1,0 +1,52 @@
+# The two commands of the README: `make demo` and `make test`. Both create .venv and build the
+# Rust core on a fresh machine, and do nothing more than needed when already set up.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DEPS_STAMP := $(VENV)/.deps-installed
+CORE_STAMP := $(VENV)/.core-built
+# maturin's build backend runs `maturin` by name, so the venv's bin goes first on PATH.
+IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
+RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
+
+.PHONY: demo test setup rust-test python-test lint bench validate clean
+
+setup: $(CORE_STAMP)
+
+$(DEPS_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet 'maturin>=1.9,<2'
+	$(IN_VENV) $(PY) -m pip install --quiet --no-build-isolation -e '.[dev]'
+	touch $@
+
+$(CORE_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
+	$(IN_VENV) maturin develop --release --quiet
+	touch $@
+
+demo: setup
+	$(VENV)/bin/farlink demo
+
+rust-test:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace --quiet
+
+lint: setup
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
+
+python-test: setup
+	$(VENV)/bin/pytest -q -m "not slow"
+
+test: setup rust-test lint python-test
+
+bench: setup
+	$(PY) bench/bench_models.py
+
+validate: setup
+	$(VENV)/bin/pytest -q -m slow
+
+clean:
+	rm -rf $(VENV) target farlink-out

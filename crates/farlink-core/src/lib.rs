@@ -1,0 +1,11 @@
+//! farlink-core: the sans-I/O components of farlink and the discrete-event engine that drives them.
+//!
+//! Nothing in this crate reads a clock, sleeps, touches a socket or uses a global random number
+//! generator: components are handed the current time and their inputs and return their outputs
+//! and the time they next want to be woken. The engine drives them with simulated time; the
+//! emulator drives the same code with the wall clock.
+
+pub mod time;
+
+/// The version of the core, as recorded in every result for provenance.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

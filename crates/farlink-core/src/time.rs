@@ -1,0 +1,131 @@
+//! Simulated time: integer nanoseconds, never floating point.
+//!
+//! At 10 Gb/s one 1500-byte packet lasts 1.2 µs, so microseconds are too coarse; a `u64` of
+//! nanoseconds spans 584 years, far beyond any scenario. Only `SimTime ± SimDuration` and
+//! `SimTime − SimTime` are defined, so an instant can never be added to an instant.
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// A point in simulated time, in nanoseconds since the start of the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimTime(u64);
+
+/// A span of simulated time, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimDuration(u64);
+
+const NS_PER_S: u64 = 1_000_000_000;
+
+impl SimTime {
+    pub const ZERO: SimTime = SimTime(0);
+    pub const MAX: SimTime = SimTime(u64::MAX);
+
+    pub const fn from_nanos(ns: u64) -> Self {
+        SimTime(ns)
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    /// Seconds as a float, for reporting only; never feed this back into event times.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_S as f64
+    }
+    /// The span since an earlier instant, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: SimTime) -> SimDuration {
+        SimDuration(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl SimDuration {
+    pub const ZERO: SimDuration = SimDuration(0);
+
+    pub const fn from_nanos(ns: u64) -> Self {
+        SimDuration(ns)
+    }
+    pub const fn from_micros(us: u64) -> Self {
+        SimDuration(us * 1_000)
+    }
+    pub const fn from_millis(ms: u64) -> Self {
+        SimDuration(ms * 1_000_000)
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        SimDuration(s * NS_PER_S)
+    }
+    /// Rounds to the nearest nanosecond; for configuration input, not for the hot path.
+    pub fn from_secs_f64(s: f64) -> Self {
+        SimDuration((s * NS_PER_S as f64).round() as u64)
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_S as f64
+    }
+}
+
+impl Add<SimDuration> for SimTime {
+    type Output = SimTime;
+    fn add(self, d: SimDuration) -> SimTime {
+        SimTime(self.0.checked_add(d.0).expect("simulated time overflowed u64 nanoseconds"))
+    }
+}
+
+impl AddAssign<SimDuration> for SimTime {
+    fn add_assign(&mut self, d: SimDuration) {
+        *self = *self + d;
+    }
+}
+
+impl Sub<SimTime> for SimTime {
+    type Output = SimDuration;
+    fn sub(self, earlier: SimTime) -> SimDuration {
+        SimDuration(self.0.checked_sub(earlier.0).expect("subtracted a later SimTime from an earlier one"))
+    }
+}
+
+impl Add for SimDuration {
+    type Output = SimDuration;
+    fn add(self, o: SimDuration) -> SimDuration {
+        SimDuration(self.0 + o.0)
+    }
+}
+
+impl fmt::Display for SimTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:09}s", self.0 / NS_PER_S, self.0 % NS_PER_S)
+    }
+}
+
+impl fmt::Display for SimDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:09}s", self.0 / NS_PER_S, self.0 % NS_PER_S)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instant_plus_duration_and_back() {
+        let t = SimTime::ZERO + SimDuration::from_millis(1500);
+        assert_eq!(t.as_nanos(), 1_500_000_000);
+        assert_eq!(t - SimTime::ZERO, SimDuration::from_millis(1500));
+        assert_eq!(t.to_string(), "1.500000000s");
+    }
+
+    #[test]
+    fn seconds_round_to_nearest_nanosecond() {
+        assert_eq!(SimDuration::from_secs_f64(0.61).as_nanos(), 610_000_000);
+        assert_eq!(SimDuration::from_secs_f64(1e-9 * 0.6).as_nanos(), 1);
+    }
+
+    #[test]
+    fn saturating_since_never_underflows() {
+        let early = SimTime::from_nanos(5);
+        let late = SimTime::from_nanos(9);
+        assert_eq!(early.saturating_since(late), SimDuration::ZERO);
+        assert_eq!(late.saturating_since(early).as_nanos(), 4);
+    }
+}
