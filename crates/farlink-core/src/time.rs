@@ -67,7 +67,11 @@ impl SimDuration {
 impl Add<SimDuration> for SimTime {
     type Output = SimTime;
     fn add(self, d: SimDuration) -> SimTime {
-        SimTime(self.0.checked_add(d.0).expect("simulated time overflowed u64 nanoseconds"))
+        SimTime(
+            self.0
+                .checked_add(d.0)
+                .expect("simulated time overflowed u64 nanoseconds"),
+        )
     }
 }
 
@@ -80,7 +84,11 @@ impl AddAssign<SimDuration> for SimTime {
 impl Sub<SimTime> for SimTime {
     type Output = SimDuration;
     fn sub(self, earlier: SimTime) -> SimDuration {
-        SimDuration(self.0.checked_sub(earlier.0).expect("subtracted a later SimTime from an earlier one"))
+        SimDuration(
+            self.0
+                .checked_sub(earlier.0)
+                .expect("subtracted a later SimTime from an earlier one"),
+        )
     }
 }
 

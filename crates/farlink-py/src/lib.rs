@@ -6,7 +6,11 @@ use pyo3::prelude::*;
 /// The core's version and build profile, recorded with every result for provenance.
 #[pyfunction]
 fn build_info() -> (String, String) {
-    let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
     (farlink_core::VERSION.to_string(), profile.to_string())
 }
 
