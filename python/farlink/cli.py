@@ -1,9 +1,375 @@
-"""The ``farlink`` command."""
+"""The ``farlink`` command.
+
+Every option that carries a quantity takes human units and its help says which. Bad input prints
+one line, ``farlink: error: <option>: <what was wrong and the accepted form>``, and exits 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False)
+from farlink import units
+from farlink.report import print_json, print_quantities, print_reproduction
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Predict, simulate and emulate TCP over far links.",
+)
+predict_app = typer.Typer(
+    no_args_is_help=True,
+    help="Closed-form predictions (the model engine). Throughputs in packets/s and bit/s.",
+)
+app.add_typer(predict_app, name="predict")
+
+T = TypeVar("T")
+EXIT_BAD_INPUT = 2
+DEFAULT_OUT = Path("farlink-out")
 
 
-def main() -> None:
-    app()
+class CliError(Exception):
+    """Bad input on the command line; the message names the option."""
+
+
+def read(option: str, parser: Callable[[str], T], text: str) -> T:
+    """Parse one option's text, turning a unit error into a message naming the option."""
+    try:
+        return parser(text)
+    except units.UnitError as err:
+        raise CliError(f"{option}: {err}") from None
+
+
+def _evaluate(option_names: str, compute: Callable[[], T]) -> T:
+    """Run a model, turning its parameter errors into a one-line message."""
+    try:
+        return compute()
+    except ValueError as err:
+        raise CliError(f"{option_names}: {err}") from None
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+SizeOpt = f"Size ({units.SIZE_FORMS})."
+DurationOpt = f"({units.DURATION_FORMS})."
+
+
+def _emit(as_json: bool, title: str, payload: dict[str, Any]) -> None:
+    if as_json:
+        print_json(payload)
+    else:
+        print_quantities(title, {k: v for k, v in payload.items() if k not in ("inputs", "model")})
+
+
+@predict_app.command("calldrop")
+def predict_calldrop(
+    size: Annotated[str, typer.Option(help=f"File size. {SizeOpt}")],
+    links: Annotated[str, typer.Option(help="Members in the bundle (n).")] = "8",
+    rtt: Annotated[str, typer.Option(help=f"Mean loaded RTT {DurationOpt}")] = "19s",
+    loss: Annotated[
+        str, typer.Option(help=f"Packet loss rate p left by the ARQ ({units.PROBABILITY_FORMS}).")
+    ] = "5e-4",
+    drop_rate: Annotated[
+        str, typer.Option(help=f"Call-drop rate per member, beta ({units.EVENT_RATE_FORMS}).")
+    ] = "1/50min",
+    t0: Annotated[
+        str, typer.Option(help=f"Initial retransmission timeout T0 {DurationOpt}")
+    ] = "60s",
+    mss: Annotated[str, typer.Option(help=f"Segment size. {SizeOpt}")] = "1448",
+    wmax: Annotated[
+        str, typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt}")
+    ] = "47.9KB",
+    b: Annotated[
+        str, typer.Option("--b", help="Segments acknowledged per ACK (2: delayed ACK).")
+    ] = "2",
+    as_json: JsonFlag = False,
+) -> None:
+    """Transfer time over an n-member bundle with Poisson call drops (seed 000 eq. 36).
+
+    Defaults are the Greenland-Kansas 8-modem bundle of seed 000 Table 6.1.
+    """
+    from farlink.models import calldrop_prediction
+
+    inputs = {
+        "size_bytes": read("--size", units.parse_size_bytes, size),
+        "n_links": read("--links", units.parse_count, links),
+        "rtt_s": read("--rtt", units.parse_duration_s, rtt),
+        "p": read("--loss", units.parse_probability, loss),
+        "beta_per_s": read("--drop-rate", units.parse_event_rate_per_s, drop_rate),
+        "t0_s": read("--t0", units.parse_duration_s, t0),
+        "mss_bytes": read("--mss", units.parse_size_bytes, mss),
+        "wmax_bytes": _window(wmax),
+        "b": read("--b", units.parse_count, b),
+    }
+    result = _evaluate("calldrop", lambda: calldrop_prediction(**inputs))
+    payload = {
+        "model": "calldrop",
+        "inputs": inputs,
+        "transfer_time_s": result.transfer_time_s,
+        "transfer_time_min": result.transfer_time_s / 60,
+        "throughput_pkts_per_s": result.throughput_pkts_per_s,
+        "throughput_bps": result.throughput_bps,
+        "no_timeout_throughput_pkts_per_s": result.no_timeout_throughput_pkts_per_s,
+        "bundle_drop_rate_per_s": result.bundle_drop_rate_per_s,
+        "mean_timeout_sequence_s": result.mean_timeout_sequence_s,
+        "segments": result.segments,
+        "window_limited": result.window_limited,
+        "timeout_dominated": result.timeout_dominated,
+    }
+    _emit(as_json, "calldrop (seed 000 eq. 36)", payload)
+
+
+def _window(text: str) -> float:
+    if text.strip().lower() in ("none", "inf", "unlimited"):
+        return float("inf")
+    return read("--wmax", units.parse_size_bytes, text)
+
+
+@predict_app.command("pftk")
+def predict_pftk(
+    rtt: Annotated[str, typer.Option(help=f"Mean RTT {DurationOpt}")],
+    loss: Annotated[str, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")],
+    t0: Annotated[str, typer.Option(help=f"Initial timeout T0 {DurationOpt}")] = "1s",
+    mss: Annotated[str, typer.Option(help=f"Segment size. {SizeOpt}")] = "1448",
+    wmax: Annotated[
+        str, typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt}")
+    ] = "none",
+    b: Annotated[str, typer.Option("--b", help="Segments acknowledged per ACK.")] = "2",
+    as_json: JsonFlag = False,
+) -> None:
+    """Padhye et al.: full model, approximation (eq. 14) and no-timeout throughput (eq. 29)."""
+    from farlink.models import (
+        mathis_throughput,
+        pftk_approx_throughput,
+        pftk_full_throughput,
+        pftk_no_timeout_throughput,
+    )
+
+    rtt_s = read("--rtt", units.parse_duration_s, rtt)
+    p = read("--loss", units.parse_probability, loss)
+    t0_s = read("--t0", units.parse_duration_s, t0)
+    mss_bytes = read("--mss", units.parse_size_bytes, mss)
+    wmax_bytes = _window(wmax)
+    b_ = read("--b", units.parse_count, b)
+    wmax_pkts = wmax_bytes / mss_bytes
+    full = _evaluate("pftk", lambda: pftk_full_throughput(p, rtt_s, t0_s, b_, wmax_pkts))
+    payload = {
+        "model": "pftk",
+        "inputs": {"rtt_s": rtt_s, "p": p, "t0_s": t0_s, "mss_bytes": mss_bytes, "b": b_},
+        "throughput_pkts_per_s": full,
+        "throughput_bps": full * mss_bytes * 8,
+        "approx_throughput_pkts_per_s": pftk_approx_throughput(p, rtt_s, t0_s, b_, wmax_pkts),
+        "no_timeout_throughput_pkts_per_s": pftk_no_timeout_throughput(p, rtt_s, b_, wmax_pkts),
+        "mathis_throughput_pkts_per_s": mathis_throughput(p, rtt_s, b_),
+        "wmax_pkts": wmax_pkts,
+    }
+    _emit(as_json, "pftk (Padhye et al. 2000)", payload)
+
+
+@predict_app.command("mathis")
+def predict_mathis(
+    rtt: Annotated[str, typer.Option(help=f"Mean RTT {DurationOpt}")],
+    loss: Annotated[str, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")],
+    mss: Annotated[str, typer.Option(help=f"Segment size. {SizeOpt}")] = "1448",
+    b: Annotated[str, typer.Option("--b", help="Segments acknowledged per ACK.")] = "2",
+    as_json: JsonFlag = False,
+) -> None:
+    """Mathis et al.: B = sqrt(3/(2bp)) / RTT, no timeouts, no window limit."""
+    from farlink.models import mathis_throughput
+
+    rtt_s = read("--rtt", units.parse_duration_s, rtt)
+    p = read("--loss", units.parse_probability, loss)
+    mss_bytes = read("--mss", units.parse_size_bytes, mss)
+    b_ = read("--b", units.parse_count, b)
+    rate = mathis_throughput(p, rtt_s, b_)
+    payload = {
+        "model": "mathis",
+        "inputs": {"rtt_s": rtt_s, "p": p, "mss_bytes": mss_bytes, "b": b_},
+        "throughput_pkts_per_s": rate,
+        "throughput_bps": rate * mss_bytes * 8,
+    }
+    _emit(as_json, "mathis (Mathis et al. 1997)", payload)
+
+
+@predict_app.command("iridium-rtt")
+def predict_iridium_rtt(
+    packet: Annotated[str, typer.Option(help=f"Packet size. {SizeOpt}")] = "1500B",
+    rate: Annotated[str, typer.Option(help=f"Member rate ({units.BITRATE_FORMS}).")] = "2400bps",
+    queue: Annotated[str, typer.Option(help="Transmit queue per member Q_P, packets.")] = "3",
+    arq_time: Annotated[
+        str | None, typer.Option(help=f"Mean ARQ time per packet {DurationOpt}")
+    ] = None,
+    frame_size: Annotated[str | None, typer.Option(help=f"Go-back-N ARQ frame. {SizeOpt}")] = None,
+    frame_error_rate: Annotated[
+        str | None, typer.Option(help="Go-back-N frame error rate in [0, 1).")
+    ] = None,
+    prop: Annotated[str, typer.Option(help=f"One-way propagation {DurationOpt}")] = "0.5s",
+    as_json: JsonFlag = False,
+) -> None:
+    """Loaded RTT of an Iridium bundle, RTT = Q_P T_MP (seed 000 section 4.1.6).
+
+    Give the ARQ's share either as --arq-time or as a go-back-N channel with --frame-size and
+    --frame-error-rate; with neither, the channel is error-free (T_MP = clocking time).
+    """
+    from farlink.models import clocking_time_s, go_back_n_service_time_s, loaded_rtt_s
+
+    packet_bytes = read("--packet", units.parse_size_bytes, packet)
+    rate_bps = read("--rate", units.parse_bitrate_bps, rate)
+    queue_pkts = read("--queue", units.parse_count, queue)
+    prop_s = read("--prop", lambda t: units.parse_duration_s(t, allow_zero=True), prop)
+    clocking = clocking_time_s(packet_bytes, rate_bps)
+    if arq_time is not None and (frame_size or frame_error_rate):
+        raise CliError("--arq-time: give either --arq-time or --frame-size/--frame-error-rate")
+    if arq_time is not None:
+        service = clocking + read("--arq-time", units.parse_duration_s, arq_time)
+    elif frame_size is not None or frame_error_rate is not None:
+        if frame_size is None or frame_error_rate is None:
+            raise CliError("--frame-size: go-back-N needs both --frame-size and --frame-error-rate")
+        frame_bytes = read("--frame-size", units.parse_size_bytes, frame_size)
+        fer = read("--frame-error-rate", _unit_interval, frame_error_rate)
+        service = go_back_n_service_time_s(packet_bytes, rate_bps, frame_bytes, fer, prop_s)
+    else:
+        service = clocking
+    payload = {
+        "model": "iridium-rtt",
+        "inputs": {"packet_bytes": packet_bytes, "rate_bps": rate_bps, "queue_pkts": queue_pkts},
+        "rtt_s": loaded_rtt_s(service, queue_pkts),
+        "service_time_s": service,
+        "clocking_time_s": clocking,
+    }
+    _emit(as_json, "iridium-rtt (seed 000 section 4.1.6)", payload)
+
+
+def _unit_interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise units.UnitError(f"cannot read {text!r}: expected a number in [0, 1)") from None
+    if not 0 <= value < 1:
+        raise units.UnitError(f"{text!r} is outside [0, 1)")
+    return value
+
+
+@predict_app.command("drop-loss")
+def predict_drop_loss(
+    detect: Annotated[str, typer.Option(help=f"Time to notice a drop T_L {DurationOpt}")] = "30s",
+    rate: Annotated[str, typer.Option(help=f"Member rate ({units.BITRATE_FORMS}).")] = "2400bps",
+    modem_buffer: Annotated[str, typer.Option(help=f"Modem buffer B_M. {SizeOpt}")] = "4.5KB",
+    serial_buffer: Annotated[
+        str, typer.Option(help=f"Serial card buffer B_S. {SizeOpt}")
+    ] = "1.5KB",
+    segment: Annotated[str, typer.Option(help=f"Segment size P. {SizeOpt}")] = "1.5KB",
+    wmax: Annotated[str, typer.Option(help=f"TCP window limit. {SizeOpt}")] = "47.9KB",
+    as_json: JsonFlag = False,
+) -> None:
+    """Packets lost by one call drop, (T_L R + 2 B_M + B_S) / P (seed 000 section 5.2)."""
+    from farlink.models import packets_lost_per_call_drop
+
+    segment_bytes = read("--segment", units.parse_size_bytes, segment)
+    lost = packets_lost_per_call_drop(
+        read("--detect", lambda t: units.parse_duration_s(t, allow_zero=True), detect),
+        read("--rate", units.parse_bitrate_bps, rate),
+        read("--modem-buffer", lambda t: units.parse_size_bytes(t, allow_zero=True), modem_buffer),
+        read(
+            "--serial-buffer", lambda t: units.parse_size_bytes(t, allow_zero=True), serial_buffer
+        ),
+        segment_bytes,
+    )
+    wmax_bytes = read("--wmax", units.parse_size_bytes, wmax)
+    payload = {
+        "model": "drop-loss",
+        "packets_lost": lost,
+        "bytes_lost": lost * segment_bytes,
+        # RFC 6675 recovery cannot repair the loss of half a window or more (seed 000 section 5.2).
+        "sack_times_out": lost * segment_bytes > wmax_bytes / 2,
+    }
+    _emit(as_json, "drop-loss (seed 000 section 5.2)", payload)
+
+
+@app.command("reproduce")
+def reproduce(
+    id: Annotated[str | None, typer.Argument(help="Reproduction id; see --list.")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,
+    out: Annotated[Path, typer.Option(help="Folder for figures and JSON.")] = DEFAULT_OUT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Print a published table or figure of the seeds beside farlink's."""
+    from farlink import reproduce as registry
+
+    if list_ or id is None:
+        for entry in registry.entries():
+            typer.echo(f"{entry.id:<24} {entry.engine:<6} {entry.title} [{entry.source}]")
+        return
+    try:
+        rep = registry.run(id, out / "reproduce")
+    except KeyError as err:
+        raise CliError(f"ID: {err.args[0]}") from None
+    if as_json:
+        print_json(rep.to_dict())
+    else:
+        print_reproduction(rep)
+
+
+@app.command("fit-drops")
+def fit_drops(
+    log: Annotated[Path, typer.Argument(help="Call-drop log: CSV (modem,time) or KUMICS XML.")],
+    confidence: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
+    bins: Annotated[int, typer.Option(help="Chi-square bins (seed 000 uses 15).")] = 15,
+    alpha: Annotated[float, typer.Option(help="Significance level of the test.")] = 0.05,
+    as_json: JsonFlag = False,
+) -> None:
+    """Fit the per-member call-drop rate beta and test the exponential (seed 000 section 5.3)."""
+    from farlink.dropfit import fit_drop_log
+    from farlink.droplog import DropLogError, read_drop_log
+
+    try:
+        drops = read_drop_log(log)
+    except DropLogError as err:
+        raise CliError(f"LOG: {err}") from None
+    fit = _evaluate(
+        "fit-drops",
+        lambda: fit_drop_log(drops, confidence=confidence, bins=bins, alpha=alpha),
+    )
+    payload = {"log": str(log), "modems": list(drops.modems), **fit.to_dict()}
+    if fit.beta_per_s > 0:
+        payload["beta_one_per_min"] = 1 / (fit.beta_per_s * 60)
+    _emit(as_json, f"fit-drops {log}", payload)
+
+
+@app.command("demo")
+def demo(
+    out: Annotated[Path, typer.Option(help="Folder for the table and figure.")] = DEFAULT_OUT,
+) -> None:
+    """The main job: the Greenland-Kansas 8-modem Iridium bundle of seed 000."""
+    from farlink.demo import run_demo
+
+    run_demo(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the command, turning bad input into one line and exit status 2."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="farlink", standalone_mode=False)
+    except CliError as err:
+        print(f"farlink: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except typer.TyperException as err:
+        # Typer's usage errors (unknown option, missing argument, bad value) carry the context
+        # of the command that failed; print them on one line like our own errors.
+        ctx = getattr(err, "ctx", None)
+        if type(err).__name__ == "NoArgsIsHelpError":
+            return 0  # the help has been printed already
+        where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        print(f"farlink: error: {err.format_message()}{where}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except typer.Exit as err:
+        return int(err.exit_code)
+    except typer.Abort:
+        print("farlink: aborted", file=sys.stderr)
+        return 130
+    return 0

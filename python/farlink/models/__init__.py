@@ -1,0 +1,55 @@
+"""The ``model`` engine: closed-form TCP models, vectorised over NumPy arrays.
+
+Each function cites the equation it implements. Throughputs are in packets per second, times in
+seconds, sizes in bytes, windows in packets unless the name says otherwise.
+"""
+
+from farlink.models.calldrop import (
+    CalldropPrediction,
+    bundle_drop_rate_per_s,
+    calldrop_prediction,
+    calldrop_throughput,
+    calldrop_transfer_time_s,
+    segments_in_file,
+)
+from farlink.models.iridium import (
+    LINUX_TXQUEUE_PKTS,
+    clocking_time_s,
+    go_back_n_service_time_s,
+    loaded_rtt_s,
+    packets_lost_per_call_drop,
+)
+from farlink.models.pftk import (
+    expected_rounds_per_tdp,
+    expected_timeout_sequence_s,
+    expected_unconstrained_window,
+    mathis_throughput,
+    pftk_approx_throughput,
+    pftk_full_throughput,
+    pftk_no_timeout_throughput,
+    timeout_backoff_factor,
+    timeout_probability,
+)
+
+__all__ = [
+    "LINUX_TXQUEUE_PKTS",
+    "CalldropPrediction",
+    "bundle_drop_rate_per_s",
+    "calldrop_prediction",
+    "calldrop_throughput",
+    "calldrop_transfer_time_s",
+    "clocking_time_s",
+    "expected_rounds_per_tdp",
+    "expected_timeout_sequence_s",
+    "expected_unconstrained_window",
+    "go_back_n_service_time_s",
+    "loaded_rtt_s",
+    "mathis_throughput",
+    "packets_lost_per_call_drop",
+    "pftk_approx_throughput",
+    "pftk_full_throughput",
+    "pftk_no_timeout_throughput",
+    "segments_in_file",
+    "timeout_backoff_factor",
+    "timeout_probability",
+]

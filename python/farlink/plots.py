@@ -1,0 +1,53 @@
+"""Figures: matplotlib with the non-interactive Agg backend, written as PNG.
+
+Figures carry their parameters in the title or a caption line, so a PNG found alone in an output
+folder still says what it shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def line_figure(
+    path: Path,
+    *,
+    x: np.ndarray,
+    curves: Sequence[tuple[str, np.ndarray]],
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    caption: str = "",
+    points: Sequence[tuple[str, np.ndarray, np.ndarray]] = (),
+    logx: bool = False,
+    logy: bool = False,
+) -> Path:
+    """Draw labelled curves over one x axis (and optional marked points) and save a PNG."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
+    for label, y in curves:
+        ax.plot(x, y, label=label, linewidth=1.8)
+    for label, px, py in points:
+        ax.plot(px, py, "o", label=label, markersize=6)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=9)
+    if caption:
+        fig.text(0.01, 0.01, caption, fontsize=7, color="0.35")
+        fig.subplots_adjust(bottom=0.17)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Software": "farlink"})
+    plt.close(fig)
+    return path

@@ -1,0 +1,173 @@
+"""Human units for the command line and scenario files.
+
+Every parser takes a string such as ``20.6MB``, ``250ms``, ``1/50min`` or ``2400bps`` and returns a
+float in the base unit its name carries (bytes, seconds, events per second, bits per second).
+Sizes and rates are decimal (1 KB = 1000 bytes, 1 kbps = 1000 bit/s) unless written with a binary
+prefix (KiB, MiB, GiB), as network engineers and the seeds use them. A parser that cannot read its
+input raises :class:`UnitError` naming what it got and the forms it accepts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "BITRATE_FORMS",
+    "DURATION_FORMS",
+    "EVENT_RATE_FORMS",
+    "PROBABILITY_FORMS",
+    "SIZE_FORMS",
+    "UnitError",
+    "parse_bitrate_bps",
+    "parse_count",
+    "parse_duration_s",
+    "parse_event_rate_per_s",
+    "parse_probability",
+    "parse_size_bytes",
+]
+
+
+class UnitError(ValueError):
+    """A quantity that could not be read; the message names the input and the accepted forms."""
+
+
+SIZE_FORMS = (
+    "a size such as 20.6MB, 47.9KB, 1448B, 1448 or 2MiB (KB/MB/GB decimal, KiB/MiB/GiB binary)"
+)
+DURATION_FORMS = "a duration such as 19s, 250ms, 50min, 1.5h or 19 (seconds)"
+EVENT_RATE_FORMS = "a rate such as 1/50min, 0.02/min, 1.2/h, 1/3000s or 0.001 (per second)"
+BITRATE_FORMS = "a bit rate such as 2400bps, 2.4kbps, 128kbps, 1.5Mbps or 1Gbps (decimal prefixes)"
+PROBABILITY_FORMS = "a probability strictly between 0 and 1, such as 5e-4, 0.01 or 0.05%"
+
+_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+
+_SIZE_FACTORS = {
+    "": 1.0,
+    "b": 1.0,
+    "byte": 1.0,
+    "bytes": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "kib": 1024.0,
+    "mib": 1024.0**2,
+    "gib": 1024.0**3,
+}
+
+_DURATION_FACTORS = {
+    "": 1.0,
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "sec": 1.0,
+    "min": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+    "d": 86400.0,
+}
+
+_BITRATE_FACTORS = {"bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
+
+
+def _split(text: str, what: str, forms: str) -> tuple[float, str]:
+    """Split ``text`` into a finite number and a unit suffix (spaces allowed between them)."""
+    match = re.fullmatch(rf"\s*({_NUMBER})\s*([^\d\s].*?)?\s*", str(text))
+    if match is None:
+        raise UnitError(f"cannot read {what} {text!r}: expected {forms}")
+    value = float(match.group(1))
+    if not math.isfinite(value):
+        raise UnitError(f"cannot read {what} {text!r}: expected {forms}")
+    return value, (match.group(2) or "")
+
+
+def parse_size_bytes(text: str, *, allow_zero: bool = False) -> float:
+    """Read a size in bytes: ``20.6MB`` → 20.6e6, ``2MiB`` → 2097152, ``1448`` → 1448."""
+    value, unit = _split(text, "size", SIZE_FORMS)
+    # KB and kB are the same decimal kilobyte; case matters only to tell nothing apart here.
+    factor = _SIZE_FACTORS.get(unit.lower())
+    if factor is None:
+        raise UnitError(f"unknown size unit {unit!r} in {text!r}: expected {SIZE_FORMS}")
+    size = value * factor
+    if size < 0 or (size == 0 and not allow_zero):
+        raise UnitError(f"size {text!r} must be positive: expected {SIZE_FORMS}")
+    return size
+
+
+def parse_duration_s(text: str, *, allow_zero: bool = False) -> float:
+    """Read a duration in seconds: ``250ms`` → 0.25, ``50min`` → 3000."""
+    value, unit = _split(text, "duration", DURATION_FORMS)
+    factor = _DURATION_FACTORS.get(unit if unit == "µs" else unit.lower())
+    if factor is None:
+        raise UnitError(f"unknown time unit {unit!r} in {text!r}: expected {DURATION_FORMS}")
+    duration = value * factor
+    if duration < 0 or (duration == 0 and not allow_zero):
+        raise UnitError(f"duration {text!r} must be positive: expected {DURATION_FORMS}")
+    return duration
+
+
+def parse_event_rate_per_s(text: str, *, allow_zero: bool = True) -> float:
+    """Read an event rate in events per second: ``1/50min`` → 1/3000, ``0.02/min`` → 1/3000.
+
+    ``N/<duration>`` means N events per that duration, so ``1/50min`` is one event every fifty
+    minutes, as seed 000 writes call-drop rates (Table 5.3). A bare number is per second.
+    """
+    raw = str(text).strip()
+    if "/" in raw:
+        count_text, _, period_text = raw.partition("/")
+        try:
+            count = float(count_text) if count_text.strip() else 1.0
+            # "0.02/min" has no number before the unit: one such period.
+            bare = re.fullmatch(r"\s*([^\d\s.+-].*?)\s*", period_text)
+            period = (1.0, bare.group(1)) if bare else _split(period_text, "rate", EVENT_RATE_FORMS)
+        except (ValueError, UnitError):
+            raise UnitError(f"cannot read rate {text!r}: expected {EVENT_RATE_FORMS}") from None
+        number, unit = period
+        factor = _DURATION_FACTORS.get(unit.lower())
+        if factor is None or number <= 0 or not math.isfinite(count):
+            raise UnitError(f"cannot read rate {text!r}: expected {EVENT_RATE_FORMS}")
+        rate = count / (number * factor)
+    else:
+        rate, unit = _split(raw, "rate", EVENT_RATE_FORMS)
+        if unit not in ("", "/s", "hz", "Hz"):
+            raise UnitError(f"unknown rate unit {unit!r} in {text!r}: expected {EVENT_RATE_FORMS}")
+    if rate < 0 or (rate == 0 and not allow_zero):
+        raise UnitError(f"rate {text!r} must be positive: expected {EVENT_RATE_FORMS}")
+    return rate
+
+
+def parse_bitrate_bps(text: str) -> float:
+    """Read a bit rate in bit/s: ``2400bps`` → 2400, ``1.5Mbps`` → 1.5e6."""
+    value, unit = _split(text, "bit rate", BITRATE_FORMS)
+    factor = _BITRATE_FACTORS.get(unit.lower().replace("bit/s", "bps").replace("b/s", "bps"))
+    if factor is None:
+        raise UnitError(f"unknown bit-rate unit {unit!r} in {text!r}: expected {BITRATE_FORMS}")
+    rate = value * factor
+    if rate <= 0:
+        raise UnitError(f"bit rate {text!r} must be positive: expected {BITRATE_FORMS}")
+    return rate
+
+
+def parse_probability(text: str) -> float:
+    """Read a probability in (0, 1): ``5e-4`` → 0.0005, ``0.05%`` → 0.0005."""
+    value, unit = _split(text, "probability", PROBABILITY_FORMS)
+    if unit == "%":
+        value /= 100.0
+    elif unit:
+        raise UnitError(f"cannot read probability {text!r}: expected {PROBABILITY_FORMS}")
+    if not 0.0 < value < 1.0:
+        raise UnitError(f"probability {text!r} is outside (0, 1): expected {PROBABILITY_FORMS}")
+    return value
+
+
+def parse_count(text: str, *, minimum: int = 1) -> int:
+    """Read a whole number no smaller than ``minimum``."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise UnitError(f"cannot read {text!r}: expected a whole number >= {minimum}") from None
+    if value < minimum:
+        raise UnitError(f"{text!r} is too small: expected a whole number >= {minimum}")
+    return value

@@ -1,0 +1,73 @@
+"""Reproductions of seed 000 against the published numbers."""
+
+import numpy as np
+import pytest
+
+from farlink.reproduce import entries, run
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("reproduce")
+
+
+def test_table_6_1_within_one_percent(out_dir):
+    rep = run("zaghloul-table-6.1", out_dir)
+    assert len(rep.rows) == 4
+    for row in rep.rows:
+        assert row.published is not None
+        assert abs(row.ours / row.published - 1) <= 0.01, row
+
+
+def test_table_6_2_within_five_percent(out_dir):
+    rep = run("zaghloul-table-6.2", out_dir)
+    assert len(rep.rows) == 6
+    assert rep.to_dict()["all_within_tolerance"] is True
+    assert max(abs(r.relative_error) for r in rep.rows) <= 0.05
+
+
+def test_worked_examples_are_exact(out_dir):
+    for id in ("zaghloul-sec-4.1.6", "zaghloul-sec-5.2"):
+        for row in run(id, out_dir).rows:
+            assert row.ours == pytest.approx(row.published), row
+
+
+def test_figure_6_5_rises_with_loss_and_reports_the_gap(out_dir):
+    rep = run("zaghloul-fig-6.5", out_dir)
+    plotted = [r.ours for r in rep.rows if r.published is None]
+    assert np.all(np.diff(plotted) > 0)
+    gap = next(r for r in rep.rows if r.published is not None)
+    assert gap.published == 25.0
+    assert any("not reproduced" in n for n in rep.notes)
+    assert rep.figures[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_figure_6_6_timeout_matters_more_at_higher_drop_rates(out_dir):
+    rep = run("zaghloul-fig-6.6", out_dir)
+    by_beta = {}
+    for row in rep.rows:
+        _, beta = row.label.split(", ")
+        by_beta.setdefault(beta, []).append(row.ours)
+    slopes = [curve[-1] - curve[0] for curve in by_beta.values()]
+    assert len(slopes) == 3
+    assert slopes == sorted(slopes) and slopes[0] > 0
+    assert rep.figures[0].exists()
+
+
+def test_every_entry_runs_and_is_well_formed(out_dir):
+    for entry in entries():
+        rep = run(entry.id, out_dir)
+        assert rep.rows, entry.id
+        document = rep.to_dict()
+        assert document["id"] == entry.id
+        for row in document["rows"]:
+            assert isinstance(row["label"], str) and row["unit"]
+            assert row["published"] is None or isinstance(row["published"], float)
+        assert (out_dir / f"{entry.id}.json").exists()
+
+
+def test_reproductions_are_deterministic(tmp_path):
+    first = run("zaghloul-fig-6.5", tmp_path / "a")
+    second = run("zaghloul-fig-6.5", tmp_path / "b")
+    assert first.to_dict()["rows"] == second.to_dict()["rows"]
+    assert first.figures[0].read_bytes() == second.figures[0].read_bytes()
