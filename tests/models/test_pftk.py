@@ -136,3 +136,16 @@ def test_vectorised_over_a_grid_and_scalar_in_scalar_out():
 def test_bad_parameters_name_themselves(kwargs, name):
     with pytest.raises(ValueError, match=rf"^{name} must be"):
         pftk_full_throughput(**kwargs)
+
+
+@pytest.mark.parametrize("wmax", [4.0, 40.0, 400.0])
+def test_branches_of_eq_28_meet_where_the_window_limit_starts_to_bind(wmax):
+    from scipy.optimize import brentq
+
+    edge = brentq(lambda p: expected_unconstrained_window(p) - wmax, 1e-9, 0.999, xtol=1e-16)
+    below, above = edge * (1 - 1e-9), edge * (1 + 1e-9)
+    for model in (
+        lambda p: pftk_no_timeout_throughput(p, 0.6, 2, wmax),
+        lambda p: pftk_full_throughput(p, 0.6, 2.0, 2, wmax),
+    ):
+        assert model(below) == pytest.approx(model(above), rel=1e-6)
