@@ -5,6 +5,12 @@
 //! and the time they next want to be woken. The engine drives them with simulated time; the
 //! emulator drives the same code with the wall clock.
 
+pub mod error;
+pub mod link;
+pub mod loss;
+pub mod rng;
+pub mod sched;
+pub mod tcp;
 pub mod time;
 
 /// The version of the core, as recorded in every result for provenance.

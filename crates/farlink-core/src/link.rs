@@ -1,0 +1,665 @@
+//! A point-to-point link as a sans-I/O component: a finite drop-tail queue, a serializer of
+//! fixed rate, a propagation delay, and an error model applied at the receiving end.
+//!
+//! This module owns what happens to a packet between the moment it is offered to the link and
+//! the moment it leaves the far end (delivered, or dropped with a [`DropCause`]). It never reads
+//! a clock and never schedules anything itself: the caller hands it `now` with each call, takes
+//! the [`LinkEvent`]s that are due from [`Link::poll`], and asks [`Link::next_wakeup`] when to
+//! call again. It knows nothing of what the packets carry: a [`Packet`] is a small `Copy`
+//! handle (an id and a size), and the caller keeps the contents.
+//!
+//! ```text
+//!  offer ──▶ [ queue (drop-tail) ] ──▶ serializer (rate_bps) ──▶ wire (delay) ──▶ loss model ──▶ poll
+//!              │ full: QueueOverflow                                     │ lost: Corruption
+//! ```
+//!
+//! # Semantics
+//!
+//! * **Transmission time** of a packet of `size_bytes` at `rate_bps` is
+//!   ceil(8 size_bytes 1e9 / rate_bps) ns, computed in integers ([`transmission_time`]). Rounding
+//!   up keeps the link from ever exceeding its rate; the error is under 1 ns per packet.
+//! * **Serialization is back to back**: the next packet starts at the instant the previous one
+//!   ends, not when the caller next polls. A packet offered to an idle serializer starts at
+//!   `now`.
+//! * **The queue limit** counts packets *waiting*, not the one being serialized (as ns-2's
+//!   DropTail and Linux qdiscs do). With `QueueLimit::Packets(n)` an arrival finding n waiting
+//!   packets is dropped; with `QueueLimit::Bytes(b)` an arrival is dropped if the waiting bytes
+//!   plus its own size would exceed b. Drops are reported by `offer` at once with cause
+//!   [`DropCause::QueueOverflow`].
+//! * **At equal times** a departure from the queue (end of a serialization) happens before an
+//!   arrival to it, so a packet offered at the very instant a slot frees finds the slot free.
+//! * **Loss** is decided by the [`LossModel`] at the instant the packet's last bit reaches the
+//!   far end (end of serialization + delay); a lost packet is reported as
+//!   [`DropCause::Corruption`] at that instant.
+//! * **Conservation**: at every moment, every packet offered is delivered, dropped with a cause,
+//!   or inside the link (waiting, serializing or on the wire); [`Link::conservation_holds`]
+//!   checks it.
+//!
+//! # Memory
+//!
+//! The queue and the wire are `VecDeque`s of `Copy` handles with capacity reserved at
+//! construction (the queue's limit in packets, or the byte limit over 40-byte packets; the wire
+//! for the packets of 40 bytes that fit in the delay; both capped at 65,536). They grow only
+//! if that is ever exceeded, and never shrink, so the steady state allocates nothing.
+
+use crate::error::ConfigError;
+use crate::loss::{LossModel, NoLoss};
+use crate::time::{SimDuration, SimTime};
+use std::collections::VecDeque;
+
+/// The smallest packet assumed when reserving capacity: a bare TCP/IPv4 header, 20 + 20 bytes
+/// (RFC 791 section 3.1, RFC 9293 section 3.1).
+const MIN_PACKET_BYTES_FOR_RESERVE: u64 = 40;
+/// Upper bound on the capacity reserved up front for the queue and for the wire.
+const MAX_RESERVED_PKTS: u64 = 65_536;
+
+/// A packet as the link sees it: an opaque id chosen by the caller and a size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Packet {
+    pub id: u64,
+    pub size_bytes: u32,
+}
+
+/// How the drop-tail queue is bounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueLimit {
+    /// At most this many packets waiting.
+    Packets(u32),
+    /// At most this many bytes waiting.
+    Bytes(u64),
+}
+
+/// Parameters of a [`Link`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkConfig {
+    /// Serialization rate in bits per second; positive.
+    pub rate_bps: u64,
+    /// One-way propagation delay.
+    pub delay: SimDuration,
+    /// Bound of the queue in front of the serializer.
+    pub queue_limit: QueueLimit,
+}
+
+/// Why a packet did not come out of the far end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropCause {
+    /// The queue was full when the packet was offered.
+    QueueOverflow,
+    /// The error model corrupted the packet on the way.
+    Corruption,
+}
+
+/// What the link hands back from [`Link::poll`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// The packet's last bit reached the far end intact at `at`.
+    Delivered { at: SimTime, pkt: Packet },
+    /// The packet was lost at `at` (from `poll`, always with cause `Corruption`).
+    Dropped {
+        at: SimTime,
+        pkt: Packet,
+        cause: DropCause,
+    },
+}
+
+/// Counters of a link since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub offered_pkts: u64,
+    pub offered_bytes: u64,
+    pub delivered_pkts: u64,
+    pub delivered_bytes: u64,
+    pub dropped_overflow_pkts: u64,
+    pub dropped_overflow_bytes: u64,
+    pub dropped_corruption_pkts: u64,
+    pub dropped_corruption_bytes: u64,
+    /// How many times the number of waiting packets changed (each enqueue and each dequeue).
+    pub queue_changes: u64,
+    /// Largest number of packets ever waiting.
+    pub max_queue_pkts: u64,
+    /// Largest number of bytes ever waiting.
+    pub max_queue_bytes: u64,
+}
+
+impl LinkStats {
+    /// Packets dropped with `cause`.
+    pub fn dropped_pkts(&self, cause: DropCause) -> u64 {
+        match cause {
+            DropCause::QueueOverflow => self.dropped_overflow_pkts,
+            DropCause::Corruption => self.dropped_corruption_pkts,
+        }
+    }
+}
+
+/// The time to put `size_bytes` on a line of `rate_bps`: ceil(8 size_bytes 1e9 / rate_bps) ns,
+/// in integer arithmetic (u128, so no overflow for any u32 size and u64 rate).
+///
+/// # Panics
+/// If `rate_bps` is zero.
+pub fn transmission_time(size_bytes: u32, rate_bps: u64) -> SimDuration {
+    assert!(rate_bps > 0, "transmission time at a rate of 0 bit/s");
+    let bit_ns = u128::from(size_bytes) * 8 * 1_000_000_000;
+    let ns = bit_ns.div_ceil(u128::from(rate_bps));
+    // Beyond u64 only for absurd inputs (gigabytes at a few bit/s); saturate, and let the time
+    // arithmetic that follows report the overflow.
+    SimDuration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+/// A link; see the module documentation. `L` is its error model at the receiving end.
+#[derive(Debug)]
+pub struct Link<L: LossModel = NoLoss> {
+    cfg: LinkConfig,
+    loss: L,
+    queue: VecDeque<Packet>,
+    queue_bytes: u64,
+    /// The packet being serialized and the instant its last bit leaves.
+    in_service: Option<(Packet, SimTime)>,
+    /// Packets propagating, with the instant each reaches the far end (non-decreasing).
+    wire: VecDeque<(SimTime, Packet)>,
+    stats: LinkStats,
+    last_now: SimTime,
+}
+
+impl<L: LossModel> Link<L> {
+    /// A link with configuration `cfg` and error model `loss`.
+    pub fn new(cfg: LinkConfig, loss: L) -> Result<Self, ConfigError> {
+        if cfg.rate_bps == 0 {
+            return Err(ConfigError::new(
+                "rate_bps",
+                "expected a positive rate in bit/s, got 0",
+            ));
+        }
+        let queue_cap = match cfg.queue_limit {
+            QueueLimit::Packets(n) => u64::from(n),
+            QueueLimit::Bytes(b) => b / MIN_PACKET_BYTES_FOR_RESERVE + 1,
+        }
+        .min(MAX_RESERVED_PKTS);
+        let min_tx_ns = transmission_time(MIN_PACKET_BYTES_FOR_RESERVE as u32, cfg.rate_bps)
+            .as_nanos()
+            .max(1);
+        let wire_cap = (cfg.delay.as_nanos() / min_tx_ns + 1).min(MAX_RESERVED_PKTS);
+        Ok(Link {
+            cfg,
+            loss,
+            queue: VecDeque::with_capacity(queue_cap as usize),
+            queue_bytes: 0,
+            in_service: None,
+            wire: VecDeque::with_capacity(wire_cap as usize),
+            stats: LinkStats::default(),
+            last_now: SimTime::ZERO,
+        })
+    }
+
+    pub fn config(&self) -> &LinkConfig {
+        &self.cfg
+    }
+
+    pub fn loss(&self) -> &L {
+        &self.loss
+    }
+
+    pub fn loss_mut(&mut self) -> &mut L {
+        &mut self.loss
+    }
+
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// Packets waiting in the queue (not counting the one being serialized).
+    pub fn queue_len_pkts(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Bytes waiting in the queue (not counting the packet being serialized).
+    pub fn queue_len_bytes(&self) -> u64 {
+        self.queue_bytes
+    }
+
+    /// Packets inside the link: waiting, being serialized, or on the wire.
+    pub fn in_flight_pkts(&self) -> u64 {
+        (self.queue.len() + usize::from(self.in_service.is_some()) + self.wire.len()) as u64
+    }
+
+    /// Whether every packet offered is delivered, dropped with a cause, or inside the link.
+    pub fn conservation_holds(&self) -> bool {
+        let s = &self.stats;
+        s.offered_pkts
+            == s.delivered_pkts
+                + s.dropped_overflow_pkts
+                + s.dropped_corruption_pkts
+                + self.in_flight_pkts()
+    }
+
+    /// The earliest instant at which the link has something to do (end of a serialization or
+    /// a packet reaching the far end), or `None` if it is empty.
+    pub fn next_wakeup(&self) -> Option<SimTime> {
+        let tx = self.in_service.map(|(_, done)| done);
+        let rx = self.wire.front().map(|&(at, _)| at);
+        match (tx, rx) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Offers `pkt` to the link at `now`. `Ok` if it was queued or went straight to the
+    /// serializer; `Err(DropCause::QueueOverflow)` if the queue was full (the packet is then
+    /// dropped at `now` and counted). Call [`Link::next_wakeup`] afterwards: it may have moved
+    /// earlier.
+    pub fn offer(&mut self, now: SimTime, pkt: Packet) -> Result<(), DropCause> {
+        let now = self.observe(now);
+        self.advance_serializer(now);
+        self.stats.offered_pkts += 1;
+        self.stats.offered_bytes += u64::from(pkt.size_bytes);
+        if self.in_service.is_none() {
+            debug_assert!(self.queue.is_empty());
+            self.start(now, pkt);
+            return Ok(());
+        }
+        let fits = match self.cfg.queue_limit {
+            QueueLimit::Packets(n) => self.queue.len() < n as usize,
+            QueueLimit::Bytes(b) => self.queue_bytes + u64::from(pkt.size_bytes) <= b,
+        };
+        if !fits {
+            self.stats.dropped_overflow_pkts += 1;
+            self.stats.dropped_overflow_bytes += u64::from(pkt.size_bytes);
+            return Err(DropCause::QueueOverflow);
+        }
+        self.queue.push_back(pkt);
+        self.queue_bytes += u64::from(pkt.size_bytes);
+        self.stats.queue_changes += 1;
+        self.stats.max_queue_pkts = self.stats.max_queue_pkts.max(self.queue.len() as u64);
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue_bytes);
+        Ok(())
+    }
+
+    /// The next event due at or before `now`, in time order, or `None` when nothing more is
+    /// due. Call repeatedly until `None`. Each packet reaching the far end is judged by the
+    /// loss model at its own arrival instant.
+    pub fn poll(&mut self, now: SimTime) -> Option<LinkEvent> {
+        let now = self.observe(now);
+        self.advance_serializer(now);
+        let &(at, pkt) = self.wire.front()?;
+        if at > now {
+            return None;
+        }
+        self.wire.pop_front();
+        let size = u64::from(pkt.size_bytes);
+        if self.loss.is_lost(at) {
+            self.stats.dropped_corruption_pkts += 1;
+            self.stats.dropped_corruption_bytes += size;
+            Some(LinkEvent::Dropped {
+                at,
+                pkt,
+                cause: DropCause::Corruption,
+            })
+        } else {
+            self.stats.delivered_pkts += 1;
+            self.stats.delivered_bytes += size;
+            Some(LinkEvent::Delivered { at, pkt })
+        }
+    }
+
+    /// Records `now`, which must not go back in time.
+    fn observe(&mut self, now: SimTime) -> SimTime {
+        debug_assert!(
+            now >= self.last_now,
+            "link driven backwards in time: {now} after {}",
+            self.last_now
+        );
+        self.last_now = self.last_now.max(now);
+        self.last_now
+    }
+
+    fn start(&mut self, at: SimTime, pkt: Packet) {
+        let done = at + transmission_time(pkt.size_bytes, self.cfg.rate_bps);
+        self.in_service = Some((pkt, done));
+    }
+
+    /// Completes every serialization that ends at or before `now`, starting each next packet
+    /// at the instant the previous one ended.
+    fn advance_serializer(&mut self, now: SimTime) {
+        while let Some((pkt, done)) = self.in_service {
+            if done > now {
+                break;
+            }
+            self.wire.push_back((done + self.cfg.delay, pkt));
+            self.in_service = None;
+            if let Some(next) = self.queue.pop_front() {
+                self.queue_bytes -= u64::from(next.size_bytes);
+                self.stats.queue_changes += 1;
+                self.start(done, next);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loss::{Bernoulli, Lcg16807Loss};
+    use crate::rng::StreamRng;
+    use proptest::prelude::*;
+
+    fn t(ns: u64) -> SimTime {
+        SimTime::from_nanos(ns)
+    }
+
+    fn pkt(id: u64, size_bytes: u32) -> Packet {
+        Packet { id, size_bytes }
+    }
+
+    fn cfg(rate_bps: u64, delay_ms: u64, queue_limit: QueueLimit) -> LinkConfig {
+        LinkConfig {
+            rate_bps,
+            delay: SimDuration::from_millis(delay_ms),
+            queue_limit,
+        }
+    }
+
+    /// Drains every event due at or before `now`.
+    fn drain<L: LossModel>(link: &mut Link<L>, now: SimTime) -> Vec<LinkEvent> {
+        std::iter::from_fn(|| link.poll(now)).collect()
+    }
+
+    /// Runs the link as an engine would: jump to each wake-up (or stay at the link's latest
+    /// time if a wake-up was missed) and drain it.
+    fn run_to_empty<L: LossModel>(link: &mut Link<L>) -> Vec<LinkEvent> {
+        let mut out = Vec::new();
+        while let Some(w) = link.next_wakeup() {
+            let now = w.max(link.last_now);
+            out.extend(drain(link, now));
+        }
+        out
+    }
+
+    #[test]
+    fn transmission_time_is_integer_and_rounded_up() {
+        // Seed 003, 4.4.1: 1000 bytes at 1.5 Mb/s take 16/3 ms = 5,333,333.33 ns.
+        assert_eq!(transmission_time(1000, 1_500_000).as_nanos(), 5_333_334);
+        // Seed 004: a 24-byte IS-707 frame at 9600 bit/s takes exactly 20 ms.
+        assert_eq!(transmission_time(24, 9_600), SimDuration::from_millis(20));
+        // Seed 002: 1500 bytes at 2048 kb/s.
+        assert_eq!(transmission_time(1500, 2_048_000).as_nanos(), 5_859_375);
+        // Iridium modem, 2400 bit/s: 1 byte = 3.333 ms.
+        assert_eq!(transmission_time(1, 2_400).as_nanos(), 3_333_334);
+        assert_eq!(transmission_time(0, 2_400), SimDuration::ZERO);
+        // No overflow at the extremes.
+        assert_eq!(
+            transmission_time(u32::MAX, 8).as_nanos(),
+            u64::from(u32::MAX) * 1_000_000_000
+        );
+        assert_eq!(transmission_time(u32::MAX, 1).as_nanos(), u64::MAX);
+        assert_eq!(transmission_time(1, u64::MAX).as_nanos(), 1);
+    }
+
+    #[test]
+    fn one_packet_arrives_after_transmission_plus_delay() {
+        let mut link = Link::new(cfg(9_600, 100, QueueLimit::Packets(10)), NoLoss).unwrap();
+        assert_eq!(link.next_wakeup(), None);
+        link.offer(t(1_000), pkt(1, 24)).unwrap();
+        // 20 ms serialization, then 100 ms on the wire.
+        assert_eq!(link.next_wakeup(), Some(t(1_000 + 20_000_000)));
+        assert!(drain(&mut link, t(20_000_999)).is_empty());
+        assert_eq!(link.next_wakeup(), Some(t(20_001_000)));
+        assert!(drain(&mut link, t(20_001_000)).is_empty());
+        assert_eq!(link.next_wakeup(), Some(t(120_001_000)));
+        assert!(drain(&mut link, t(120_000_999)).is_empty());
+        assert_eq!(
+            drain(&mut link, t(120_001_000)),
+            vec![LinkEvent::Delivered {
+                at: t(120_001_000),
+                pkt: pkt(1, 24)
+            }]
+        );
+        assert_eq!(link.next_wakeup(), None);
+        assert!(link.conservation_holds());
+    }
+
+    #[test]
+    fn back_to_back_serialization_does_not_wait_for_polls() {
+        // Five 24-byte frames at 9600 bit/s offered together: they leave 20 ms apart even
+        // though the caller polls only once, long after.
+        let mut link = Link::new(cfg(9_600, 0, QueueLimit::Packets(10)), NoLoss).unwrap();
+        for i in 0..5 {
+            link.offer(t(0), pkt(i, 24)).unwrap();
+        }
+        assert_eq!(link.queue_len_pkts(), 4);
+        assert_eq!(link.queue_len_bytes(), 96);
+        let out = drain(&mut link, t(1_000_000_000));
+        let times: Vec<u64> = out
+            .iter()
+            .map(|e| match e {
+                LinkEvent::Delivered { at, .. } => at.as_nanos(),
+                LinkEvent::Dropped { .. } => panic!("unexpected drop"),
+            })
+            .collect();
+        assert_eq!(
+            times,
+            vec![20_000_000, 40_000_000, 60_000_000, 80_000_000, 100_000_000]
+        );
+        let ids: Vec<u64> = out
+            .iter()
+            .map(|e| match e {
+                LinkEvent::Delivered { pkt, .. } | LinkEvent::Dropped { pkt, .. } => pkt.id,
+            })
+            .collect();
+        assert_eq!(ids, vec![0, 1, 2, 3, 4]);
+        assert_eq!(link.stats().queue_changes, 8); // 4 enqueues + 4 dequeues
+        assert_eq!(link.stats().max_queue_pkts, 4);
+    }
+
+    #[test]
+    fn idle_gap_restarts_serialization_at_offer_time() {
+        let mut link = Link::new(cfg(8_000_000, 5, QueueLimit::Packets(1)), NoLoss).unwrap();
+        // 1000 bytes at 8 Mb/s = 1 ms.
+        link.offer(t(0), pkt(1, 1000)).unwrap();
+        link.offer(t(10_000_000), pkt(2, 1000)).unwrap();
+        let out = run_to_empty(&mut link);
+        assert_eq!(
+            out,
+            vec![
+                LinkEvent::Delivered {
+                    at: t(6_000_000),
+                    pkt: pkt(1, 1000)
+                },
+                LinkEvent::Delivered {
+                    at: t(16_000_000),
+                    pkt: pkt(2, 1000)
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn queue_overflow_at_packet_limit() {
+        let mut link = Link::new(cfg(1_000_000, 10, QueueLimit::Packets(3)), NoLoss).unwrap();
+        // One in service + 3 waiting fit; the 5th and 6th are dropped.
+        let results: Vec<_> = (0..6).map(|i| link.offer(t(0), pkt(i, 100))).collect();
+        assert_eq!(
+            results,
+            vec![
+                Ok(()),
+                Ok(()),
+                Ok(()),
+                Ok(()),
+                Err(DropCause::QueueOverflow),
+                Err(DropCause::QueueOverflow)
+            ]
+        );
+        assert_eq!(link.queue_len_pkts(), 3);
+        assert_eq!(link.stats().dropped_pkts(DropCause::QueueOverflow), 2);
+        assert_eq!(link.stats().dropped_overflow_bytes, 200);
+        assert!(link.conservation_holds());
+        // 100 bytes at 1 Mb/s = 800 us. At exactly 800 us the first leaves the serializer and
+        // the second leaves the queue, so an offer at that instant fits again.
+        assert_eq!(link.offer(t(800_000), pkt(6, 100)), Ok(()));
+        assert_eq!(
+            link.offer(t(800_000), pkt(7, 100)),
+            Err(DropCause::QueueOverflow)
+        );
+        let delivered: Vec<u64> = run_to_empty(&mut link)
+            .iter()
+            .map(|e| match e {
+                LinkEvent::Delivered { pkt, .. } => pkt.id,
+                LinkEvent::Dropped { .. } => panic!("no corruption here"),
+            })
+            .collect();
+        assert_eq!(delivered, vec![0, 1, 2, 3, 6]);
+        assert!(link.conservation_holds());
+    }
+
+    #[test]
+    fn queue_overflow_at_byte_limit() {
+        let mut link = Link::new(cfg(1_000_000, 0, QueueLimit::Bytes(1000)), NoLoss).unwrap();
+        link.offer(t(0), pkt(0, 1500)).unwrap(); // straight to the serializer
+        link.offer(t(0), pkt(1, 600)).unwrap(); // 600 waiting
+        link.offer(t(0), pkt(2, 400)).unwrap(); // 1000 waiting: exactly at the limit
+        assert_eq!(link.offer(t(0), pkt(3, 1)), Err(DropCause::QueueOverflow));
+        assert_eq!(link.queue_len_bytes(), 1000);
+        // A packet larger than the whole limit never fits in the queue.
+        let mut link2 = Link::new(cfg(1_000_000, 0, QueueLimit::Bytes(1000)), NoLoss).unwrap();
+        link2.offer(t(0), pkt(0, 10)).unwrap();
+        assert_eq!(
+            link2.offer(t(0), pkt(1, 1001)),
+            Err(DropCause::QueueOverflow)
+        );
+        // But a small one still does.
+        assert_eq!(link2.offer(t(0), pkt(2, 1000)), Ok(()));
+        assert_eq!(link.stats().max_queue_bytes, 1000);
+    }
+
+    #[test]
+    fn zero_limit_queue_holds_only_the_packet_in_service() {
+        let mut link = Link::new(cfg(1_000_000, 0, QueueLimit::Packets(0)), NoLoss).unwrap();
+        assert_eq!(link.offer(t(0), pkt(0, 100)), Ok(()));
+        assert_eq!(link.offer(t(0), pkt(1, 100)), Err(DropCause::QueueOverflow));
+        assert_eq!(link.offer(t(800_000), pkt(2, 100)), Ok(()));
+    }
+
+    #[test]
+    fn corruption_is_decided_at_the_receiving_end() {
+        // Bernoulli(1): every packet is lost on arrival, after serialization and delay.
+        let loss = Bernoulli::new(1.0, StreamRng::derive(1, "l")).unwrap();
+        let mut link = Link::new(cfg(8_000, 50, QueueLimit::Packets(4)), loss).unwrap();
+        link.offer(t(0), pkt(9, 10)).unwrap();
+        assert_eq!(
+            run_to_empty(&mut link),
+            vec![LinkEvent::Dropped {
+                at: t(60_000_000),
+                pkt: pkt(9, 10),
+                cause: DropCause::Corruption
+            }]
+        );
+        assert_eq!(link.stats().dropped_corruption_pkts, 1);
+        assert_eq!(link.stats().dropped_corruption_bytes, 10);
+        assert!(link.conservation_holds());
+    }
+
+    #[test]
+    fn seed003_emulator_link_reproduces_lcg_decisions() {
+        // The 38.4 kb/s emulated serial link of seed 003 5.3 with LER 0.1: the link drops
+        // exactly the packets whose LCG value is <= floor(0.1 m), in order.
+        let loss = Lcg16807Loss::from_error_rate(0.1, 1).unwrap();
+        let mut link = Link::new(cfg(38_400, 80, QueueLimit::Packets(100)), loss).unwrap();
+        for i in 0..50 {
+            link.offer(t(0), pkt(i, 152)).unwrap();
+        }
+        let out = run_to_empty(&mut link);
+        let mut g = crate::loss::Lcg16807::new(1).unwrap();
+        for e in out {
+            let lost = g.next_value() <= 214_748_364;
+            assert_eq!(matches!(e, LinkEvent::Dropped { .. }), lost);
+        }
+    }
+
+    #[test]
+    fn rejects_zero_rate() {
+        let e = Link::new(cfg(0, 0, QueueLimit::Packets(1)), NoLoss).unwrap_err();
+        assert_eq!(e.param, "rate_bps");
+    }
+
+    #[test]
+    fn steady_state_does_not_grow_buffers() {
+        let mut link = Link::new(cfg(1_000_000, 10, QueueLimit::Packets(50)), NoLoss).unwrap();
+        let (qcap, wcap) = (link.queue.capacity(), link.wire.capacity());
+        let mut now = SimTime::ZERO;
+        for i in 0..20_000u64 {
+            let _ = link.offer(now, pkt(i, 100));
+            while link.poll(now).is_some() {}
+            now += SimDuration::from_micros(700);
+        }
+        assert_eq!((link.queue.capacity(), link.wire.capacity()), (qcap, wcap));
+    }
+
+    proptest! {
+        #[test]
+        fn conservation_and_order_under_random_offers(
+            ops in proptest::collection::vec((0u64..3_000_000, 1u32..1500, any::<bool>()), 1..200),
+            limit in 0u32..8,
+            by_bytes in any::<bool>(),
+        ) {
+            let limit = if by_bytes { QueueLimit::Bytes(u64::from(limit) * 700) } else { QueueLimit::Packets(limit) };
+            let loss = Bernoulli::new(0.2, StreamRng::derive(3, "prop")).unwrap();
+            let mut link = Link::new(cfg(2_000_000, 7, limit), loss).unwrap();
+            let mut now = SimTime::ZERO;
+            let mut out = Vec::new();
+            for (i, (dt, size, poll_first)) in ops.into_iter().enumerate() {
+                now += SimDuration::from_nanos(dt);
+                if poll_first {
+                    out.extend(drain(&mut link, now));
+                }
+                let _ = link.offer(now, pkt(i as u64, size));
+                prop_assert!(link.conservation_holds());
+                if let QueueLimit::Bytes(b) = limit {
+                    prop_assert!(link.queue_len_bytes() <= b);
+                } else if let QueueLimit::Packets(n) = limit {
+                    prop_assert!(link.queue_len_pkts() <= n as usize);
+                }
+            }
+            out.extend(run_to_empty(&mut link));
+            prop_assert!(link.conservation_holds());
+            prop_assert_eq!(link.in_flight_pkts(), 0);
+            // Events come out in time order, and packets in the order they were offered
+            // (a FIFO link never reorders).
+            let mut last = (SimTime::ZERO, None::<u64>);
+            for e in &out {
+                let (at, id) = match *e {
+                    LinkEvent::Delivered { at, pkt } | LinkEvent::Dropped { at, pkt, .. } => (at, pkt.id),
+                };
+                prop_assert!(at >= last.0);
+                if let Some(prev) = last.1 {
+                    prop_assert!(id > prev);
+                }
+                last = (at, Some(id));
+            }
+            let s = link.stats();
+            prop_assert_eq!(s.offered_pkts, s.delivered_pkts + s.dropped_overflow_pkts + s.dropped_corruption_pkts);
+            prop_assert_eq!(
+                s.offered_bytes,
+                s.delivered_bytes + s.dropped_overflow_bytes + s.dropped_corruption_bytes
+            );
+        }
+
+        #[test]
+        fn delivery_time_matches_fifo_formula(
+            gaps in proptest::collection::vec(0u64..5_000_000, 1..100),
+            sizes in proptest::collection::vec(1u32..1500, 100),
+        ) {
+            // With an unbounded queue and no loss, departure d_i = max(a_i, d_{i-1}) + tx_i and
+            // arrival = d_i + delay (Lindley's recursion).
+            let mut link = Link::new(cfg(1_544_000, 3, QueueLimit::Packets(1000)), NoLoss).unwrap();
+            let mut now = SimTime::ZERO;
+            let mut d_prev = SimTime::ZERO;
+            let mut expected = Vec::new();
+            for (i, gap) in gaps.iter().enumerate() {
+                now += SimDuration::from_nanos(*gap);
+                link.offer(now, pkt(i as u64, sizes[i])).unwrap();
+                let d = now.max(d_prev) + transmission_time(sizes[i], 1_544_000);
+                expected.push(LinkEvent::Delivered { at: d + SimDuration::from_millis(3), pkt: pkt(i as u64, sizes[i]) });
+                d_prev = d;
+            }
+            prop_assert_eq!(run_to_empty(&mut link), expected);
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Congestion controllers behind one narrow trait, selected by lower-case name.
+//!
+//! Read first: RFC 5681 (the Reno window rules every controller is measured against),
+//! RFC 5033 (what an alternative controller must do), RFC 3465 (byte counting); the trait
+//! shape follows quinn's `Controller` and quiche's `gcongestion` (acked and lost in one batch).
+//!
+//! The boundary (see `tcp/README.md`): the sender detects loss and decides recovery; only then
+//! does it hand the controller a [`CongestionEvent`]. A controller receives read-only views
+//! (the [`AckBatch`], the `&RttEstimator`), keeps its own window, and *returns* its reduction
+//! ([`Reduction`]) instead of writing into the sender. It never sees the scoreboard, the
+//! sequence space or the timers. During fast recovery the window the sender uses may differ
+//! from [`CongestionController::window`] (Reno's inflation, RFC 6675's pipe); that is the
+//! recovery role's business, not the controller's.
+
+pub mod reno;
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::rtt::RttEstimator;
+use super::UnknownName;
+use crate::time::{SimDuration, SimTime};
+
+pub use reno::{Reno, RenoConfig, WindowGrowth};
+
+/// One segment newly acknowledged by the cumulative ACK field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Acked {
+    /// Sequence number after the segment's last byte.
+    pub end_seq: u64,
+    pub bytes: u64,
+    /// When it was last (re)transmitted.
+    pub sent_time: SimTime,
+    /// Sent more than once (its ACK is ambiguous for RTT, Karn's rule).
+    pub retransmitted: bool,
+    /// Already selectively acknowledged before this cumulative ACK.
+    pub was_sacked: bool,
+}
+
+/// One segment newly presumed lost by this ACK (RFC 6675 `IsLost`, or the segment a fast
+/// retransmit repairs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lost {
+    pub seq: u64,
+    pub bytes: u64,
+    pub sent_time: SimTime,
+}
+
+/// One segment handed to the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentPacket {
+    pub seq: u64,
+    pub bytes: u64,
+    pub retransmission: bool,
+}
+
+/// Everything one arriving ACK told the sender, in one batch.
+#[derive(Clone, Copy, Debug)]
+pub struct AckBatch<'a> {
+    pub acked: &'a [Acked],
+    pub lost: &'a [Lost],
+    /// Bytes the cumulative ACK field newly covers (RFC 3465's N).
+    pub newly_acked_bytes: u64,
+    /// Bytes newly covered by SACK blocks.
+    pub newly_sacked_bytes: u64,
+    /// Bytes in flight before and after the ACK was processed.
+    pub prior_in_flight_bytes: u64,
+    pub in_flight_bytes: u64,
+    /// The ACK arrived during fast recovery (RFC 5681 3.2 / RFC 6582 / RFC 6675 loss
+    /// recovery), including the ACK that ends it; Reno does not grow the window then.
+    pub in_recovery: bool,
+    /// The RTT sample this ACK gave, if any (already fed to the estimator).
+    pub rtt_sample: Option<SimDuration>,
+    pub smss_bytes: u64,
+}
+
+/// How the loss behind a congestion event was detected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Detection {
+    /// DupThresh duplicate ACKs (RFC 5681 section 3.2).
+    DupAcks,
+    /// The SACK scoreboard (RFC 6675 section 5 step (2), `IsLost(HighACK + 1)`).
+    Sack,
+    /// The retransmission timer expired (RFC 6298 section 5).
+    RetransmissionTimeout,
+}
+
+/// A loss the recovery role decided the controller must respond to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CongestionEvent {
+    pub detection: Detection,
+    /// RFC 5681's FlightSize when the loss was detected.
+    pub flight_size_bytes: u64,
+    /// Bytes presumed lost.
+    pub lost_bytes: u64,
+    pub smss_bytes: u64,
+    /// Restart from the loss window (RFC 5681 3.1 on a timeout; Tahoe also after a fast
+    /// retransmit) instead of continuing from ssthresh.
+    pub restart_slow_start: bool,
+    /// A retransmission sent by the timer timed out again: RFC 5681 3.1 holds ssthresh.
+    pub repeated_timeout: bool,
+}
+
+/// What a controller decided on a congestion event; the sender records it for traces and for
+/// the recovery role. The controller has already applied it to its own window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reduction {
+    pub ssthresh_bytes: u64,
+    pub cwnd_bytes: u64,
+}
+
+/// A controller's state for traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CcMetrics {
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: u64,
+    pub pacing_rate_bps: Option<u64>,
+}
+
+impl CcMetrics {
+    pub fn new(cwnd_bytes: u64, ssthresh_bytes: u64) -> Self {
+        CcMetrics {
+            cwnd_bytes,
+            ssthresh_bytes,
+            pacing_rate_bps: None,
+        }
+    }
+}
+
+/// What every controller is built from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControllerInit {
+    pub smss_bytes: u64,
+    /// The initial window (RFC 5681 3.1, RFC 6928), chosen by the sender's configuration.
+    pub initial_window_bytes: u64,
+}
+
+/// A congestion controller. Hooks other than the ACK batch, the congestion event and the
+/// queries default to doing nothing.
+pub trait CongestionController: Send + fmt::Debug {
+    /// The lower-case registry name.
+    fn name(&self) -> &'static str;
+    fn on_packet_sent(&mut self, _now: SimTime, _sent: &SentPacket, _in_flight_bytes: u64) {}
+    /// One arriving ACK: what it acknowledged, what it revealed lost.
+    fn on_ack_batch(&mut self, now: SimTime, batch: &AckBatch<'_>, rtt: &RttEstimator);
+    /// A loss the recovery role says to respond to; returns the reduction applied.
+    fn on_congestion_event(&mut self, now: SimTime, event: &CongestionEvent) -> Reduction;
+    /// A previous congestion event turned out spurious (undo; F-RTO, Eifel later).
+    fn on_spurious_congestion(&mut self, _now: SimTime) {}
+    /// The congestion window in bytes; `u64::MAX` for a rate-only controller.
+    fn window(&self) -> u64;
+    /// The rate to pace at, bits per second, if the controller paces.
+    fn pacing_rate_bps(&self) -> Option<u64> {
+        None
+    }
+    fn metrics(&self) -> CcMetrics;
+}
+
+/// The configuration of one controller, by algorithm. Each variant's `Default` carries the RFC
+/// values; [`CcConfig::build`] makes the controller.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CcConfig {
+    Reno(RenoConfig),
+}
+
+impl CcConfig {
+    /// The registry: every controller name, lower case, as the CLI and scenario files spell it.
+    pub const NAMES: &'static [&'static str] = &["reno"];
+
+    /// The default configuration of the named controller.
+    pub fn from_name(name: &str) -> Result<CcConfig, UnknownName> {
+        match name {
+            "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
+            _ => Err(UnknownName {
+                what: "congestion controller",
+                name: name.to_owned(),
+                expected: Self::NAMES,
+            }),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            CcConfig::Reno(_) => "reno",
+        }
+    }
+
+    pub fn build(&self, init: &ControllerInit) -> Box<dyn CongestionController> {
+        match self {
+            CcConfig::Reno(cfg) => Box::new(Reno::new(cfg, init)),
+        }
+    }
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig::Reno(RenoConfig::default())
+    }
+}
+
+impl FromStr for CcConfig {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CcConfig::from_name(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_name_builds_a_controller_of_that_name() {
+        let init = ControllerInit {
+            smss_bytes: 1000,
+            initial_window_bytes: 10_000,
+        };
+        for name in CcConfig::NAMES {
+            let cfg: CcConfig = name.parse().unwrap();
+            assert_eq!(cfg.name(), *name);
+            let cc = cfg.build(&init);
+            assert_eq!(cc.name(), *name);
+            assert_eq!(cc.window(), 10_000);
+        }
+    }
+
+    #[test]
+    fn unknown_name_lists_the_known_ones() {
+        let err = "cubik".parse::<CcConfig>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown congestion controller \"cubik\"; expected one of: reno"
+        );
+    }
+}

@@ -1,0 +1,596 @@
+//! The data receiver: in-order delivery, out-of-order ranges, delayed ACK, SACK blocks and
+//! timestamp echo.
+//!
+//! Read first: RFC 9293 section 3.10.7.4 (segment acceptance, `RCV.NXT`, `RCV.WND`),
+//! RFC 1122 section 4.2.3.2 (delayed ACK: "at least every second full-sized segment", less
+//! than 0.5 s), RFC 5681 section 4.2 (immediate ACKs for out-of-order and gap-filling
+//! segments), RFC 2018 section 4 (which SACK blocks, in which order), RFC 7323 sections 2.3
+//! and 4.3 (window scaling; `TS.Recent` and `Last.ACK.sent`).
+//!
+//! Sans-I/O: [`Receiver::on_segment`] takes a segment and returns the ACK to send now, if any;
+//! [`Receiver::next_timeout`] is the delayed-ACK deadline and [`Receiver::on_timeout`] the ACK
+//! it produces. The application reads every in-order byte at once, so the advertised window is
+//! the whole receive buffer; out-of-order data lies inside that window and does not shrink it.
+//! Bytes handed to the application are counted exactly once, in order
+//! ([`Receiver::delivered_bytes`]).
+
+use std::collections::VecDeque;
+
+use super::segment::{
+    encode_window, max_sack_blocks, timestamp_clock, Flags, Options, SackBlock, SackBlocks,
+    Segment, Timestamps, MAX_SACK_BLOCKS,
+};
+use super::{Negotiated, State, TcpOptions};
+use crate::time::{SimDuration, SimTime};
+
+/// RFC 1122 4.2.3.2: "an ACK should not be excessively delayed; in particular, the delay MUST
+/// be less than 0.5 seconds". 200 ms is the BSD value and ns-3's `DelAckTimeout`.
+pub const DELAYED_ACK_TIMEOUT: SimDuration = SimDuration::from_millis(200);
+/// RFC 1122 4.2.3.2 / RFC 5681 4.2: "an ACK SHOULD be generated for at least every second
+/// full-sized segment".
+pub const ACK_EVERY_SEGMENTS: u32 = 2;
+/// Linux's and ns-3's default receive buffer (`tcp_rmem` default, ns-3 `RcvBufSize`).
+pub const DEFAULT_RECEIVE_BUFFER_BYTES: u64 = 131_072;
+/// Out-of-order ranges kept before further out-of-order segments are dropped (a bounded
+/// reassembly queue, like a kernel's memory limit).
+pub const DEFAULT_MAX_OOO_RANGES: usize = 64;
+
+/// When the receiver acknowledges in-order data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DelayedAck {
+    /// An ACK for every segment.
+    Off,
+    /// An ACK once `every_segments` full-sized segments' worth of bytes is unacknowledged, or
+    /// `timeout` after the first unacknowledged in-order segment arrived.
+    On {
+        timeout: SimDuration,
+        every_segments: u32,
+    },
+}
+
+impl Default for DelayedAck {
+    fn default() -> Self {
+        DelayedAck::On {
+            timeout: DELAYED_ACK_TIMEOUT,
+            every_segments: ACK_EVERY_SEGMENTS,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceiverConfig {
+    /// The options this end offers in its SYN-ACK.
+    pub options: TcpOptions,
+    pub receive_buffer_bytes: u64,
+    pub delayed_ack: DelayedAck,
+    /// Bound on the number of out-of-order ranges held; storage is reserved once.
+    pub max_ooo_ranges: usize,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        ReceiverConfig {
+            options: TcpOptions::default(),
+            receive_buffer_bytes: DEFAULT_RECEIVE_BUFFER_BYTES,
+            delayed_ack: DelayedAck::default(),
+            max_ooo_ranges: DEFAULT_MAX_OOO_RANGES,
+        }
+    }
+}
+
+/// Counters of the receiver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    pub segments_received: u64,
+    /// Payload bytes received, duplicates included.
+    pub bytes_received: u64,
+    /// Bytes handed to the application, each exactly once and in order.
+    pub delivered_bytes: u64,
+    /// Segments entirely below `RCV.NXT` (already delivered).
+    pub duplicate_segments: u64,
+    /// Segments above `RCV.NXT` (held in the out-of-order ranges).
+    pub out_of_order_segments: u64,
+    /// Out-of-order segments dropped because `max_ooo_ranges` ranges were held already.
+    pub ooo_dropped_segments: u64,
+    /// Bytes beyond the right edge of the window, discarded (RFC 9293 3.10.7.4).
+    pub beyond_window_bytes: u64,
+    pub acks_sent: u64,
+    /// ACKs sent because the delayed-ACK timer fired.
+    pub delayed_ack_timeouts: u64,
+}
+
+/// A sans-I/O TCP data receiver.
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    delayed_ack: DelayedAck,
+    smss_bytes: u64,
+    sack: bool,
+    timestamps: bool,
+    max_sack_blocks: usize,
+    max_ooo_ranges: usize,
+    /// The window field announced; the window is `window_field << window_shift` bytes
+    /// (RFC 7323 2.3).
+    window_field: u16,
+    window_shift: u8,
+    rcv_nxt: u64,
+    /// Disjoint, non-adjacent `[start, end)` ranges above `RCV.NXT`, ascending.
+    ooo: VecDeque<(u64, u64)>,
+    /// RFC 2018 section 4: a point inside each of the most recently reported blocks, most
+    /// recent first.
+    recent_sack_points: [u64; MAX_SACK_BLOCKS],
+    recent_sack_len: usize,
+    /// RFC 7323 4.3 `TS.Recent` and `Last.ACK.sent`.
+    ts_recent: u32,
+    last_ack_sent: u64,
+    /// In-order bytes received since the last ACK (delayed ACK).
+    unacked_bytes: u64,
+    delayed_ack_deadline: Option<SimTime>,
+    stats: ReceiverStats,
+}
+
+impl Receiver {
+    pub fn new(config: &ReceiverConfig, negotiated: &Negotiated) -> Self {
+        let shift = negotiated.window_shift;
+        // Without window scaling the window field caps the window at 65535 bytes.
+        let window_field = encode_window(config.receive_buffer_bytes, shift);
+        Receiver {
+            delayed_ack: config.delayed_ack,
+            smss_bytes: u64::from(negotiated.smss_bytes()),
+            sack: negotiated.sack,
+            timestamps: negotiated.timestamps,
+            max_sack_blocks: max_sack_blocks(negotiated.timestamps),
+            max_ooo_ranges: config.max_ooo_ranges.max(1),
+            window_field,
+            window_shift: shift,
+            rcv_nxt: 0,
+            ooo: VecDeque::with_capacity(config.max_ooo_ranges.max(1)),
+            recent_sack_points: [0; MAX_SACK_BLOCKS],
+            recent_sack_len: 0,
+            ts_recent: 0,
+            last_ack_sent: 0,
+            unacked_bytes: 0,
+            delayed_ack_deadline: None,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    pub fn state(&self) -> State {
+        State::Established
+    }
+    /// `RCV.NXT`: the next byte expected.
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+    /// Bytes handed to the application, each once and in order.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.stats.delivered_bytes
+    }
+    /// The advertised window in bytes, as the sender reads it back.
+    pub fn window_bytes(&self) -> u64 {
+        u64::from(self.window_field) << self.window_shift
+    }
+    /// The out-of-order ranges held, ascending.
+    pub fn ooo_ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ooo.iter().copied()
+    }
+    pub fn stats(&self) -> &ReceiverStats {
+        &self.stats
+    }
+    /// The delayed-ACK deadline, if an ACK is being held back.
+    pub fn next_timeout(&self) -> Option<SimTime> {
+        self.delayed_ack_deadline
+    }
+
+    /// The delayed-ACK timer: the held-back ACK if its deadline has come.
+    pub fn on_timeout(&mut self, now: SimTime) -> Option<Segment> {
+        let deadline = self.delayed_ack_deadline?;
+        if now < deadline {
+            return None;
+        }
+        self.stats.delayed_ack_timeouts += 1;
+        Some(self.ack(now))
+    }
+
+    /// A segment arrives; returns the ACK to send now, if any.
+    pub fn on_segment(&mut self, now: SimTime, seg: &Segment) -> Option<Segment> {
+        self.stats.segments_received += 1;
+        if seg.payload_bytes == 0 {
+            // A pure ACK: no data flows towards the sender, nothing to acknowledge.
+            return None;
+        }
+        self.stats.bytes_received += u64::from(seg.payload_bytes);
+
+        // RFC 7323 4.3 (2): "If SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent then
+        // SEG.TSval is copied to TS.Recent". So with delayed ACKs the earliest unacknowledged
+        // segment's TSval is echoed, and out-of-order segments do not update it: the echo
+        // times the segment that advanced (or would advance) the left edge.
+        if let Some(ts) = seg.options.timestamps {
+            if self.timestamps
+                && seg.seq <= self.last_ack_sent
+                && (ts.tsval.wrapping_sub(self.ts_recent) as i32) >= 0
+            {
+                self.ts_recent = ts.tsval;
+            }
+        }
+
+        // RFC 9293 3.10.7.4: keep only what lies inside [RCV.NXT, RCV.NXT + RCV.WND).
+        let right_edge = self.rcv_nxt + self.window_bytes();
+        let start = seg.seq;
+        let end = seg.end_seq().min(right_edge);
+        self.stats.beyond_window_bytes += seg.end_seq() - end.max(start);
+
+        if end <= start {
+            // Entirely beyond the window. RFC 9293 3.10.7.4: "If an incoming segment is not
+            // acceptable, an acknowledgment should be sent in reply".
+            return Some(self.ack(now));
+        }
+        if end <= self.rcv_nxt {
+            // A duplicate: acknowledge at once (RFC 9293 3.10.7.4), which also lets the
+            // sender see it (RFC 5681 4.2).
+            self.stats.duplicate_segments += 1;
+            return Some(self.ack(now));
+        }
+        if start > self.rcv_nxt {
+            // RFC 5681 4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an
+            // out-of-order segment arrives."
+            self.stats.out_of_order_segments += 1;
+            if self.insert_ooo(start, end) {
+                self.note_sack_trigger(start);
+            } else {
+                self.stats.ooo_dropped_segments += 1;
+            }
+            return Some(self.ack(now));
+        }
+
+        // In order: deliver, then pull in every out-of-order range now contiguous.
+        let filled_gap = !self.ooo.is_empty();
+        let old_nxt = self.rcv_nxt;
+        self.rcv_nxt = end;
+        while let Some(&(s, e)) = self.ooo.front() {
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.rcv_nxt = self.rcv_nxt.max(e);
+            self.ooo.pop_front();
+        }
+        self.stats.delivered_bytes += self.rcv_nxt - old_nxt;
+
+        if filled_gap {
+            // RFC 5681 4.2: "a TCP receiver SHOULD send an immediate ACK when the incoming
+            // segment fills in all or part of a gap in the sequence space."
+            return Some(self.ack(now));
+        }
+        match self.delayed_ack {
+            DelayedAck::Off => Some(self.ack(now)),
+            DelayedAck::On {
+                timeout,
+                every_segments,
+            } => {
+                self.unacked_bytes += self.rcv_nxt - old_nxt;
+                if self.unacked_bytes >= u64::from(every_segments) * self.smss_bytes {
+                    Some(self.ack(now))
+                } else {
+                    if self.delayed_ack_deadline.is_none() {
+                        self.delayed_ack_deadline = Some(now + timeout);
+                    }
+                    None
+                }
+            }
+        }
+    }
+
+    /// Adds `[start, end)` to the out-of-order ranges, merging with neighbours. False if a new
+    /// range was needed and `max_ooo_ranges` are held.
+    fn insert_ooo(&mut self, start: u64, end: u64) -> bool {
+        // Ranges [i, j) overlap or touch [start, end).
+        let i = self.ooo.partition_point(|&(_, e)| e < start);
+        let j = self.ooo.partition_point(|&(s, _)| s <= end);
+        if i == j {
+            if self.ooo.len() == self.max_ooo_ranges {
+                return false;
+            }
+            self.ooo.insert(i, (start, end));
+        } else {
+            let merged = (start.min(self.ooo[i].0), end.max(self.ooo[j - 1].1));
+            self.ooo[i] = merged;
+            self.ooo.drain(i + 1..j);
+        }
+        true
+    }
+
+    /// The out-of-order range holding `seq`, if any.
+    fn range_holding(&self, seq: u64) -> Option<(u64, u64)> {
+        let i = self.ooo.partition_point(|&(_, e)| e <= seq);
+        self.ooo.get(i).copied().filter(|&(s, _)| s <= seq)
+    }
+
+    /// RFC 2018 section 4: remember the block holding the segment that triggered this ACK as
+    /// the most recent one, dropping older points inside the same block.
+    fn note_sack_trigger(&mut self, seq: u64) {
+        let block = self.range_holding(seq);
+        let mut kept = [0u64; MAX_SACK_BLOCKS];
+        let mut n = 0;
+        kept[n] = seq;
+        n += 1;
+        for &p in &self.recent_sack_points[..self.recent_sack_len] {
+            if n == MAX_SACK_BLOCKS {
+                break;
+            }
+            let other = self.range_holding(p);
+            if other.is_some() && other != block {
+                kept[n] = p;
+                n += 1;
+            }
+        }
+        self.recent_sack_points = kept;
+        self.recent_sack_len = n;
+    }
+
+    /// RFC 2018 section 4: "The first SACK block ... MUST specify the contiguous block of data
+    /// containing the segment which triggered this ACK, unless that segment advanced the
+    /// Acknowledgment Number field in the header." "The SACK option SHOULD be filled out by
+    /// repeating the most recently reported SACK blocks ... that are not subsets of a SACK
+    /// block already included". Remaining room goes to the other held ranges, highest first.
+    fn sack_blocks(&self) -> SackBlocks {
+        let mut blocks = SackBlocks::default();
+        if !self.sack {
+            return blocks;
+        }
+        let add = |blocks: &mut SackBlocks, (left, right): (u64, u64)| {
+            let b = SackBlock { left, right };
+            if blocks.len() < self.max_sack_blocks && !blocks.as_slice().contains(&b) {
+                blocks.push(b);
+            }
+        };
+        for &p in &self.recent_sack_points[..self.recent_sack_len] {
+            if let Some(r) = self.range_holding(p) {
+                add(&mut blocks, r);
+            }
+        }
+        for &r in self.ooo.iter().rev() {
+            add(&mut blocks, r);
+        }
+        blocks
+    }
+
+    /// Builds an ACK of `RCV.NXT` and resets the delayed-ACK state.
+    fn ack(&mut self, now: SimTime) -> Segment {
+        self.unacked_bytes = 0;
+        self.delayed_ack_deadline = None;
+        self.last_ack_sent = self.rcv_nxt;
+        self.stats.acks_sent += 1;
+        let timestamps = self.timestamps.then(|| Timestamps {
+            tsval: timestamp_clock(now),
+            tsecr: self.ts_recent,
+        });
+        Segment {
+            seq: 0,
+            ack: self.rcv_nxt,
+            flags: Flags::ACK,
+            payload_bytes: 0,
+            window_field: self.window_field,
+            options: Options {
+                timestamps,
+                sack: self.sack_blocks(),
+                ..Options::default()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u32 = 1000;
+
+    fn options(sack: bool, timestamps: bool) -> TcpOptions {
+        TcpOptions {
+            mss_bytes: MSS,
+            sack,
+            timestamps,
+            window_scaling: true,
+        }
+    }
+
+    fn receiver_with(config: ReceiverConfig) -> Receiver {
+        let n = Negotiated::without_handshake(
+            &config.options,
+            &config.options,
+            config.receive_buffer_bytes,
+        );
+        Receiver::new(&config, &n)
+    }
+
+    fn receiver(delayed_ack: DelayedAck) -> Receiver {
+        receiver_with(ReceiverConfig {
+            options: options(true, false),
+            delayed_ack,
+            ..ReceiverConfig::default()
+        })
+    }
+
+    fn data(seq_segment: u64) -> Segment {
+        Segment {
+            seq: seq_segment * u64::from(MSS),
+            flags: Flags::ACK,
+            payload_bytes: MSS,
+            ..Segment::default()
+        }
+    }
+
+    fn at(ms: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_millis(ms)
+    }
+
+    fn blocks(ack: &Segment) -> Vec<(u64, u64)> {
+        ack.options
+            .sack
+            .as_slice()
+            .iter()
+            .map(|b| (b.left / u64::from(MSS), b.right / u64::from(MSS)))
+            .collect()
+    }
+
+    #[test]
+    fn in_order_bytes_are_delivered_once() {
+        let mut r = receiver(DelayedAck::Off);
+        for i in 0..5 {
+            let ack = r.on_segment(at(i), &data(i)).unwrap();
+            assert_eq!(ack.ack, (i + 1) * u64::from(MSS));
+        }
+        r.on_segment(at(9), &data(2));
+        assert_eq!(r.delivered_bytes(), 5 * u64::from(MSS));
+        assert_eq!(r.stats().duplicate_segments, 1);
+    }
+
+    #[test]
+    fn delayed_ack_acks_every_second_full_segment() {
+        let mut r = receiver(DelayedAck::default());
+        assert!(r.on_segment(at(0), &data(0)).is_none());
+        assert_eq!(r.next_timeout(), Some(at(200)));
+        let ack = r
+            .on_segment(at(1), &data(1))
+            .expect("second segment is acked");
+        assert_eq!(ack.ack, 2 * u64::from(MSS));
+        assert_eq!(r.next_timeout(), None);
+        assert!(r.on_segment(at(2), &data(2)).is_none());
+        assert!(r.on_segment(at(3), &data(3)).is_some());
+    }
+
+    #[test]
+    fn delayed_ack_timer_acks_a_lone_segment() {
+        let mut r = receiver(DelayedAck::default());
+        assert!(r.on_segment(at(10), &data(0)).is_none());
+        assert_eq!(r.next_timeout(), Some(at(210)));
+        assert!(r.on_timeout(at(209)).is_none());
+        let ack = r.on_timeout(at(210)).unwrap();
+        assert_eq!(ack.ack, u64::from(MSS));
+        assert_eq!(r.stats().delayed_ack_timeouts, 1);
+        assert_eq!(r.next_timeout(), None);
+    }
+
+    #[test]
+    fn out_of_order_segment_is_acked_at_once_with_its_block_first() {
+        let mut r = receiver(DelayedAck::default());
+        assert!(r.on_segment(at(0), &data(0)).is_none());
+        let ack = r.on_segment(at(1), &data(2)).expect("immediate dupack");
+        assert_eq!(ack.ack, u64::from(MSS));
+        assert_eq!(blocks(&ack), vec![(2, 3)]);
+        let ack = r.on_segment(at(2), &data(5)).unwrap();
+        assert_eq!(blocks(&ack), vec![(5, 6), (2, 3)], "most recent first");
+        let ack = r.on_segment(at(3), &data(3)).unwrap();
+        assert_eq!(blocks(&ack), vec![(2, 4), (5, 6)]);
+    }
+
+    #[test]
+    fn gap_filling_segment_is_acked_at_once_and_pulls_in_held_ranges() {
+        let mut r = receiver(DelayedAck::default());
+        r.on_segment(at(0), &data(1));
+        r.on_segment(at(0), &data(2));
+        r.on_segment(at(0), &data(4));
+        let ack = r.on_segment(at(1), &data(0)).expect("fills a gap");
+        assert_eq!(ack.ack, 3 * u64::from(MSS));
+        assert_eq!(blocks(&ack), vec![(4, 5)]);
+        assert_eq!(r.delivered_bytes(), 3 * u64::from(MSS));
+        let ack = r.on_segment(at(2), &data(3)).unwrap();
+        assert_eq!(ack.ack, 5 * u64::from(MSS));
+        assert!(ack.options.sack.is_empty());
+    }
+
+    #[test]
+    fn at_most_three_blocks_beside_timestamps() {
+        let mut r = receiver_with(ReceiverConfig {
+            options: options(true, true),
+            ..ReceiverConfig::default()
+        });
+        let mut last = None;
+        for i in [1, 3, 5, 7, 9] {
+            last = r.on_segment(at(i), &data(i));
+        }
+        let ack = last.unwrap();
+        assert_eq!(blocks(&ack), vec![(9, 10), (7, 8), (5, 6)]);
+        assert_eq!(ack.wire_bytes(), 80);
+    }
+
+    #[test]
+    fn out_of_order_ranges_are_bounded() {
+        let mut r = receiver_with(ReceiverConfig {
+            options: options(true, false),
+            max_ooo_ranges: 2,
+            ..ReceiverConfig::default()
+        });
+        r.on_segment(at(0), &data(1));
+        r.on_segment(at(0), &data(3));
+        r.on_segment(at(0), &data(5));
+        assert_eq!(r.stats().ooo_dropped_segments, 1);
+        r.on_segment(at(0), &data(4));
+        assert_eq!(
+            r.ooo_ranges().collect::<Vec<_>>(),
+            vec![(1000, 2000), (3000, 5000)]
+        );
+    }
+
+    #[test]
+    fn timestamp_echo_follows_the_left_edge() {
+        let mut r = receiver_with(ReceiverConfig {
+            options: options(true, true),
+            delayed_ack: DelayedAck::default(),
+            ..ReceiverConfig::default()
+        });
+        let with_ts = |mut s: Segment, tsval: u32| {
+            s.options.timestamps = Some(Timestamps { tsval, tsecr: 0 });
+            s
+        };
+        // Delayed ACK: the echo is the first unacknowledged segment's TSval.
+        assert!(r.on_segment(at(0), &with_ts(data(0), 100)).is_none());
+        let ack = r.on_segment(at(1), &with_ts(data(1), 101)).unwrap();
+        assert_eq!(ack.options.timestamps.unwrap().tsecr, 100);
+        // Out of order: not echoed; the ACK still echoes the last in-order segment.
+        let ack = r.on_segment(at(2), &with_ts(data(3), 103)).unwrap();
+        assert_eq!(ack.options.timestamps.unwrap().tsecr, 100);
+        // The retransmission filling the hole is echoed, so its RTT is unambiguous.
+        let ack = r.on_segment(at(3), &with_ts(data(2), 110)).unwrap();
+        assert_eq!(ack.options.timestamps.unwrap().tsecr, 110);
+    }
+
+    #[test]
+    fn window_above_64_kib_is_announced_scaled() {
+        let r = receiver_with(ReceiverConfig {
+            receive_buffer_bytes: 1 << 20,
+            ..ReceiverConfig::default()
+        });
+        assert_eq!(r.window_bytes(), 1 << 20);
+        let unscaled = receiver_with(ReceiverConfig {
+            options: TcpOptions {
+                window_scaling: false,
+                ..TcpOptions::default()
+            },
+            receive_buffer_bytes: 1 << 20,
+            ..ReceiverConfig::default()
+        });
+        assert_eq!(unscaled.window_bytes(), 65_535);
+    }
+
+    #[test]
+    fn data_beyond_the_window_is_discarded() {
+        let mut r = receiver_with(ReceiverConfig {
+            options: TcpOptions {
+                window_scaling: false,
+                mss_bytes: MSS,
+                ..TcpOptions::default()
+            },
+            receive_buffer_bytes: 2500,
+            delayed_ack: DelayedAck::Off,
+            ..ReceiverConfig::default()
+        });
+        r.on_segment(at(0), &data(0));
+        r.on_segment(at(0), &data(1));
+        r.on_segment(at(0), &data(2));
+        assert_eq!(r.delivered_bytes(), 3000);
+        let far = data(10);
+        r.on_segment(at(0), &far);
+        assert_eq!(r.stats().beyond_window_bytes, 1000);
+        assert_eq!(r.ooo_ranges().count(), 0);
+    }
+}

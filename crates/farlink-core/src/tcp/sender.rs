@@ -1,0 +1,829 @@
+//! The data sender: send sequence space, retransmission timer, and the glue between error
+//! control, loss recovery and congestion control.
+//!
+//! Read first: RFC 9293 sections 3.3.1 and 3.10.7.4 (`SND.UNA`, `SND.NXT`, `SND.WND`, the window
+//! update rule), RFC 6298 section 5 (the timer rules (5.1)–(5.7), quoted where applied) and
+//! section 3 (Karn's rule), RFC 5681 sections 2 and 3 (duplicate ACKs, FlightSize, the
+//! sending rule "min of cwnd and rwnd"), RFC 6928 (initial window), RFC 7323 section 4 (RTT
+//! from timestamps), RFC 1122 4.2.3.4 (sender silly-window avoidance). Then `recovery.rs` and
+//! `cc/mod.rs`.
+//!
+//! Sequence space: `SND.UNA` (oldest unacknowledged), `SND.NXT` (next to send) and `SND.MAX`
+//! (one after the highest ever sent). They differ only when the sender goes back N after a
+//! timeout without SACK (`SND.NXT` returns to `SND.UNA`, as in BSD).
+//!
+//! Sans-I/O: [`Sender::poll_transmit`] hands out the next segment the sender may send now
+//! (call it until `None`); [`Sender::on_ack`] takes an ACK; [`Sender::next_timeout`] and
+//! [`Sender::on_timeout`] run the retransmission timer. The connection starts established;
+//! the handshake will build the [`Negotiated`] value that [`Sender::new`] takes now.
+
+use super::cc::{
+    AckBatch, Acked, CcConfig, CongestionController, CongestionEvent, ControllerInit, Detection,
+    Lost, Reduction, SentPacket,
+};
+use super::recovery::{AckInfo, LossRecovery, NextSeg, Recovery, RecoveryState, DUP_THRESH};
+use super::rtt::{RttConfig, RttEstimator};
+use super::scoreboard::Scoreboard;
+use super::segment::{timestamp_clock, Flags, Options, Segment, Timestamps, TIMESTAMP_TICK};
+use super::{Negotiated, State, TcpOptions};
+use crate::time::{SimDuration, SimTime};
+
+/// RFC 6928 section 2: an initial window of up to ten segments (IW10), the default of Linux
+/// and ns-3. RFC 5681 3.1 (RFC 3390) allows 2 to 4; 1 is the original.
+pub const DEFAULT_INITIAL_WINDOW_SEGMENTS: u32 = 10;
+/// Scoreboard entries reserved up front: 1024 segments of 1448 bytes is 1.4 MB in flight.
+/// Beyond that the scoreboard grows once and keeps its storage.
+pub const DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS: usize = 1024;
+
+/// What the application gives the sender to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppSource {
+    /// `total_bytes` handed over at the start ([`Sender::push_bytes`] adds more).
+    Bulk { total_bytes: u64 },
+    /// Always more data to send.
+    Unbounded,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SenderConfig {
+    /// The options this end offers in its SYN.
+    pub options: TcpOptions,
+    pub initial_window_segments: u32,
+    pub recovery: LossRecovery,
+    pub congestion_control: CcConfig,
+    pub rtt: RttConfig,
+    pub app: AppSource,
+    /// RFC 5681 / RFC 6675 DupThresh.
+    pub dup_thresh: u32,
+    pub scoreboard_capacity_segments: usize,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            options: TcpOptions::default(),
+            initial_window_segments: DEFAULT_INITIAL_WINDOW_SEGMENTS,
+            recovery: LossRecovery::default(),
+            congestion_control: CcConfig::default(),
+            rtt: RttConfig::default(),
+            app: AppSource::Unbounded,
+            dup_thresh: DUP_THRESH,
+            scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
+        }
+    }
+}
+
+/// Counters of the sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Data segments sent, retransmissions included.
+    pub segments_sent: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    pub retransmitted_segments: u64,
+    pub retransmitted_bytes: u64,
+    /// Retransmission timer expiries.
+    pub timeouts: u64,
+    /// Fast retransmits (entries into recovery on duplicate ACKs or SACK, Tahoe's included).
+    pub fast_retransmits: u64,
+    /// Entries into fast recovery (Reno, NewReno, SACK).
+    pub fast_recoveries: u64,
+    /// Bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
+    pub acks_received: u64,
+    pub dupacks_received: u64,
+}
+
+/// A sans-I/O TCP data sender.
+#[derive(Debug)]
+pub struct Sender {
+    smss_bytes: u64,
+    window_shift: u8,
+    timestamps: bool,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    /// `SND.WND` in bytes, and `SND.WL2`, the ACK that last updated it (RFC 9293 3.10.7.4).
+    snd_wnd: u64,
+    snd_wl2: u64,
+    /// The application has handed over bytes `[0, app_limit_bytes)`.
+    app_limit_bytes: u64,
+    /// The peer's last TSval, echoed in our TSecr (RFC 7323 4.3).
+    ts_recent: u32,
+    scoreboard: Scoreboard,
+    recovery: Recovery,
+    cc: Box<dyn CongestionController>,
+    rtt: RttEstimator,
+    /// The retransmission timer (RFC 6298 section 5).
+    rto_deadline: Option<SimTime>,
+    /// The first unacknowledged segment must go out next, whatever the window (fast
+    /// retransmit, partial ACK, RFC 6298 (5.4)).
+    retransmit_head: bool,
+    /// Timer expiries since the cumulative ACK last advanced; more than one means the
+    /// segment the timer retransmitted timed out again (RFC 5681 3.1 holds ssthresh).
+    timeouts_without_progress: u32,
+    last_reduction: Option<Reduction>,
+    /// Per-ACK scratch for the controller's batch, reused.
+    acked: Vec<Acked>,
+    lost: Vec<Lost>,
+    stats: SenderStats,
+}
+
+impl Sender {
+    pub fn new(config: &SenderConfig, negotiated: &Negotiated) -> Self {
+        let smss_bytes = u64::from(negotiated.smss_bytes());
+        // SACK-based recovery needs the SACK option on both ends; otherwise NewReno, as
+        // real stacks do.
+        let recovery = match config.recovery {
+            LossRecovery::Sack if !negotiated.sack => LossRecovery::NewReno,
+            r => r,
+        };
+        let init = ControllerInit {
+            smss_bytes,
+            initial_window_bytes: u64::from(config.initial_window_segments.max(1)) * smss_bytes,
+        };
+        let app_limit_bytes = match config.app {
+            AppSource::Bulk { total_bytes } => total_bytes,
+            AppSource::Unbounded => u64::MAX,
+        };
+        Sender {
+            smss_bytes,
+            window_shift: negotiated.window_shift,
+            timestamps: negotiated.timestamps,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            snd_wnd: negotiated.initial_peer_window_bytes,
+            snd_wl2: 0,
+            app_limit_bytes,
+            ts_recent: 0,
+            scoreboard: Scoreboard::with_capacity(config.scoreboard_capacity_segments),
+            recovery: Recovery::new(recovery, config.dup_thresh),
+            cc: config.congestion_control.build(&init),
+            rtt: RttEstimator::new(config.rtt),
+            rto_deadline: None,
+            retransmit_head: false,
+            timeouts_without_progress: 0,
+            last_reduction: None,
+            acked: Vec::with_capacity(config.scoreboard_capacity_segments),
+            lost: Vec::with_capacity(config.scoreboard_capacity_segments),
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn state(&self) -> State {
+        State::Established
+    }
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+    pub fn snd_max(&self) -> u64 {
+        self.snd_max
+    }
+    /// The peer's advertised window, in bytes.
+    pub fn snd_wnd_bytes(&self) -> u64 {
+        self.snd_wnd
+    }
+    /// SMSS: payload bytes of a full-sized segment.
+    pub fn smss_bytes(&self) -> u64 {
+        self.smss_bytes
+    }
+    /// RFC 5681 FlightSize: sent and not yet cumulatively acknowledged.
+    pub fn flight_size_bytes(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+    /// Bytes the sender counts as in the network: RFC 6675 `pipe` with SACK-based recovery,
+    /// `SND.NXT - SND.UNA` otherwise.
+    pub fn in_flight_bytes(&self) -> u64 {
+        if self.recovery.algorithm() == LossRecovery::Sack {
+            self.scoreboard.pipe_bytes()
+        } else {
+            self.snd_nxt - self.snd_una
+        }
+    }
+    /// The controller's congestion window.
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.cc.window()
+    }
+    /// The window the sender sends against: the controller's, plus Reno/NewReno inflation
+    /// during fast recovery.
+    pub fn effective_cwnd_bytes(&self) -> u64 {
+        let cwnd = self.cc.window().min(i64::MAX as u64) as i64;
+        (cwnd + self.recovery.window_extra_bytes()).max(0) as u64
+    }
+    pub fn cc(&self) -> &dyn CongestionController {
+        self.cc.as_ref()
+    }
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+    pub fn recovery_state(&self) -> RecoveryState {
+        self.recovery.state()
+    }
+    pub fn scoreboard(&self) -> &Scoreboard {
+        &self.scoreboard
+    }
+    /// The controller's last reduction, for traces.
+    pub fn last_reduction(&self) -> Option<Reduction> {
+        self.last_reduction
+    }
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+    /// The retransmission timer's deadline.
+    pub fn next_timeout(&self) -> Option<SimTime> {
+        self.rto_deadline
+    }
+    /// A bulk transfer whose every byte is acknowledged.
+    pub fn is_complete(&self) -> bool {
+        self.app_limit_bytes != u64::MAX && self.snd_una == self.app_limit_bytes
+    }
+
+    /// The application hands over `bytes` more to send (no effect on an unbounded source).
+    pub fn push_bytes(&mut self, bytes: u64) {
+        if self.app_limit_bytes != u64::MAX {
+            self.app_limit_bytes += bytes;
+        }
+    }
+
+    /// The next segment to send now, if any. Call until it returns `None`.
+    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
+        // RFC 5681 3.2 (3), RFC 6582 3.2 step 3, RFC 6675 (4.3) and RFC 6298 (5.4): "Retransmit
+        // the earliest segment that has not been acknowledged", whatever the window.
+        if self.retransmit_head {
+            self.retransmit_head = false;
+            if !self.scoreboard.is_empty() {
+                let seg = self.retransmit(0, now);
+                self.recovery.on_retransmitted_head(seg.end_seq());
+                return Some(seg);
+            }
+        }
+        let new_len = self.new_data_len();
+        if self.recovery.uses_pipe() {
+            // RFC 6675 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
+            // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg ()".
+            if self.cc.window() < self.scoreboard.pipe_bytes() + self.smss_bytes {
+                return None;
+            }
+            let next = self
+                .recovery
+                .next_seg(&self.scoreboard, self.snd_una, new_len.is_some());
+            return match (next, new_len) {
+                (NextSeg::Retransmit { index, rule }, _) => {
+                    let seg = self.retransmit(index, now);
+                    self.recovery.on_next_seg_retransmitted(rule, seg.end_seq());
+                    Some(seg)
+                }
+                (NextSeg::NewData, Some(len)) => Some(self.send_new(len, now)),
+                _ => None,
+            };
+        }
+        // RFC 5681 3.1: the sender "MUST NOT send data with a sequence number higher than the
+        // sum of the highest acknowledged sequence number and the minimum of cwnd and rwnd."
+        let limit = self.snd_una + self.effective_cwnd_bytes().min(self.snd_wnd);
+        if self.snd_nxt < self.snd_max {
+            // Going back N after a timeout (or Tahoe's fast retransmit): resend from SND.NXT.
+            let index = self.scoreboard.first_at_or_after(self.snd_nxt);
+            let seg = *self.scoreboard.get(index)?;
+            if seg.end > limit {
+                return None;
+            }
+            return Some(self.retransmit(index, now));
+        }
+        let len = new_len?;
+        if self.snd_max + len > limit {
+            return None;
+        }
+        Some(self.send_new(len, now))
+    }
+
+    /// The length of the next new segment, if the application has data and the peer's window
+    /// takes it. RFC 1122 4.2.3.4 (sender SWS avoidance): a full segment, or the application's
+    /// last bytes; never a segment cut short by the window.
+    fn new_data_len(&self) -> Option<u64> {
+        let remaining = self.app_limit_bytes - self.snd_max;
+        if remaining == 0 {
+            return None;
+        }
+        let len = remaining.min(self.smss_bytes);
+        (self.snd_max + len <= self.snd_una + self.snd_wnd).then_some(len)
+    }
+
+    fn send_new(&mut self, len: u64, now: SimTime) -> Segment {
+        let start = self.snd_max;
+        self.scoreboard.on_sent_new(start, start + len, now);
+        self.snd_max = start + len;
+        self.snd_nxt = self.snd_max;
+        self.on_data_sent(now, start, len, false)
+    }
+
+    fn retransmit(&mut self, index: usize, now: SimTime) -> Segment {
+        let seg = *self
+            .scoreboard
+            .get(index)
+            .expect("retransmitting a segment held");
+        self.scoreboard.on_retransmitted(index, now);
+        if self.snd_nxt == seg.start {
+            self.snd_nxt = seg.end;
+        }
+        self.stats.retransmitted_segments += 1;
+        self.stats.retransmitted_bytes += seg.len_bytes();
+        self.on_data_sent(now, seg.start, seg.len_bytes(), true)
+    }
+
+    fn on_data_sent(&mut self, now: SimTime, seq: u64, len: u64, retransmission: bool) -> Segment {
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += len;
+        let sent = SentPacket {
+            seq,
+            bytes: len,
+            retransmission,
+        };
+        let in_flight = self.in_flight_bytes();
+        self.cc.on_packet_sent(now, &sent, in_flight);
+        // RFC 6298 (5.1): "Every time a packet containing data is sent (including a
+        // retransmission), if the timer is not running, start it running so that it will
+        // expire after RTO seconds (for the current value of RTO)."
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        Segment {
+            seq,
+            ack: 0,
+            flags: Flags::ACK,
+            payload_bytes: u32::try_from(len).expect("segment longer than 4 GB"),
+            // No data flows back; announce the largest window the field holds.
+            window_field: u16::MAX,
+            options: Options {
+                timestamps: self.timestamps.then(|| Timestamps {
+                    tsval: timestamp_clock(now),
+                    tsecr: self.ts_recent,
+                }),
+                ..Options::default()
+            },
+        }
+    }
+
+    /// An ACK arrives.
+    pub fn on_ack(&mut self, now: SimTime, seg: &Segment) {
+        if !seg.flags.contains(Flags::ACK) {
+            return;
+        }
+        let ack = seg.ack;
+        // RFC 9293 3.10.7.4: "If the ACK is a duplicate (SEG.ACK < SND.UNA), it can be
+        // ignored. If the ACK acks something not yet sent (SEG.ACK > SND.NXT) then send an ACK,
+        // drop the segment". (SND.MAX here: data sent before going back N counts as sent.)
+        if ack < self.snd_una || ack > self.snd_max {
+            return;
+        }
+        self.stats.acks_received += 1;
+        if let (true, Some(ts)) = (self.timestamps, seg.options.timestamps) {
+            self.ts_recent = ts.tsval;
+        }
+        let had_outstanding = self.snd_max > self.snd_una;
+        let prior_in_flight = self.in_flight_bytes();
+
+        // RFC 9293 3.10.7.4 window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window
+        // should be updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =<
+        // SEG.ACK)), set SND.WND <- SEG.WND". The peer sends no data, so SEG.SEQ never changes.
+        let window = seg.window_bytes(self.window_shift);
+        let window_changed = window != self.snd_wnd;
+        if ack >= self.snd_wl2 {
+            self.snd_wnd = window;
+            self.snd_wl2 = ack;
+        }
+
+        // RFC 6675 Update(): record the SACK blocks.
+        let newly_sacked = self.scoreboard.on_sack(seg.options.sack.as_slice());
+
+        // The cumulative ACK.
+        self.acked.clear();
+        self.lost.clear();
+        let cumulative = self.scoreboard.on_cumulative_ack(ack, &mut self.acked);
+        let newly_acked = ack - self.snd_una;
+        debug_assert_eq!(cumulative.newly_acked_bytes, newly_acked);
+        self.snd_una = ack;
+        self.snd_nxt = self.snd_nxt.max(ack);
+        if newly_acked > 0 {
+            self.stats.bytes_acked += newly_acked;
+            self.timeouts_without_progress = 0;
+        }
+
+        // RFC 6675 IsLost(), applied to the scoreboard.
+        if self.recovery.algorithm() == LossRecovery::Sack {
+            self.scoreboard.detect_losses(
+                self.recovery.dup_thresh(),
+                self.smss_bytes,
+                &mut self.lost,
+            );
+        }
+
+        // RTT. RFC 6298 section 3 (Karn): no sample from an ACK of a retransmitted segment;
+        // RFC 7323 4.1: with timestamps the echoed TSval times the segment that advanced the
+        // left edge, retransmission or not. The segment's own send time is exact to the
+        // nanosecond and preferred; timestamps (1 ms ticks) resolve the ambiguous case.
+        let rtt_sample = if newly_acked == 0 {
+            None
+        } else if let Some(sent) = cumulative.rtt_sent_time {
+            Some(now - sent)
+        } else if let (true, Some(ts)) = (self.timestamps, seg.options.timestamps) {
+            let ticks = timestamp_clock(now).wrapping_sub(ts.tsecr);
+            Some(SimDuration::from_nanos(
+                u64::from(ticks) * TIMESTAMP_TICK.as_nanos(),
+            ))
+        } else {
+            None
+        };
+        if let Some(r) = rtt_sample {
+            self.rtt.on_sample(r);
+        }
+
+        // RFC 5681 section 2, DUPLICATE ACKNOWLEDGMENT: "(a) the receiver of the ACK has
+        // outstanding data, (b) the incoming acknowledgment carries no data, (c) the SYN and
+        // FIN bits are both off, (d) the acknowledgment number is equal to the greatest
+        // acknowledgment received on the given connection (TCP.UNA from [RFC793]) and (e) the
+        // advertised window in the incoming acknowledgment equals the advertised window in
+        // the last incoming acknowledgment." RFC 6675 section 2: with SACK, "a segment that
+        // arrives carrying a SACK block that identifies previously unacknowledged and
+        // un-SACKed octets between HighACK and HighData".
+        let rfc5681_dupack = had_outstanding
+            && newly_acked == 0
+            && seg.payload_bytes == 0
+            && !seg.flags.contains(Flags::SYN)
+            && !seg.flags.contains(Flags::FIN)
+            && !window_changed;
+        let is_dupack =
+            if self.recovery.algorithm() == LossRecovery::Sack && !seg.options.sack.is_empty() {
+                newly_sacked > 0
+            } else {
+                rfc5681_dupack
+            };
+        if is_dupack {
+            self.stats.dupacks_received += 1;
+        }
+
+        // Loss recovery decides.
+        let was_in_fast_recovery = self.recovery.state() == RecoveryState::FastRecovery;
+        let decision = self.recovery.on_ack(
+            &AckInfo {
+                ack,
+                snd_max: self.snd_max,
+                newly_acked_bytes: newly_acked,
+                is_dupack,
+                smss_bytes: self.smss_bytes,
+            },
+            &self.scoreboard,
+        );
+        if decision.retransmit_head {
+            self.retransmit_head = true;
+            if self.recovery.algorithm() != LossRecovery::Sack {
+                // Without SACK the segment at SND.UNA is presumed lost by the duplicate ACKs
+                // (or the partial ACK) alone.
+                if let Some(head) = self.scoreboard.get(0).copied() {
+                    if !head.lost {
+                        self.scoreboard.mark_lost(0);
+                        self.lost.push(Lost {
+                            seq: head.start,
+                            bytes: head.len_bytes(),
+                            sent_time: head.last_sent,
+                        });
+                    }
+                }
+            }
+        }
+        if decision.go_back_n {
+            self.snd_nxt = self.snd_una;
+        }
+        if let Some(entry) = decision.enter {
+            self.stats.fast_retransmits += 1;
+            if self.recovery.state() == RecoveryState::FastRecovery {
+                self.stats.fast_recoveries += 1;
+            }
+            let lost_bytes = self.lost.iter().map(|l| l.bytes).sum();
+            let event = CongestionEvent {
+                detection: entry.detection,
+                flight_size_bytes: self.flight_size_bytes(),
+                lost_bytes,
+                smss_bytes: self.smss_bytes,
+                restart_slow_start: entry.restart_slow_start,
+                repeated_timeout: false,
+            };
+            self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
+        }
+
+        // The controller hears about the ACK in one batch.
+        let batch = AckBatch {
+            acked: &self.acked,
+            lost: &self.lost,
+            newly_acked_bytes: newly_acked,
+            newly_sacked_bytes: newly_sacked,
+            prior_in_flight_bytes: prior_in_flight,
+            in_flight_bytes: self.in_flight_bytes(),
+            in_recovery: was_in_fast_recovery
+                || self.recovery.state() == RecoveryState::FastRecovery,
+            rtt_sample,
+            smss_bytes: self.smss_bytes,
+        };
+        self.cc.on_ack_batch(now, &batch, &self.rtt);
+
+        if self.snd_una == self.snd_max {
+            // RFC 6298 (5.2): "When all outstanding data has been acknowledged, turn off the
+            // retransmission timer."
+            self.rto_deadline = None;
+        } else if newly_acked > 0 && !decision.hold_timer {
+            // RFC 6298 (5.3): "When an ACK is received that acknowledges new data, restart the
+            // retransmission timer so that it will expire after RTO seconds (for the current
+            // value of RTO)."
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// The retransmission timer: acts if its deadline has come.
+    pub fn on_timeout(&mut self, now: SimTime) {
+        match self.rto_deadline {
+            Some(deadline) if now >= deadline => {}
+            _ => return,
+        }
+        self.stats.timeouts += 1;
+        let repeated_timeout = self.timeouts_without_progress > 0;
+        self.timeouts_without_progress += 1;
+        // RFC 5681 3.1: ssthresh = max (FlightSize / 2, 2*SMSS) (held on a repeated timeout)
+        // and cwnd = LW, decided by the controller.
+        let event = CongestionEvent {
+            detection: Detection::RetransmissionTimeout,
+            flight_size_bytes: self.flight_size_bytes(),
+            lost_bytes: self.flight_size_bytes() - self.scoreboard.sacked_bytes(),
+            smss_bytes: self.smss_bytes,
+            restart_slow_start: true,
+            repeated_timeout,
+        };
+        self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
+        // Every unSACKed segment is presumed lost; recovery restarts from SND.UNA.
+        self.scoreboard.on_timeout();
+        self.recovery.on_timeout(self.snd_una, self.snd_max);
+        if self.recovery.algorithm() != LossRecovery::Sack {
+            // Without SACK information: go back N.
+            self.snd_nxt = self.snd_una;
+        }
+        // (5.4) "Retransmit the earliest segment that has not been acknowledged by the TCP
+        // receiver."
+        self.retransmit_head = true;
+        // (5.5) "The host MUST set RTO <- RTO * 2 ("back off the timer")."
+        self.rtt.back_off();
+        // (5.6) "Start the retransmission timer, such that it expires after RTO seconds (for
+        // the value of RTO after the doubling operation outlined in 5.5)."
+        self.rto_deadline = Some(now + self.rtt.rto());
+        // (5.7), the SYN case, belongs to the handshake.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::segment::SackBlock;
+
+    const MSS: u32 = 1000;
+
+    fn options(sack: bool, timestamps: bool) -> TcpOptions {
+        TcpOptions {
+            mss_bytes: MSS,
+            sack,
+            timestamps,
+            window_scaling: true,
+        }
+    }
+
+    fn sender_with(config: SenderConfig, peer_buffer_bytes: u64) -> Sender {
+        let n = Negotiated::without_handshake(&config.options, &config.options, peer_buffer_bytes);
+        Sender::new(&config, &n)
+    }
+
+    fn sender(recovery: LossRecovery, timestamps: bool) -> Sender {
+        sender_with(
+            SenderConfig {
+                options: options(true, timestamps),
+                recovery,
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        )
+    }
+
+    fn at(ms: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_millis(ms)
+    }
+
+    fn drain(s: &mut Sender, now: SimTime) -> Vec<Segment> {
+        std::iter::from_fn(|| s.poll_transmit(now)).collect()
+    }
+
+    fn ack_of(ack: u64, s: &Sender) -> Segment {
+        Segment {
+            ack,
+            flags: Flags::ACK,
+            window_field: (s.snd_wnd_bytes() >> s.window_shift) as u16,
+            ..Segment::default()
+        }
+    }
+
+    fn seg(n: u64) -> u64 {
+        n * u64::from(MSS)
+    }
+
+    #[test]
+    fn initial_window_is_ten_segments_by_default() {
+        let mut s = sender(LossRecovery::NewReno, false);
+        let sent = drain(&mut s, at(0));
+        assert_eq!(sent.len(), 10);
+        assert!(sent.iter().all(|x| x.payload_bytes == MSS));
+        assert_eq!(sent[3].seq, seg(3));
+        assert_eq!(s.snd_max(), seg(10));
+        assert_eq!(s.next_timeout(), Some(at(1000)), "initial RTO 1 s");
+    }
+
+    #[test]
+    fn initial_window_can_be_one_to_four_segments() {
+        for iw in 1..=4 {
+            let mut s = sender_with(
+                SenderConfig {
+                    options: options(false, false),
+                    initial_window_segments: iw,
+                    ..SenderConfig::default()
+                },
+                1 << 20,
+            );
+            assert_eq!(drain(&mut s, at(0)).len(), iw as usize);
+        }
+    }
+
+    #[test]
+    fn peer_window_limits_sending() {
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(false, false),
+                ..SenderConfig::default()
+            },
+            3500,
+        );
+        assert_eq!(
+            drain(&mut s, at(0)).len(),
+            3,
+            "no segment cut short by the window"
+        );
+    }
+
+    #[test]
+    fn bulk_source_sends_exactly_its_bytes() {
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(false, false),
+                app: AppSource::Bulk { total_bytes: 2500 },
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        );
+        let sent = drain(&mut s, at(0));
+        let lens: Vec<u32> = sent.iter().map(|x| x.payload_bytes).collect();
+        assert_eq!(lens, vec![1000, 1000, 500]);
+        s.on_ack(at(100), &ack_of(2500, &s));
+        assert!(s.is_complete());
+        assert_eq!(s.next_timeout(), None, "RFC 6298 (5.2)");
+        s.push_bytes(10);
+        assert!(!s.is_complete());
+        assert_eq!(drain(&mut s, at(101)).len(), 1);
+    }
+
+    #[test]
+    fn ack_of_new_data_takes_an_rtt_sample_and_restarts_the_timer() {
+        let mut s = sender(LossRecovery::NewReno, false);
+        drain(&mut s, at(0));
+        s.on_ack(at(300), &ack_of(seg(2), &s));
+        assert_eq!(s.rtt().srtt(), Some(SimDuration::from_millis(300)));
+        assert_eq!(s.next_timeout(), Some(at(300 + 1000)));
+        assert_eq!(s.cwnd_bytes(), seg(11), "slow start, one SMSS per ACK");
+    }
+
+    #[test]
+    fn timeout_retransmits_the_head_with_one_segment_and_doubles_rto() {
+        let mut s = sender(LossRecovery::NewReno, false);
+        drain(&mut s, at(0));
+        s.on_timeout(at(999));
+        assert_eq!(s.stats().timeouts, 0, "not yet");
+        s.on_timeout(at(1000));
+        assert_eq!(s.stats().timeouts, 1);
+        assert_eq!(s.cwnd_bytes(), seg(1));
+        assert_eq!(s.cc().metrics().ssthresh_bytes, seg(5));
+        let sent = drain(&mut s, at(1000));
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].seq, 0);
+        assert_eq!(s.next_timeout(), Some(at(3000)));
+        s.on_timeout(at(3000));
+        assert_eq!(s.next_timeout(), Some(at(7000)));
+        assert_eq!(
+            s.cc().metrics().ssthresh_bytes,
+            seg(5),
+            "repeated timeout holds ssthresh"
+        );
+    }
+
+    #[test]
+    fn karn_no_rtt_sample_from_a_retransmitted_segment() {
+        let mut s = sender(LossRecovery::NewReno, false);
+        drain(&mut s, at(0));
+        s.on_timeout(at(1000));
+        drain(&mut s, at(1000));
+        s.on_ack(at(1100), &ack_of(seg(10), &s));
+        assert_eq!(s.rtt().srtt(), None);
+        assert_eq!(
+            s.rtt().rto(),
+            SimDuration::from_secs(2),
+            "backed-off RTO kept"
+        );
+    }
+
+    #[test]
+    fn timestamps_give_an_rtt_sample_from_a_retransmission() {
+        let mut s = sender(LossRecovery::NewReno, true);
+        drain(&mut s, at(0));
+        s.on_timeout(at(1000));
+        let rtx = drain(&mut s, at(1000));
+        // With timestamps a segment carries 1000 - 12 bytes (RFC 6691).
+        assert_eq!(s.smss_bytes(), 988);
+        let mut ack = ack_of(s.snd_max(), &s);
+        ack.options.timestamps = Some(Timestamps {
+            tsval: 7,
+            tsecr: rtx[0].options.timestamps.unwrap().tsval,
+        });
+        s.on_ack(at(1250), &ack);
+        assert_eq!(s.rtt().srtt(), Some(SimDuration::from_millis(250)));
+    }
+
+    #[test]
+    fn three_dupacks_trigger_fast_retransmit_and_window_inflation() {
+        let mut s = sender(LossRecovery::NewReno, false);
+        drain(&mut s, at(0));
+        s.on_ack(at(100), &ack_of(seg(1), &s));
+        drain(&mut s, at(100));
+        for i in 0..3 {
+            s.on_ack(at(101 + i), &ack_of(seg(1), &s));
+        }
+        assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
+        assert_eq!(s.stats().fast_retransmits, 1);
+        let flight = seg(12 - 1);
+        assert_eq!(s.cwnd_bytes(), flight / 2);
+        assert_eq!(s.effective_cwnd_bytes(), flight / 2 + seg(3));
+        let sent = drain(&mut s, at(104));
+        assert_eq!(sent[0].seq, seg(1), "the head first");
+        assert_eq!(sent.len(), 1, "inflated window still below FlightSize");
+    }
+
+    #[test]
+    fn sack_recovery_sends_by_pipe() {
+        let mut s = sender(LossRecovery::Sack, false);
+        drain(&mut s, at(0));
+        // Segment 0 lost; 1..4 SACKed one by one.
+        for i in 1..4 {
+            let mut a = ack_of(0, &s);
+            a.options.sack.push(SackBlock {
+                left: seg(1),
+                right: seg(i + 1),
+            });
+            s.on_ack(at(100 + i), &a);
+        }
+        assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
+        // cwnd = 5 segments; pipe = 10 - 3 SACKed - 1 lost = 6 segments.
+        assert_eq!(s.cwnd_bytes(), seg(5));
+        assert_eq!(s.scoreboard().pipe_bytes(), seg(6));
+        let sent = drain(&mut s, at(104));
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].seq, 0);
+    }
+
+    #[test]
+    fn sack_not_negotiated_falls_back_to_newreno() {
+        let s = sender_with(
+            SenderConfig {
+                options: options(false, false),
+                recovery: LossRecovery::Sack,
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        );
+        assert_eq!(s.recovery().algorithm(), LossRecovery::NewReno);
+    }
+
+    #[test]
+    fn acks_outside_the_send_space_are_ignored() {
+        let mut s = sender(LossRecovery::NewReno, false);
+        drain(&mut s, at(0));
+        s.on_ack(at(1), &ack_of(seg(11), &s));
+        assert_eq!(s.snd_una(), 0);
+        assert_eq!(s.stats().acks_received, 0);
+    }
+}
