@@ -91,11 +91,15 @@ def calldrop_throughput(
     ar.non_negative("drop_rate_per_s", lam)
     b_nt = pftk_no_timeout_throughput(p, rtt_s, b, wmax)
     z_to = expected_timeout_sequence_s(p, t0_s)
+    return ar.result(_eq_36(p, lam, b_nt, z_to))
+
+
+def _eq_36(p: np.ndarray, lam: np.ndarray, b_nt: np.ndarray, z_to: np.ndarray) -> np.ndarray:
     # A drop during a back-off starts no new timeout sequence: the period is at least E[Z^TO]
     # (module notes), so the effective period rate is min(λ, 1/E[Z^TO]).
     period_rate = np.minimum(lam, 1 / z_to)
     sending_share = 1 - period_rate * z_to  # share of the period in congestion avoidance (eq. 33)
-    return ar.result(sending_share * b_nt + period_rate / (1 - p))
+    return sending_share * b_nt + period_rate / (1 - p)
 
 
 def calldrop_transfer_time_s(
@@ -163,19 +167,17 @@ def calldrop_prediction(
         wmax_bytes=wmax_bytes,
         b=b,
     )
-    ar.positive("mss_bytes", mss)
     lam = np.asarray(bundle_drop_rate_per_s(n, beta))
-    wmax_pkts = wmax_b / mss
-    throughput = np.asarray(calldrop_throughput(p_, rtt, t0, lam, b_, wmax_pkts))
     segments = np.asarray(segments_in_file(size, mss))
+    wmax_pkts = wmax_b / mss
+    b_nt = np.asarray(pftk_no_timeout_throughput(p_, rtt, b_, wmax_pkts))
     z_to = np.asarray(expected_timeout_sequence_s(p_, t0))
+    throughput = _eq_36(p_, lam, b_nt, z_to)
     return CalldropPrediction(
         transfer_time_s=segments / throughput,
         throughput_pkts_per_s=throughput,
         throughput_bps=throughput * mss * 8,
-        no_timeout_throughput_pkts_per_s=np.asarray(
-            pftk_no_timeout_throughput(p_, rtt, b_, wmax_pkts)
-        ),
+        no_timeout_throughput_pkts_per_s=b_nt,
         bundle_drop_rate_per_s=lam,
         mean_timeout_sequence_s=z_to,
         segments=segments,
