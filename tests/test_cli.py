@@ -28,6 +28,7 @@ def test_calldrop_example_of_the_issue(capsys):
     assert result["window_limited"] is True
 
 
+SHORT_KEYS = ["transfer_time_s", "cardwell_latency_s", "sikdar_latency_s"]
 PFTK_KEYS = ["throughput_bps", "approx_throughput_pkts_per_s", "mathis_throughput_pkts_per_s"]
 
 
@@ -37,6 +38,7 @@ PFTK_KEYS = ["throughput_bps", "approx_throughput_pkts_per_s", "mathis_throughpu
         ("pftk", ["--rtt", "200ms", "--loss", "0.01"], PFTK_KEYS),
         ("mathis", ["--rtt", "200ms", "--loss", "0.01"], ["throughput_pkts_per_s"]),
         ("iridium-rtt", ["--arq-time", "1.5s"], ["rtt_s"]),
+        ("short", ["--size", "50KB", "--rtt", "600ms", "--loss", "0.01"], SHORT_KEYS),
         ("drop-loss", ["--detect", "10s", "--segment", "1.5KB"], ["packets_lost"]),
     ],
 )  # fmt: skip
@@ -66,6 +68,7 @@ def test_iridium_rtt_worked_example(capsys):
         (["predict", "calldrop"], "Missing option '--size'"),
         (["predict", "pftk", "--rtt", "1s", "--loss", "0.1", "--bogus"], "No such option: --bogus"),
         (["predict", "iridium-rtt", "--frame-size", "100B"], "--frame-size"),
+        (["predict", "short", "--size", "1KB", "--rtt", "1s", "--loss", "0.6"], "short: p must"),
         (["reproduce", "no-such-table"], "unknown reproduction 'no-such-table'"),
         (["fit-drops", "/nonexistent/drops.csv"], "LOG:"),
     ],
