@@ -50,3 +50,24 @@ validate: setup
 
 clean:
 	rm -rf $(VENV) target farlink-out
+
+# ns-3 reference for the simulation engine (bench/ns3/README.md). Its own venv, never part of
+# `make test`. PyPI serves ns3 3.44 only as the post-release 3.44.post0 (`==3.44` matches nothing).
+NS3_VENV := .venv-ns3
+NS3_PY := $(NS3_VENV)/bin/python
+NS3_STAMP := $(NS3_VENV)/.ns3-installed
+NS3_VERSION := 3.44.post0
+
+.PHONY: ns3-env ns3-reference
+
+ns3-env: $(NS3_STAMP)
+
+$(NS3_STAMP):
+	test -x $(NS3_PY) || $(PYTHON) -m venv $(NS3_VENV)
+	echo '*' > $(NS3_VENV)/.gitignore
+	$(NS3_PY) -m pip install --quiet 'ns3==$(NS3_VERSION)'
+	$(NS3_PY) -c 'import importlib.metadata as m; print("ns3", m.version("ns3"))'
+	touch $@
+
+ns3-reference: $(NS3_STAMP)
+	$(NS3_PY) bench/ns3/sweep.py $(NS3_ARGS)

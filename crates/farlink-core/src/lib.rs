@@ -8,6 +8,7 @@
 pub mod error;
 pub mod link;
 pub mod loss;
+pub mod pcap;
 pub mod rng;
 pub mod sched;
 pub mod tcp;

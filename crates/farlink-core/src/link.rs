@@ -102,6 +102,15 @@ pub enum LinkEvent {
     },
 }
 
+/// A packet leaving the queue (or reaching an idle link) for the serializer: its first bit
+/// goes on the wire at `at`. Recorded only while the departure log is on
+/// ([`Link::set_departure_log`]), for packet taps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Departure {
+    pub at: SimTime,
+    pub pkt: Packet,
+}
+
 /// Counters of a link since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {
@@ -158,6 +167,9 @@ pub struct Link<L: LossModel = NoLoss> {
     wire: VecDeque<(SimTime, Packet)>,
     stats: LinkStats,
     last_now: SimTime,
+    /// Serialization starts not yet taken by [`Link::pop_departure`]; `None` while the log is
+    /// off, so an untapped link pays one branch per packet.
+    departures: Option<VecDeque<Departure>>,
 }
 
 impl<L: LossModel> Link<L> {
@@ -187,6 +199,7 @@ impl<L: LossModel> Link<L> {
             wire: VecDeque::with_capacity(wire_cap as usize),
             stats: LinkStats::default(),
             last_now: SimTime::ZERO,
+            departures: None,
         })
     }
 
@@ -300,6 +313,18 @@ impl<L: LossModel> Link<L> {
         }
     }
 
+    /// Turns the departure log on or off (off discards what it held). While on, every
+    /// serialization start is kept, in order, until taken by [`Link::pop_departure`]; take
+    /// them after each `offer` and `poll` so the log stays short.
+    pub fn set_departure_log(&mut self, on: bool) {
+        self.departures = on.then(|| VecDeque::with_capacity(16));
+    }
+
+    /// The oldest serialization start not yet taken, if the departure log is on.
+    pub fn pop_departure(&mut self) -> Option<Departure> {
+        self.departures.as_mut()?.pop_front()
+    }
+
     /// Records `now`, which must not go back in time.
     fn observe(&mut self, now: SimTime) -> SimTime {
         debug_assert!(
@@ -314,6 +339,9 @@ impl<L: LossModel> Link<L> {
     fn start(&mut self, at: SimTime, pkt: Packet) {
         let done = at + transmission_time(pkt.size_bytes, self.cfg.rate_bps);
         self.in_service = Some((pkt, done));
+        if let Some(log) = &mut self.departures {
+            log.push_back(Departure { at, pkt });
+        }
     }
 
     /// Completes every serialization that ends at or before `now`, starting each next packet
@@ -571,6 +599,24 @@ mod tests {
             let lost = g.next_value() <= 214_748_364;
             assert_eq!(matches!(e, LinkEvent::Dropped { .. }), lost);
         }
+    }
+
+    #[test]
+    fn departure_log_records_each_serialization_start() {
+        let mut link = Link::new(cfg(8_000_000, 5, QueueLimit::Packets(4)), NoLoss).unwrap();
+        link.offer(t(0), pkt(0, 1000)).unwrap(); // 1 ms each at 8 Mb/s
+        assert_eq!(link.pop_departure(), None, "off by default");
+        link.set_departure_log(true);
+        link.offer(t(0), pkt(1, 1000)).unwrap();
+        link.offer(t(0), pkt(2, 1000)).unwrap();
+        assert_eq!(link.pop_departure(), None, "queued, not yet on the wire");
+        run_to_empty(&mut link);
+        let starts: Vec<(u64, u64)> = std::iter::from_fn(|| link.pop_departure())
+            .map(|d| (d.at.as_nanos(), d.pkt.id))
+            .collect();
+        assert_eq!(starts, vec![(1_000_000, 1), (2_000_000, 2)]);
+        link.set_departure_log(false);
+        assert_eq!(link.pop_departure(), None);
     }
 
     #[test]
