@@ -1,5 +1,8 @@
 """Human units: what the command line and scenario files accept."""
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -105,3 +108,23 @@ def test_size_parser_never_raises_anything_but_unit_error(text):
         units.parse_size_bytes(text)
     except units.UnitError:
         pass
+
+
+VECTORS = json.loads((Path(__file__).parent / "data" / "units_vectors.json").read_text())
+
+
+@pytest.mark.parametrize("case", VECTORS["cases"], ids=lambda c: f"{c['parser']}:{c['input']!r}")
+def test_shared_vectors_with_the_rust_parser(case):
+    # The Rust core reads scenario quantities with crates/farlink-core/src/units.rs, tested
+    # against the same file: both front ends must read every quantity alike.
+    parser = getattr(units, case["parser"])
+    kwargs = case.get("kwargs", {})
+    if "error" in case:
+        with pytest.raises(units.UnitError) as info:
+            parser(case["input"], **kwargs)
+        assert case["error"] in str(info.value)
+        assert "expected" in str(info.value)
+    else:
+        assert parser(case["input"], **kwargs) == pytest.approx(
+            case["expected"], rel=1e-12, abs=1e-300
+        )

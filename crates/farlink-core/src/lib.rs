@@ -10,9 +10,16 @@ pub mod link;
 pub mod loss;
 pub mod pcap;
 pub mod rng;
+pub mod scenario;
 pub mod sched;
 pub mod tcp;
 pub mod time;
+pub mod trace;
+pub mod units;
+pub mod world;
+
+pub use scenario::{parse_scenario_json, Scenario, ScenarioError};
+pub use world::{run, RunError, RunResult};
 
 /// The version of the core, as recorded in every result for provenance.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

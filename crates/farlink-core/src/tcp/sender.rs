@@ -252,6 +252,21 @@ impl Sender {
         }
     }
 
+    /// The application will hand over nothing more: an unbounded source ends at `SND.MAX`
+    /// (what it has sent so far), a bulk source keeps the bytes already handed over. What is
+    /// outstanding is still recovered; [`Sender::is_complete`] turns true once it is
+    /// acknowledged.
+    pub fn end_of_data(&mut self) {
+        if self.app_limit_bytes == u64::MAX {
+            self.app_limit_bytes = self.snd_max;
+        }
+    }
+
+    /// Bytes the application has handed over; `None` while the source is unbounded.
+    pub fn app_limit_bytes(&self) -> Option<u64> {
+        (self.app_limit_bytes != u64::MAX).then_some(self.app_limit_bytes)
+    }
+
     /// The next segment to send now, if any. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
         // RFC 5681 3.2 (3), RFC 6582 3.2 step 3, RFC 6675 (4.3) and RFC 6298 (5.4): "Retransmit
@@ -697,6 +712,21 @@ mod tests {
         s.push_bytes(10);
         assert!(!s.is_complete());
         assert_eq!(drain(&mut s, at(101)).len(), 1);
+    }
+
+    #[test]
+    fn end_of_data_turns_an_unbounded_source_into_what_was_sent() {
+        let mut s = sender(LossRecovery::NewReno, false);
+        assert_eq!(s.app_limit_bytes(), None);
+        drain(&mut s, at(0));
+        s.end_of_data();
+        assert_eq!(s.app_limit_bytes(), Some(seg(10)));
+        s.on_ack(at(100), &ack_of(seg(10), &s));
+        assert!(
+            drain(&mut s, at(100)).is_empty(),
+            "nothing new after the end of data"
+        );
+        assert!(s.is_complete());
     }
 
     #[test]

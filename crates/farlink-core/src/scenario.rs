@@ -1,0 +1,1767 @@
+//! The scenario: the single input of a simulation, read from JSON and validated into typed
+//! values with every error naming its place (`links[1].fwd.loss.p: ...`).
+//!
+//! This module owns the scenario's schema, its defaults, the resolution of names into indices,
+//! static routing, and all validation. It must not run anything: [`crate::world`] builds the
+//! components from a [`Scenario`] and runs them. The Python front end reads TOML (with presets),
+//! applies command-line overrides by editing the document, and hands JSON to
+//! [`parse_scenario_json`].
+//!
+//! # Quantities
+//!
+//! A quantity with a dimension is written either as a **string with its unit** under the plain
+//! name (`"rate": "1.5Mbps"`, `"delay": "80ms"`, `"size": "64KiB"`), read by
+//! [`crate::units`] exactly as the Python front end reads it, or as a **bare number under a
+//! name that carries the unit** (`"rate_bps": 1500000`, `"delay_s": 0.08`,
+//! `"size_bytes": 65536`). Giving both spellings of one quantity is an error, and so is a bare
+//! number under a plain name (`"delay": 80` would be ambiguous). Sizes are rounded to the
+//! nearest byte, rates to the nearest bit/s and durations to the nearest nanosecond; a
+//! duration may not exceed [`MAX_DURATION_S`]. Probabilities and dimensionless parameters are
+//! numbers.
+//!
+//! # Schema (version 1)
+//!
+//! Field by field, with defaults, in `docs/scenarios.md`.
+//!
+//! ```text
+//! {
+//!   "name": "stpd-wireless",          optional, free text (also "description", "schema": 1)
+//!   "seed": 1,                        optional u64, default 1: the master seed
+//!   "duration": "100s",               required (or duration_s): the simulated stop time
+//!   "nodes": ["S", "R", "D"],         required, unique non-empty names
+//!   "links": [ LINK, ... ],           required
+//!   "flows": [ FLOW, ... ],           optional, default []
+//!   "lossy_link": "R-D",              optional: LINK name, or {"link": "R-D", "direction": "fwd"}
+//!   "trace": TRACE,                   optional, default: no traces
+//!   "pcap": ["R-D"],                  optional: links whose departing packets are tapped
+//!   "extra": ...                      optional, anything: ignored (for other engines)
+//! }
+//! LINK = {
+//!   "name": "R-D",                    optional, default "<a>-<b>"; unique
+//!   "a": "R", "b": "D",               the two nodes; "fwd" is a -> b, "rev" is b -> a
+//!   "rate": "1.5Mbps" | "rate_bps",   both directions (required here or in fwd/rev)
+//!   "delay": "80ms" | "delay_s",      one-way propagation delay (required here or in fwd/rev)
+//!   "queue_pkts": 30 | "queue_bytes": 64000 | "queue": "64KiB"
+//!                                     drop-tail queue at the sending end of each direction;
+//!                                     default 100 packets
+//!   "fwd": DIR, "rev": DIR            optional per-direction overrides
+//! }
+//! DIR = { rate, delay, queue as above (override the link's), "loss": LOSS }
+//! LOSS = {"model": "none"}
+//!      | {"model": "bernoulli", "p": 0.01}
+//!      | {"model": "gilbert_elliott", "mean_burst": "40ms" | "mean_burst_s" | "mean_burst_pkts": 8,
+//!         "rate": 0.01}
+//!      | {"model": "markov_fading", "pe": 0.1, "fd_t": 0.01, "frame": "20ms" (default, or frame_s)}
+//!      | {"model": "lcg16807", "rate": 0.1, "seed": 1 (default)}
+//! FLOW = {
+//!   "name": "ftp",                    optional, default "flow<i>"; unique
+//!   "from": "S", "to": "D",           data flows from -> to; ACKs return on the reverse path
+//!   "start": "0s" | "start_s",        default 0
+//!   "stop": "60s" | "stop_s",         optional: the application writes nothing after it
+//!   "tcp": TCP,                       optional
+//!   "app": APP                        required
+//! }
+//! TCP = {                             every field optional; defaults after RFCs / Linux
+//!   "mss": "1460B" | "mss_bytes": 1460,          MSS option (64..=65495)
+//!   "initial_window_segments": 10,
+//!   "receive_buffer": "128KiB" | "receive_buffer_bytes": 131072,
+//!   "window_scaling": true, "sack": true, "timestamps": true,
+//!   "delayed_ack": true, "delayed_ack_timeout": "200ms" | "delayed_ack_timeout_s",
+//!   "initial_rto": "1s", "min_rto": "1s", "max_rto": "64s"     (or *_s),
+//!   "recovery": "sack",               tahoe | reno | newreno | sack
+//!   "cc": "reno",                     congestion controller by name
+//!   "growth": "per-ack",              per-ack | byte-counting (Reno's window growth)
+//!   "dup_thresh": 3
+//! }
+//! APP = {"kind": "bulk", "size": "1MB" | "size_bytes": 1000000}
+//!     | {"kind": "unbounded"}
+//!     | {"kind": "telnet", "mean_interval": "1s" | "mean_interval_s",
+//!        "message": "40B" | "message_bytes": 40 (default 1)}
+//! TRACE = {"all", "cwnd", "seq", "ack", "rtt", "rto", "queue", "drops", "goodput": bool,
+//!          "goodput_interval": "100ms" | "goodput_interval_s"}
+//! ```
+//!
+//! # Choices
+//!
+//! * **Routing** is static: each flow's data takes a path with the fewest hops (breadth-first
+//!   search over the links in the order they are listed, so ties go to the link listed
+//!   first); its ACKs take exactly the reverse path, through the same links.
+//! * **`lossy_link`** names the link direction whose loss the command line's `--loss P`
+//!   replaces: the front end writes `links[i].<direction>.loss = {"model": "bernoulli",
+//!   "p": P}` for the link named. The direction defaults to `fwd` and must carry the data of at
+//!   least one flow.
+//! * **`mean_burst_pkts`** of the Gilbert–Elliott model is converted to time with the packet
+//!   interval of the direction: the transmission time of the largest full-sized data packet
+//!   (MSS + 40 bytes of headers) of the flows whose data crosses it, or of 1500 bytes if none
+//!   does (seed 003's "average error burst of 8 packets").
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+
+use crate::error::ConfigError;
+use crate::link::{transmission_time, QueueLimit};
+use crate::loss::{
+    AnyLoss, Bernoulli, GilbertElliott, GilbertElliottConfig, Lcg16807Loss, LossModel,
+    MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
+};
+use crate::rng::StreamRng;
+use crate::tcp::cc::reno::ABC_LIMIT_SEGMENTS;
+use crate::tcp::cc::{CcConfig, WindowGrowth};
+use crate::tcp::receiver::{
+    DelayedAck, ReceiverConfig, ACK_EVERY_SEGMENTS, DEFAULT_MAX_OOO_RANGES,
+    DEFAULT_RECEIVE_BUFFER_BYTES, DELAYED_ACK_TIMEOUT,
+};
+use crate::tcp::recovery::{LossRecovery, DUP_THRESH};
+use crate::tcp::rtt::{RttConfig, CLOCK_GRANULARITY, INITIAL_RTO, MAX_RTO, MIN_RTO};
+use crate::tcp::sender::{
+    AppSource, SenderConfig, DEFAULT_INITIAL_WINDOW_SEGMENTS, DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
+};
+use crate::tcp::TcpOptions;
+use crate::time::{SimDuration, SimTime};
+use crate::units::{self, UnitError};
+
+/// The schema version this module reads.
+pub const SCHEMA_VERSION: u32 = 1;
+/// The longest duration accepted anywhere (about 3.2 years): keeps every sum of simulated
+/// times far inside the u64 nanoseconds of [`SimTime`].
+pub const MAX_DURATION_S: f64 = 1e8;
+/// The default queue bound when a link gives none (ns-3's default `MaxSize` of 100 packets).
+pub const DEFAULT_QUEUE_PKTS: u32 = 100;
+/// Default MSS option: an Ethernet MTU of 1500 bytes less 40 bytes of IPv4 and TCP headers.
+pub const DEFAULT_MSS_BYTES: u32 = 1460;
+/// Bounds of the MSS option: above the 12 bytes of per-segment options with room to spare,
+/// and at most an IPv4 total length of 65535 less 40 bytes of headers.
+pub const MSS_RANGE_BYTES: (u32, u32) = (64, 65_495);
+/// The largest window TCP can announce: 65535 << 14 (RFC 7323 section 2.3).
+pub const MAX_RECEIVE_BUFFER_BYTES: u64 = 65_535 << 14;
+/// The largest link rate accepted, 10 Tbit/s.
+pub const MAX_RATE_BPS: f64 = 1e13;
+/// The packet size used for `mean_burst_pkts` on a direction no flow's data crosses.
+pub const DEFAULT_NOMINAL_PACKET_BYTES: u32 = 1500;
+/// Headers of a full-sized data segment beyond its MSS: IPv4 and TCP (20 + 20); with
+/// timestamps the 12 option bytes come out of the MSS (RFC 6691).
+const DATA_HEADER_BYTES: u32 = 40;
+/// Default goodput sampling interval of the trace.
+pub const DEFAULT_GOODPUT_INTERVAL: SimDuration = SimDuration::from_millis(100);
+/// Default telnet message size: one keystroke.
+pub const DEFAULT_TELNET_MESSAGE_BYTES: u32 = 1;
+
+// ---------------------------------------------------------------------------------------------
+// The validated scenario
+// ---------------------------------------------------------------------------------------------
+
+/// A validated scenario; build it with [`parse_scenario_json`].
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub(crate) name: Option<String>,
+    pub(crate) seed: u64,
+    pub(crate) duration: SimDuration,
+    pub(crate) nodes: Vec<String>,
+    pub(crate) links: Vec<LinkSpec>,
+    pub(crate) flows: Vec<FlowSpec>,
+    pub(crate) lossy_link: Option<LossyLink>,
+    pub(crate) trace: TraceConfig,
+    pub(crate) pcap_links: Vec<usize>,
+}
+
+impl Scenario {
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// The simulated stop time (from zero).
+    pub fn duration(&self) -> SimDuration {
+        self.duration
+    }
+    pub fn nodes(&self) -> &[String] {
+        &self.nodes
+    }
+    pub fn links(&self) -> &[LinkSpec] {
+        &self.links
+    }
+    pub fn flows(&self) -> &[FlowSpec] {
+        &self.flows
+    }
+    /// The link direction whose loss `--loss` overrides, if the scenario names one.
+    pub fn lossy_link(&self) -> Option<&LossyLink> {
+        self.lossy_link.as_ref()
+    }
+    pub fn trace(&self) -> &TraceConfig {
+        &self.trace
+    }
+    /// Indices into [`Scenario::links`] of the links whose packets are tapped for pcap.
+    pub fn pcap_links(&self) -> &[usize] {
+        &self.pcap_links
+    }
+    /// The same scenario with another master seed (for replications).
+    pub fn with_seed(mut self, seed: u64) -> Scenario {
+        self.seed = seed;
+        self
+    }
+}
+
+/// A duplex link between two nodes.
+#[derive(Clone, Debug)]
+pub struct LinkSpec {
+    pub name: String,
+    /// Index into [`Scenario::nodes`] of end `a`; the forward direction runs a -> b.
+    pub a: usize,
+    pub b: usize,
+    pub fwd: DirectionSpec,
+    pub rev: DirectionSpec,
+}
+
+impl LinkSpec {
+    pub fn direction(&self, forward: bool) -> &DirectionSpec {
+        if forward {
+            &self.fwd
+        } else {
+            &self.rev
+        }
+    }
+}
+
+/// One direction of a link: serializer, propagation, queue at the sending end, loss.
+#[derive(Clone, Debug)]
+pub struct DirectionSpec {
+    pub rate_bps: u64,
+    pub delay: SimDuration,
+    pub queue: QueueLimit,
+    pub loss: LossSpec,
+}
+
+/// A loss model and its parameters, resolved and checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LossSpec {
+    None,
+    Bernoulli { p: f64 },
+    GilbertElliott(GilbertElliottConfig),
+    MarkovFading(MarkovFadingConfig),
+    Lcg16807 { rate: f64, seed: u32 },
+}
+
+impl LossSpec {
+    /// The model's name as the scenario spells it.
+    pub fn model_name(&self) -> &'static str {
+        match self {
+            LossSpec::None => "none",
+            LossSpec::Bernoulli { .. } => "bernoulli",
+            LossSpec::GilbertElliott(_) => "gilbert_elliott",
+            LossSpec::MarkovFading(_) => "markov_fading",
+            LossSpec::Lcg16807 { .. } => "lcg16807",
+        }
+    }
+
+    /// Builds the model, drawing from `rng` (unused by `none` and `lcg16807`).
+    pub fn build(&self, rng: StreamRng) -> Result<AnyLoss, ConfigError> {
+        Ok(match *self {
+            LossSpec::None => NoLoss.into(),
+            LossSpec::Bernoulli { p } => Bernoulli::new(p, rng)?.into(),
+            LossSpec::GilbertElliott(cfg) => GilbertElliott::new(cfg, rng)?.into(),
+            LossSpec::MarkovFading(cfg) => MarkovFading::new(cfg, rng)?.into(),
+            LossSpec::Lcg16807 { rate, seed } => Lcg16807Loss::from_error_rate(rate, seed)?.into(),
+        })
+    }
+
+    /// The model's long-run loss rate.
+    pub fn analytic_loss_rate(&self) -> f64 {
+        self.build(StreamRng::derive(0, "analytic"))
+            .map(|m| m.analytic_loss_rate())
+            .unwrap_or(f64::NAN)
+    }
+}
+
+/// The link direction `--loss` overrides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LossyLink {
+    /// Index into [`Scenario::links`].
+    pub link: usize,
+    pub forward: bool,
+}
+
+/// One hop of a path: a link and the direction it is crossed in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hop {
+    pub link: usize,
+    pub forward: bool,
+}
+
+impl Hop {
+    pub fn reversed(self) -> Hop {
+        Hop {
+            link: self.link,
+            forward: !self.forward,
+        }
+    }
+}
+
+/// A TCP connection and the application feeding it.
+#[derive(Clone, Debug)]
+pub struct FlowSpec {
+    pub name: String,
+    /// Index into [`Scenario::nodes`] of the data sender.
+    pub from: usize,
+    /// Index of the data receiver.
+    pub to: usize,
+    pub start: SimTime,
+    pub stop: Option<SimTime>,
+    pub tcp: TcpSpec,
+    pub app: AppSpec,
+    /// The data path, sender to receiver; ACKs take it reversed.
+    pub path: Vec<Hop>,
+}
+
+/// TCP settings of a flow; both ends use the same options.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpSpec {
+    pub options: TcpOptions,
+    pub initial_window_segments: u32,
+    pub receive_buffer_bytes: u64,
+    pub delayed_ack: DelayedAck,
+    pub rtt: RttConfig,
+    pub recovery: LossRecovery,
+    pub cc: CcConfig,
+    pub dup_thresh: u32,
+}
+
+impl TcpSpec {
+    /// The sender's configuration for application source `app`.
+    pub fn sender_config(&self, app: AppSource) -> SenderConfig {
+        SenderConfig {
+            options: self.options,
+            initial_window_segments: self.initial_window_segments,
+            recovery: self.recovery,
+            congestion_control: self.cc,
+            rtt: self.rtt,
+            app,
+            dup_thresh: self.dup_thresh,
+            scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
+        }
+    }
+
+    pub fn receiver_config(&self) -> ReceiverConfig {
+        ReceiverConfig {
+            options: self.options,
+            receive_buffer_bytes: self.receive_buffer_bytes,
+            delayed_ack: self.delayed_ack,
+            max_ooo_ranges: DEFAULT_MAX_OOO_RANGES,
+        }
+    }
+
+    /// Bytes on the wire of a full-sized data segment (MSS + 40).
+    pub fn full_packet_bytes(&self) -> u32 {
+        self.options.mss_bytes + DATA_HEADER_BYTES
+    }
+}
+
+/// What the application at the sender does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AppSpec {
+    /// `size_bytes` written at the start; the transfer time runs to the last byte delivered.
+    Bulk { size_bytes: u64 },
+    /// Always more to send (until `stop`).
+    Unbounded,
+    /// Messages of `message_bytes` with exponentially distributed gaps of mean `mean_interval`.
+    Telnet {
+        mean_interval: SimDuration,
+        message_bytes: u32,
+    },
+}
+
+impl AppSpec {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AppSpec::Bulk { .. } => "bulk",
+            AppSpec::Unbounded => "unbounded",
+            AppSpec::Telnet { .. } => "telnet",
+        }
+    }
+}
+
+/// Which traces to record. Each costs nothing when off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceConfig {
+    pub cwnd: bool,
+    pub seq: bool,
+    pub ack: bool,
+    pub rtt: bool,
+    pub rto: bool,
+    pub queue: bool,
+    pub drops: bool,
+    pub goodput: bool,
+    pub goodput_interval: SimDuration,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        TraceConfig {
+            cwnd: false,
+            seq: false,
+            ack: false,
+            rtt: false,
+            rto: false,
+            queue: false,
+            drops: false,
+            goodput: false,
+            goodput_interval: DEFAULT_GOODPUT_INTERVAL,
+        }
+    }
+}
+
+impl TraceConfig {
+    /// Every trace on.
+    pub fn all() -> Self {
+        TraceConfig {
+            cwnd: true,
+            seq: true,
+            ack: true,
+            rtt: true,
+            rto: true,
+            queue: true,
+            drops: true,
+            goodput: true,
+            goodput_interval: DEFAULT_GOODPUT_INTERVAL,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// An invalid scenario: where (`links[1].fwd.loss.p`, empty for the document as a whole) and
+/// what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub path: String,
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ScenarioError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError::new(path, message))
+}
+
+/// Joins a parent path and a field.
+fn at(parent: &str, field: &str) -> String {
+    if parent.is_empty() {
+        field.to_owned()
+    } else {
+        format!("{parent}.{field}")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------------
+
+/// Reads and validates a scenario from JSON. Every error names the path of the offending value
+/// and what was expected; nothing here panics on any input.
+pub fn parse_scenario_json(text: &str) -> Result<Scenario, ScenarioError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let raw: RawScenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        let inner = e.into_inner();
+        let mut message = inner.to_string();
+        // A data error is located by its path; the JSON's line and column would point into a
+        // document the user never wrote (the front end's translation of a TOML file).
+        if inner.classify() == serde_json::error::Category::Data {
+            let suffix = format!(" at line {} column {}", inner.line(), inner.column());
+            if let Some(stripped) = message.strip_suffix(&suffix) {
+                message = stripped.to_owned();
+            }
+        }
+        ScenarioError::new(path, message)
+    })?;
+    de.end()
+        .map_err(|e| ScenarioError::new("", e.to_string()))?;
+    validate(raw)
+}
+
+// ----- quantity value types -----
+
+/// A value written as a string with a unit, parsed by `crate::units` into its base unit.
+struct UnitText<K>(f64, PhantomData<K>);
+
+trait UnitKind {
+    const EXPECTING: &'static str;
+    fn parse(text: &str) -> Result<f64, UnitError>;
+}
+
+struct BitRate;
+struct Duration;
+struct Size;
+
+impl UnitKind for BitRate {
+    const EXPECTING: &'static str = "a bit rate as a string with its unit, such as \"1.5Mbps\" \
+        (a bare number of bit/s goes in the field whose name ends in _bps)";
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        units::parse_bitrate_bps(text)
+    }
+}
+
+impl UnitKind for Duration {
+    const EXPECTING: &'static str = "a duration as a string with its unit, such as \"80ms\" \
+        (a bare number of seconds goes in the field whose name ends in _s)";
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        units::parse_duration_s(text, true)
+    }
+}
+
+impl UnitKind for Size {
+    const EXPECTING: &'static str = "a size as a string with its unit, such as \"64KiB\" \
+        (a bare number of bytes goes in the field whose name ends in _bytes)";
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        units::parse_size_bytes(text, true)
+    }
+}
+
+impl<'de, K: UnitKind> Deserialize<'de> for UnitText<K> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<K>(PhantomData<K>);
+        impl<K: UnitKind> Visitor<'_> for V<K> {
+            type Value = UnitText<K>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(K::EXPECTING)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                K::parse(s)
+                    .map(|v| UnitText(v, PhantomData))
+                    .map_err(|e| E::custom(e.message))
+            }
+        }
+        d.deserialize_str(V(PhantomData))
+    }
+}
+
+/// A bare number whose unit is in its field's name (`delay_s`, `rate_bps`).
+struct Bare(f64);
+
+impl<'de> Deserialize<'de> for Bare {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Bare;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a number in the unit the field's name ends with (write a string with a \
+                     unit under the name without the suffix)",
+                )
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Bare, E> {
+                Ok(Bare(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Bare, E> {
+                Ok(Bare(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Bare, E> {
+                Ok(Bare(v as f64))
+            }
+        }
+        d.deserialize_f64(V)
+    }
+}
+
+// ----- raw documents (serde), validated below -----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    schema: Option<u32>,
+    name: Option<String>,
+    #[allow(dead_code)]
+    description: Option<String>,
+    seed: Option<u64>,
+    duration: Option<UnitText<Duration>>,
+    duration_s: Option<Bare>,
+    nodes: Vec<String>,
+    links: Vec<RawLink>,
+    #[serde(default)]
+    flows: Vec<RawFlow>,
+    lossy_link: Option<RawLossyLink>,
+    trace: Option<RawTrace>,
+    #[serde(default)]
+    pcap: Vec<String>,
+    #[allow(dead_code)]
+    extra: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    name: Option<String>,
+    a: String,
+    b: String,
+    rate: Option<UnitText<BitRate>>,
+    rate_bps: Option<Bare>,
+    delay: Option<UnitText<Duration>>,
+    delay_s: Option<Bare>,
+    queue: Option<UnitText<Size>>,
+    queue_bytes: Option<u64>,
+    queue_pkts: Option<u32>,
+    fwd: Option<RawDir>,
+    rev: Option<RawDir>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawDir {
+    rate: Option<UnitText<BitRate>>,
+    rate_bps: Option<Bare>,
+    delay: Option<UnitText<Duration>>,
+    delay_s: Option<Bare>,
+    queue: Option<UnitText<Size>>,
+    queue_bytes: Option<u64>,
+    queue_pkts: Option<u32>,
+    loss: Option<RawLoss>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoss {
+    model: String,
+    p: Option<f64>,
+    mean_burst: Option<UnitText<Duration>>,
+    mean_burst_s: Option<Bare>,
+    mean_burst_pkts: Option<f64>,
+    rate: Option<f64>,
+    pe: Option<f64>,
+    fd_t: Option<f64>,
+    frame: Option<UnitText<Duration>>,
+    frame_s: Option<Bare>,
+    seed: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFlow {
+    name: Option<String>,
+    from: String,
+    to: String,
+    start: Option<UnitText<Duration>>,
+    start_s: Option<Bare>,
+    stop: Option<UnitText<Duration>>,
+    stop_s: Option<Bare>,
+    tcp: Option<RawTcp>,
+    app: RawApp,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTcp {
+    mss: Option<UnitText<Size>>,
+    mss_bytes: Option<u32>,
+    initial_window_segments: Option<u32>,
+    receive_buffer: Option<UnitText<Size>>,
+    receive_buffer_bytes: Option<u64>,
+    window_scaling: Option<bool>,
+    sack: Option<bool>,
+    timestamps: Option<bool>,
+    delayed_ack: Option<bool>,
+    delayed_ack_timeout: Option<UnitText<Duration>>,
+    delayed_ack_timeout_s: Option<Bare>,
+    initial_rto: Option<UnitText<Duration>>,
+    initial_rto_s: Option<Bare>,
+    min_rto: Option<UnitText<Duration>>,
+    min_rto_s: Option<Bare>,
+    max_rto: Option<UnitText<Duration>>,
+    max_rto_s: Option<Bare>,
+    recovery: Option<String>,
+    cc: Option<String>,
+    growth: Option<String>,
+    dup_thresh: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApp {
+    kind: String,
+    size: Option<UnitText<Size>>,
+    size_bytes: Option<u64>,
+    mean_interval: Option<UnitText<Duration>>,
+    mean_interval_s: Option<Bare>,
+    message: Option<UnitText<Size>>,
+    message_bytes: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTrace {
+    all: Option<bool>,
+    cwnd: Option<bool>,
+    seq: Option<bool>,
+    ack: Option<bool>,
+    rtt: Option<bool>,
+    rto: Option<bool>,
+    queue: Option<bool>,
+    drops: Option<bool>,
+    goodput: Option<bool>,
+    goodput_interval: Option<UnitText<Duration>>,
+    goodput_interval_s: Option<Bare>,
+}
+
+/// `"R-D"` or `{"link": "R-D", "direction": "fwd"}`.
+struct RawLossyLink {
+    link: String,
+    direction: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLossyLinkObject {
+    link: String,
+    direction: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawLossyLink {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawLossyLink;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a link name, or an object {\"link\": NAME, \"direction\": \"fwd\" | \"rev\"}",
+                )
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawLossyLink, E> {
+                Ok(RawLossyLink {
+                    link: s.to_owned(),
+                    direction: None,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawLossyLink, A::Error> {
+                let o =
+                    RawLossyLinkObject::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawLossyLink {
+                    link: o.link,
+                    direction: o.direction,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+// ---------------------------------------------------------------------------------------------
+
+/// One of two spellings of a quantity, in its base unit (`None` if neither was given).
+fn one_of<K>(
+    parent: &str,
+    plain: (&str, &Option<UnitText<K>>),
+    bare: (&str, &Option<Bare>),
+) -> Result<Option<(f64, String)>, ScenarioError> {
+    match (plain.1, bare.1) {
+        (Some(_), Some(_)) => err(
+            at(parent, bare.0),
+            format!("give either {} or {}, not both", plain.0, bare.0),
+        ),
+        (Some(v), None) => Ok(Some((v.0, at(parent, plain.0)))),
+        (None, Some(v)) => Ok(Some((v.0, at(parent, bare.0)))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// A duration in seconds checked and converted to nanoseconds.
+fn duration_from(path: &str, seconds: f64, allow_zero: bool) -> Result<SimDuration, ScenarioError> {
+    if !seconds.is_finite() || seconds < 0.0 || (seconds == 0.0 && !allow_zero) {
+        let what = if allow_zero {
+            "a duration of zero or more"
+        } else {
+            "a positive duration"
+        };
+        return err(path, format!("expected {what}, got {seconds} s"));
+    }
+    if seconds > MAX_DURATION_S {
+        return err(
+            path,
+            format!("expected a duration of at most {MAX_DURATION_S} s, got {seconds} s"),
+        );
+    }
+    Ok(SimDuration::from_secs_f64(seconds))
+}
+
+fn opt_duration<K>(
+    parent: &str,
+    plain: (&str, &Option<UnitText<K>>),
+    bare: (&str, &Option<Bare>),
+    allow_zero: bool,
+) -> Result<Option<SimDuration>, ScenarioError> {
+    one_of(parent, plain, bare)?
+        .map(|(s, path)| duration_from(&path, s, allow_zero))
+        .transpose()
+}
+
+fn rate_from(path: &str, bps: f64) -> Result<u64, ScenarioError> {
+    if !(0.5..=MAX_RATE_BPS).contains(&bps) {
+        return err(
+            path,
+            format!("expected a bit rate of at least 1 bit/s and at most {MAX_RATE_BPS} bit/s, got {bps}"),
+        );
+    }
+    Ok(bps.round() as u64)
+}
+
+/// A size in bytes from the plain (string) or `_bytes` (integer) spelling.
+fn opt_bytes<K>(
+    parent: &str,
+    plain: (&str, &Option<UnitText<K>>),
+    bare: (&str, Option<u64>),
+) -> Result<Option<(u64, String)>, ScenarioError> {
+    match (plain.1, bare.1) {
+        (Some(_), Some(_)) => err(
+            at(parent, bare.0),
+            format!("give either {} or {}, not both", plain.0, bare.0),
+        ),
+        (Some(v), None) => {
+            let path = at(parent, plain.0);
+            let bytes = v.0.round();
+            if !(0.0..=u64::MAX as f64 / 2.0).contains(&bytes) {
+                return err(path, format!("expected a size in bytes, got {}", v.0));
+            }
+            Ok(Some((bytes as u64, path)))
+        }
+        (None, Some(v)) => Ok(Some((v, at(parent, bare.0)))),
+        (None, None) => Ok(None),
+    }
+}
+
+struct DirParts {
+    rate_bps: Option<u64>,
+    delay: Option<SimDuration>,
+    queue: Option<QueueLimit>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dir_parts(
+    parent: &str,
+    rate: &Option<UnitText<BitRate>>,
+    rate_bps: &Option<Bare>,
+    delay: &Option<UnitText<Duration>>,
+    delay_s: &Option<Bare>,
+    queue: &Option<UnitText<Size>>,
+    queue_bytes: Option<u64>,
+    queue_pkts: Option<u32>,
+) -> Result<DirParts, ScenarioError> {
+    let rate_bps = one_of(parent, ("rate", rate), ("rate_bps", rate_bps))?
+        .map(|(v, path)| rate_from(&path, v))
+        .transpose()?;
+    let delay = opt_duration(parent, ("delay", delay), ("delay_s", delay_s), true)?;
+    let bytes = opt_bytes(parent, ("queue", queue), ("queue_bytes", queue_bytes))?;
+    let queue = match (bytes, queue_pkts) {
+        (Some((_, path)), Some(_)) => {
+            return err(
+                path,
+                "give the queue bound either in packets (queue_pkts) or in bytes, not both",
+            )
+        }
+        (Some((b, _)), None) => Some(QueueLimit::Bytes(b)),
+        (None, Some(n)) => Some(QueueLimit::Packets(n)),
+        (None, None) => None,
+    };
+    Ok(DirParts {
+        rate_bps,
+        delay,
+        queue,
+    })
+}
+
+/// A name: non-empty, no control characters.
+fn check_name(path: &str, name: &str) -> Result<(), ScenarioError> {
+    if name.trim().is_empty() || name.chars().any(char::is_control) {
+        return err(
+            path,
+            format!(
+                "expected a non-empty name without control characters, got {}",
+                units::py_repr(name)
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
+    if let Some(v) = raw.schema {
+        if v != SCHEMA_VERSION {
+            return err(
+                "schema",
+                format!("this core reads scenario schema {SCHEMA_VERSION}, got {v}"),
+            );
+        }
+    }
+    let duration = opt_duration(
+        "",
+        ("duration", &raw.duration),
+        ("duration_s", &raw.duration_s),
+        false,
+    )?
+    .ok_or_else(|| {
+        ScenarioError::new(
+            "duration",
+            "missing: give the simulated stop time as duration (\"100s\") or duration_s",
+        )
+    })?;
+
+    // Nodes.
+    if raw.nodes.is_empty() {
+        return err("nodes", "expected at least one node");
+    }
+    let mut node_index = BTreeMap::new();
+    for (i, n) in raw.nodes.iter().enumerate() {
+        let path = format!("nodes[{i}]");
+        check_name(&path, n)?;
+        if node_index.insert(n.as_str(), i).is_some() {
+            return err(path, format!("duplicate node name \"{n}\""));
+        }
+    }
+    let node = |path: String, name: &str| -> Result<usize, ScenarioError> {
+        node_index.get(name).copied().ok_or_else(|| {
+            ScenarioError::new(
+                path,
+                format!(
+                    "unknown node \"{name}\"; expected one of: {}",
+                    raw.nodes.join(", ")
+                ),
+            )
+        })
+    };
+
+    // Links, without loss models yet (those may need the flows' packet sizes).
+    struct PendingLink<'r> {
+        name: String,
+        a: usize,
+        b: usize,
+        dirs: [(DirParts, Option<&'r RawLoss>, String); 2],
+    }
+    let mut pending = Vec::with_capacity(raw.links.len());
+    let mut link_index = BTreeMap::new();
+    for (i, l) in raw.links.iter().enumerate() {
+        let p = format!("links[{i}]");
+        let a = node(at(&p, "a"), &l.a)?;
+        let b = node(at(&p, "b"), &l.b)?;
+        if a == b {
+            return err(
+                at(&p, "b"),
+                format!("a link joins two different nodes, got \"{}\" twice", l.b),
+            );
+        }
+        let name = match &l.name {
+            Some(n) => {
+                check_name(&at(&p, "name"), n)?;
+                n.clone()
+            }
+            None => format!("{}-{}", l.a, l.b),
+        };
+        if link_index.insert(name.clone(), i).is_some() {
+            return err(
+                at(&p, "name"),
+                format!("duplicate link name \"{name}\" (give each link a distinct name)"),
+            );
+        }
+        let common = dir_parts(
+            &p,
+            &l.rate,
+            &l.rate_bps,
+            &l.delay,
+            &l.delay_s,
+            &l.queue,
+            l.queue_bytes,
+            l.queue_pkts,
+        )?;
+        let mut dirs = Vec::with_capacity(2);
+        for (key, d) in [("fwd", &l.fwd), ("rev", &l.rev)] {
+            let dp = at(&p, key);
+            let empty = RawDir::default();
+            let d = d.as_ref().unwrap_or(&empty);
+            let own = dir_parts(
+                &dp,
+                &d.rate,
+                &d.rate_bps,
+                &d.delay,
+                &d.delay_s,
+                &d.queue,
+                d.queue_bytes,
+                d.queue_pkts,
+            )?;
+            let rate_bps = own.rate_bps.or(common.rate_bps);
+            let delay = own.delay.or(common.delay);
+            if rate_bps.is_none() {
+                return err(
+                    at(&dp, "rate"),
+                    "missing: give rate (\"1.5Mbps\") or rate_bps on the link or in this direction",
+                );
+            }
+            if delay.is_none() {
+                return err(
+                    at(&dp, "delay"),
+                    "missing: give delay (\"80ms\") or delay_s on the link or in this direction",
+                );
+            }
+            let parts = DirParts {
+                rate_bps,
+                delay,
+                queue: Some(
+                    own.queue
+                        .or(common.queue)
+                        .unwrap_or(QueueLimit::Packets(DEFAULT_QUEUE_PKTS)),
+                ),
+            };
+            let raw_loss = match key {
+                "fwd" => l.fwd.as_ref(),
+                _ => l.rev.as_ref(),
+            }
+            .and_then(|x| x.loss.as_ref());
+            dirs.push((parts, raw_loss, at(&dp, "loss")));
+        }
+        let rev = dirs.pop();
+        let fwd = dirs.pop();
+        let (Some(fwd), Some(rev)) = (fwd, rev) else {
+            return err(p, "internal: two directions expected");
+        };
+        pending.push(PendingLink {
+            name,
+            a,
+            b,
+            dirs: [fwd, rev],
+        });
+    }
+
+    // Adjacency for routing: per node, (link, forward, neighbour) in link order.
+    let mut adjacency: Vec<Vec<(usize, bool, usize)>> = vec![Vec::new(); raw.nodes.len()];
+    for (i, l) in pending.iter().enumerate() {
+        adjacency[l.a].push((i, true, l.b));
+        adjacency[l.b].push((i, false, l.a));
+    }
+
+    // Flows.
+    let mut flows = Vec::with_capacity(raw.flows.len());
+    let mut flow_names = BTreeMap::new();
+    for (i, f) in raw.flows.iter().enumerate() {
+        let p = format!("flows[{i}]");
+        let name = match &f.name {
+            Some(n) => {
+                check_name(&at(&p, "name"), n)?;
+                n.clone()
+            }
+            None => format!("flow{i}"),
+        };
+        if flow_names.insert(name.clone(), i).is_some() {
+            return err(at(&p, "name"), format!("duplicate flow name \"{name}\""));
+        }
+        let from = node(at(&p, "from"), &f.from)?;
+        let to = node(at(&p, "to"), &f.to)?;
+        if from == to {
+            return err(
+                at(&p, "to"),
+                format!(
+                    "a flow runs between two different nodes, got \"{}\" twice",
+                    f.to
+                ),
+            );
+        }
+        let path = shortest_path(&adjacency, from, to).ok_or_else(|| {
+            ScenarioError::new(
+                at(&p, "to"),
+                format!(
+                    "no route from \"{}\" to \"{}\" over the links given",
+                    f.from, f.to
+                ),
+            )
+        })?;
+        let start = opt_duration(&p, ("start", &f.start), ("start_s", &f.start_s), true)?
+            .unwrap_or(SimDuration::ZERO);
+        if start >= duration {
+            return err(
+                at(&p, "start"),
+                format!("the flow starts at {start}, not before the run ends at {duration}"),
+            );
+        }
+        let stop = opt_duration(&p, ("stop", &f.stop), ("stop_s", &f.stop_s), false)?;
+        if let Some(stop) = stop {
+            if stop <= start {
+                return err(
+                    at(&p, "stop"),
+                    format!("the flow stops at {stop}, not after it starts at {start}"),
+                );
+            }
+        }
+        let empty = RawTcp::default();
+        let tcp = tcp_spec(&at(&p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
+        let app = app_spec(&at(&p, "app"), &f.app)?;
+        flows.push(FlowSpec {
+            name,
+            from,
+            to,
+            start: SimTime::ZERO + start,
+            stop: stop.map(|s| SimTime::ZERO + s),
+            tcp,
+            app,
+            path,
+        });
+    }
+
+    // Loss models, now that the packet sizes on each direction are known.
+    let mut links = Vec::with_capacity(pending.len());
+    for (i, l) in pending.into_iter().enumerate() {
+        let mut specs = Vec::with_capacity(2);
+        for (d, (parts, raw_loss, loss_path)) in l.dirs.into_iter().enumerate() {
+            let forward = d == 0;
+            let (Some(rate_bps), Some(delay), Some(queue)) =
+                (parts.rate_bps, parts.delay, parts.queue)
+            else {
+                return err(format!("links[{i}]"), "internal: direction incomplete");
+            };
+            let packet_bytes = flows
+                .iter()
+                .filter(|f| f.path.contains(&Hop { link: i, forward }))
+                .map(|f| f.tcp.full_packet_bytes())
+                .max()
+                .unwrap_or(DEFAULT_NOMINAL_PACKET_BYTES);
+            let interval = transmission_time(packet_bytes, rate_bps);
+            let loss = match raw_loss {
+                Some(r) => loss_spec(&loss_path, r, interval)?,
+                None => LossSpec::None,
+            };
+            specs.push(DirectionSpec {
+                rate_bps,
+                delay,
+                queue,
+                loss,
+            });
+        }
+        let rev = specs.pop();
+        let fwd = specs.pop();
+        let (Some(fwd), Some(rev)) = (fwd, rev) else {
+            return err(format!("links[{i}]"), "internal: two directions expected");
+        };
+        links.push(LinkSpec {
+            name: l.name,
+            a: l.a,
+            b: l.b,
+            fwd,
+            rev,
+        });
+    }
+
+    // lossy_link.
+    let lossy_link = match &raw.lossy_link {
+        None => None,
+        Some(r) => {
+            let (link_path, dir_path) = match r.direction {
+                None => ("lossy_link".to_owned(), "lossy_link".to_owned()),
+                Some(_) => (
+                    "lossy_link.link".to_owned(),
+                    "lossy_link.direction".to_owned(),
+                ),
+            };
+            let Some(&link) = link_index.get(&r.link) else {
+                return err(
+                    link_path,
+                    format!(
+                        "unknown link \"{}\"; expected one of: {}",
+                        r.link,
+                        link_names(&links)
+                    ),
+                );
+            };
+            let forward = match r.direction.as_deref() {
+                None | Some("fwd") => true,
+                Some("rev") => false,
+                Some(other) => {
+                    return err(
+                        dir_path,
+                        format!("unknown direction \"{other}\"; expected one of: fwd, rev"),
+                    )
+                }
+            };
+            let carries = |fw: bool| {
+                flows
+                    .iter()
+                    .any(|f| f.path.contains(&Hop { link, forward: fw }))
+            };
+            if !carries(forward) {
+                let (this, other) = if forward {
+                    ("fwd", "rev")
+                } else {
+                    ("rev", "fwd")
+                };
+                let hint = if carries(!forward) {
+                    format!("; the flows' data crosses it in direction {other}")
+                } else {
+                    String::new()
+                };
+                return err(
+                    dir_path,
+                    format!(
+                        "direction {this} of link \"{}\" carries no flow's data{hint}",
+                        r.link
+                    ),
+                );
+            }
+            Some(LossyLink { link, forward })
+        }
+    };
+
+    // pcap taps.
+    let mut pcap_links = Vec::with_capacity(raw.pcap.len());
+    for (i, name) in raw.pcap.iter().enumerate() {
+        let Some(&link) = link_index.get(name) else {
+            return err(
+                format!("pcap[{i}]"),
+                format!(
+                    "unknown link \"{name}\"; expected one of: {}",
+                    link_names(&links)
+                ),
+            );
+        };
+        if !pcap_links.contains(&link) {
+            pcap_links.push(link);
+        }
+    }
+
+    let empty = RawTrace::default();
+    let trace = trace_config(raw.trace.as_ref().unwrap_or(&empty))?;
+
+    Ok(Scenario {
+        name: raw.name,
+        seed: raw.seed.unwrap_or(1),
+        duration,
+        nodes: raw.nodes,
+        links,
+        flows,
+        lossy_link,
+        trace,
+        pcap_links,
+    })
+}
+
+fn link_names(links: &[LinkSpec]) -> String {
+    links
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Fewest hops from `from` to `to`; neighbours are visited in link order, so the first path
+/// found among equals is the one through the links listed first.
+fn shortest_path(
+    adjacency: &[Vec<(usize, bool, usize)>],
+    from: usize,
+    to: usize,
+) -> Option<Vec<Hop>> {
+    let mut came_by: Vec<Option<(usize, Hop)>> = vec![None; adjacency.len()];
+    let mut seen = vec![false; adjacency.len()];
+    let mut frontier = std::collections::VecDeque::new();
+    seen[from] = true;
+    frontier.push_back(from);
+    while let Some(n) = frontier.pop_front() {
+        if n == to {
+            break;
+        }
+        for &(link, forward, next) in &adjacency[n] {
+            if !seen[next] {
+                seen[next] = true;
+                came_by[next] = Some((n, Hop { link, forward }));
+                frontier.push_back(next);
+            }
+        }
+    }
+    if !seen[to] {
+        return None;
+    }
+    let mut path = Vec::new();
+    let mut n = to;
+    while n != from {
+        let (prev, hop) = came_by[n]?;
+        path.push(hop);
+        n = prev;
+    }
+    path.reverse();
+    Some(path)
+}
+
+/// The parameters each loss model takes.
+const LOSS_MODELS: &[(&str, &[&str])] = &[
+    ("none", &[]),
+    ("bernoulli", &["p"]),
+    (
+        "gilbert_elliott",
+        &["mean_burst", "mean_burst_s", "mean_burst_pkts", "rate"],
+    ),
+    ("markov_fading", &["pe", "fd_t", "frame", "frame_s"]),
+    ("lcg16807", &["rate", "seed"]),
+];
+
+fn loss_spec(
+    p: &str,
+    r: &RawLoss,
+    packet_interval: SimDuration,
+) -> Result<LossSpec, ScenarioError> {
+    let Some(&(model, allowed)) = LOSS_MODELS.iter().find(|(m, _)| *m == r.model) else {
+        let names: Vec<&str> = LOSS_MODELS.iter().map(|(m, _)| *m).collect();
+        return err(
+            at(p, "model"),
+            format!(
+                "unknown loss model \"{}\"; expected one of: {}",
+                r.model,
+                names.join(", ")
+            ),
+        );
+    };
+    let given = [
+        ("p", r.p.is_some()),
+        ("mean_burst", r.mean_burst.is_some()),
+        ("mean_burst_s", r.mean_burst_s.is_some()),
+        ("mean_burst_pkts", r.mean_burst_pkts.is_some()),
+        ("rate", r.rate.is_some()),
+        ("pe", r.pe.is_some()),
+        ("fd_t", r.fd_t.is_some()),
+        ("frame", r.frame.is_some()),
+        ("frame_s", r.frame_s.is_some()),
+        ("seed", r.seed.is_some()),
+    ];
+    for (param, present) in given {
+        if present && !allowed.contains(&param) {
+            let takes = if allowed.is_empty() {
+                "no parameters".to_owned()
+            } else {
+                allowed.join(", ")
+            };
+            return err(
+                at(p, param),
+                format!("not a parameter of loss model \"{model}\" (it takes: {takes})"),
+            );
+        }
+    }
+    let need = |param: &str, v: Option<f64>| -> Result<f64, ScenarioError> {
+        v.ok_or_else(|| {
+            ScenarioError::new(
+                at(p, param),
+                format!("missing: loss model \"{model}\" needs {param}"),
+            )
+        })
+    };
+    // Map a component's parameter name back to the scenario's field.
+    let field = |param: &'static str| -> &'static str {
+        match param {
+            "loss_rate" | "ler" => "rate",
+            "frame_error_rate" => "pe",
+            "mean_bad_ns" | "mean_good_ns" => "mean_burst",
+            other => other,
+        }
+    };
+    let config_err = |e: ConfigError| ScenarioError::new(at(p, field(e.param)), e.message);
+    let spec = match model {
+        "none" => LossSpec::None,
+        "bernoulli" => LossSpec::Bernoulli { p: need("p", r.p)? },
+        "gilbert_elliott" => {
+            let rate = need("rate", r.rate)?;
+            let time = opt_duration(
+                p,
+                ("mean_burst", &r.mean_burst),
+                ("mean_burst_s", &r.mean_burst_s),
+                false,
+            )?;
+            let cfg = match (time, r.mean_burst_pkts) {
+                (Some(_), Some(_)) => {
+                    return err(
+                        at(p, "mean_burst_pkts"),
+                        "give the mean burst either as a duration or in packets, not both",
+                    )
+                }
+                (Some(t), None) => GilbertElliottConfig::from_burst_time(t, rate),
+                (None, Some(n)) => GilbertElliottConfig::from_burst_packets(n, rate, packet_interval),
+                (None, None) => {
+                    return err(
+                        at(p, "mean_burst"),
+                        "missing: loss model \"gilbert_elliott\" needs mean_burst (a duration, or mean_burst_s) or mean_burst_pkts",
+                    )
+                }
+            }
+            .map_err(config_err)?;
+            LossSpec::GilbertElliott(cfg)
+        }
+        "markov_fading" => {
+            let frame = opt_duration(p, ("frame", &r.frame), ("frame_s", &r.frame_s), false)?
+                .unwrap_or(IS707_FRAME);
+            LossSpec::MarkovFading(MarkovFadingConfig {
+                frame_error_rate: need("pe", r.pe)?,
+                fd_t: need("fd_t", r.fd_t)?,
+                frame,
+            })
+        }
+        "lcg16807" => LossSpec::Lcg16807 {
+            rate: need("rate", r.rate)?,
+            seed: r.seed.unwrap_or(Lcg16807Loss::EMULATOR_SEED),
+        },
+        _ => return err(at(p, "model"), "internal: model listed but not built"),
+    };
+    // Build once with a throwaway stream: the components check their own domains.
+    spec.build(StreamRng::derive(0, "scenario/validate"))
+        .map_err(config_err)?;
+    Ok(spec)
+}
+
+fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
+    let mss = match opt_bytes(
+        p,
+        ("mss", &t.mss),
+        ("mss_bytes", t.mss_bytes.map(u64::from)),
+    )? {
+        Some((v, path)) => {
+            let (lo, hi) = MSS_RANGE_BYTES;
+            if v < u64::from(lo) || v > u64::from(hi) {
+                return err(
+                    path,
+                    format!("expected an MSS of {lo} to {hi} bytes, got {v}"),
+                );
+            }
+            v as u32
+        }
+        None => DEFAULT_MSS_BYTES,
+    };
+    let options = TcpOptions {
+        mss_bytes: mss,
+        sack: t.sack.unwrap_or(true),
+        timestamps: t.timestamps.unwrap_or(true),
+        window_scaling: t.window_scaling.unwrap_or(true),
+    };
+    let initial_window_segments = t
+        .initial_window_segments
+        .unwrap_or(DEFAULT_INITIAL_WINDOW_SEGMENTS);
+    if initial_window_segments == 0 {
+        return err(
+            at(p, "initial_window_segments"),
+            "expected at least 1 segment, got 0",
+        );
+    }
+    let receive_buffer_bytes = match opt_bytes(
+        p,
+        ("receive_buffer", &t.receive_buffer),
+        ("receive_buffer_bytes", t.receive_buffer_bytes),
+    )? {
+        Some((v, path)) => {
+            if v < u64::from(mss) || v > MAX_RECEIVE_BUFFER_BYTES {
+                return err(
+                    path,
+                    format!(
+                        "expected a receive buffer of at least the MSS ({mss} bytes) and at most {MAX_RECEIVE_BUFFER_BYTES} bytes, got {v}"
+                    ),
+                );
+            }
+            v
+        }
+        None => DEFAULT_RECEIVE_BUFFER_BYTES.max(u64::from(mss)),
+    };
+    let delack_timeout = opt_duration(
+        p,
+        ("delayed_ack_timeout", &t.delayed_ack_timeout),
+        ("delayed_ack_timeout_s", &t.delayed_ack_timeout_s),
+        false,
+    )?;
+    let delayed_ack = if t.delayed_ack.unwrap_or(true) {
+        DelayedAck::On {
+            timeout: delack_timeout.unwrap_or(DELAYED_ACK_TIMEOUT),
+            every_segments: ACK_EVERY_SEGMENTS,
+        }
+    } else {
+        if delack_timeout.is_some() {
+            return err(
+                at(p, "delayed_ack_timeout"),
+                "given while delayed_ack is false",
+            );
+        }
+        DelayedAck::Off
+    };
+    let initial_rto = opt_duration(
+        p,
+        ("initial_rto", &t.initial_rto),
+        ("initial_rto_s", &t.initial_rto_s),
+        false,
+    )?
+    .unwrap_or(INITIAL_RTO);
+    let min_rto = opt_duration(
+        p,
+        ("min_rto", &t.min_rto),
+        ("min_rto_s", &t.min_rto_s),
+        false,
+    )?
+    .unwrap_or(MIN_RTO);
+    let max_rto = opt_duration(
+        p,
+        ("max_rto", &t.max_rto),
+        ("max_rto_s", &t.max_rto_s),
+        false,
+    )?
+    .unwrap_or(MAX_RTO);
+    if max_rto < min_rto {
+        return err(
+            at(p, "max_rto"),
+            format!("expected max_rto >= min_rto ({min_rto}), got {max_rto}"),
+        );
+    }
+    let recovery = match &t.recovery {
+        None => LossRecovery::default(),
+        Some(name) => name
+            .parse::<LossRecovery>()
+            .map_err(|e| ScenarioError::new(at(p, "recovery"), e.to_string()))?,
+    };
+    let mut cc = match &t.cc {
+        None => CcConfig::default(),
+        Some(name) => name
+            .parse::<CcConfig>()
+            .map_err(|e| ScenarioError::new(at(p, "cc"), e.to_string()))?,
+    };
+    if let Some(growth) = &t.growth {
+        let g = match growth.as_str() {
+            "per-ack" => WindowGrowth::PerAck,
+            "byte-counting" => WindowGrowth::ByteCounting {
+                limit_segments: ABC_LIMIT_SEGMENTS,
+            },
+            other => {
+                return err(
+                    at(p, "growth"),
+                    format!(
+                    "unknown window growth \"{other}\"; expected one of: per-ack, byte-counting"
+                ),
+                )
+            }
+        };
+        match &mut cc {
+            CcConfig::Reno(r) => r.growth = g,
+        }
+    }
+    let dup_thresh = t.dup_thresh.unwrap_or(DUP_THRESH);
+    if dup_thresh == 0 {
+        return err(at(p, "dup_thresh"), "expected at least 1, got 0");
+    }
+    Ok(TcpSpec {
+        options,
+        initial_window_segments,
+        receive_buffer_bytes,
+        delayed_ack,
+        rtt: RttConfig {
+            initial_rto,
+            min_rto,
+            max_rto,
+            clock_granularity: CLOCK_GRANULARITY,
+        },
+        recovery,
+        cc,
+        dup_thresh,
+    })
+}
+
+const APP_KINDS: &[(&str, &[&str])] = &[
+    ("bulk", &["size", "size_bytes"]),
+    ("unbounded", &[]),
+    (
+        "telnet",
+        &[
+            "mean_interval",
+            "mean_interval_s",
+            "message",
+            "message_bytes",
+        ],
+    ),
+];
+
+fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
+    let Some(&(kind, allowed)) = APP_KINDS.iter().find(|(k, _)| *k == a.kind) else {
+        let names: Vec<&str> = APP_KINDS.iter().map(|(k, _)| *k).collect();
+        return err(
+            at(p, "kind"),
+            format!(
+                "unknown application kind \"{}\"; expected one of: {}",
+                a.kind,
+                names.join(", ")
+            ),
+        );
+    };
+    let given = [
+        ("size", a.size.is_some()),
+        ("size_bytes", a.size_bytes.is_some()),
+        ("mean_interval", a.mean_interval.is_some()),
+        ("mean_interval_s", a.mean_interval_s.is_some()),
+        ("message", a.message.is_some()),
+        ("message_bytes", a.message_bytes.is_some()),
+    ];
+    for (param, present) in given {
+        if present && !allowed.contains(&param) {
+            let takes = if allowed.is_empty() {
+                "no parameters".to_owned()
+            } else {
+                allowed.join(", ")
+            };
+            return err(
+                at(p, param),
+                format!("not a parameter of application \"{kind}\" (it takes: {takes})"),
+            );
+        }
+    }
+    Ok(match kind {
+        "bulk" => {
+            let Some((size_bytes, path)) =
+                opt_bytes(p, ("size", &a.size), ("size_bytes", a.size_bytes))?
+            else {
+                return err(
+                    at(p, "size"),
+                    "missing: a bulk application needs size (\"1MB\") or size_bytes",
+                );
+            };
+            if size_bytes == 0 {
+                return err(path, "expected a positive size, got 0 bytes");
+            }
+            AppSpec::Bulk { size_bytes }
+        }
+        "unbounded" => AppSpec::Unbounded,
+        _ => {
+            let Some(mean_interval) = opt_duration(
+                p,
+                ("mean_interval", &a.mean_interval),
+                ("mean_interval_s", &a.mean_interval_s),
+                false,
+            )?
+            else {
+                return err(
+                    at(p, "mean_interval"),
+                    "missing: a telnet application needs mean_interval (\"1s\") or mean_interval_s",
+                );
+            };
+            let message_bytes = match opt_bytes(
+                p,
+                ("message", &a.message),
+                ("message_bytes", a.message_bytes.map(u64::from)),
+            )? {
+                Some((v, path)) => {
+                    if v == 0 || v > u64::from(u32::MAX) {
+                        return err(path, format!("expected 1 to {} bytes, got {v}", u32::MAX));
+                    }
+                    v as u32
+                }
+                None => DEFAULT_TELNET_MESSAGE_BYTES,
+            };
+            AppSpec::Telnet {
+                mean_interval,
+                message_bytes,
+            }
+        }
+    })
+}
+
+fn trace_config(t: &RawTrace) -> Result<TraceConfig, ScenarioError> {
+    let all = t.all.unwrap_or(false);
+    let goodput_interval = opt_duration(
+        "trace",
+        ("goodput_interval", &t.goodput_interval),
+        ("goodput_interval_s", &t.goodput_interval_s),
+        false,
+    )?
+    .unwrap_or(DEFAULT_GOODPUT_INTERVAL);
+    Ok(TraceConfig {
+        cwnd: t.cwnd.unwrap_or(all),
+        seq: t.seq.unwrap_or(all),
+        ack: t.ack.unwrap_or(all),
+        rtt: t.rtt.unwrap_or(all),
+        rto: t.rto.unwrap_or(all),
+        queue: t.queue.unwrap_or(all),
+        drops: t.drops.unwrap_or(all),
+        goodput: t.goodput.unwrap_or(all),
+        goodput_interval,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"{
+        "duration": "10s",
+        "nodes": ["S", "D"],
+        "links": [{"a": "S", "b": "D", "rate": "1Mbps", "delay": "10ms"}],
+        "flows": [{"from": "S", "to": "D", "app": {"kind": "unbounded"}}]
+    }"#;
+
+    #[test]
+    fn minimal_scenario_gets_defaults() {
+        let s = parse_scenario_json(MINIMAL).unwrap();
+        assert_eq!(s.seed(), 1);
+        assert_eq!(s.duration(), SimDuration::from_secs(10));
+        let l = &s.links()[0];
+        assert_eq!(l.name, "S-D");
+        assert_eq!(l.fwd.rate_bps, 1_000_000);
+        assert_eq!(l.rev.delay, SimDuration::from_millis(10));
+        assert_eq!(l.fwd.queue, QueueLimit::Packets(DEFAULT_QUEUE_PKTS));
+        assert_eq!(l.fwd.loss, LossSpec::None);
+        let f = &s.flows()[0];
+        assert_eq!(f.name, "flow0");
+        assert_eq!(
+            f.path,
+            vec![Hop {
+                link: 0,
+                forward: true
+            }]
+        );
+        assert_eq!(f.tcp.options, TcpOptions::default());
+        assert_eq!(f.tcp.rtt.max_rto, SimDuration::from_secs(64));
+        assert_eq!(f.tcp.recovery, LossRecovery::Sack);
+        assert_eq!(s.trace(), &TraceConfig::default());
+    }
+
+    #[test]
+    fn shortest_path_prefers_fewer_hops_then_the_first_link() {
+        // A - B - C and a direct A - C listed last: the direct link wins on hops.
+        let adj = {
+            let links = [(0usize, 1usize), (1, 2), (0, 2), (0, 2)];
+            let mut adj = vec![Vec::new(); 3];
+            for (i, &(a, b)) in links.iter().enumerate() {
+                adj[a].push((i, true, b));
+                adj[b].push((i, false, a));
+            }
+            adj
+        };
+        assert_eq!(
+            shortest_path(&adj, 0, 2),
+            Some(vec![Hop {
+                link: 2,
+                forward: true
+            }])
+        );
+        assert_eq!(
+            shortest_path(&adj, 2, 1),
+            Some(vec![Hop {
+                link: 1,
+                forward: false
+            }])
+        );
+    }
+}

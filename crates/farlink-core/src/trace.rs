@@ -1,0 +1,253 @@
+//! Columnar traces of a run and the packet taps for pcap.
+//!
+//! This module owns the *shape* of what a run records: each trace is a struct of `Vec`s (a time
+//! column in nanoseconds and value columns of plain integers or booleans), so the bindings can
+//! hand every column over as a NumPy array and a results store can write it as Parquet without
+//! reshaping. The engine ([`crate::world`]) decides *when* to record: on change, never on every
+//! tick; a trace that is switched off is never touched and stays empty.
+//!
+//! Rows are in simulated-time order within each flow (or link direction). Flows are numbered
+//! by their position in the scenario's `flows`, links by their position in `links`, and
+//! `forward` is the link's `a -> b` direction.
+//!
+//! Packet taps ([`TapRecord`]) hold a copy of every segment that leaves a tapped link's queue
+//! for the wire; `crate::pcap` turns them into a capture.
+
+use serde::Serialize;
+
+use crate::link::DropCause;
+use crate::tcp::segment::Segment;
+use crate::time::SimTime;
+
+/// Drop-cause codes of [`DropTrace::cause`], index into [`DROP_CAUSE_NAMES`].
+pub const DROP_CAUSE_QUEUE_OVERFLOW: u8 = 0;
+pub const DROP_CAUSE_CORRUPTION: u8 = 1;
+/// The names of the drop causes, as the summary's maps spell them, by code.
+pub const DROP_CAUSE_NAMES: [&str; 2] = ["queue_overflow", "corruption"];
+
+/// The code of a drop cause.
+pub fn drop_cause_code(cause: DropCause) -> u8 {
+    match cause {
+        DropCause::QueueOverflow => DROP_CAUSE_QUEUE_OVERFLOW,
+        DropCause::Corruption => DROP_CAUSE_CORRUPTION,
+    }
+}
+
+/// The congestion window of each flow, whenever the controller's window, ssthresh or the
+/// window the sender actually uses (with Reno/NewReno fast-recovery inflation) changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CwndTrace {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    /// The controller's `cwnd`.
+    pub cwnd_bytes: Vec<u64>,
+    /// `ssthresh`; `u64::MAX` until the first reduction (RFC 5681 "arbitrarily high").
+    pub ssthresh_bytes: Vec<u64>,
+    /// The window sent against: `cwnd` plus fast-recovery inflation.
+    pub effective_cwnd_bytes: Vec<u64>,
+}
+
+/// Every data segment a sender hands to the network.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SeqTrace {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    /// Sequence number of the first payload byte (from 0, unwrapped).
+    pub seq: Vec<u64>,
+    pub len_bytes: Vec<u32>,
+    pub retransmission: Vec<bool>,
+}
+
+/// The cumulative acknowledgement (`SND.UNA`) of each sender, whenever it advances.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AckTrace {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    pub ack: Vec<u64>,
+}
+
+/// Every RTT sample a sender takes, with the smoothed RTT after it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RttTrace {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    pub rtt_ns: Vec<u64>,
+    pub srtt_ns: Vec<u64>,
+}
+
+/// The retransmission timeout of each sender, whenever it changes (samples and backoff).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RtoTrace {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    pub rto_ns: Vec<u64>,
+}
+
+/// Occupancy of each link direction's queue (packets waiting, not the one being serialized),
+/// whenever it changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QueueTrace {
+    pub time_ns: Vec<u64>,
+    pub link: Vec<u32>,
+    pub forward: Vec<bool>,
+    pub pkts: Vec<u32>,
+    pub bytes: Vec<u64>,
+}
+
+/// Every packet dropped, with where, whose and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DropTrace {
+    pub time_ns: Vec<u64>,
+    pub link: Vec<u32>,
+    pub forward: Vec<bool>,
+    pub flow: Vec<u32>,
+    /// The packet was an ACK (travelling receiver -> sender) rather than data.
+    pub ack_packet: Vec<bool>,
+    /// The data segment's sequence number, or the ACK's acknowledgement number.
+    pub seq: Vec<u64>,
+    /// [`DROP_CAUSE_QUEUE_OVERFLOW`] or [`DROP_CAUSE_CORRUPTION`].
+    pub cause: Vec<u8>,
+}
+
+/// Bytes delivered to each receiving application, cumulative, at every multiple of the
+/// scenario's `goodput_interval` from the flow's start (first sample at the first multiple at
+/// or after it) to the end of the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GoodputTrace {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    pub delivered_bytes: Vec<u64>,
+}
+
+/// All traces of a run; those switched off are empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Traces {
+    pub cwnd: CwndTrace,
+    pub seq: SeqTrace,
+    pub ack: AckTrace,
+    pub rtt: RttTrace,
+    pub rto: RtoTrace,
+    pub queue: QueueTrace,
+    pub drops: DropTrace,
+    pub goodput: GoodputTrace,
+}
+
+impl CwndTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, flow: u32, cwnd: u64, ssthresh: u64, eff: u64) {
+        self.time_ns.push(at.as_nanos());
+        self.flow.push(flow);
+        self.cwnd_bytes.push(cwnd);
+        self.ssthresh_bytes.push(ssthresh);
+        self.effective_cwnd_bytes.push(eff);
+    }
+}
+
+impl SeqTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, flow: u32, seq: u64, len: u32, retx: bool) {
+        self.time_ns.push(at.as_nanos());
+        self.flow.push(flow);
+        self.seq.push(seq);
+        self.len_bytes.push(len);
+        self.retransmission.push(retx);
+    }
+}
+
+impl AckTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, flow: u32, ack: u64) {
+        self.time_ns.push(at.as_nanos());
+        self.flow.push(flow);
+        self.ack.push(ack);
+    }
+}
+
+impl RttTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, flow: u32, rtt_ns: u64, srtt_ns: u64) {
+        self.time_ns.push(at.as_nanos());
+        self.flow.push(flow);
+        self.rtt_ns.push(rtt_ns);
+        self.srtt_ns.push(srtt_ns);
+    }
+}
+
+impl RtoTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, flow: u32, rto_ns: u64) {
+        self.time_ns.push(at.as_nanos());
+        self.flow.push(flow);
+        self.rto_ns.push(rto_ns);
+    }
+}
+
+impl QueueTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, link: u32, forward: bool, pkts: u32, bytes: u64) {
+        self.time_ns.push(at.as_nanos());
+        self.link.push(link);
+        self.forward.push(forward);
+        self.pkts.push(pkts);
+        self.bytes.push(bytes);
+    }
+}
+
+impl DropTrace {
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn push(
+        &mut self,
+        at: SimTime,
+        link: u32,
+        forward: bool,
+        flow: u32,
+        ack_packet: bool,
+        seq: u64,
+        cause: DropCause,
+    ) {
+        self.time_ns.push(at.as_nanos());
+        self.link.push(link);
+        self.forward.push(forward);
+        self.flow.push(flow);
+        self.ack_packet.push(ack_packet);
+        self.seq.push(seq);
+        self.cause.push(drop_cause_code(cause));
+    }
+}
+
+impl GoodputTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, flow: u32, delivered: u64) {
+        self.time_ns.push(at.as_nanos());
+        self.flow.push(flow);
+        self.delivered_bytes.push(delivered);
+    }
+}
+
+/// One packet leaving a tapped link's queue for the wire (the instant its first bit is sent),
+/// for the pcap writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TapRecord {
+    pub at: SimTime,
+    /// Index of the link in the scenario's `links` (see [`TapLink`] for its ends).
+    pub link: u32,
+    /// Crossing the link `a -> b` (else `b -> a`).
+    pub forward: bool,
+    /// Index of the flow in the scenario's `flows`.
+    pub flow: u32,
+    /// A data segment of the flow (sender -> receiver); `false` for an ACK (receiver ->
+    /// sender). The IP source is the flow's `from` node for data and its `to` node for ACKs.
+    pub data: bool,
+    pub seg: Segment,
+}
+
+/// A tapped link and the names of its two end nodes, from which addresses are derived.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TapLink {
+    pub link: u32,
+    pub name: String,
+    /// Node at end `a` (the forward direction starts here).
+    pub a: String,
+    pub b: String,
+}

@@ -1,0 +1,1248 @@
+//! The discrete-event engine: builds a [`Scenario`] into links, loss models and TCP endpoints,
+//! runs them in simulated time, checks conservation, and returns a [`RunResult`].
+//!
+//! This module owns the wiring and the clock of a simulation: the event enum, the packets in
+//! flight, forwarding along static routes, lazy timers, traces and taps. It must not implement
+//! protocol behaviour: links, loss models and TCP endpoints are the sans-I/O components of
+//! `link`, `loss` and `tcp`, driven through their `offer`/`poll`/`next_wakeup` and
+//! `poll_transmit`/`on_ack`/`on_segment`/`next_timeout`/`on_timeout` entry points. It reads no
+//! clock (wall time is the front end's business) and no global randomness: each component
+//! gets `StreamRng::derive(seed, name)` with a stable name (`link:R-D:fwd:loss`,
+//! `flow:ftp:app`).
+//!
+//! # Packets
+//!
+//! A packet in flight is a slot in a slab (`Vec` plus free list): the `tcp::Segment`, its flow,
+//! whether it is data or an ACK, and the index of the hop it is on. Links carry only the slot
+//! index and the wire size ([`crate::link::Packet`]), so nothing is allocated per packet once
+//! the slab has grown to the largest number of packets ever in flight. Forwarding at a node is
+//! instantaneous: a packet delivered by one link is offered to the next hop's link at the same
+//! instant. Data follows the flow's route; ACKs follow it reversed, through the same links.
+//!
+//! # Timers
+//!
+//! Every component says when it next wants attention (`next_wakeup`, `next_timeout`). The
+//! engine keeps at most one live event per component: it pushes a new event only when the
+//! wanted time is earlier than the one armed, and counts a generation so that superseded
+//! events are recognised and skipped when they pop. A component woken earlier than it needs
+//! (its deadline moved later, as the retransmission timer does on every ACK) does nothing and
+//! is re-armed, so an ACK costs no event-queue operation for the timer.
+//!
+//! # End of a run
+//!
+//! The run stops at the scenario's duration (events at exactly that instant still happen), or
+//! earlier as soon as every flow has finished. Then conservation is checked (see
+//! [`RunError::Conservation`]); in debug builds the packet counts are also checked every 1024
+//! events.
+
+mod summary;
+
+pub use summary::{
+    AggregateSummary, DirectionSummary, FlowSummary, LinkSummary, LossyLinkSummary, Summary,
+    SUMMARY_SCHEMA_VERSION,
+};
+
+use std::collections::BTreeMap;
+
+use crate::link::{DropCause, Link, LinkConfig, LinkEvent, Packet};
+use crate::loss::AnyLoss;
+use crate::rng::StreamRng;
+use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
+use crate::sched::EventQueue;
+use crate::tcp::receiver::Receiver;
+use crate::tcp::segment::Segment;
+use crate::tcp::sender::{AppSource, Sender};
+use crate::tcp::{Negotiated, TcpOptions};
+use crate::time::{SimDuration, SimTime};
+use crate::trace::{TapLink, TapRecord, Traces, DROP_CAUSE_NAMES};
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A component refused the scenario's parameters.
+    #[error("invalid scenario: {0}")]
+    Scenario(#[from] ScenarioError),
+    /// A packet or a byte was lost track of: the engine has a bug. Never a panic.
+    #[error("conservation violated: {0}")]
+    Conservation(String),
+}
+
+/// Everything a run produces.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub summary: Summary,
+    pub traces: Traces,
+    /// Packets leaving the queues of the links listed under `pcap`, in time order.
+    pub taps: Vec<TapRecord>,
+    /// The tapped links and their end nodes.
+    pub tap_links: Vec<TapLink>,
+    /// The flows, with what a pcap writer needs to synthesise their handshakes.
+    pub flows: Vec<FlowInfo>,
+    /// The scenario's node names (IP addresses are derived from them).
+    pub nodes: Vec<String>,
+}
+
+/// A flow as the pcap writer and the bindings see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowInfo {
+    /// Index in the scenario's `flows` (the `flow` column of the traces and taps).
+    pub id: u32,
+    pub name: String,
+    /// Node of the data sender, and of the data receiver.
+    pub from: String,
+    pub to: String,
+    /// The options both ends offer (the scenario gives one set per flow).
+    pub options: TcpOptions,
+    pub receive_buffer_bytes: u64,
+    /// What the (skipped) handshake agreed.
+    pub negotiated: Negotiated,
+    pub start: SimTime,
+}
+
+/// Runs `scenario` to its end and returns the summary, traces and taps. The same scenario
+/// (seed included) always gives bit-identical results.
+pub fn run(scenario: &Scenario) -> Result<RunResult, RunError> {
+    let mut world = World::build(scenario)?;
+    world.run()?;
+    world.finish()
+}
+
+/// The engine's events: small and `Copy`; `gen` tells a live timer event from a superseded one.
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    /// A link direction has something due (end of a serialization, an arrival).
+    Link { dir: u32, gen: u32 },
+    /// A sender's retransmission timer.
+    SenderTimer { flow: u32, gen: u32 },
+    /// A receiver's delayed-ACK timer.
+    ReceiverTimer { flow: u32, gen: u32 },
+    /// A flow's application starts.
+    Start { flow: u32 },
+    /// A flow's application stops writing.
+    Stop { flow: u32 },
+    /// A telnet application writes a message.
+    Message { flow: u32 },
+}
+
+/// A lazily armed timer: at most one live event, identified by `gen`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timer {
+    armed: Option<SimTime>,
+    gen: u32,
+}
+
+impl Timer {
+    /// Makes sure an event fires at or before `want`: pushes one only if none is armed that
+    /// early.
+    fn arm(
+        &mut self,
+        want: Option<SimTime>,
+        now: SimTime,
+        queue: &mut EventQueue<Event>,
+        event: impl FnOnce(u32) -> Event,
+    ) {
+        let Some(want) = want else { return };
+        if matches!(self.armed, Some(a) if a <= want) {
+            return;
+        }
+        let at = want.max(now);
+        self.gen = self.gen.wrapping_add(1);
+        self.armed = Some(at);
+        queue.push(at, event(self.gen));
+    }
+
+    /// Whether the event of generation `gen` is the live one; if so the timer is disarmed.
+    fn fire(&mut self, gen: u32) -> bool {
+        if gen != self.gen || self.armed.is_none() {
+            return false;
+        }
+        self.armed = None;
+        true
+    }
+}
+
+/// One direction of a link.
+#[derive(Debug)]
+struct Dir {
+    link: Link<AnyLoss>,
+    timer: Timer,
+    link_index: u32,
+    forward: bool,
+    tapped: bool,
+    /// Queue occupancy last written to the queue trace.
+    traced_queue: (u32, u64),
+}
+
+/// A packet in flight.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    seg: Segment,
+    flow: u32,
+    /// Index into the flow's data path (or ACK path) of the link it is on.
+    hop: u32,
+    ack: bool,
+}
+
+/// The packets in flight, by slot; slots are reused, so the slab stops growing at the largest
+/// number of packets ever in flight.
+#[derive(Debug, Default)]
+struct Slab {
+    slots: Vec<Option<InFlight>>,
+    free: Vec<u32>,
+    live: u64,
+}
+
+impl Slab {
+    fn insert(&mut self, p: InFlight) -> u32 {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = Some(p);
+            i
+        } else {
+            self.slots.push(Some(p));
+            (self.slots.len() - 1) as u32
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<&InFlight> {
+        self.slots.get(id as usize)?.as_ref()
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut InFlight> {
+        self.slots.get_mut(id as usize)?.as_mut()
+    }
+
+    fn remove(&mut self, id: u64) -> Option<InFlight> {
+        let p = self.slots.get_mut(id as usize)?.take()?;
+        self.live -= 1;
+        self.free.push(id as u32);
+        Some(p)
+    }
+}
+
+/// A flow at run time.
+#[derive(Debug)]
+struct Flow {
+    sender: Sender,
+    receiver: Receiver,
+    negotiated: Negotiated,
+    /// Link directions (indices into `World::dirs`) of the data path and of the ACK path.
+    path: Vec<u32>,
+    ack_path: Vec<u32>,
+    start: SimTime,
+    stop: Option<SimTime>,
+    app: AppSpec,
+    started: bool,
+    /// The application may still write.
+    writing: bool,
+    /// Bytes the application wrote (an unbounded source: what it had sent when it stopped).
+    app_bytes: u64,
+    sender_timer: Timer,
+    receiver_timer: Timer,
+    /// The telnet application's stream of gaps.
+    rng: Option<StreamRng>,
+    last_delivery: Option<SimTime>,
+    finish: Option<SimTime>,
+    /// Bytes handed to the application, counted by the engine from the receiver's increments.
+    delivered: u64,
+    data_delivered: u64,
+    acks_sent: u64,
+    acks_delivered: u64,
+    drops: [u64; 2],
+    bottleneck_bps: u64,
+    /// Last values written to the traces.
+    traced_cwnd: (u64, u64, u64),
+    traced_una: u64,
+    traced_rtt_samples: u64,
+    traced_rto: u64,
+    /// The next instant of the goodput grid not yet written.
+    goodput_next: SimTime,
+}
+
+struct World<'s> {
+    sc: &'s Scenario,
+    queue: EventQueue<Event>,
+    now: SimTime,
+    end: SimTime,
+    sim_end: SimTime,
+    dirs: Vec<Dir>,
+    flows: Vec<Flow>,
+    slab: Slab,
+    tr: TraceConfig,
+    traces: Traces,
+    taps: Vec<TapRecord>,
+    /// Packets put on a first link, reaching their endpoint, dropped (by cause code).
+    injected: u64,
+    arrived: u64,
+    dropped: [u64; 2],
+    unfinished: usize,
+    /// The first inconsistency seen while running; reported at the next event boundary.
+    fault: Option<String>,
+}
+
+fn dir_index(hop: Hop) -> u32 {
+    (hop.link * 2 + usize::from(!hop.forward)) as u32
+}
+
+fn direction_name(forward: bool) -> &'static str {
+    if forward {
+        "fwd"
+    } else {
+        "rev"
+    }
+}
+
+fn cause_index(cause: DropCause) -> usize {
+    usize::from(crate::trace::drop_cause_code(cause))
+}
+
+fn cause_map(counts: [u64; 2]) -> BTreeMap<String, u64> {
+    DROP_CAUSE_NAMES
+        .iter()
+        .zip(counts)
+        .map(|(name, n)| ((*name).to_owned(), n))
+        .collect()
+}
+
+/// The first point of the grid `k * interval` at or after `t`.
+fn grid_at_or_after(t: SimTime, interval: SimDuration) -> SimTime {
+    let step = interval.as_nanos().max(1);
+    SimTime::from_nanos(t.as_nanos().div_ceil(step).saturating_mul(step))
+}
+
+impl<'s> World<'s> {
+    fn build(sc: &'s Scenario) -> Result<World<'s>, RunError> {
+        let seed = sc.seed();
+        let mut dirs = Vec::with_capacity(sc.links().len() * 2);
+        for (i, l) in sc.links().iter().enumerate() {
+            for forward in [true, false] {
+                let spec = l.direction(forward);
+                let d = direction_name(forward);
+                let rng = StreamRng::derive(seed, &format!("link:{}:{d}:loss", l.name));
+                let loss = spec.loss.build(rng).map_err(|e| {
+                    ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string())
+                })?;
+                let mut link = Link::new(
+                    LinkConfig {
+                        rate_bps: spec.rate_bps,
+                        delay: spec.delay,
+                        queue_limit: spec.queue,
+                    },
+                    loss,
+                )
+                .map_err(|e| ScenarioError::new(format!("links[{i}].{d}"), e.to_string()))?;
+                let tapped = sc.pcap_links().contains(&i);
+                link.set_departure_log(tapped);
+                dirs.push(Dir {
+                    link,
+                    timer: Timer::default(),
+                    link_index: i as u32,
+                    forward,
+                    tapped,
+                    traced_queue: (0, 0),
+                });
+            }
+        }
+
+        let end = SimTime::ZERO + sc.duration();
+        let mut queue = EventQueue::with_capacity(1024);
+        let mut flows = Vec::with_capacity(sc.flows().len());
+        for (i, f) in sc.flows().iter().enumerate() {
+            let tcp = &f.tcp;
+            let negotiated =
+                Negotiated::without_handshake(&tcp.options, &tcp.options, tcp.receive_buffer_bytes);
+            let (source, writing, app_bytes, rng) = match f.app {
+                AppSpec::Bulk { size_bytes } => (
+                    AppSource::Bulk {
+                        total_bytes: size_bytes,
+                    },
+                    false,
+                    size_bytes,
+                    None,
+                ),
+                AppSpec::Unbounded => (AppSource::Unbounded, true, 0, None),
+                AppSpec::Telnet { .. } => (
+                    AppSource::Bulk { total_bytes: 0 },
+                    true,
+                    0,
+                    Some(StreamRng::derive(seed, &format!("flow:{}:app", f.name))),
+                ),
+            };
+            let sender = Sender::new(&tcp.sender_config(source), &negotiated);
+            let receiver = Receiver::new(&tcp.receiver_config(), &negotiated);
+            let path: Vec<u32> = f.path.iter().map(|&h| dir_index(h)).collect();
+            let ack_path: Vec<u32> = f
+                .path
+                .iter()
+                .rev()
+                .map(|&h| dir_index(h.reversed()))
+                .collect();
+            let bottleneck_bps = f
+                .path
+                .iter()
+                .map(|h| sc.links()[h.link].direction(h.forward).rate_bps)
+                .min()
+                .unwrap_or(0);
+            queue.push(f.start, Event::Start { flow: i as u32 });
+            if let Some(stop) = f.stop {
+                if stop <= end {
+                    queue.push(stop, Event::Stop { flow: i as u32 });
+                }
+            }
+            flows.push(Flow {
+                sender,
+                receiver,
+                negotiated,
+                path,
+                ack_path,
+                start: f.start,
+                stop: f.stop,
+                app: f.app,
+                started: false,
+                writing,
+                app_bytes,
+                sender_timer: Timer::default(),
+                receiver_timer: Timer::default(),
+                rng,
+                last_delivery: None,
+                finish: None,
+                delivered: 0,
+                data_delivered: 0,
+                acks_sent: 0,
+                acks_delivered: 0,
+                drops: [0; 2],
+                bottleneck_bps,
+                traced_cwnd: (0, 0, 0),
+                traced_una: 0,
+                traced_rtt_samples: 0,
+                traced_rto: 0,
+                goodput_next: grid_at_or_after(f.start, sc.trace().goodput_interval),
+            });
+        }
+
+        Ok(World {
+            sc,
+            queue,
+            now: SimTime::ZERO,
+            end,
+            sim_end: end,
+            dirs,
+            unfinished: flows.len(),
+            flows,
+            slab: Slab::default(),
+            tr: *sc.trace(),
+            traces: Traces::default(),
+            taps: Vec::new(),
+            injected: 0,
+            arrived: 0,
+            dropped: [0; 2],
+            fault: None,
+        })
+    }
+
+    fn run(&mut self) -> Result<(), RunError> {
+        loop {
+            if self.unfinished == 0 {
+                self.sim_end = self.now;
+                break;
+            }
+            match self.queue.peek_time() {
+                Some(t) if t <= self.end => {}
+                // Past the end, or nothing left to happen: the run lasts its duration.
+                _ => {
+                    self.sim_end = self.end;
+                    break;
+                }
+            }
+            let Some((now, event)) = self.queue.pop() else {
+                break;
+            };
+            self.now = now;
+            self.handle(event);
+            if cfg!(debug_assertions) && self.queue.events_popped() % 1024 == 0 {
+                self.check_packets();
+            }
+            if let Some(msg) = self.fault.take() {
+                return Err(RunError::Conservation(msg));
+            }
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Link { dir, gen } => {
+                let d = dir as usize;
+                if self.dirs[d].timer.fire(gen) {
+                    self.service_dir(d);
+                }
+            }
+            Event::SenderTimer { flow, gen } => {
+                let f = flow as usize;
+                if self.flows[f].sender_timer.fire(gen) {
+                    self.flows[f].sender.on_timeout(self.now);
+                    self.transmit(f);
+                }
+            }
+            Event::ReceiverTimer { flow, gen } => {
+                let f = flow as usize;
+                if self.flows[f].receiver_timer.fire(gen) {
+                    if let Some(ack) = self.flows[f].receiver.on_timeout(self.now) {
+                        self.send_ack(f, ack);
+                    }
+                    self.arm_receiver(f);
+                }
+            }
+            Event::Start { flow } => self.start_flow(flow as usize),
+            Event::Stop { flow } => self.stop_flow(flow as usize),
+            Event::Message { flow } => self.write_message(flow as usize),
+        }
+    }
+
+    fn fail(&mut self, msg: String) {
+        if self.fault.is_none() {
+            self.fault = Some(format!("at {}: {msg}", self.now));
+        }
+    }
+
+    // ----- applications -----
+
+    fn start_flow(&mut self, f: usize) {
+        self.flows[f].started = true;
+        self.transmit(f);
+        if matches!(self.flows[f].app, AppSpec::Telnet { .. }) {
+            self.schedule_message(f);
+        }
+    }
+
+    fn stop_flow(&mut self, f: usize) {
+        let fl = &mut self.flows[f];
+        if !fl.writing {
+            return;
+        }
+        fl.writing = false;
+        if fl.app == AppSpec::Unbounded {
+            fl.sender.end_of_data();
+            fl.app_bytes = fl.sender.snd_max();
+        }
+        self.check_finished(f);
+    }
+
+    fn write_message(&mut self, f: usize) {
+        let fl = &mut self.flows[f];
+        let AppSpec::Telnet { message_bytes, .. } = fl.app else {
+            return;
+        };
+        if !fl.writing {
+            return;
+        }
+        fl.sender.push_bytes(u64::from(message_bytes));
+        fl.app_bytes += u64::from(message_bytes);
+        self.transmit(f);
+        self.schedule_message(f);
+    }
+
+    /// The next telnet message after an exponential gap (rounded to the nanosecond, at least 1).
+    fn schedule_message(&mut self, f: usize) {
+        let fl = &mut self.flows[f];
+        let (AppSpec::Telnet { mean_interval, .. }, Some(rng)) = (fl.app, fl.rng.as_mut()) else {
+            return;
+        };
+        let gap_ns = libm::round(rng.exponential(mean_interval.as_nanos() as f64));
+        // `as` saturates; durations are bounded by the scenario, so the sum stays in range.
+        let gap = SimDuration::from_nanos((gap_ns as u64).clamp(1, u64::MAX / 4));
+        let at = SimTime::from_nanos(self.now.as_nanos().saturating_add(gap.as_nanos()));
+        if at <= self.end && fl.stop.is_none_or(|s| at < s) {
+            self.queue.push(at, Event::Message { flow: f as u32 });
+        }
+    }
+
+    /// A flow is finished when its application wrote its last byte and that byte reached the
+    /// receiving application.
+    fn check_finished(&mut self, f: usize) {
+        let now = self.now;
+        let fl = &mut self.flows[f];
+        if fl.finish.is_none() && !fl.writing && fl.delivered >= fl.app_bytes {
+            fl.finish = Some(fl.last_delivery.unwrap_or(now));
+            self.unfinished -= 1;
+        }
+    }
+
+    // ----- TCP endpoints -----
+
+    /// Hands everything the sender may send now to its first link, then records and re-arms.
+    fn transmit(&mut self, f: usize) {
+        let now = self.now;
+        if !self.flows[f].started {
+            return;
+        }
+        loop {
+            let fl = &mut self.flows[f];
+            let retx_before = fl.sender.stats().retransmitted_segments;
+            let Some(seg) = fl.sender.poll_transmit(now) else {
+                break;
+            };
+            if self.tr.seq {
+                let retx = fl.sender.stats().retransmitted_segments != retx_before;
+                self.traces
+                    .seq
+                    .push(now, f as u32, seg.seq, seg.payload_bytes, retx);
+            }
+            self.inject(f, false, seg);
+        }
+        self.observe_sender(f);
+        let fl = &mut self.flows[f];
+        fl.sender_timer
+            .arm(fl.sender.next_timeout(), now, &mut self.queue, |gen| {
+                Event::SenderTimer {
+                    flow: f as u32,
+                    gen,
+                }
+            });
+    }
+
+    /// Writes the sender's changed state to the traces that are on.
+    fn observe_sender(&mut self, f: usize) {
+        let tr = self.tr;
+        if !(tr.cwnd || tr.ack || tr.rtt || tr.rto) {
+            return;
+        }
+        let now = self.now;
+        let fl = &mut self.flows[f];
+        let flow = f as u32;
+        if tr.cwnd {
+            let m = fl.sender.cc().metrics();
+            let v = (
+                m.cwnd_bytes,
+                m.ssthresh_bytes,
+                fl.sender.effective_cwnd_bytes(),
+            );
+            if v != fl.traced_cwnd {
+                fl.traced_cwnd = v;
+                self.traces.cwnd.push(now, flow, v.0, v.1, v.2);
+            }
+        }
+        if tr.ack && fl.sender.snd_una() != fl.traced_una {
+            fl.traced_una = fl.sender.snd_una();
+            self.traces.ack.push(now, flow, fl.traced_una);
+        }
+        let rtt = fl.sender.rtt();
+        if tr.rtt && rtt.samples() != fl.traced_rtt_samples {
+            fl.traced_rtt_samples = rtt.samples();
+            if let (Some(latest), Some(srtt)) = (rtt.latest(), rtt.srtt()) {
+                self.traces
+                    .rtt
+                    .push(now, flow, latest.as_nanos(), srtt.as_nanos());
+            }
+        }
+        if tr.rto && rtt.rto().as_nanos() != fl.traced_rto {
+            fl.traced_rto = rtt.rto().as_nanos();
+            self.traces.rto.push(now, flow, fl.traced_rto);
+        }
+    }
+
+    fn arm_receiver(&mut self, f: usize) {
+        let now = self.now;
+        let fl = &mut self.flows[f];
+        fl.receiver_timer
+            .arm(fl.receiver.next_timeout(), now, &mut self.queue, |gen| {
+                Event::ReceiverTimer {
+                    flow: f as u32,
+                    gen,
+                }
+            });
+    }
+
+    fn send_ack(&mut self, f: usize, ack: Segment) {
+        self.flows[f].acks_sent += 1;
+        self.inject(f, true, ack);
+    }
+
+    /// A data segment reaches the receiver.
+    fn on_data_arrival(&mut self, f: usize, seg: &Segment) {
+        let now = self.now;
+        let fl = &mut self.flows[f];
+        fl.data_delivered += 1;
+        let before = fl.receiver.delivered_bytes();
+        let ack = fl.receiver.on_segment(now, seg);
+        let after = fl.receiver.delivered_bytes();
+        if after != before {
+            self.on_app_delivery(f, before, after);
+        }
+        if let Some(ack) = ack {
+            self.send_ack(f, ack);
+        }
+        self.arm_receiver(f);
+    }
+
+    /// The receiving application got bytes `[before, after)` of the stream.
+    fn on_app_delivery(&mut self, f: usize, before: u64, after: u64) {
+        let now = self.now;
+        if after < before {
+            self.fail(format!(
+                "flow {f}: the receiver's delivered count went back from {before} to {after}"
+            ));
+            return;
+        }
+        let fl = &mut self.flows[f];
+        fl.delivered += after - before;
+        if self.tr.goodput {
+            // Grid points strictly before `now` saw `before` bytes; the point at `now` (if any)
+            // is written later and includes this delivery.
+            let step = self.tr.goodput_interval;
+            while fl.goodput_next < now {
+                self.traces.goodput.push(fl.goodput_next, f as u32, before);
+                fl.goodput_next += step;
+            }
+        }
+        fl.last_delivery = Some(now);
+        self.check_finished(f);
+    }
+
+    /// An ACK reaches the sender.
+    fn on_ack_arrival(&mut self, f: usize, seg: &Segment) {
+        let fl = &mut self.flows[f];
+        fl.acks_delivered += 1;
+        fl.sender.on_ack(self.now, seg);
+        self.transmit(f);
+    }
+
+    // ----- packets and links -----
+
+    /// Puts a segment of flow `f` on the first link of its data path (or of its ACK path).
+    fn inject(&mut self, f: usize, ack: bool, seg: Segment) {
+        let fl = &self.flows[f];
+        let path = if ack { &fl.ack_path } else { &fl.path };
+        let Some(&first) = path.first() else {
+            self.fail(format!("flow {f} has an empty path"));
+            return;
+        };
+        let id = self.slab.insert(InFlight {
+            seg,
+            flow: f as u32,
+            hop: 0,
+            ack,
+        });
+        self.injected += 1;
+        self.offer(first as usize, u64::from(id));
+    }
+
+    /// Offers packet `id` to link direction `d` at the current instant.
+    fn offer(&mut self, d: usize, id: u64) {
+        let Some(p) = self.slab.get(id) else {
+            self.fail(format!("packet {id} offered to a link but not in flight"));
+            return;
+        };
+        let pkt = Packet {
+            id,
+            size_bytes: p.seg.wire_bytes(),
+        };
+        let result = self.dirs[d].link.offer(self.now, pkt);
+        self.take_departures(d);
+        if let Err(cause) = result {
+            self.on_drop(d, id, self.now, cause);
+        }
+        self.after_link(d);
+    }
+
+    /// Takes everything link direction `d` has due now.
+    fn service_dir(&mut self, d: usize) {
+        let now = self.now;
+        loop {
+            let event = self.dirs[d].link.poll(now);
+            // Departures first: a packet may start and arrive within one poll.
+            self.take_departures(d);
+            match event {
+                None => break,
+                Some(LinkEvent::Delivered { at, pkt }) => self.on_link_delivered(pkt.id, at),
+                Some(LinkEvent::Dropped { at, pkt, cause }) => self.on_drop(d, pkt.id, at, cause),
+            }
+        }
+        self.after_link(d);
+    }
+
+    /// Queue trace and wake-up of link direction `d` after anything touched it.
+    fn after_link(&mut self, d: usize) {
+        let now = self.now;
+        let dir = &mut self.dirs[d];
+        if self.tr.queue {
+            let q = (dir.link.queue_len_pkts() as u32, dir.link.queue_len_bytes());
+            if q != dir.traced_queue {
+                dir.traced_queue = q;
+                self.traces
+                    .queue
+                    .push(now, dir.link_index, dir.forward, q.0, q.1);
+            }
+        }
+        dir.timer
+            .arm(dir.link.next_wakeup(), now, &mut self.queue, |gen| {
+                Event::Link { dir: d as u32, gen }
+            });
+    }
+
+    fn take_departures(&mut self, d: usize) {
+        if !self.dirs[d].tapped {
+            return;
+        }
+        while let Some(dep) = self.dirs[d].link.pop_departure() {
+            let dir = &self.dirs[d];
+            match self.slab.get(dep.pkt.id) {
+                Some(p) => self.taps.push(TapRecord {
+                    at: dep.at,
+                    link: dir.link_index,
+                    forward: dir.forward,
+                    flow: p.flow,
+                    data: !p.ack,
+                    seg: p.seg,
+                }),
+                None => {
+                    let id = dep.pkt.id;
+                    self.fail(format!("tapped packet {id} is not in flight"));
+                }
+            }
+        }
+    }
+
+    /// A link delivered packet `id`: forward it to its next hop, or hand it to its endpoint.
+    fn on_link_delivered(&mut self, id: u64, at: SimTime) {
+        if at != self.now {
+            self.fail(format!(
+                "a link delivered at {at}, not at the current instant"
+            ));
+        }
+        let Some(p) = self.slab.get_mut(id) else {
+            self.fail(format!("delivered packet {id} is not in flight"));
+            return;
+        };
+        let f = p.flow as usize;
+        let fl = &self.flows[f];
+        let path = if p.ack { &fl.ack_path } else { &fl.path };
+        let next = p.hop as usize + 1;
+        if let Some(&d) = path.get(next) {
+            p.hop = next as u32;
+            self.offer(d as usize, id);
+            return;
+        }
+        let Some(p) = self.slab.remove(id) else {
+            return;
+        };
+        self.arrived += 1;
+        if p.ack {
+            self.on_ack_arrival(f, &p.seg);
+        } else {
+            self.on_data_arrival(f, &p.seg);
+        }
+    }
+
+    fn on_drop(&mut self, d: usize, id: u64, at: SimTime, cause: DropCause) {
+        let Some(p) = self.slab.remove(id) else {
+            self.fail(format!("dropped packet {id} is not in flight"));
+            return;
+        };
+        let c = cause_index(cause);
+        self.dropped[c] += 1;
+        self.flows[p.flow as usize].drops[c] += 1;
+        if self.tr.drops {
+            let dir = &self.dirs[d];
+            let seq = if p.ack { p.seg.ack } else { p.seg.seq };
+            self.traces
+                .drops
+                .push(at, dir.link_index, dir.forward, p.flow, p.ack, seq, cause);
+        }
+    }
+
+    // ----- conservation -----
+
+    /// Packets: every packet put on a link is delivered, dropped with a cause, or in flight;
+    /// and what is in flight is inside exactly the links.
+    fn check_packets(&mut self) {
+        let dropped: u64 = self.dropped.iter().sum();
+        if self.injected != self.arrived + dropped + self.slab.live {
+            let msg = format!(
+                "{} packets sent but {} arrived + {} dropped + {} in flight",
+                self.injected, self.arrived, dropped, self.slab.live
+            );
+            self.fail(msg);
+        }
+        let in_links: u64 = self.dirs.iter().map(|d| d.link.in_flight_pkts()).sum();
+        if in_links != self.slab.live {
+            let msg = format!(
+                "{} packets in flight but {in_links} inside the links",
+                self.slab.live
+            );
+            self.fail(msg);
+        }
+        for i in 0..self.dirs.len() {
+            if !self.dirs[i].link.conservation_holds() {
+                let d = &self.dirs[i];
+                let msg = format!(
+                    "link {} {}: offered packets differ from delivered + dropped + inside",
+                    self.sc.links()[d.link_index as usize].name,
+                    direction_name(d.forward)
+                );
+                self.fail(msg);
+            }
+        }
+    }
+
+    /// Bytes: each receiving application got every byte once and in order, never more than
+    /// was sent, and at least what the sender saw acknowledged.
+    fn check_bytes(&mut self) {
+        for f in 0..self.flows.len() {
+            let fl = &self.flows[f];
+            let name = &self.sc.flows()[f].name;
+            let r = &fl.receiver;
+            let s = &fl.sender;
+            let delivered = r.delivered_bytes();
+            let problem = if delivered != r.rcv_nxt() {
+                Some(format!(
+                    "delivered {delivered} bytes but RCV.NXT is {}",
+                    r.rcv_nxt()
+                ))
+            } else if fl.delivered != delivered {
+                Some(format!(
+                    "the engine counted {} bytes delivered, the receiver {delivered}",
+                    fl.delivered
+                ))
+            } else if delivered > s.snd_max() {
+                Some(format!(
+                    "delivered {delivered} bytes, more than the {} ever sent",
+                    s.snd_max()
+                ))
+            } else if s.snd_una() > delivered {
+                Some(format!(
+                    "the sender saw {} bytes acknowledged, the receiver delivered {delivered}",
+                    s.snd_una()
+                ))
+            } else if s.stats().bytes_acked != s.snd_una() {
+                Some(format!(
+                    "the sender counted {} bytes acknowledged but SND.UNA is {}",
+                    s.stats().bytes_acked,
+                    s.snd_una()
+                ))
+            } else if !fl.writing && delivered > fl.app_bytes {
+                Some(format!(
+                    "delivered {delivered} bytes of the {} the application wrote",
+                    fl.app_bytes
+                ))
+            } else if fl.finish.is_some() && delivered != fl.app_bytes {
+                Some(format!(
+                    "finished with {delivered} bytes delivered of {} written",
+                    fl.app_bytes
+                ))
+            } else {
+                None
+            };
+            if let Some(p) = problem {
+                let msg = format!("flow \"{name}\": {p}");
+                self.fail(msg);
+            }
+        }
+    }
+
+    // ----- results -----
+
+    fn finish(mut self) -> Result<RunResult, RunError> {
+        self.check_packets();
+        self.check_bytes();
+        if let Some(msg) = self.fault.take() {
+            return Err(RunError::Conservation(msg));
+        }
+        let sim_end = self.sim_end;
+        // Complete the goodput grid to the end of the run.
+        if self.tr.goodput {
+            let step = self.tr.goodput_interval;
+            for (f, fl) in self.flows.iter_mut().enumerate() {
+                while fl.goodput_next <= sim_end {
+                    self.traces
+                        .goodput
+                        .push(fl.goodput_next, f as u32, fl.delivered);
+                    fl.goodput_next += step;
+                }
+            }
+        }
+        let summary = self.summarize();
+        let sc = self.sc;
+        let nodes = sc.nodes().to_vec();
+        let tap_links = sc
+            .pcap_links()
+            .iter()
+            .map(|&i| {
+                let l = &sc.links()[i];
+                TapLink {
+                    link: i as u32,
+                    name: l.name.clone(),
+                    a: nodes[l.a].clone(),
+                    b: nodes[l.b].clone(),
+                }
+            })
+            .collect();
+        let flows = sc
+            .flows()
+            .iter()
+            .zip(&self.flows)
+            .enumerate()
+            .map(|(i, (spec, fl))| FlowInfo {
+                id: i as u32,
+                name: spec.name.clone(),
+                from: nodes[spec.from].clone(),
+                to: nodes[spec.to].clone(),
+                options: spec.tcp.options,
+                receive_buffer_bytes: spec.tcp.receive_buffer_bytes,
+                negotiated: fl.negotiated,
+                start: spec.start,
+            })
+            .collect();
+        Ok(RunResult {
+            summary,
+            traces: self.traces,
+            taps: self.taps,
+            tap_links,
+            flows,
+            nodes,
+        })
+    }
+
+    fn summarize(&self) -> Summary {
+        let sc = self.sc;
+        let sim_end = self.sim_end;
+        let nodes = sc.nodes();
+        let mut flows = Vec::with_capacity(self.flows.len());
+        let mut span: Option<(SimTime, SimTime)> = None;
+        for (spec, fl) in sc.flows().iter().zip(&self.flows) {
+            let s = fl.sender.stats();
+            // A bulk source wrote everything at its start, so its stop (if any) means nothing;
+            // an interactive or unbounded source was active until it stopped.
+            let active_end = match (fl.finish, fl.app) {
+                (Some(t), AppSpec::Bulk { .. }) => t,
+                (Some(t), _) => t.max(fl.stop.unwrap_or(t)),
+                (None, _) => sim_end,
+            };
+            let active_s = active_end.saturating_since(fl.start).as_secs_f64();
+            let goodput_bps = if active_s > 0.0 {
+                fl.delivered as f64 * 8.0 / active_s
+            } else {
+                0.0
+            };
+            if fl.started {
+                span = Some(match span {
+                    None => (fl.start, active_end),
+                    Some((a, b)) => (a.min(fl.start), b.max(active_end)),
+                });
+            }
+            let rtt = fl.sender.rtt();
+            flows.push(FlowSummary {
+                name: spec.name.clone(),
+                from: nodes[spec.from].clone(),
+                to: nodes[spec.to].clone(),
+                app: spec.app.kind(),
+                start_s: fl.start.as_secs_f64(),
+                finished: fl.finish.is_some(),
+                finish_s: fl.finish.map(SimTime::as_secs_f64),
+                transfer_time_s: fl
+                    .finish
+                    .map(|t| t.saturating_since(fl.start).as_secs_f64()),
+                delivered_bytes: fl.delivered,
+                app_bytes: match (fl.app, fl.writing) {
+                    (AppSpec::Unbounded, true) => None,
+                    _ => Some(fl.app_bytes),
+                },
+                goodput_bps,
+                bottleneck_bps: fl.bottleneck_bps,
+                normalized_goodput: if fl.bottleneck_bps > 0 {
+                    goodput_bps / fl.bottleneck_bps as f64
+                } else {
+                    0.0
+                },
+                segments_sent: s.segments_sent,
+                bytes_sent: s.bytes_sent,
+                retransmissions: s.retransmitted_segments,
+                retransmitted_bytes: s.retransmitted_bytes,
+                timeouts: s.timeouts,
+                fast_retransmits: s.fast_retransmits,
+                data_segments_delivered: fl.data_delivered,
+                acks_sent: fl.acks_sent,
+                acks_delivered: fl.acks_delivered,
+                drops: cause_map(fl.drops),
+                final_cwnd_bytes: fl.sender.cwnd_bytes(),
+                final_srtt_s: rtt.srtt().map(SimDuration::as_secs_f64),
+                final_rto_s: rtt.rto().as_secs_f64(),
+                min_rtt_s: rtt.min_rtt().map(SimDuration::as_secs_f64),
+            });
+        }
+
+        let delivered: u64 = flows.iter().map(|f| f.delivered_bytes).sum();
+        let span_s = span.map_or(0.0, |(a, b)| b.saturating_since(a).as_secs_f64());
+        let goodput_bps = if span_s > 0.0 {
+            delivered as f64 * 8.0 / span_s
+        } else {
+            0.0
+        };
+        let bottleneck_bps = self.flows.iter().map(|f| f.bottleneck_bps).min();
+        let aggregate = AggregateSummary {
+            delivered_bytes: delivered,
+            goodput_bps,
+            bottleneck_bps,
+            normalized_goodput: bottleneck_bps
+                .filter(|&b| b > 0)
+                .map(|b| goodput_bps / b as f64),
+            retransmissions: flows.iter().map(|f| f.retransmissions).sum(),
+            timeouts: flows.iter().map(|f| f.timeouts).sum(),
+            fast_retransmits: flows.iter().map(|f| f.fast_retransmits).sum(),
+            data_segments_delivered: flows.iter().map(|f| f.data_segments_delivered).sum(),
+            drops: cause_map(self.dropped),
+        };
+
+        let sim_s = sim_end.as_secs_f64();
+        let direction = |i: usize, forward: bool| -> DirectionSummary {
+            let spec = sc.links()[i].direction(forward);
+            let link = &self.dirs[dir_index(Hop { link: i, forward }) as usize].link;
+            let st = link.stats();
+            DirectionSummary {
+                rate_bps: spec.rate_bps,
+                delay_s: spec.delay.as_secs_f64(),
+                loss_model: spec.loss.model_name(),
+                analytic_loss_rate: spec.loss.analytic_loss_rate(),
+                offered_pkts: st.offered_pkts,
+                delivered_pkts: st.delivered_pkts,
+                delivered_bytes: st.delivered_bytes,
+                drops: cause_map([st.dropped_overflow_pkts, st.dropped_corruption_pkts]),
+                utilization: if sim_s > 0.0 {
+                    st.delivered_bytes as f64 * 8.0 / (spec.rate_bps as f64 * sim_s)
+                } else {
+                    0.0
+                },
+                max_queue_pkts: st.max_queue_pkts,
+                max_queue_bytes: st.max_queue_bytes,
+                in_flight_pkts: link.in_flight_pkts(),
+            }
+        };
+        let links = sc
+            .links()
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LinkSummary {
+                name: l.name.clone(),
+                a: nodes[l.a].clone(),
+                b: nodes[l.b].clone(),
+                fwd: direction(i, true),
+                rev: direction(i, false),
+            })
+            .collect();
+        let lossy_link = sc.lossy_link().map(|ll| {
+            let spec = sc.links()[ll.link].direction(ll.forward);
+            LossyLinkSummary {
+                link: sc.links()[ll.link].name.clone(),
+                direction: direction_name(ll.forward),
+                loss_model: spec.loss.model_name(),
+                analytic_loss_rate: spec.loss.analytic_loss_rate(),
+            }
+        });
+
+        Summary {
+            schema_version: SUMMARY_SCHEMA_VERSION,
+            core_version: crate::VERSION.to_owned(),
+            scenario_name: sc.name().map(str::to_owned),
+            seed: sc.seed(),
+            sim_time_s: sim_s,
+            events: self.queue.events_popped(),
+            all_finished: self.unfinished == 0,
+            aggregate,
+            flows,
+            links,
+            lossy_link,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::parse_scenario_json;
+
+    const LOSSY: &str = r#"{
+        "duration": "20s",
+        "nodes": ["S", "D"],
+        "links": [{"a": "S", "b": "D", "rate": "1Mbps", "delay": "30ms", "queue_pkts": 5,
+                   "fwd": {"loss": {"model": "bernoulli", "p": 0.05}}}],
+        "flows": [{"from": "S", "to": "D", "app": {"kind": "bulk", "size": "300KB"}}]
+    }"#;
+
+    fn ran_world(sc: &Scenario) -> World<'_> {
+        let mut w = World::build(sc).unwrap();
+        w.run().unwrap();
+        w
+    }
+
+    #[test]
+    fn timer_pushes_only_when_wanted_earlier_and_skips_superseded_events() {
+        let mut q = EventQueue::new();
+        let mut t = Timer::default();
+        let ev = |gen| Event::SenderTimer { flow: 0, gen };
+        let at = SimTime::from_nanos;
+        t.arm(Some(at(100)), at(0), &mut q, ev);
+        t.arm(Some(at(200)), at(0), &mut q, ev); // later: the armed event will do
+        assert_eq!(q.len(), 1);
+        t.arm(Some(at(50)), at(0), &mut q, ev); // earlier: a new event supersedes the first
+        assert_eq!(q.len(), 2);
+        let mut fired = Vec::new();
+        while let Some((when, Event::SenderTimer { gen, .. })) = q.pop() {
+            if t.fire(gen) {
+                fired.push(when.as_nanos());
+            }
+        }
+        assert_eq!(fired, vec![50]);
+        t.arm(None, at(60), &mut q, ev);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_lost_packet_is_reported_as_a_conservation_error_not_a_panic() {
+        let sc = parse_scenario_json(LOSSY).unwrap();
+        let mut w = ran_world(&sc);
+        w.injected += 1;
+        match w.finish() {
+            Err(RunError::Conservation(msg)) => assert!(msg.contains("packets sent"), "{msg}"),
+            other => panic!("expected a conservation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_byte_counted_twice_is_reported_as_a_conservation_error() {
+        let sc = parse_scenario_json(LOSSY).unwrap();
+        let mut w = ran_world(&sc);
+        w.flows[0].delivered += 1;
+        match w.finish() {
+            Err(RunError::Conservation(msg)) => assert!(msg.contains("engine counted"), "{msg}"),
+            other => panic!("expected a conservation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_clean_run_passes_its_checks() {
+        let sc = parse_scenario_json(LOSSY).unwrap();
+        let r = ran_world(&sc).finish().unwrap();
+        let f = &r.summary.flows[0];
+        assert!(f.finished && f.delivered_bytes == 300_000);
+        assert!(r.summary.aggregate.drops["corruption"] > 0);
+    }
+
+    #[test]
+    fn slab_reuses_slots() {
+        let mut s = Slab::default();
+        let p = InFlight {
+            seg: Segment::default(),
+            flow: 0,
+            hop: 0,
+            ack: false,
+        };
+        let a = s.insert(p);
+        let b = s.insert(p);
+        assert!(s.remove(u64::from(a)).is_some());
+        assert!(s.remove(u64::from(a)).is_none(), "a slot is freed once");
+        assert_eq!(s.insert(p), a);
+        assert_eq!(s.live, 2);
+        assert_eq!(s.slots.len(), 2);
+        assert!(s.get(u64::from(b)).is_some() && s.get(99).is_none());
+    }
+}

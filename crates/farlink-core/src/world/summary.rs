@@ -1,0 +1,145 @@
+//! The summary of a run: what the front end prints, stores and compares across engines.
+//!
+//! Plain serialisable values, built once at the end of a run. Rates are bit/s, times seconds,
+//! sizes bytes; maps of drops are keyed by the cause names of [`crate::trace::DROP_CAUSE_NAMES`]
+//! and always hold every cause (zero included), so their keys never depend on the run.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// The version of this summary's shape; bump on any change of field meaning.
+pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
+
+/// Per flow, aggregate and per link results of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    /// `farlink_core::VERSION` that produced it.
+    pub core_version: String,
+    pub scenario_name: Option<String>,
+    pub seed: u64,
+    /// Simulated time at which the run ended: the scenario's duration, or earlier once every
+    /// flow had finished.
+    pub sim_time_s: f64,
+    /// Events popped from the event queue (stale timer events included).
+    pub events: u64,
+    /// Every flow finished (see [`FlowSummary::finished`]).
+    pub all_finished: bool,
+    pub aggregate: AggregateSummary,
+    pub flows: Vec<FlowSummary>,
+    pub links: Vec<LinkSummary>,
+    /// The link direction `--loss` overrides, if the scenario names one.
+    pub lossy_link: Option<LossyLinkSummary>,
+}
+
+/// One flow.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowSummary {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    /// `bulk`, `unbounded` or `telnet`.
+    pub app: &'static str,
+    pub start_s: f64,
+    /// The application stopped writing and every byte it wrote reached the receiving
+    /// application (a bulk flow: its whole size).
+    pub finished: bool,
+    /// When the last byte reached the receiving application, once finished.
+    pub finish_s: Option<f64>,
+    /// `finish_s - start_s`; `None` while unfinished.
+    pub transfer_time_s: Option<f64>,
+    /// Bytes handed to the receiving application, each once and in order.
+    pub delivered_bytes: u64,
+    /// Bytes the sending application wrote; `None` for an unbounded source still writing.
+    pub app_bytes: Option<u64>,
+    /// `delivered_bytes * 8` over the flow's active time: from its start to its finish when
+    /// finished (to its stop, if later, for unbounded and telnet sources), else to the end of
+    /// the run.
+    pub goodput_bps: f64,
+    /// The slowest link direction on the flow's data path.
+    pub bottleneck_bps: u64,
+    /// `goodput_bps / bottleneck_bps`. Goodput counts payload only, so headers keep it below 1
+    /// (at most MSS / (MSS + 40)).
+    pub normalized_goodput: f64,
+    /// Data segments sent, retransmissions included.
+    pub segments_sent: u64,
+    pub bytes_sent: u64,
+    /// Data segments retransmitted (by any mechanism).
+    pub retransmissions: u64,
+    pub retransmitted_bytes: u64,
+    /// Retransmission timer expiries.
+    pub timeouts: u64,
+    /// Entries into loss recovery on duplicate ACKs or SACK.
+    pub fast_retransmits: u64,
+    /// Data segments that reached the receiver (duplicates included).
+    pub data_segments_delivered: u64,
+    /// ACKs the receiver sent, and how many reached the sender.
+    pub acks_sent: u64,
+    pub acks_delivered: u64,
+    /// Packets of this flow (data and ACKs) dropped, by cause.
+    pub drops: BTreeMap<String, u64>,
+    /// The sender's state at the end of the run.
+    pub final_cwnd_bytes: u64,
+    pub final_srtt_s: Option<f64>,
+    pub final_rto_s: f64,
+    pub min_rtt_s: Option<f64>,
+}
+
+/// All flows together.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AggregateSummary {
+    pub delivered_bytes: u64,
+    /// Total delivered bytes * 8 over the span from the earliest start to the latest end of
+    /// any flow's active time.
+    pub goodput_bps: f64,
+    /// The slowest link direction on any flow's data path (for a dumbbell, the shared
+    /// bottleneck); `None` without flows.
+    pub bottleneck_bps: Option<u64>,
+    pub normalized_goodput: Option<f64>,
+    pub retransmissions: u64,
+    pub timeouts: u64,
+    pub fast_retransmits: u64,
+    pub data_segments_delivered: u64,
+    /// Every packet dropped on any link, by cause.
+    pub drops: BTreeMap<String, u64>,
+}
+
+/// One link, both directions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkSummary {
+    pub name: String,
+    pub a: String,
+    pub b: String,
+    pub fwd: DirectionSummary,
+    pub rev: DirectionSummary,
+}
+
+/// One direction of a link.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DirectionSummary {
+    pub rate_bps: u64,
+    pub delay_s: f64,
+    pub loss_model: &'static str,
+    pub analytic_loss_rate: f64,
+    pub offered_pkts: u64,
+    pub delivered_pkts: u64,
+    pub delivered_bytes: u64,
+    pub drops: BTreeMap<String, u64>,
+    /// Delivered bits over the rate times the run's simulated time.
+    pub utilization: f64,
+    pub max_queue_pkts: u64,
+    pub max_queue_bytes: u64,
+    /// Packets still inside the link (queued, serializing or propagating) at the end.
+    pub in_flight_pkts: u64,
+}
+
+/// The link direction whose loss `--loss` overrides.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LossyLinkSummary {
+    pub link: String,
+    /// `fwd` or `rev`.
+    pub direction: &'static str,
+    pub loss_model: &'static str,
+    pub analytic_loss_rate: f64,
+}

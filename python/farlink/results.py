@@ -1,0 +1,78 @@
+"""The result of a run: a summary and columnar traces, the same shape for every engine.
+
+Traces are named tables of equal-length NumPy columns (``time_s`` first), e.g. ``cwnd`` with
+``time_s``, ``flow``, ``cwnd_bytes``, ``ssthresh_bytes``. They convert to Arrow tables and Parquet
+files that DuckDB, pandas or polars read directly; every file carries the scenario, seed and
+versions in its schema metadata so a result found alone still says where it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Result:
+    """A summary (JSON-ready dict) and traces (name → column name → NumPy array)."""
+
+    summary: dict[str, Any]
+    traces: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    scenario: dict[str, Any] = field(default_factory=dict)
+    engine: str = "sim"
+
+    def trace(self, name: str) -> dict[str, np.ndarray]:
+        if name not in self.traces:
+            known = ", ".join(sorted(self.traces)) or "none recorded"
+            raise KeyError(f"no trace {name!r} in this result (traces: {known})")
+        return self.traces[name]
+
+    def provenance(self) -> dict[str, str]:
+        from farlink import __version__
+
+        return {
+            "farlink.schema_version": SCHEMA_VERSION,
+            "farlink.version": __version__,
+            "farlink.engine": self.engine,
+            "farlink.python": platform.python_version(),
+            "farlink.scenario": json.dumps(self.scenario, sort_keys=True),
+            "farlink.summary": json.dumps(self.summary, sort_keys=True),
+        }
+
+    def to_arrow(self, name: str):
+        """One trace as a ``pyarrow.Table`` with provenance in its schema metadata."""
+        import pyarrow as pa
+
+        table = pa.table(dict(self.trace(name)))
+        return table.replace_schema_metadata(self.provenance())
+
+    def to_parquet(self, directory: str | Path) -> list[Path]:
+        """Write every trace as ``<directory>/<trace>.parquet`` and the summary as JSON."""
+        import pyarrow.parquet as pq
+
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in sorted(self.traces):
+            path = out / f"{name}.parquet"
+            pq.write_table(self.to_arrow(name), path)
+            written.append(path)
+        summary_path = out / "summary.json"
+        summary_path.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        written.append(summary_path)
+        return written
+
+
+def columns_equal(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> bool:
+    """Exact equality of two traces, column by column (NaN equal to NaN)."""
+    if a.keys() != b.keys():
+        return False
+    return all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f") for k in a)
