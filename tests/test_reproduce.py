@@ -71,3 +71,14 @@ def test_reproductions_are_deterministic(tmp_path):
     second = run("zaghloul-fig-6.5", tmp_path / "b")
     assert first.to_dict()["rows"] == second.to_dict()["rows"]
     assert first.figures[0].read_bytes() == second.figures[0].read_bytes()
+
+
+def test_stpd_fig_4_8_tahoe_and_reno_near_a_third_at_one_percent(out_dir):
+    rep = run("stpd-fig-4.8", out_dir)
+    for variant in ("tahoe", "reno"):
+        curve = [r.ours for r in rep.rows if r.label.startswith(variant)]
+        assert len(curve) == 6
+        assert np.all(np.diff(curve) < 0), curve  # throughput falls with the error rate
+        assert curve[-1] < 0.1  # "well below 10 percent" at p = 0.1
+    checked = [r for r in rep.rows if r.published is not None]
+    assert len(checked) == 2 and all(r.within_tolerance for r in checked)

@@ -6,5 +6,7 @@ same link models in real time).
 """
 
 from farlink._core import __version__
+from farlink.results import Result
+from farlink.sim import simulate
 
-__all__ = ["__version__"]
+__all__ = ["Result", "__version__", "simulate"]

@@ -1,6 +1,92 @@
 """Type stubs of the Rust extension ``farlink._core``."""
 
+from typing import Any, TypedDict
+
+import numpy.typing as npt
+
 __version__: str
 
 def build_info() -> tuple[str, str]:
     """The core's version and its build profile (``"release"`` or ``"debug"``)."""
+
+class ScenarioError(ValueError):
+    """An invalid scenario, as the core's validation reports it.
+
+    ``str(err)`` is ``"path: message"`` (just ``message`` when ``path`` is empty). Raised by
+    :func:`run_scenario` for anything the core refuses: malformed JSON, an unknown or missing
+    field, a value out of range, a unit it does not read.
+    """
+
+    path: str
+    """Where: the JSON path of the offending value, e.g. ``links[1].fwd.loss.p`` or
+    ``flows[0].app.size``; empty for the document as a whole (e.g. a missing top-level
+    field)."""
+    message: str
+    """What was expected there."""
+
+class ConservationError(RuntimeError):
+    """A simulation lost track of a packet or a byte (conservation check failed).
+
+    This is a bug in the engine, never the scenario's fault; ``str(err)`` says what did not
+    add up.
+    """
+
+class RunOutput(TypedDict):
+    """What :func:`run_scenario` returns."""
+
+    summary: str
+    """The run's summary as JSON text (``json.loads`` it): ``schema_version``,
+    ``core_version``, ``scenario_name``, ``seed``, ``sim_time_s``, ``events``,
+    ``all_finished``, ``aggregate``, ``flows`` (one object per flow), ``links`` (one object per
+    link, ``fwd`` and ``rev`` directions) and ``lossy_link``. Fields are documented in
+    ``crates/farlink-core/src/world/summary.rs``; rates are bit/s, times seconds, sizes bytes."""
+    traces: dict[str, dict[str, npt.NDArray[Any]]]
+    """Every trace table, always all eight, whether switched on or not (a table switched off
+    has zero-length arrays): ``{table: {column: 1-D array}}``, all columns of a table of equal
+    length, rows in simulated-time order. Tables, columns and dtypes:
+
+    - ``cwnd``: ``time_ns`` u64, ``flow`` u32, ``cwnd_bytes`` u64, ``ssthresh_bytes`` u64
+      (``2**64 - 1`` until the first reduction), ``effective_cwnd_bytes`` u64;
+    - ``seq``: ``time_ns`` u64, ``flow`` u32, ``seq`` u64, ``len_bytes`` u32,
+      ``retransmission`` bool;
+    - ``ack``: ``time_ns`` u64, ``flow`` u32, ``ack`` u64;
+    - ``rtt``: ``time_ns`` u64, ``flow`` u32, ``rtt_ns`` u64, ``srtt_ns`` u64;
+    - ``rto``: ``time_ns`` u64, ``flow`` u32, ``rto_ns`` u64;
+    - ``queue``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``pkts`` u32, ``bytes`` u64;
+    - ``drops``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``flow`` u32,
+      ``ack_packet`` bool, ``seq`` u64, ``cause`` u8 (0 ``queue_overflow``, 1 ``corruption``);
+    - ``goodput``: ``time_ns`` u64, ``flow`` u32, ``delivered_bytes`` u64.
+
+    ``flow`` indexes ``flows``, ``link`` indexes ``links``; ``forward`` is the link's
+    ``a -> b`` direction. Semantics in ``crates/farlink-core/src/trace.rs``."""
+    pcap: dict[str, bytes]
+    """One capture per link listed under the scenario's ``pcap`` (empty when none), keyed by
+    link name: a classic pcap file, little-endian, nanosecond timestamps (magic
+    ``0xa1b23c4d``, first bytes ``4d 3c b2 a1``), link type 101 (raw IPv4). It holds every
+    packet leaving the link's queues in both directions, in time order, plus a synthetic
+    SYN, SYN-ACK, ACK at the start of each flow seen on the link; payload bytes are zeros.
+    Timestamps are simulated time after 2000-01-01T00:00:00Z."""
+    flows: list[str]
+    """Flow names, in id order (the ``flow`` column's values index this list)."""
+    links: list[str]
+    """Link names, in the scenario's order (the ``link`` column's values index this list)."""
+    nodes: list[str]
+    """Node names, in the scenario's order."""
+
+def run_scenario(scenario_json: str) -> RunOutput:
+    """Validates and runs one scenario in the simulation core.
+
+    ``scenario_json`` is the scenario as JSON text, in the core's schema
+    (``docs/scenarios.md``): units already spelled out (``"1.5Mbps"``, ``"80ms"``) or carried
+    by field names (``rate_bps``, ``delay_s``). The run is deterministic: the same text gives
+    the same summary, the same trace arrays and the same pcap bytes on every machine.
+
+    The GIL is released for the whole run (parsing, simulating, writing the summary and the
+    captures), so other Python threads keep running; the arrays are handed over afterwards
+    without copying. A panic inside the core never crosses into Python.
+
+    Raises:
+        ScenarioError: the scenario is invalid; ``err.path`` names the field.
+        ConservationError: the engine lost track of a packet or a byte (an engine bug).
+        RuntimeError: the core panicked (an engine bug; the message is the panic's).
+    """

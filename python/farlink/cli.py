@@ -405,6 +405,105 @@ def fit_drops(
     _emit(as_json, f"fit-drops {log}", payload)
 
 
+@app.command("simulate")
+def simulate_command(
+    scenario: Annotated[str, typer.Argument(help="A scenario TOML file or a preset name.")],
+    tcp: Annotated[
+        str | None, typer.Option(help="Loss recovery: tahoe, reno, newreno or sack.")
+    ] = None,
+    loss: Annotated[
+        str | None,
+        typer.Option(
+            help="Packet error rate of the scenario's lossy link, data direction, in [0, 1)."
+        ),
+    ] = None,
+    duration: Annotated[str | None, typer.Option(help=f"Simulated time {DurationOpt}")] = None,
+    size: Annotated[
+        str | None, typer.Option(help=f"Make every flow a bulk transfer of this size. {SizeOpt}")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Master seed of the run.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for summary, traces and captures.")
+    ] = None,
+    pcap: Annotated[
+        bool,
+        typer.Option("--pcap", help="Write captures of the links the scenario taps (all if none)."),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Simulate a scenario on the packet-level engine (Rust core)."""
+    from farlink import _core
+    from farlink.results import write_pcaps
+    from farlink.scenario import ScenarioError, load_scenario
+    from farlink.sim import headline, simulate
+
+    try:
+        doc = load_scenario(scenario)
+        if pcap and not doc.get("pcap"):
+            doc["pcap"] = [
+                link.get("name", f"{link.get('a')}-{link.get('b')}")
+                for link in doc.get("links", [])
+            ]
+        result = simulate(
+            doc,
+            tcp=tcp,
+            loss=None if loss is None else read("--loss", _loss_rate, loss),
+            duration=None
+            if duration is None
+            else _checked("--duration", units.parse_duration_s, duration),
+            size=None if size is None else _checked("--size", units.parse_size_bytes, size),
+            seed=seed,
+            sets=set_ or (),
+        )
+    except (ScenarioError, _core.ScenarioError) as err:
+        raise CliError(f"SCENARIO: {err}") from None
+    except _core.ConservationError as err:
+        raise CliError(f"conservation check failed (please report this scenario): {err}") from None
+    name = str(result.scenario.get("name") or Path(scenario).stem)
+    folder = out if out is not None else DEFAULT_OUT / "sim" / name
+    written = result.to_parquet(folder)
+    if pcap:
+        written += write_pcaps(result, folder)
+    payload = {**headline(result), "scenario": name, "out": str(folder)}
+    if as_json:
+        print_json({**payload, "flows": result.summary["flows"]})
+        return
+    print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
+    for path in written:
+        typer.echo(f"wrote {path}")
+
+
+def _checked(option: str, parser: Callable[[str], float], text: str) -> str:
+    """Check a quantity here for a one-line error naming the option; the core reads the text."""
+    read(option, parser, text)
+    return text
+
+
+def _loss_rate(text: str) -> float:
+    try:
+        value = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise units.UnitError(
+            f"cannot read {text!r}: expected a packet error rate in [0, 1)"
+        ) from None
+    if not 0 <= value < 1:
+        raise units.UnitError(f"{text!r} is outside [0, 1): expected a packet error rate in [0, 1)")
+    return value
+
+
+@app.command("presets")
+def presets() -> None:
+    """List the scenario presets shipped with farlink."""
+    from farlink.scenario import list_presets
+
+    for name, description in list_presets():
+        typer.echo(f"{name:<24} {description}")
+
+
 @app.command("demo")
 def demo(
     out: Annotated[Path, typer.Option(help="Folder for the table and figure.")] = DEFAULT_OUT,

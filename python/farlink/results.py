@@ -22,12 +22,18 @@ SCHEMA_VERSION = "1"
 
 @dataclass(frozen=True)
 class Result:
-    """A summary (JSON-ready dict) and traces (name → column name → NumPy array)."""
+    """A summary (JSON-ready dict) and traces (name → column name → NumPy array).
+
+    ``pcap`` holds a capture (pcap bytes) per tapped link; ``names`` the flow, link and node
+    names in the order of the ``flow`` and ``link`` columns of the traces.
+    """
 
     summary: dict[str, Any]
     traces: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     scenario: dict[str, Any] = field(default_factory=dict)
     engine: str = "sim"
+    pcap: dict[str, bytes] = field(default_factory=dict)
+    names: dict[str, list[str]] = field(default_factory=dict)
 
     def trace(self, name: str) -> dict[str, np.ndarray]:
         if name not in self.traces:
@@ -69,6 +75,18 @@ class Result:
         summary_path.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
         written.append(summary_path)
         return written
+
+
+def write_pcaps(result: Result, directory: str | Path) -> list[Path]:
+    """Write each tapped link's capture as ``<directory>/<link>.pcap``."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for link, data in sorted(result.pcap.items()):
+        path = out / f"{link}.pcap"
+        path.write_bytes(data)
+        written.append(path)
+    return written
 
 
 def columns_equal(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> bool:

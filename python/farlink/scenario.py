@@ -127,8 +127,10 @@ def _lossy_direction(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
     lossy = doc.get("lossy_link")
     if lossy is None:
         raise ScenarioError("--loss: the scenario names no lossy_link to apply it to")
-    name, direction = (lossy, "fwd") if isinstance(lossy, str) else (
-        lossy.get("link"), lossy.get("direction", "fwd")
+    name, direction = (
+        (lossy, "fwd")
+        if isinstance(lossy, str)
+        else (lossy.get("link"), lossy.get("direction", "fwd"))
     )
     for link in doc.get("links", []):
         if link.get("name", f"{link.get('a')}-{link.get('b')}") == name:

@@ -35,7 +35,10 @@
 //! [`RunError::Conservation`]); in debug builds the packet counts are also checked every 1024
 //! events.
 
+pub mod capture;
 mod summary;
+
+pub use capture::write_pcap;
 
 pub use summary::{
     AggregateSummary, DirectionSummary, FlowSummary, LinkSummary, LossyLinkSummary, Summary,
