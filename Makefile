@@ -10,7 +10,7 @@ CORE_STAMP := $(VENV)/.core-built
 IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
-.PHONY: demo test setup rust-test python-test lint bench validate clean
+.PHONY: demo test setup rust-test python-test lint bench validate validate-ns3 clean
 
 setup: $(CORE_STAMP)
 
@@ -44,6 +44,13 @@ test: setup rust-test lint python-test
 
 bench: setup
 	$(PY) bench/bench_models.py
+	$(PY) bench/bench_engine.py
+	cargo bench -p farlink-core --bench queue --bench tcp_ack_path -- --quick
+
+# The engine beside ns-3 on seed 003's wireless path; reads bench/ns3/results (make ns3-reference)
+# and writes docs/validation.md.
+validate-ns3: setup
+	$(PY) bench/validate_ns3.py
 
 validate: setup
 	$(VENV)/bin/pytest -q -m slow

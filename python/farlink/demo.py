@@ -126,7 +126,7 @@ def _simulation_beside_prediction(console: Console, out: Path) -> None:
         f"p = {loss:g}, 100 s\nsimulated (farlink sim, Rust core) beside predicted (PFTK, Mathis)",
         title_justify="left",
     )
-    for column in ("TCP", "normalised goodput", "retransmissions", "timeouts", "events/wall-s"):
+    for column in ("TCP", "normalised goodput", "retx", "timeouts", "events/wall-s"):
         table.add_column(column, justify="left" if column == "TCP" else "right")
     for variant in ("tahoe", "reno", "newreno", "sack"):
         result = simulate("stpd-wireless", tcp=variant, loss=loss, sets=["trace={}"])

@@ -1,0 +1,152 @@
+"""Speed of the packet engine beside ns-3 and beside a bare event loop, measured in one go.
+
+Scenario: seed 003's lossy wireless path (``stpd-wireless``) at p = 1e-2 with SACK and ns-3's
+TCP defaults, the cell ``newreno, SACK on`` of ``docs/validation.md``. Three runs, each the best
+of several repeats:
+
+* farlink: ``_core.run_scenario`` from Python (the GIL released, wall time around the call);
+* ns-3 3.44 through its Python bindings (``bench/ns3/stpd_wireless.py``; wall time of
+  ``Simulator::Run`` only, the 5–7 s import excluded), if ``make ns3-env`` has made
+  ``.venv-ns3``;
+* the bare event loop (``examples/bare_event_loop.rs``): the event queue alone, the engine's
+  ceiling on this machine.
+
+It prints events per wall-second and delivered data packets per wall-second for each, and the
+ratios the engine is judged by: farlink / ns-3 per delivered packet (goal ≥ 20) and farlink's
+event rate / the bare loop's (goal ≥ 0.25). Figures from a shared machine vary from run to run;
+the ratios, measured side by side, are what to quote.
+
+    make bench        # also runs bench/bench_models.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from farlink import _core
+from farlink.scenario import apply_overrides, load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+NS3_PY = ROOT / ".venv-ns3" / "bin" / "python"
+LOSS = 0.01
+
+
+def farlink_rates(duration_s: float, repeats: int) -> dict:
+    doc = apply_overrides(
+        load_scenario("stpd-wireless"),
+        tcp="sack",
+        loss=LOSS,
+        duration=f"{duration_s}s",
+        sets=[
+            'flows[0].tcp.growth="per-ack"',
+            "flows[0].tcp.sack=true",
+            "trace={}",
+        ],
+    )
+    text = json.dumps(doc)
+    best = float("inf")
+    summary = {}
+    for _ in range(repeats):
+        started = time.perf_counter()
+        raw = _core.run_scenario(text)
+        best = min(best, time.perf_counter() - started)
+        summary = json.loads(raw["summary"])
+    delivered = summary["aggregate"]["data_segments_delivered"]
+    return {
+        "engine": "farlink",
+        "sim_time_s": summary["sim_time_s"],
+        "events": summary["events"],
+        "delivered_packets": delivered,
+        "wall_s": best,
+        "events_per_wall_s": summary["events"] / best,
+        "delivered_packets_per_wall_s": delivered / best,
+    }
+
+
+def ns3_rates(duration_s: float, repeats: int) -> dict | None:
+    if not NS3_PY.exists():
+        return None
+    best = None
+    for run in range(1, repeats + 1):
+        out = subprocess.run(
+            [str(NS3_PY), str(ROOT / "bench" / "ns3" / "stpd_wireless.py"),
+             "--loss", str(LOSS), "--sack", "--variant", "newreno", "--seed", "1",
+             "--run", str(run), "--duration", str(duration_s), "--json"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        record = json.loads(out)
+        if best is None or record["wall_run_s"] < best["wall_run_s"]:
+            best = record
+    delivered = best["delivered_bytes"] / 948
+    return {
+        "engine": "ns-3",
+        "sim_time_s": duration_s,
+        "events": best["events"],
+        "delivered_packets": delivered,
+        "wall_s": best["wall_run_s"],
+        "events_per_wall_s": best["events"] / best["wall_run_s"],
+        "delivered_packets_per_wall_s": delivered / best["wall_run_s"],
+    }
+
+
+def bare_loop_rates(events: int, repeats: int) -> dict:
+    out = subprocess.run(
+        ["cargo", "run", "--release", "-q", "-p", "farlink-core", "--example",
+         "bare_event_loop", "--", str(events), "64", str(repeats)],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+    record = json.loads(out)
+    return {
+        "engine": "bare event loop",
+        "events": record["events"],
+        "wall_s": record["best_wall_s"],
+        "events_per_wall_s": record["events_per_wall_s"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--farlink-duration", type=float, default=2000.0, help="simulated s")
+    parser.add_argument("--ns3-duration", type=float, default=100.0, help="simulated s")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    ours = farlink_rates(args.farlink_duration, args.repeats)
+    ns3 = ns3_rates(args.ns3_duration, args.repeats)
+    bare = bare_loop_rates(50_000_000, args.repeats)
+    ratios = {
+        "farlink_events_over_bare_loop": ours["events_per_wall_s"] / bare["events_per_wall_s"]
+    }
+    if ns3 is not None:
+        ratios["farlink_over_ns3_per_delivered_packet"] = (
+            ours["delivered_packets_per_wall_s"] / ns3["delivered_packets_per_wall_s"]
+        )
+        ratios["farlink_over_ns3_per_event"] = ours["events_per_wall_s"] / ns3["events_per_wall_s"]
+    if args.json:
+        print(json.dumps({"runs": [r for r in (ours, ns3, bare) if r], "ratios": ratios}, indent=2))
+        return 0
+    print(f"stpd-wireless, p = {LOSS:g}, SACK, per-ACK growth; best of {args.repeats}")
+    print(f"{'engine':<16} {'sim s':>8} {'events/wall-s':>15} {'delivered pkts/wall-s':>22}")
+    for r in (ours, ns3, bare):
+        if r is None:
+            print(f"{'ns-3':<16} (not run: `make ns3-env` first)")
+            continue
+        delivered = r.get("delivered_packets_per_wall_s")
+        print(
+            f"{r['engine']:<16} {r.get('sim_time_s', float('nan')):>8.0f} "
+            f"{r['events_per_wall_s']:>15,.0f} "
+            f"{'-' if delivered is None else f'{delivered:,.0f}':>22}"
+        )
+    for name, value in ratios.items():
+        print(f"{name}: {value:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
