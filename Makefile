@@ -78,3 +78,21 @@ $(NS3_STAMP):
 
 ns3-reference: $(NS3_STAMP)
 	$(NS3_PY) bench/ns3/sweep.py $(NS3_ARGS)
+
+# Fuzzing of the scenario parser, the TCP receiver's segment handling and the unit parsers
+# (fuzz/README.md): cargo-fuzz with a nightly toolchain, each target for FUZZ_SECONDS, one job.
+# New inputs go to fuzz/corpus-work/ (ignored); the seeds in fuzz/corpus/ are only read.
+# Never part of `make test`.
+FUZZ_SECONDS ?= 60
+FUZZ_TOOLCHAIN ?= nightly
+FUZZ_TARGETS := scenario_json receiver_segments units
+
+.PHONY: fuzz
+
+fuzz:
+	cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus-work/$$t && \
+		cargo +$(FUZZ_TOOLCHAIN) fuzz run $$t fuzz/corpus-work/$$t fuzz/corpus/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -timeout=10 || exit 1; \
+	done

@@ -29,7 +29,9 @@ fn run(events: u64, pending: u64) -> (u64, f64) {
     let started = Instant::now();
     let mut checksum = 0u64;
     for _ in 0..events {
-        let Some((at, payload)) = queue.pop() else { break };
+        let Some((at, payload)) = queue.pop() else {
+            break;
+        };
         checksum = checksum.wrapping_add(payload ^ at.as_nanos());
         queue.push(at + next_delay(), payload);
     }
@@ -37,7 +39,10 @@ fn run(events: u64, pending: u64) -> (u64, f64) {
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let events = args.first().copied().unwrap_or(50_000_000);
     let pending = args.get(1).copied().unwrap_or(64);
     let repeats = args.get(2).copied().unwrap_or(3).max(1);

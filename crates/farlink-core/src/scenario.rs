@@ -69,8 +69,10 @@
 //!   "delayed_ack": true, "delayed_ack_timeout": "200ms" | "delayed_ack_timeout_s",
 //!   "initial_rto": "1s", "min_rto": "1s", "max_rto": "64s"     (or *_s),
 //!   "recovery": "sack",               tahoe | reno | newreno | sack
-//!   "cc": "reno",                     congestion controller by name
-//!   "growth": "per-ack",              per-ack | byte-counting (Reno's window growth)
+//!   "cc": "reno",                     congestion controller by name (tcp::cc::CcConfig::NAMES:
+//!                                     reno | vegas | hybla | westwood | cubic | ...)
+//!   "growth": "per-ack",              per-ack | byte-counting (Reno's window growth; the
+//!                                     others accept per-ack only)
 //!   "dup_thresh": 3
 //! }
 //! APP = {"kind": "bulk", "size": "1MB" | "size_bytes": 1000000}
@@ -486,8 +488,7 @@ fn at(parent: &str, field: &str) -> String {
 pub fn parse_scenario_json(text: &str) -> Result<Scenario, ScenarioError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let raw: RawScenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
+        let path = error_path(e.path());
         let inner = e.into_inner();
         let mut message = inner.to_string();
         // A data error is located by its path; the JSON's line and column would point into a
@@ -503,6 +504,40 @@ pub fn parse_scenario_json(text: &str) -> Result<Scenario, ScenarioError> {
     de.end()
         .map_err(|e| ScenarioError::new("", e.to_string()))?;
     validate(raw)
+}
+
+/// The path of a serde error in the grammar of `--set` paths: field names and `[index]`es
+/// (`links[1].fwd.loss.p`), empty for the document as a whole. It stops before the first
+/// segment that cannot be written so, in practice the name of an unknown field that is empty
+/// or holds `.`, `[`, `]`, white space or a control character, or is all digits (it would
+/// read as an index): the error then names the object holding it, and the message (serde's
+/// "unknown field `...`") names the key.
+fn error_path(path: &serde_path_to_error::Path) -> String {
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            serde_path_to_error::Segment::Seq { index } => {
+                out.push_str(&format!("[{index}]"));
+            }
+            serde_path_to_error::Segment::Map { key } if is_path_field(key) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// Whether `key` can stand as a field of a path (see [`error_path`]).
+fn is_path_field(key: &str) -> bool {
+    !key.is_empty()
+        && !key.bytes().all(|b| b.is_ascii_digit())
+        && !key
+            .chars()
+            .any(|c| matches!(c, '.' | '[' | ']') || c.is_whitespace() || c.is_control())
 }
 
 // ----- quantity value types -----
@@ -1558,6 +1593,17 @@ fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
         };
         match &mut cc {
             CcConfig::Reno(r) => r.growth = g,
+            // The other controllers grow per ACK by their own rules; only Reno counts bytes.
+            _ if g == WindowGrowth::PerAck => {}
+            other => {
+                return err(
+                    at(p, "growth"),
+                    format!(
+                        "byte-counting growth is implemented for cc \"reno\" only, not \"{}\"",
+                        other.name()
+                    ),
+                )
+            }
         }
     }
     let dup_thresh = t.dup_thresh.unwrap_or(DUP_THRESH);
@@ -1735,6 +1781,26 @@ mod tests {
         assert_eq!(f.tcp.rtt.max_rto, SimDuration::from_secs(64));
         assert_eq!(f.tcp.recovery, LossRecovery::Sack);
         assert_eq!(s.trace(), &TraceConfig::default());
+    }
+
+    #[test]
+    fn unknown_field_that_cannot_be_a_path_is_reported_at_its_object() {
+        let with_key = |key: &str| {
+            let mut v: serde_json::Value = serde_json::from_str(MINIMAL).unwrap();
+            v["links"][0][key] = serde_json::json!(1);
+            parse_scenario_json(&v.to_string()).unwrap_err()
+        };
+        // A plain unknown name is part of the path, as before.
+        assert_eq!(with_key("colour").path, "links[0].colour");
+        // Names that would make a malformed or misleading path are not.
+        for key in ["", "a.b", "fwd[0]", "x]", "two words", "line\nbreak", "7"] {
+            let e = with_key(key);
+            assert_eq!(e.path, "links[0]", "key {key:?}");
+            assert!(e.message.contains("unknown field"), "{e}");
+        }
+        let e = parse_scenario_json(r#"{"": 1, "duration": "1s"}"#).unwrap_err();
+        assert_eq!(e.path, "");
+        assert!(e.message.starts_with("unknown field ``"), "{e}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use farlink_core::link::QueueLimit;
 use farlink_core::scenario::{AppSpec, Hop, LossSpec};
+use farlink_core::tcp::cc::CcConfig;
 use farlink_core::tcp::receiver::DelayedAck;
 use farlink_core::tcp::recovery::LossRecovery;
 use farlink_core::time::{SimDuration, SimTime};
@@ -541,6 +542,22 @@ fn tcp_options_are_checked() {
         |v| v["flows"][0]["tcp"] = json!({"delayed_ack": false, "delayed_ack_timeout": "100ms"}),
         "flows[0].tcp.delayed_ack_timeout",
         "while delayed_ack is false",
+    );
+}
+
+#[test]
+fn congestion_controllers_are_selected_by_name() {
+    for name in CcConfig::NAMES {
+        let mut v = base();
+        v["flows"][0]["tcp"] = json!({"cc": name, "growth": "per-ack"});
+        let s = parse(&v).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(s.flows()[0].tcp.cc.name(), *name);
+    }
+    // Only Reno implements RFC 3465 byte counting; the others grow by their own rules.
+    rejects(
+        |v| v["flows"][0]["tcp"] = json!({"cc": "cubic", "growth": "byte-counting"}),
+        "flows[0].tcp.growth",
+        "byte-counting growth is implemented for cc \"reno\" only, not \"cubic\"",
     );
 }
 

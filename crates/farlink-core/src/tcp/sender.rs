@@ -18,8 +18,8 @@
 //! the handshake will build the [`Negotiated`] value that [`Sender::new`] takes now.
 
 use super::cc::{
-    AckBatch, Acked, CcConfig, CongestionController, CongestionEvent, ControllerInit, Detection,
-    Lost, Reduction, SentPacket,
+    AckBatch, AckEcho, Acked, CcConfig, CongestionController, CongestionEvent, ControllerInit,
+    Detection, Lost, Reduction, SentPacket,
 };
 use super::recovery::{AckInfo, LossRecovery, NextSeg, Recovery, RecoveryState, DUP_THRESH};
 use super::rtt::{RttConfig, RttEstimator};
@@ -123,6 +123,9 @@ pub struct Sender {
     /// segment the timer retransmitted timed out again (RFC 5681 3.1 holds ssthresh).
     timeouts_without_progress: u32,
     last_reduction: Option<Reduction>,
+    /// The end of the segment the last ACK was matched to ([`AckEcho`]): a duplicate ACK
+    /// answers the next segment above it.
+    echo_end: u64,
     /// Per-ACK scratch for the controller's batch, reused.
     acked: Vec<Acked>,
     lost: Vec<Lost>,
@@ -165,6 +168,7 @@ impl Sender {
             retransmit_head: false,
             timeouts_without_progress: 0,
             last_reduction: None,
+            echo_end: 0,
             acked: Vec::with_capacity(config.scoreboard_capacity_segments),
             lost: Vec::with_capacity(config.scoreboard_capacity_segments),
             stats: SenderStats::default(),
@@ -532,7 +536,10 @@ impl Sender {
             self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
         }
 
-        // The controller hears about the ACK in one batch.
+        // The controller hears which segment the ACK answers, then about the ACK in one batch.
+        if let Some(echo) = self.ack_echo(now, ack, newly_acked, is_dupack) {
+            self.cc.on_ack_echo(now, &echo);
+        }
         let batch = AckBatch {
             acked: &self.acked,
             lost: &self.lost,
@@ -557,6 +564,52 @@ impl Sender {
             // value of RTO)."
             self.rto_deadline = Some(now + self.rtt.rto());
         }
+    }
+
+    /// The segment this ACK answers (see [`AckEcho`]), after the scoreboard took the ACK in.
+    fn ack_echo(
+        &mut self,
+        now: SimTime,
+        ack: u64,
+        newly_acked: u64,
+        is_dupack: bool,
+    ) -> Option<AckEcho> {
+        if newly_acked > 0 {
+            self.echo_end = self.echo_end.max(ack);
+            // The segment that filled the hole (or simply arrived): sent last among those
+            // covered that no SACK had reported (those already made their own ACKs).
+            let newest = |a: &&Acked| a.sent_time;
+            let seg = self
+                .acked
+                .iter()
+                .filter(|a| !a.was_sacked)
+                .max_by_key(newest)
+                .or_else(|| self.acked.iter().max_by_key(newest))?;
+            return Some(AckEcho {
+                rtt: now - seg.sent_time,
+                duplicate: false,
+                ambiguous: seg.retransmitted,
+            });
+        }
+        if !is_dupack {
+            return None;
+        }
+        // The first unacknowledged segment is missing (its arrival would have moved the ACK):
+        // the duplicate answers the next segment above the last one matched.
+        let head_end = self.scoreboard.get(0)?.end;
+        let index = self
+            .scoreboard
+            .first_at_or_after(self.echo_end.max(head_end));
+        let seg = *self.scoreboard.get(index)?;
+        self.echo_end = seg.end;
+        Some(AckEcho {
+            rtt: now - seg.last_sent,
+            duplicate: true,
+            // After a timeout the sender goes back N: copies of segments the receiver already
+            // holds come back as duplicates too, and the match above no longer holds.
+            ambiguous: seg.transmissions > 1
+                || self.recovery.state() == RecoveryState::TimeoutRecovery,
+        })
     }
 
     /// The retransmission timer: acts if its deadline has come.
@@ -846,6 +899,43 @@ mod tests {
             1 << 20,
         );
         assert_eq!(s.recovery().algorithm(), LossRecovery::NewReno);
+    }
+
+    #[test]
+    fn every_ack_duplicates_included_is_matched_to_the_segment_that_triggered_it() {
+        let mut s = sender(LossRecovery::NewReno, false);
+        drain(&mut s, at(0));
+        // Segment 0 arrives: the ACK of new data answers it.
+        s.on_ack(at(100), &ack_of(seg(1), &s));
+        assert_eq!(
+            s.ack_echo(at(100), seg(1), 0, false),
+            None,
+            "a bare window update answers nothing"
+        );
+        drain(&mut s, at(100));
+        // Segment 1 is lost: each duplicate answers the next segment above the hole.
+        for k in 2..6 {
+            let now = at(100 + k);
+            let echo = s.ack_echo(now, seg(1), 0, true).unwrap();
+            assert_eq!(echo.rtt, now - at(0));
+            assert!(echo.duplicate && !echo.ambiguous);
+            assert_eq!(s.echo_end, seg(k + 1));
+        }
+        // The ACK that covers the hole answers the latest segment it covers.
+        let mut t = sender(LossRecovery::NewReno, false);
+        drain(&mut t, at(0));
+        t.on_ack(at(100), &ack_of(seg(1), &t));
+        drain(&mut t, at(100));
+        t.acked.clear();
+        t.scoreboard.on_cumulative_ack(seg(4), &mut t.acked);
+        let echo = t.ack_echo(at(200), seg(4), seg(3), false).unwrap();
+        assert_eq!(echo.rtt, at(200) - at(0));
+        assert!(!echo.duplicate && !echo.ambiguous);
+        assert_eq!(t.echo_end, seg(4));
+        // After a timeout, duplicates are not trusted to name their segment.
+        s.on_timeout(at(1100));
+        let echo = s.ack_echo(at(1200), seg(1), 0, true).unwrap();
+        assert!(echo.ambiguous);
     }
 
     #[test]

@@ -12,7 +12,12 @@
 //! from [`CongestionController::window`] (Reno's inflation, RFC 6675's pipe); that is the
 //! recovery role's business, not the controller's.
 
+pub mod cubic;
+pub mod hybla;
 pub mod reno;
+pub mod stpd;
+pub mod vegas;
+pub mod westwood;
 
 use std::fmt;
 use std::str::FromStr;
@@ -21,7 +26,18 @@ use super::rtt::RttEstimator;
 use super::UnknownName;
 use crate::time::{SimDuration, SimTime};
 
+pub use cubic::{Cubic, CubicConfig, CubicRegion};
+pub use hybla::{Hybla, HyblaConfig, HyblaRtt};
 pub use reno::{Reno, RenoConfig, WindowGrowth};
+pub use stpd::{GainSchedule, Gains, Stpd, StpdConfig};
+pub use vegas::{EpochRtt, Vegas, VegasActual, VegasConfig};
+pub use westwood::{Westwood, WestwoodConfig};
+
+/// The largest window any controller but Reno keeps: 2^30 bytes, the largest receive window
+/// TCP can announce (RFC 7323 section 2.3: a shift of at most 14 on the 16-bit window field).
+/// A larger congestion window could never be used; the cap keeps aggressive growth (Hybla's
+/// 2^ρ per ACK) finite.
+pub const MAX_CWND_BYTES: u64 = 1 << 30;
 
 /// One segment newly acknowledged by the cumulative ACK field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +68,25 @@ pub struct SentPacket {
     pub seq: u64,
     pub bytes: u64,
     pub retransmission: bool,
+}
+
+/// The segment an arriving ACK answers: the one whose arrival made the receiver send it, as the
+/// timestamp ns-2's TCP sink echoes in every ACK names it, duplicates included. The sender
+/// matches it from its own records (it owns the sequence space): for an ACK of new data, the
+/// segment covered that was sent last and not SACKed before; for a duplicate ACK, the next
+/// segment above the one the previous ACK was matched to (the receiver answers every arriving
+/// segment, and the path does not reorder). Seed 003 section 4.2: "as long as an
+/// acknowledgment arrives, regardless of whether it is a duplicate acknowledgment, ST-PD TCP
+/// always calculates the current RTT".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckEcho {
+    /// The time since that segment was last sent.
+    pub rtt: SimDuration,
+    /// The ACK acknowledged nothing new.
+    pub duplicate: bool,
+    /// The segment was sent more than once, so the ACK may answer an earlier copy and the time
+    /// may be short (Karn's ambiguity, RFC 6298 section 3).
+    pub ambiguous: bool,
 }
 
 /// Everything one arriving ACK told the sender, in one batch.
@@ -142,6 +177,9 @@ pub trait CongestionController: Send + fmt::Debug {
     /// The lower-case registry name.
     fn name(&self) -> &'static str;
     fn on_packet_sent(&mut self, _now: SimTime, _sent: &SentPacket, _in_flight_bytes: u64) {}
+    /// The segment an arriving ACK answers, for every ACK the sender can match, duplicates
+    /// included; called just before [`CongestionController::on_ack_batch`] for the same ACK.
+    fn on_ack_echo(&mut self, _now: SimTime, _echo: &AckEcho) {}
     /// One arriving ACK: what it acknowledged, what it revealed lost.
     fn on_ack_batch(&mut self, now: SimTime, batch: &AckBatch<'_>, rtt: &RttEstimator);
     /// A loss the recovery role says to respond to; returns the reduction applied.
@@ -163,16 +201,27 @@ pub trait CongestionController: Send + fmt::Debug {
 #[non_exhaustive]
 pub enum CcConfig {
     Reno(RenoConfig),
+    Vegas(VegasConfig),
+    Hybla(HyblaConfig),
+    Westwood(WestwoodConfig),
+    Cubic(CubicConfig),
+    Stpd(StpdConfig),
 }
 
 impl CcConfig {
     /// The registry: every controller name, lower case, as the CLI and scenario files spell it.
-    pub const NAMES: &'static [&'static str] = &["reno"];
+    pub const NAMES: &'static [&'static str] =
+        &["reno", "vegas", "hybla", "westwood", "cubic", "stpd"];
 
     /// The default configuration of the named controller.
     pub fn from_name(name: &str) -> Result<CcConfig, UnknownName> {
         match name {
             "reno" => Ok(CcConfig::Reno(RenoConfig::default())),
+            "vegas" => Ok(CcConfig::Vegas(VegasConfig::default())),
+            "hybla" => Ok(CcConfig::Hybla(HyblaConfig::default())),
+            "westwood" => Ok(CcConfig::Westwood(WestwoodConfig::default())),
+            "cubic" => Ok(CcConfig::Cubic(CubicConfig::default())),
+            "stpd" => Ok(CcConfig::Stpd(StpdConfig::default())),
             _ => Err(UnknownName {
                 what: "congestion controller",
                 name: name.to_owned(),
@@ -184,12 +233,22 @@ impl CcConfig {
     pub fn name(&self) -> &'static str {
         match self {
             CcConfig::Reno(_) => "reno",
+            CcConfig::Vegas(_) => "vegas",
+            CcConfig::Hybla(_) => "hybla",
+            CcConfig::Westwood(_) => "westwood",
+            CcConfig::Cubic(_) => "cubic",
+            CcConfig::Stpd(_) => "stpd",
         }
     }
 
     pub fn build(&self, init: &ControllerInit) -> Box<dyn CongestionController> {
         match self {
             CcConfig::Reno(cfg) => Box::new(Reno::new(cfg, init)),
+            CcConfig::Vegas(cfg) => Box::new(Vegas::new(cfg, init)),
+            CcConfig::Hybla(cfg) => Box::new(Hybla::new(cfg, init)),
+            CcConfig::Westwood(cfg) => Box::new(Westwood::new(cfg, init)),
+            CcConfig::Cubic(cfg) => Box::new(Cubic::new(cfg, init)),
+            CcConfig::Stpd(cfg) => Box::new(Stpd::new(cfg, init)),
         }
     }
 }
@@ -231,7 +290,13 @@ mod tests {
         let err = "cubik".parse::<CcConfig>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown congestion controller \"cubik\"; expected one of: reno"
+            format!(
+                "unknown congestion controller \"cubik\"; expected one of: {}",
+                CcConfig::NAMES.join(", ")
+            )
         );
+        assert!(err
+            .to_string()
+            .contains("reno, vegas, hybla, westwood, cubic"));
     }
 }
