@@ -73,12 +73,22 @@ def test_reproductions_are_deterministic(tmp_path):
     assert first.figures[0].read_bytes() == second.figures[0].read_bytes()
 
 
-def test_stpd_fig_4_8_tahoe_and_reno_near_a_third_at_one_percent(out_dir):
+def test_stpd_fig_4_8_against_the_text_of_section_4_4_1_1(out_dir):
     rep = run("stpd-fig-4.8", out_dir)
+    curves = {}
+    for row in rep.rows:
+        curves.setdefault(row.label.split(",")[0], []).append(row)
+    for variant in ("tahoe", "reno", "vegas"):
+        values = [r.ours for r in curves[variant]]
+        assert len(values) == 6
+        assert np.all(np.diff(values) < 0), values  # throughput falls with the error rate
+        assert values[-1] < 0.1  # "well below 10 percent" at p = 0.1
+    assert curves["vegas"][3].ours < 0.5  # "below 50 percent" at 1e-2
     for variant in ("tahoe", "reno"):
-        curve = [r.ours for r in rep.rows if r.label.startswith(variant)]
-        assert len(curve) == 6
-        assert np.all(np.diff(curve) < 0), curve  # throughput falls with the error rate
-        assert curve[-1] < 0.1  # "well below 10 percent" at p = 0.1
-    checked = [r for r in rep.rows if r.published is not None]
-    assert len(checked) == 2 and all(r.within_tolerance for r in checked)
+        assert curves[variant][3].within_tolerance  # "around 30 percent" at 1e-2
+    stpd_1e2, stpd_1e1 = curves["stpd"][3], curves["stpd"][5]
+    assert stpd_1e2.within_tolerance  # 94 % published
+    assert stpd_1e2.ours > 2 * curves["reno"][3].ours  # the thesis's claim: far above Reno
+    # At 0.1 ST-PD stays far below the published 0.40 (documented departure, not tuned away).
+    assert stpd_1e1.within_tolerance is False
+    assert any("0.40" in note for note in rep.notes)

@@ -28,6 +28,7 @@ def line_figure(
     points: Sequence[tuple[str, np.ndarray, np.ndarray]] = (),
     logx: bool = False,
     logy: bool = False,
+    ylim: tuple[float, float] | None = None,
 ) -> Path:
     """Draw labelled curves over one x axis (and optional marked points) and save a PNG."""
     fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
@@ -39,6 +40,8 @@ def line_figure(
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)

@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 RECOVERY_NAMES = ("tahoe", "reno", "newreno", "sack")
-"""``--tcp`` names that select loss recovery; other names select the congestion controller."""
+"""``--tcp`` names that select loss recovery; other names select the congestion controller,
+over SACK-based recovery."""
 
 
 class ScenarioError(ValueError):
@@ -152,9 +153,15 @@ def apply_overrides(
     doc = copy.deepcopy(doc)
     flows = doc.get("flows", [])
     if tcp is not None:
-        key = "recovery" if tcp in RECOVERY_NAMES else "cc"
         for flow in flows:
-            flow.setdefault("tcp", {})[key] = tcp
+            options = flow.setdefault("tcp", {})
+            if tcp in RECOVERY_NAMES:
+                options["recovery"] = tcp
+            else:
+                # A controller named on the command line runs over SACK-based recovery (the
+                # core falls back to NewReno when the scenario switches SACK off).
+                options["cc"] = tcp
+                options["recovery"] = "sack"
     if loss is not None:
         link, direction = _lossy_direction(doc)
         link.setdefault(direction, {})["loss"] = {"model": "bernoulli", "p": loss}

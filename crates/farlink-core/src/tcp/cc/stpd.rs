@@ -1,6 +1,6 @@
 //! ST-PD TCP: a self-tuning PD controller that holds the bottleneck queue near one packet.
 //!
-//! Read first: seed 003 (Chen, "Self-tuning PD based TCP congestion control") section 3.4
+//! Read first: seed 003 (the PhD thesis on Self-Tuning PD control based TCP) section 3.4
 //! (eqs. 3.2–3.5, the fuzzy supervisor of 3.4.3.2, centre-of-maximum defuzzification),
 //! section 4.2 (error control decoupled from congestion control) and section 4.3.3 (the mean
 //! gains); then `docs/stpd.md`, which designs the membership functions that survive only as
