@@ -34,8 +34,8 @@ rust-test:
 	cargo test --workspace --quiet
 
 lint: setup
-	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/ruff format --check python tests bench
+	$(VENV)/bin/ruff check python tests bench tools
+	$(VENV)/bin/ruff format --check python tests bench tools
 
 python-test: setup
 	$(VENV)/bin/pytest -q -m "not slow"

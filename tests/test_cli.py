@@ -136,3 +136,16 @@ def test_help_says_which_units(capsys):
     assert code == 0
     assert "20.6MB" in out
     assert "1/50min" in out
+
+
+def test_predict_stpd_gives_the_published_poles(capsys):
+    code, out, err = run(capsys, "predict", "stpd", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    poles = sorted((re, im) for re, im in result["poles"])
+    published = sorted([(-0.5023, 0.0), (0.8031, -0.4155), (0.8031, 0.4155), (0.8961, 0.0)])
+    assert np.allclose(poles, published, atol=1e-3)
+    assert result["stable"] is True
+    assert 0 < result["normalized_throughput"] < 1
+    code, _, err = run(capsys, "predict", "stpd", "--reading", "sideways")
+    assert code == 2 and "--reading" in err

@@ -38,10 +38,11 @@ class RunOutput(TypedDict):
     """The run's summary as JSON text (``json.loads`` it): ``schema_version``,
     ``core_version``, ``scenario_name``, ``seed``, ``sim_time_s``, ``events``,
     ``all_finished``, ``aggregate``, ``flows`` (one object per flow), ``links`` (one object per
-    link, ``fwd`` and ``rev`` directions) and ``lossy_link``. Fields are documented in
-    ``crates/farlink-core/src/world/summary.rs``; rates are bit/s, times seconds, sizes bytes."""
+    link, ``fwd`` and ``rev`` directions, ``bundle`` for a bundle link) and ``lossy_link``.
+    Fields are documented in ``crates/farlink-core/src/world/summary.rs``; rates are bit/s,
+    times seconds, sizes bytes."""
     traces: dict[str, dict[str, npt.NDArray[Any]]]
-    """Every trace table, always all eight, whether switched on or not (a table switched off
+    """Every trace table, always all ten, whether switched on or not (a table switched off
     has zero-length arrays): ``{table: {column: 1-D array}}``, all columns of a table of equal
     length, rows in simulated-time order. Tables, columns and dtypes:
 
@@ -54,8 +55,14 @@ class RunOutput(TypedDict):
     - ``rto``: ``time_ns`` u64, ``flow`` u32, ``rto_ns`` u64;
     - ``queue``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``pkts`` u32, ``bytes`` u64;
     - ``drops``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``flow`` u32,
-      ``ack_packet`` bool, ``seq`` u64, ``cause`` u8 (0 ``queue_overflow``, 1 ``corruption``);
-    - ``goodput``: ``time_ns`` u64, ``flow`` u32, ``delivered_bytes`` u64.
+      ``ack_packet`` bool, ``seq`` u64, ``cause`` u8 (0 ``queue_overflow``, 1 ``corruption``,
+      2 ``arq_give_up``, 3 ``call_drop``, 4 ``reassembly_timeout``);
+    - ``goodput``: ``time_ns`` u64, ``flow`` u32, ``delivered_bytes`` u64;
+    - ``member_state``: ``time_ns`` u64, ``link`` u32, ``member`` u32, ``state`` u8 (0
+      ``idle``, 1 ``connecting``, 2 ``connected``, 3 ``call_lost``, 4 ``dropped``, 5 ``failed``,
+      6 ``blocked``), one row per state change of a bundle member;
+    - ``capacity``: ``time_ns`` u64, ``link`` u32, ``members_up`` u32, ``capacity_bps`` u64,
+      whenever the members a bundle may use change.
 
     ``flow`` indexes ``flows``, ``link`` indexes ``links``; ``forward`` is the link's
     ``a -> b`` direction. Semantics in ``crates/farlink-core/src/trace.rs``."""

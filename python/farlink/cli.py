@@ -260,6 +260,53 @@ def predict_short(
     _emit(as_json, "short (Cardwell et al. 2000; Sikdar et al. 2003)", payload)
 
 
+@predict_app.command("stpd")
+def predict_stpd(
+    m: Annotated[
+        int, typer.Option("--m", help="Round trip in packet times (seed 003 section 4.3).")
+    ] = 3,
+    kp: Annotated[float, typer.Option("--kp", help="Proportional gain k_p.")] = 0.368,
+    kd: Annotated[float, typer.Option("--kd", help="Derivative gain k_d.")] = 0.033,
+    loss: Annotated[
+        str, typer.Option(help=f"Packet error probability ({units.PROBABILITY_FORMS}).")
+    ] = "0.01",
+    reading: Annotated[
+        str,
+        typer.Option(help="Reading of eqs. 4.1-4.11: published, printed or window (docs/stpd.md)."),
+    ] = "published",
+    as_json: JsonFlag = False,
+) -> None:
+    """The ST-PD transient model (seed 003 section 4.3): poles and normalised throughput.
+
+    Defaults are the operating point of section 4.3.3 (m = 3, k_p = 0.368, k_d = 0.033), whose
+    published poles are -0.5023, 0.8031 +/- 0.4155i and 0.8961.
+    """
+    from farlink.models import stpd
+
+    if reading not in stpd.READINGS:
+        raise CliError(f"--reading: {reading!r} is not one of {', '.join(stpd.READINGS)}")
+    if m < 1:
+        raise CliError("--m: expected a whole number of packet times >= 1")
+    p = read("--loss", units.parse_probability, loss)
+    roots = _evaluate("stpd", lambda: np.asarray(stpd.poles(m, kp, kd, reading=reading)))
+    payload = {
+        "model": "stpd",
+        "inputs": {"m": m, "kp": kp, "kd": kd, "p": p, "reading": reading},
+        "poles": [[float(z.real), float(z.imag)] for z in roots],
+        "spectral_radius": float(np.max(np.abs(roots))),
+        "stable": bool(stpd.is_stable(m, kp, kd, reading=reading)),
+        "normalized_throughput": stpd.normalised_throughput(p, m, kp, kd, reading=reading),
+    }
+    if as_json:
+        print_json(payload)
+        return
+    rows = {f"pole {i + 1}": f"{re:+.4f} {im:+.4f}i" for i, (re, im) in enumerate(payload["poles"])}
+    print_quantities(
+        "stpd transient model (seed 003 section 4.3)",
+        {**rows, **{k: v for k, v in payload.items() if k not in ("model", "inputs", "poles")}},
+    )
+
+
 @predict_app.command("iridium-rtt")
 def predict_iridium_rtt(
     packet: Annotated[str, typer.Option(help=f"Packet size. {SizeOpt}")] = "1500B",
@@ -409,7 +456,11 @@ def fit_drops(
 def simulate_command(
     scenario: Annotated[str, typer.Argument(help="A scenario TOML file or a preset name.")],
     tcp: Annotated[
-        str | None, typer.Option(help="Loss recovery: tahoe, reno, newreno or sack.")
+        str | None,
+        typer.Option(
+            help="Loss recovery (tahoe, reno, newreno, sack) or a controller "
+            "(vegas, hybla, westwood, cubic, stpd: these run over SACK recovery).",
+        ),
     ] = None,
     loss: Annotated[
         str | None,
@@ -514,11 +565,169 @@ def demo(
     run_demo(out)
 
 
+results_app = typer.Typer(
+    no_args_is_help=True,
+    help="Read a sweep's results: SQL over the dataset, means and intervals across seeds.",
+)
+app.add_typer(results_app, name="results")
+
+
+@app.command("sweep")
+def sweep_command(
+    base: Annotated[
+        str, typer.Argument(help="A sweep file (TOML), or a scenario file or preset to sweep.")
+    ],
+    grid: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--grid",
+            help="An axis, AXIS=v1,v2,...: tcp, loss, duration, size or a --set path "
+            "(links[1].queue_pkts=4,14,30). Repeat for more axes; points are their product.",
+        ),
+    ] = None,
+    seeds: Annotated[
+        int | None, typer.Option(help="Replications per point (default 1 or the file's).")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="The sweep's seed, root of every run's seed (default 1).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder of the results (default farlink-out/sweep/NAME).")
+    ] = None,
+    tcp: Annotated[str | None, typer.Option(help="Every point: loss recovery or CC.")] = None,
+    loss: Annotated[
+        str | None, typer.Option(help="Every point: error rate of the lossy link, in [0, 1).")
+    ] = None,
+    duration: Annotated[
+        str | None, typer.Option(help=f"Every point: simulated time {DurationOpt}")
+    ] = None,
+    size: Annotated[
+        str | None, typer.Option(help=f"Every point: flows become bulk transfers. {SizeOpt}")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Every point: path=value.")
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="A metric to summarise, or a summary path kept as a column."),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Processes of the local pool (default: one per core).")
+    ] = None,
+    dask_local: Annotated[
+        int | None,
+        typer.Option("--dask-local", help="Run on a new Dask LocalCluster of N workers."),
+    ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option("--dask", help="Run on the Dask scheduler at ADDRESS (or scheduler file)."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run a changed sweep in an existing --out.")
+    ] = False,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Run again the runs recorded as failed.")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a scenario over a grid of points x seeds; one Parquet row per run (docs/sweeps.md).
+
+    Runs already in --out are kept and not run again; exit status 1 if any run failed.
+    """
+    from farlink import sweep as sw
+    from farlink.report import print_sweep_report
+
+    fixed = {
+        "tcp": tcp,
+        "loss": None if loss is None else read("--loss", _loss_rate, loss),
+        "duration": None
+        if duration is None
+        else _checked("--duration", units.parse_duration_s, duration),
+        "size": None if size is None else _checked("--size", units.parse_size_bytes, size),
+    }
+    executor = _sweep_executor(workers, dask_local, dask)
+    try:
+        definition = sw.sweep_from_options(
+            base, grid=grid or (), fixed=fixed, sets=set_ or (), seeds=seeds, seed=seed,
+            metrics=metric or (),
+        )  # fmt: skip
+        folder = out if out is not None else DEFAULT_OUT / "sweep" / definition.name
+        report = sw.run_sweep(
+            definition, folder, executor=executor, force=force, retry_failed=retry_failed,
+            progress=progress,
+        )  # fmt: skip
+    except sw.SweepError as err:
+        raise CliError(str(err)) from None
+    except sw.SweepAborted as err:
+        typer.echo(f"farlink: error: the sweep stopped: {err}; runs written are kept, "
+                   "run it again to resume", err=True)  # fmt: skip
+        raise typer.Exit(1) from None
+    print_sweep_report(definition, report, as_json)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def _sweep_executor(workers: int | None, dask_local: int | None, dask: str | None):
+    from importlib.util import find_spec
+
+    from farlink import sweep as sw
+
+    if sum(x is not None for x in (workers, dask_local, dask)) > 1:
+        raise CliError("--workers: give one of --workers, --dask-local and --dask")
+    for option, count in (("--workers", workers), ("--dask-local", dask_local)):
+        if count is not None and count < 1:
+            raise CliError(f"{option}: expected at least 1, got {count}")
+    if dask_local is None and dask is None:
+        return sw.ProcessPool(workers)
+    if find_spec("distributed") is None:
+        option = "--dask" if dask else "--dask-local"
+        raise CliError(f"{option}: needs Dask (pip install 'dask[distributed]')")
+    return sw.DaskCluster(address=dask, local_workers=dask_local)
+
+
+@results_app.command("query")
+def results_query(
+    directory: Annotated[Path, typer.Argument(help="The sweep's --out folder.")],
+    sql: Annotated[str, typer.Argument(help="SQL over the view 'results' (DuckDB).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Run SQL over a sweep's dataset, e.g. "SELECT loss, avg(timeouts) FROM results GROUP BY 1"."""
+    from farlink import sweep as sw
+    from farlink.report import print_rows
+
+    try:
+        columns, rows = sw.query(directory, sql)
+    except sw.SweepError as err:
+        raise CliError(f"DIR: {err}" if not str(err).startswith("SQL") else str(err)) from None
+    print_rows(columns, rows, as_json)
+
+
+@results_app.command("summary")
+def results_summary(
+    directory: Annotated[Path, typer.Argument(help="The sweep's --out folder.")],
+    metric: Annotated[
+        list[str] | None, typer.Option("--metric", help="A metric column (repeat for more).")
+    ] = None,
+    confidence: Annotated[float, typer.Option(help="Level of the Student-t interval.")] = 0.95,
+    as_json: JsonFlag = False,
+) -> None:
+    """Mean and confidence interval across seeds, per point and metric; failed runs listed."""
+    from farlink import sweep as sw
+    from farlink.report import print_sweep_summary
+
+    try:
+        summary = sw.summarize(directory, metrics=metric or None, confidence=confidence)
+    except sw.SweepError as err:
+        raise CliError(str(err)) from None
+    print_sweep_summary(summary, as_json)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the command, turning bad input into one line and exit status 2."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="farlink", standalone_mode=False)
+        status = command.main(args=argv, prog_name="farlink", standalone_mode=False)
     except CliError as err:
         print(f"farlink: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -536,4 +745,5 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         print("farlink: aborted", file=sys.stderr)
         return 130
-    return 0
+    # Without standalone mode, click returns the code of a `typer.Exit` raised by a command.
+    return status if isinstance(status, int) else 0

@@ -72,3 +72,99 @@ def print_reproduction(rep: Reproduction) -> None:
         console.print(f"- {note}", highlight=False)
     for figure in rep.figures:
         console.print(f"figure: {figure}", highlight=False)
+
+
+def print_rows(columns: list[str], rows: list[tuple], as_json: bool = False) -> None:
+    """Rows of a query: a table for people, or a JSON list of objects."""
+    if as_json:
+        records = [dict(zip(columns, row, strict=True)) for row in rows]
+        sys.stdout.write(json.dumps(plain(records), indent=2, default=str) + "\n")
+        return
+    table = Table(title_justify="left")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*(_format(value) for value in row))
+    Console().print(table)
+
+
+def _params_text(params: Mapping[str, Any]) -> str:
+    return " ".join(f"{name}={_format(value)}" for name, value in params.items()) or "(one point)"
+
+
+def print_sweep_report(sweep: Any, report: Any, as_json: bool) -> None:
+    """What ``farlink sweep`` did (``farlink.sweep.SweepReport``) and the runs that failed."""
+    payload = {
+        "sweep": sweep.name,
+        "out": str(report.out),
+        "executor": report.executor,
+        "points": report.points,
+        "seeds": sweep.seeds,
+        "runs": report.runs,
+        "reused": report.reused,
+        "computed": report.computed,
+        "failed": report.failed,
+        "wall_time_s": report.wall_time_s,
+    }
+    failures = [
+        {"params": {a: row.get(a) for a in sweep.axes}, "replicate": row["replicate"],
+         "seed": row["seed"], "error": row["error"]}
+        for row in report.failures
+    ]  # fmt: skip
+    if as_json:
+        print_json({**payload, "failures": failures})
+        return
+    print_quantities(f"sweep {sweep.name}", payload)
+    _print_failures(failures)
+
+
+def _print_failures(failures: list[dict[str, Any]], limit: int = 20) -> None:
+    """One line per failed run (the first ``limit``), after the table."""
+    for failure in failures[:limit]:
+        where = _params_text(failure["params"])
+        sys.stdout.write(f"failed: {where} replicate {failure['replicate']}: {failure['error']}\n")
+    if len(failures) > limit:
+        sys.stdout.write(f"... and {len(failures) - limit} more failed runs\n")
+
+
+def print_sweep_summary(summary: Any, as_json: bool) -> None:
+    """Mean ± half-width of the confidence interval per point and metric (``Summary``)."""
+    if as_json:
+        print_json(
+            {
+                "axes": summary.axes,
+                "metrics": summary.metrics,
+                "confidence": summary.confidence,
+                "points": summary.points,
+                "failures": summary.failures,
+            }
+        )
+        return
+    level = f"{summary.confidence:.0%}"
+    table = Table(
+        title=f"mean and {level} confidence interval (Student t) across seeds",
+        title_justify="left",
+    )
+    for axis in summary.axes:
+        table.add_column(axis, style="bold")
+    width = max((len(metric) for metric in summary.metrics), default=6)
+    table.add_column("metric", min_width=width, no_wrap=True)
+    for column in ("runs", "n", "mean", "±"):
+        table.add_column(column, justify="right")
+    for point in summary.points:
+        params = [_format(point["params"][axis]) for axis in summary.axes]
+        runs = f"{point['runs']}" + (f" ({point['failed']} failed)" if point["failed"] else "")
+        for k, metric in enumerate(summary.metrics):
+            stat = point["metrics"][metric]
+            half = stat["half_width"]
+            table.add_row(
+                *(params if k == 0 else [""] * len(params)),
+                metric,
+                runs if k == 0 else "",
+                str(stat["n"]),
+                _format(stat["mean"]),
+                "-" if half is None else f"{half:.3g}",
+                end_section=k == len(summary.metrics) - 1,
+            )
+    Console().print(table)
+    _print_failures(summary.failures)

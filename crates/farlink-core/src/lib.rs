@@ -5,9 +5,12 @@
 //! and the time they next want to be woken. The engine drives them with simulated time; the
 //! emulator drives the same code with the wall clock.
 
+pub mod arq;
 pub mod error;
 pub mod link;
 pub mod loss;
+pub mod mlppp;
+pub mod modem;
 pub mod pcap;
 pub mod rng;
 pub mod scenario;

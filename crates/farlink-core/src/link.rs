@@ -87,6 +87,26 @@ pub enum DropCause {
     QueueOverflow,
     /// The error model corrupted the packet on the way.
     Corruption,
+    /// Link-layer ARQ gave up on one of the packet's frames after its last try
+    /// ([`crate::arq`]).
+    ArqGiveUp,
+    /// The call of the bundle member holding the packet dropped, or the packet was handed to a
+    /// member whose call had dropped unnoticed ([`crate::mlppp`]).
+    CallDrop,
+    /// MLPPP reassembly gave up waiting for a fragment that was still on its way
+    /// ([`crate::mlppp`]).
+    ReassemblyTimeout,
+}
+
+impl DropCause {
+    /// Every cause, in the order of their trace codes.
+    pub const ALL: [DropCause; 5] = [
+        DropCause::QueueOverflow,
+        DropCause::Corruption,
+        DropCause::ArqGiveUp,
+        DropCause::CallDrop,
+        DropCause::ReassemblyTimeout,
+    ];
 }
 
 /// What the link hands back from [`Link::poll`].
@@ -136,6 +156,8 @@ impl LinkStats {
         match cause {
             DropCause::QueueOverflow => self.dropped_overflow_pkts,
             DropCause::Corruption => self.dropped_corruption_pkts,
+            // A plain link never drops for these.
+            DropCause::ArqGiveUp | DropCause::CallDrop | DropCause::ReassemblyTimeout => 0,
         }
     }
 }

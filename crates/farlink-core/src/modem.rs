@@ -484,7 +484,9 @@ mod tests {
     #[test]
     fn rejects_an_empty_bundle() {
         assert_eq!(
-            Supervisor::new(cfg(0, false, true), t(0)).unwrap_err().param,
+            Supervisor::new(cfg(0, false, true), t(0))
+                .unwrap_err()
+                .param,
             "members"
         );
     }
@@ -576,11 +578,11 @@ mod tests {
         s.on_timer(t(now + 3600));
         assert_eq!(s.state(0), Connecting);
         // Leaving the blocked state resets the count: two more failures do not block.
-        for _ in 0..2 {
+        for i in 0..2 {
             let a = dialled(&drain(&mut s), 0);
-            s.on_dial_result(t(now + 3610), 0, a, false);
+            s.on_dial_result(t(now + 3610 + 100 * i), 0, a, false);
             assert_eq!(s.state(0), Failed);
-            s.on_timer(t(now + 3700));
+            s.on_timer(t(now + 3700 + 100 * i));
         }
     }
 
@@ -679,7 +681,10 @@ mod tests {
         s.on_timer(t(130));
         assert_eq!(s.state(0), Idle);
         s.on_dial_result(t(140), 2, dialled(&cmds, 2), true);
-        assert_eq!(states(&s), vec![Connecting, Connecting, Connected, Connecting]);
+        assert_eq!(
+            states(&s),
+            vec![Connecting, Connecting, Connected, Connecting]
+        );
     }
 
     #[test]
@@ -748,7 +753,14 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["idle", "connecting", "connected", "dropped", "failed", "blocked"]
+            [
+                "idle",
+                "connecting",
+                "connected",
+                "dropped",
+                "failed",
+                "blocked"
+            ]
         );
     }
 }

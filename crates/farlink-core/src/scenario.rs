@@ -45,7 +45,26 @@
 //!                                     drop-tail queue at the sending end of each direction;
 //!                                     default 100 packets
 //!   "fwd": DIR, "rev": DIR            optional per-direction overrides
+//!   "bundle": BUNDLE                  optional: the link is a multilink PPP bundle (then no
+//!                                     rate or delay here or in fwd/rev; queue* bound the
+//!                                     MLPPP queue in front of the members; fwd/rev loss is
+//!                                     each member's frame (or packet) error model)
 //! }
+//! BUNDLE = {                          see docs/scenarios.md and docs/far-links.md
+//!   "members": 8 | [MEMBER, ...],     1 to 64 members
+//!   "rate", "delay" (or _bps, _s),    per member, unless every MEMBER gives its own
+//!   "txqueue_pkts": 3,                per member, the packet being sent included
+//!   "call_drop_rate": "1/50min" | "call_drop_rate_per_s"   Poisson per member, default 0
+//!   "detection_delay": "30s",         call drop to the moment it is noticed
+//!   "dial_time": "14.5s",             required if members ever dial
+//!   "dial_failure_prob": 0.0,
+//!   "t_d": "30s", "t_f": "30s", "max_attempts": 10, "blocked_for": "1h"   (or *_s)
+//!   "primary": false, "start": "connected" | "dialing",
+//!   "fragment": false, "mp_header_bytes": 4, "reassembly_timeout": "60s",
+//!   "arq": {"mode": "go-back-n" | "selective-repeat", "frame": "27B" | "frame_bytes",
+//!           "max_tries": 3, "window_frames": (default from the round trip)}
+//! }
+//! MEMBER = {"name", "rate", "delay", "txqueue_pkts", "call_drop_rate"} (each optional)
 //! DIR = { rate, delay, queue as above (override the link's), "loss": LOSS }
 //! LOSS = {"model": "none"}
 //!      | {"model": "bernoulli", "p": 0.01}
@@ -73,14 +92,15 @@
 //!                                     reno | vegas | hybla | westwood | cubic | ...)
 //!   "growth": "per-ack",              per-ack | byte-counting (Reno's window growth; the
 //!                                     others accept per-ack only)
-//!   "dup_thresh": 3
+//!   "dup_thresh": 3,
+//!   "limited_transmit": true          RFC 3042 (on by default, as in Linux and ns-3)
 //! }
 //! APP = {"kind": "bulk", "size": "1MB" | "size_bytes": 1000000}
 //!     | {"kind": "unbounded"}
 //!     | {"kind": "telnet", "mean_interval": "1s" | "mean_interval_s",
 //!        "message": "40B" | "message_bytes": 40 (default 1)}
-//! TRACE = {"all", "cwnd", "seq", "ack", "rtt", "rto", "queue", "drops", "goodput": bool,
-//!          "goodput_interval": "100ms" | "goodput_interval_s"}
+//! TRACE = {"all", "cwnd", "seq", "ack", "rtt", "rto", "queue", "drops", "goodput",
+//!          "member_state", "capacity": bool, "goodput_interval": "100ms" | "goodput_interval_s"}
 //! ```
 //!
 //! # Choices
@@ -104,12 +124,15 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
+use crate::arq::{ArqConfig, ArqMode};
 use crate::error::ConfigError;
 use crate::link::{transmission_time, QueueLimit};
 use crate::loss::{
     AnyLoss, Bernoulli, GilbertElliott, GilbertElliottConfig, Lcg16807Loss, LossModel,
     MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
 };
+use crate::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
+use crate::modem::ModemConfig;
 use crate::rng::StreamRng;
 use crate::tcp::cc::reno::ABC_LIMIT_SEGMENTS;
 use crate::tcp::cc::{CcConfig, WindowGrowth};
@@ -151,6 +174,14 @@ const DATA_HEADER_BYTES: u32 = 40;
 pub const DEFAULT_GOODPUT_INTERVAL: SimDuration = SimDuration::from_millis(100);
 /// Default telnet message size: one keystroke.
 pub const DEFAULT_TELNET_MESSAGE_BYTES: u32 = 1;
+/// Default time from a call drop to the moment it is noticed: seed 000 section 5.2, "in the
+/// deployed Iridium system this time is at least of the order of 30 seconds".
+pub const DEFAULT_DETECTION_DELAY: SimDuration = SimDuration::from_secs(30);
+/// Default MLPPP reassembly timeout: longer than any member's queueing and ARQ delay in the
+/// presets (about 20 s on Iridium), so it only ends stalls the sequence numbers cannot.
+pub const DEFAULT_REASSEMBLY_TIMEOUT: SimDuration = SimDuration::from_secs(60);
+/// Default tries per ARQ frame (a "small number of frame retransmissions", seed 004 II).
+pub const DEFAULT_ARQ_MAX_TRIES: u32 = 3;
 
 // ---------------------------------------------------------------------------------------------
 // The validated scenario
@@ -217,6 +248,46 @@ pub struct LinkSpec {
     pub b: usize,
     pub fwd: DirectionSpec,
     pub rev: DirectionSpec,
+    /// The link is a multilink PPP bundle; then each direction's `rate_bps` is the sum of the
+    /// members' rates, `delay` the largest member delay, `queue` the MLPPP queue and `loss`
+    /// each member's error model.
+    pub bundle: Option<BundleSpec>,
+}
+
+/// A multilink PPP bundle (see [`crate::mlppp`] and [`crate::modem`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BundleSpec {
+    pub members: Vec<MemberSpec>,
+    pub arq_mode: Option<ArqMode>,
+    pub fragment: bool,
+    pub mp_header_bytes: u32,
+    pub reassembly_timeout: SimDuration,
+    pub detection_delay: SimDuration,
+    pub dial_time: SimDuration,
+    pub dial_failure_prob: f64,
+    pub modem: ModemConfig,
+    pub primary: bool,
+    pub start_connected: bool,
+}
+
+/// One member of a bundle (both directions).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemberSpec {
+    pub name: String,
+    pub rate_bps: u64,
+    pub delay: SimDuration,
+    pub txqueue_pkts: u32,
+    /// Poisson call drops while the call is up, per second.
+    pub call_drop_rate_per_s: f64,
+    /// The ARQ, its window resolved for this member's rate and delay.
+    pub arq: Option<ArqConfig>,
+}
+
+impl BundleSpec {
+    /// The sum of the members' rates.
+    pub fn capacity_bps(&self) -> u64 {
+        self.members.iter().map(|m| m.rate_bps).sum()
+    }
 }
 
 impl LinkSpec {
@@ -330,6 +401,7 @@ pub struct TcpSpec {
     pub recovery: LossRecovery,
     pub cc: CcConfig,
     pub dup_thresh: u32,
+    pub limited_transmit: bool,
 }
 
 impl TcpSpec {
@@ -343,6 +415,7 @@ impl TcpSpec {
             rtt: self.rtt,
             app,
             dup_thresh: self.dup_thresh,
+            limited_transmit: self.limited_transmit,
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
         }
     }
@@ -397,6 +470,10 @@ pub struct TraceConfig {
     pub queue: bool,
     pub drops: bool,
     pub goodput: bool,
+    /// State changes of bundle members.
+    pub member_state: bool,
+    /// Bundle capacity (members MLPPP may use) over time.
+    pub capacity: bool,
     pub goodput_interval: SimDuration,
 }
 
@@ -411,6 +488,8 @@ impl Default for TraceConfig {
             queue: false,
             drops: false,
             goodput: false,
+            member_state: false,
+            capacity: false,
             goodput_interval: DEFAULT_GOODPUT_INTERVAL,
         }
     }
@@ -428,6 +507,8 @@ impl TraceConfig {
             queue: true,
             drops: true,
             goodput: true,
+            member_state: true,
+            capacity: true,
             goodput_interval: DEFAULT_GOODPUT_INTERVAL,
         }
     }
@@ -553,6 +634,7 @@ trait UnitKind {
 struct BitRate;
 struct Duration;
 struct Size;
+struct EventRate;
 
 impl UnitKind for BitRate {
     const EXPECTING: &'static str = "a bit rate as a string with its unit, such as \"1.5Mbps\" \
@@ -575,6 +657,14 @@ impl UnitKind for Size {
         (a bare number of bytes goes in the field whose name ends in _bytes)";
     fn parse(text: &str) -> Result<f64, UnitError> {
         units::parse_size_bytes(text, true)
+    }
+}
+
+impl UnitKind for EventRate {
+    const EXPECTING: &'static str = "an event rate as a string such as \"1/50min\" (a bare \
+        number of events per second goes in the field whose name ends in _per_s)";
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        units::parse_event_rate_per_s(text, true)
     }
 }
 
@@ -663,6 +753,94 @@ struct RawLink {
     queue_pkts: Option<u32>,
     fwd: Option<RawDir>,
     rev: Option<RawDir>,
+    bundle: Option<RawBundle>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBundle {
+    members: RawMembers,
+    rate: Option<UnitText<BitRate>>,
+    rate_bps: Option<Bare>,
+    delay: Option<UnitText<Duration>>,
+    delay_s: Option<Bare>,
+    txqueue_pkts: Option<u32>,
+    call_drop_rate: Option<UnitText<EventRate>>,
+    call_drop_rate_per_s: Option<Bare>,
+    detection_delay: Option<UnitText<Duration>>,
+    detection_delay_s: Option<Bare>,
+    dial_time: Option<UnitText<Duration>>,
+    dial_time_s: Option<Bare>,
+    dial_failure_prob: Option<f64>,
+    t_d: Option<UnitText<Duration>>,
+    t_d_s: Option<Bare>,
+    t_f: Option<UnitText<Duration>>,
+    t_f_s: Option<Bare>,
+    max_attempts: Option<u32>,
+    blocked_for: Option<UnitText<Duration>>,
+    blocked_for_s: Option<Bare>,
+    primary: Option<bool>,
+    start: Option<String>,
+    fragment: Option<bool>,
+    mp_header: Option<UnitText<Size>>,
+    mp_header_bytes: Option<u32>,
+    reassembly_timeout: Option<UnitText<Duration>>,
+    reassembly_timeout_s: Option<Bare>,
+    arq: Option<RawArq>,
+}
+
+/// `8` or `[MEMBER, ...]`.
+enum RawMembers {
+    Count(u64),
+    List(Vec<RawMember>),
+}
+
+impl<'de> Deserialize<'de> for RawMembers {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawMembers;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number of members, or a list of member tables")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawMembers, E> {
+                Ok(RawMembers::Count(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawMembers, E> {
+                u64::try_from(v)
+                    .map(RawMembers::Count)
+                    .map_err(|_| E::custom(format!("expected a number of members, got {v}")))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<RawMembers, A::Error> {
+                Vec::<RawMember>::deserialize(de::value::SeqAccessDeserializer::new(seq))
+                    .map(RawMembers::List)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawMember {
+    name: Option<String>,
+    rate: Option<UnitText<BitRate>>,
+    rate_bps: Option<Bare>,
+    delay: Option<UnitText<Duration>>,
+    delay_s: Option<Bare>,
+    txqueue_pkts: Option<u32>,
+    call_drop_rate: Option<UnitText<EventRate>>,
+    call_drop_rate_per_s: Option<Bare>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArq {
+    mode: String,
+    frame: Option<UnitText<Size>>,
+    frame_bytes: Option<u32>,
+    max_tries: Option<u32>,
+    window_frames: Option<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -732,6 +910,7 @@ struct RawTcp {
     cc: Option<String>,
     growth: Option<String>,
     dup_thresh: Option<u32>,
+    limited_transmit: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -758,6 +937,8 @@ struct RawTrace {
     queue: Option<bool>,
     drops: Option<bool>,
     goodput: Option<bool>,
+    member_state: Option<bool>,
+    capacity: Option<bool>,
     goodput_interval: Option<UnitText<Duration>>,
     goodput_interval_s: Option<Bare>,
 }
@@ -995,6 +1176,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         a: usize,
         b: usize,
         dirs: [(DirParts, Option<&'r RawLoss>, String); 2],
+        bundle: Option<BundleSpec>,
     }
     let mut pending = Vec::with_capacity(raw.links.len());
     let mut link_index = BTreeMap::new();
@@ -1031,6 +1213,39 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             l.queue_bytes,
             l.queue_pkts,
         )?;
+        let bundle = match &l.bundle {
+            Some(rb) => {
+                // A bundle's rate and delay are its members'.
+                for (key, d) in [("", None), ("fwd", l.fwd.as_ref()), ("rev", l.rev.as_ref())] {
+                    let (rate, delay) = match d {
+                        None => (
+                            l.rate.is_some() || l.rate_bps.is_some(),
+                            l.delay.is_some() || l.delay_s.is_some(),
+                        ),
+                        Some(d) => (
+                            d.rate.is_some() || d.rate_bps.is_some(),
+                            d.delay.is_some() || d.delay_s.is_some(),
+                        ),
+                    };
+                    let parent = if key.is_empty() {
+                        p.clone()
+                    } else {
+                        at(&p, key)
+                    };
+                    if rate || delay {
+                        let field = if rate { "rate" } else { "delay" };
+                        return err(
+                            at(&parent, field),
+                            format!(
+                                "a bundle link takes its {field} from its members (bundle.{field} or bundle.members)"
+                            ),
+                        );
+                    }
+                }
+                Some(bundle_spec(&at(&p, "bundle"), rb)?)
+            }
+            None => None,
+        };
         let mut dirs = Vec::with_capacity(2);
         for (key, d) in [("fwd", &l.fwd), ("rev", &l.rev)] {
             let dp = at(&p, key);
@@ -1046,8 +1261,13 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 d.queue_bytes,
                 d.queue_pkts,
             )?;
-            let rate_bps = own.rate_bps.or(common.rate_bps);
-            let delay = own.delay.or(common.delay);
+            let rate_bps = own
+                .rate_bps
+                .or(common.rate_bps)
+                .or(bundle.as_ref().map(BundleSpec::capacity_bps));
+            let delay = own.delay.or(common.delay).or(bundle
+                .as_ref()
+                .and_then(|b| b.members.iter().map(|m| m.delay).max()));
             if rate_bps.is_none() {
                 return err(
                     at(&dp, "rate"),
@@ -1086,6 +1306,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             a,
             b,
             dirs: [fwd, rev],
+            bundle,
         });
     }
 
@@ -1180,7 +1401,17 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                 .map(|f| f.tcp.full_packet_bytes())
                 .max()
                 .unwrap_or(DEFAULT_NOMINAL_PACKET_BYTES);
-            let interval = transmission_time(packet_bytes, rate_bps);
+            // On a bundle the error model decides frames (with ARQ) or units on one member.
+            let interval = match &l.bundle {
+                Some(b) => {
+                    let unit = b.members[0]
+                        .arq
+                        .map_or(packet_bytes + b.mp_header_bytes, |a| a.frame_bytes);
+                    let slowest = b.members.iter().map(|m| m.rate_bps).min().unwrap_or(1);
+                    transmission_time(unit, slowest)
+                }
+                None => transmission_time(packet_bytes, rate_bps),
+            };
             let loss = match raw_loss {
                 Some(r) => loss_spec(&loss_path, r, interval)?,
                 None => LossSpec::None,
@@ -1203,6 +1434,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             b: l.b,
             fwd,
             rev,
+            bundle: l.bundle,
         });
     }
 
@@ -1466,6 +1698,252 @@ fn loss_spec(
     Ok(spec)
 }
 
+/// An event rate per second from `"1/50min"` or a bare `_per_s` number.
+fn opt_event_rate(
+    parent: &str,
+    plain: (&str, &Option<UnitText<EventRate>>),
+    bare: (&str, &Option<Bare>),
+) -> Result<Option<f64>, ScenarioError> {
+    one_of(parent, plain, bare)?
+        .map(|(v, path)| {
+            if v.is_finite() && (0.0..=1e6).contains(&v) {
+                Ok(v)
+            } else {
+                err(
+                    path,
+                    format!("expected a rate of 0 to 1e6 events per second, got {v}"),
+                )
+            }
+        })
+        .transpose()
+}
+
+fn bundle_spec(p: &str, b: &RawBundle) -> Result<BundleSpec, ScenarioError> {
+    let empty = Vec::new();
+    let (count, listed): (u64, &Vec<RawMember>) = match &b.members {
+        RawMembers::Count(n) => (*n, &empty),
+        RawMembers::List(list) => (list.len() as u64, list),
+    };
+    if count == 0 || count > u64::from(MAX_MEMBERS) {
+        return err(
+            at(p, "members"),
+            format!("expected 1 to {MAX_MEMBERS} members, got {count}"),
+        );
+    }
+    let rate = one_of(p, ("rate", &b.rate), ("rate_bps", &b.rate_bps))?
+        .map(|(v, path)| rate_from(&path, v))
+        .transpose()?;
+    let delay = opt_duration(p, ("delay", &b.delay), ("delay_s", &b.delay_s), true)?;
+    let txqueue = b.txqueue_pkts.unwrap_or(DEFAULT_TXQUEUE_PKTS);
+    if txqueue == 0 {
+        return err(
+            at(p, "txqueue_pkts"),
+            "expected a transmit queue of at least 1 packet (the one being sent), got 0",
+        );
+    }
+    let drop_rate = opt_event_rate(
+        p,
+        ("call_drop_rate", &b.call_drop_rate),
+        ("call_drop_rate_per_s", &b.call_drop_rate_per_s),
+    )?
+    .unwrap_or(0.0);
+    let arq = match &b.arq {
+        None => None,
+        Some(a) => {
+            let ap = at(p, "arq");
+            let mode = a
+                .mode
+                .parse::<ArqMode>()
+                .map_err(|e| ScenarioError::new(at(&ap, "mode"), e))?;
+            let Some((frame, frame_path)) = opt_bytes(
+                &ap,
+                ("frame", &a.frame),
+                ("frame_bytes", a.frame_bytes.map(u64::from)),
+            )?
+            else {
+                return err(
+                    at(&ap, "frame"),
+                    "missing: give the payload of a frame as frame (\"27B\") or frame_bytes",
+                );
+            };
+            if frame == 0 || frame > 65_535 {
+                return err(
+                    frame_path,
+                    format!("expected a frame payload of 1 to 65535 bytes, got {frame}"),
+                );
+            }
+            Some((
+                mode,
+                frame as u32,
+                a.max_tries.unwrap_or(DEFAULT_ARQ_MAX_TRIES),
+                a.window_frames,
+                ap,
+            ))
+        }
+    };
+    let mut members = Vec::with_capacity(count as usize);
+    let mut names = BTreeMap::new();
+    for i in 0..count as usize {
+        let mp = at(p, &format!("members[{i}]"));
+        let default = RawMember::default();
+        let m = listed.get(i).unwrap_or(&default);
+        let name = match &m.name {
+            Some(n) => {
+                check_name(&at(&mp, "name"), n)?;
+                n.clone()
+            }
+            None => format!("member{i}"),
+        };
+        if names.insert(name.clone(), i).is_some() {
+            return err(at(&mp, "name"), format!("duplicate member name \"{name}\""));
+        }
+        let own_rate = one_of(&mp, ("rate", &m.rate), ("rate_bps", &m.rate_bps))?
+            .map(|(v, path)| rate_from(&path, v))
+            .transpose()?;
+        let Some(rate_bps) = own_rate.or(rate) else {
+            return err(
+                at(p, "rate"),
+                format!("missing: give rate (\"2400bps\") or rate_bps here or in members[{i}]"),
+            );
+        };
+        let own_delay = opt_duration(&mp, ("delay", &m.delay), ("delay_s", &m.delay_s), true)?;
+        let Some(delay) = own_delay.or(delay) else {
+            return err(
+                at(p, "delay"),
+                format!("missing: give delay (\"0.5s\") or delay_s here or in members[{i}]"),
+            );
+        };
+        let txqueue_pkts = m.txqueue_pkts.unwrap_or(txqueue);
+        if txqueue_pkts == 0 {
+            return err(
+                at(&mp, "txqueue_pkts"),
+                "expected a transmit queue of at least 1 packet (the one being sent), got 0",
+            );
+        }
+        let call_drop_rate_per_s = opt_event_rate(
+            &mp,
+            ("call_drop_rate", &m.call_drop_rate),
+            ("call_drop_rate_per_s", &m.call_drop_rate_per_s),
+        )?
+        .unwrap_or(drop_rate);
+        let arq = match &arq {
+            None => None,
+            Some((mode, frame_bytes, max_tries, window, ap)) => {
+                let cfg = ArqConfig {
+                    mode: *mode,
+                    frame_bytes: *frame_bytes,
+                    max_tries: *max_tries,
+                    window_frames: window.unwrap_or_else(|| {
+                        ArqConfig::default_window(*mode, rate_bps, delay, *frame_bytes, *max_tries)
+                    }),
+                };
+                cfg.validate()
+                    .map_err(|e| ScenarioError::new(at(ap, e.param), e.message))?;
+                Some(cfg)
+            }
+        };
+        members.push(MemberSpec {
+            name,
+            rate_bps,
+            delay,
+            txqueue_pkts,
+            call_drop_rate_per_s,
+            arq,
+        });
+    }
+    let duration = |plain: (&str, &Option<UnitText<Duration>>),
+                    bare: (&str, &Option<Bare>),
+                    allow_zero: bool|
+     -> Result<Option<SimDuration>, ScenarioError> {
+        opt_duration(p, plain, bare, allow_zero)
+    };
+    let defaults = ModemConfig::default();
+    let modem = ModemConfig {
+        t_d: duration(("t_d", &b.t_d), ("t_d_s", &b.t_d_s), true)?.unwrap_or(defaults.t_d),
+        t_f: duration(("t_f", &b.t_f), ("t_f_s", &b.t_f_s), true)?.unwrap_or(defaults.t_f),
+        max_attempts: b.max_attempts.unwrap_or(defaults.max_attempts),
+        blocked_for: duration(
+            ("blocked_for", &b.blocked_for),
+            ("blocked_for_s", &b.blocked_for_s),
+            true,
+        )?
+        .unwrap_or(defaults.blocked_for),
+    };
+    let start_connected = match b.start.as_deref() {
+        None | Some("connected") => true,
+        Some("dialing") => false,
+        Some(other) => {
+            return err(
+                at(p, "start"),
+                format!("unknown start \"{other}\"; expected one of: connected, dialing"),
+            )
+        }
+    };
+    let dial_failure_prob = b.dial_failure_prob.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&dial_failure_prob) {
+        return err(
+            at(p, "dial_failure_prob"),
+            format!("expected a probability in [0, 1], got {dial_failure_prob}"),
+        );
+    }
+    let dials = !start_connected || members.iter().any(|m| m.call_drop_rate_per_s > 0.0);
+    // A dial takes time: with none, a modem whose dials always fail would redial forever at
+    // one instant.
+    let dial = duration(
+        ("dial_time", &b.dial_time),
+        ("dial_time_s", &b.dial_time_s),
+        false,
+    )?;
+    let dial_time = match dial {
+        Some(d) => d,
+        None if dials => {
+            return err(
+                at(p, "dial_time"),
+                "missing: members redial (they start dialing or have call drops), so give the \
+                 time a dial takes as dial_time (\"15s\") or dial_time_s",
+            )
+        }
+        None => SimDuration::ZERO,
+    };
+    let mp_header_bytes = match opt_bytes(
+        p,
+        ("mp_header", &b.mp_header),
+        ("mp_header_bytes", b.mp_header_bytes.map(u64::from)),
+    )? {
+        Some((v, path)) if v > 64 => {
+            return err(
+                path,
+                format!("expected a multilink header of 0 to 64 bytes, got {v}"),
+            )
+        }
+        Some((v, _)) => v as u32,
+        None => DEFAULT_MP_HEADER_BYTES,
+    };
+    Ok(BundleSpec {
+        members,
+        arq_mode: arq.as_ref().map(|a| a.0),
+        fragment: b.fragment.unwrap_or(false),
+        mp_header_bytes,
+        reassembly_timeout: duration(
+            ("reassembly_timeout", &b.reassembly_timeout),
+            ("reassembly_timeout_s", &b.reassembly_timeout_s),
+            false,
+        )?
+        .unwrap_or(DEFAULT_REASSEMBLY_TIMEOUT),
+        detection_delay: duration(
+            ("detection_delay", &b.detection_delay),
+            ("detection_delay_s", &b.detection_delay_s),
+            true,
+        )?
+        .unwrap_or(DEFAULT_DETECTION_DELAY),
+        dial_time,
+        dial_failure_prob,
+        modem,
+        primary: b.primary.unwrap_or(false),
+        start_connected,
+    })
+}
+
 fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
     let mss = match opt_bytes(
         p,
@@ -1624,6 +2102,7 @@ fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
         recovery,
         cc,
         dup_thresh,
+        limited_transmit: t.limited_transmit.unwrap_or(true),
     })
 }
 
@@ -1742,6 +2221,8 @@ fn trace_config(t: &RawTrace) -> Result<TraceConfig, ScenarioError> {
         queue: t.queue.unwrap_or(all),
         drops: t.drops.unwrap_or(all),
         goodput: t.goodput.unwrap_or(all),
+        member_state: t.member_state.unwrap_or(all),
+        capacity: t.capacity.unwrap_or(all),
         goodput_interval,
     })
 }

@@ -22,14 +22,28 @@ use crate::time::SimTime;
 /// Drop-cause codes of [`DropTrace::cause`], index into [`DROP_CAUSE_NAMES`].
 pub const DROP_CAUSE_QUEUE_OVERFLOW: u8 = 0;
 pub const DROP_CAUSE_CORRUPTION: u8 = 1;
+pub const DROP_CAUSE_ARQ_GIVE_UP: u8 = 2;
+pub const DROP_CAUSE_CALL_DROP: u8 = 3;
+pub const DROP_CAUSE_REASSEMBLY_TIMEOUT: u8 = 4;
+/// Number of drop causes.
+pub const N_DROP_CAUSES: usize = 5;
 /// The names of the drop causes, as the summary's maps spell them, by code.
-pub const DROP_CAUSE_NAMES: [&str; 2] = ["queue_overflow", "corruption"];
+pub const DROP_CAUSE_NAMES: [&str; N_DROP_CAUSES] = [
+    "queue_overflow",
+    "corruption",
+    "arq_give_up",
+    "call_drop",
+    "reassembly_timeout",
+];
 
 /// The code of a drop cause.
 pub fn drop_cause_code(cause: DropCause) -> u8 {
     match cause {
         DropCause::QueueOverflow => DROP_CAUSE_QUEUE_OVERFLOW,
         DropCause::Corruption => DROP_CAUSE_CORRUPTION,
+        DropCause::ArqGiveUp => DROP_CAUSE_ARQ_GIVE_UP,
+        DropCause::CallDrop => DROP_CAUSE_CALL_DROP,
+        DropCause::ReassemblyTimeout => DROP_CAUSE_REASSEMBLY_TIMEOUT,
     }
 }
 
@@ -105,7 +119,7 @@ pub struct DropTrace {
     pub ack_packet: Vec<bool>,
     /// The data segment's sequence number, or the ACK's acknowledgement number.
     pub seq: Vec<u64>,
-    /// [`DROP_CAUSE_QUEUE_OVERFLOW`] or [`DROP_CAUSE_CORRUPTION`].
+    /// A code of [`DROP_CAUSE_NAMES`] ([`DROP_CAUSE_QUEUE_OVERFLOW`], ...).
     pub cause: Vec<u8>,
 }
 
@@ -119,6 +133,33 @@ pub struct GoodputTrace {
     pub delivered_bytes: Vec<u64>,
 }
 
+/// Names of the member states of [`MemberStateTrace::state`], by code
+/// ([`crate::mlppp::MemberState`]): the modem states of seed 000 Figure 7.2, `idle` for a
+/// secondary waiting for its primary, and `call_lost` between a call drop and the moment it is
+/// noticed.
+pub const MEMBER_STATE_NAMES: [&str; 7] = crate::mlppp::MemberState::NAMES;
+
+/// Every state change of every bundle member (both directions of a member share one call).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemberStateTrace {
+    pub time_ns: Vec<u64>,
+    pub link: Vec<u32>,
+    /// Index of the member in the bundle.
+    pub member: Vec<u32>,
+    /// A code of [`MEMBER_STATE_NAMES`].
+    pub state: Vec<u8>,
+}
+
+/// The capacity of each bundle whenever the set of members MLPPP may use changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CapacityTrace {
+    pub time_ns: Vec<u64>,
+    pub link: Vec<u32>,
+    pub members_up: Vec<u32>,
+    /// The sum of the rates of those members, in each direction.
+    pub capacity_bps: Vec<u64>,
+}
+
 /// All traces of a run; those switched off are empty.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Traces {
@@ -130,6 +171,8 @@ pub struct Traces {
     pub queue: QueueTrace,
     pub drops: DropTrace,
     pub goodput: GoodputTrace,
+    pub member_state: MemberStateTrace,
+    pub capacity: CapacityTrace,
 }
 
 impl CwndTrace {
@@ -213,6 +256,26 @@ impl DropTrace {
         self.ack_packet.push(ack_packet);
         self.seq.push(seq);
         self.cause.push(drop_cause_code(cause));
+    }
+}
+
+impl MemberStateTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, link: u32, member: u32, state: u8) {
+        self.time_ns.push(at.as_nanos());
+        self.link.push(link);
+        self.member.push(member);
+        self.state.push(state);
+    }
+}
+
+impl CapacityTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, link: u32, members_up: u32, capacity_bps: u64) {
+        self.time_ns.push(at.as_nanos());
+        self.link.push(link);
+        self.members_up.push(members_up);
+        self.capacity_bps.push(capacity_bps);
     }
 }
 

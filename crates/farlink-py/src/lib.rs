@@ -9,7 +9,8 @@
 use std::panic::{self, AssertUnwindSafe};
 
 use farlink_core::trace::{
-    AckTrace, CwndTrace, DropTrace, GoodputTrace, QueueTrace, RtoTrace, RttTrace, SeqTrace, Traces,
+    AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
+    RtoTrace, RttTrace, SeqTrace, Traces,
 };
 use farlink_core::world::{self, RunError, RunResult};
 use numpy::IntoPyArray;
@@ -155,6 +156,8 @@ fn traces_to_py(py: Python<'_>, traces: Traces) -> PyResult<Bound<'_, PyDict>> {
         queue: QueueTrace { time_ns, link, forward, pkts, bytes },
         drops: DropTrace { time_ns, link, forward, flow, ack_packet, seq, cause },
         goodput: GoodputTrace { time_ns, flow, delivered_bytes },
+        member_state: MemberStateTrace { time_ns, link, member, state },
+        capacity: CapacityTrace { time_ns, link, members_up, capacity_bps },
     ))
 }
 

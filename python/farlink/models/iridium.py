@@ -28,6 +28,19 @@ serial card and the receiver's modem hold:
 with R the member rate in bytes per second and P the segment size. The worked example (four
 members, R = 300 B/s, B_M = 4.5 KB, B_S = 1.5 KB, T_L = 10 s, P = 1.5 KB) gives 9 packets, more
 than half of W_max = 22.5 KB, so even SACK times out.
+
+Availability of a bundle under the modem state machine of section 7.1 (farlink's estimate of
+the redial time, ``docs/far-links.md``). A member is up, as the link manager's log counts it,
+from the moment it connects until its call drop is noticed: an exponential time of mean 1/β
+(section 5.3) plus the detection delay T_L; it is then down for the redial time R (T_d plus the
+dial). So it is up with probability A = (1/β + T_L) / (1/β + T_L + R), and, members being
+independent, all n are up with probability A^n (the engine reproduces this, a test in
+``crates/farlink-core/src/mlppp/tests.rs``).
+
+ARQ estimates. With selective repeat each damaged frame costs one more frame time, so a
+member carries (1 − P_f) of its rate; with go-back-N each costs N frame slots,
+(1 − P_f) / (1 + (N − 1) P_f). A frame given up after k damaged tries loses its packet of n
+frames: 1 − (1 − P_f^k)^n.
 """
 
 from __future__ import annotations
@@ -39,10 +52,16 @@ from farlink.models import _arrays as ar
 
 __all__ = [
     "LINUX_TXQUEUE_PKTS",
+    "bundle_full_uptime",
     "clocking_time_s",
+    "fit_redial_time_s",
+    "go_back_n_efficiency",
     "go_back_n_service_time_s",
     "loaded_rtt_s",
+    "member_availability",
     "packets_lost_per_call_drop",
+    "residual_packet_loss",
+    "selective_repeat_frame_error_rate",
 ]
 
 LINUX_TXQUEUE_PKTS = 3
@@ -121,3 +140,82 @@ def packets_lost_per_call_drop(
     ar.non_negative("serial_buffer_bytes", b_s)
     ar.positive("segment_bytes", seg)
     return ar.result((t_l * rate / 8 + 2 * b_m + b_s) / seg)
+
+
+def member_availability(
+    drop_rate_per_s: ArrayLike, detection_s: ArrayLike, redial_s: ArrayLike
+) -> np.ndarray:
+    """A = (1/β + T_L) / (1/β + T_L + R): the share of time a member is up in the log."""
+    beta, t_l, r = ar.broadcast(
+        drop_rate_per_s=drop_rate_per_s, detection_s=detection_s, redial_s=redial_s
+    )
+    ar.positive("drop_rate_per_s", beta)
+    ar.non_negative("detection_s", t_l)
+    ar.non_negative("redial_s", r)
+    up = 1 / beta + t_l
+    return ar.result(up / (up + r))
+
+
+def bundle_full_uptime(
+    members: ArrayLike, drop_rate_per_s: ArrayLike, detection_s: ArrayLike, redial_s: ArrayLike
+) -> np.ndarray:
+    """A^n: the share of time every one of n independent members is up."""
+    n, a = ar.broadcast(
+        members=members, a=member_availability(drop_rate_per_s, detection_s, redial_s)
+    )
+    ar.require(n >= 1, "members", "at least 1")
+    return ar.result(a**n)
+
+
+def fit_redial_time_s(
+    full_uptime: ArrayLike, members: ArrayLike, drop_rate_per_s: ArrayLike, detection_s: ArrayLike
+) -> np.ndarray:
+    """The redial time R for which A^n equals a measured full-capacity uptime."""
+    f, n, beta, t_l = ar.broadcast(
+        full_uptime=full_uptime,
+        members=members,
+        drop_rate_per_s=drop_rate_per_s,
+        detection_s=detection_s,
+    )
+    ar.probability("full_uptime", f)
+    ar.require(n >= 1, "members", "at least 1")
+    ar.positive("drop_rate_per_s", beta)
+    ar.non_negative("detection_s", t_l)
+    a = f ** (1 / n)
+    return ar.result((1 / beta + t_l) * (1 / a - 1))
+
+
+def selective_repeat_frame_error_rate(
+    efficiency: ArrayLike, packet_bytes: ArrayLike, payload_bytes: ArrayLike
+) -> np.ndarray:
+    """P_f for which selective repeat leaves a measured goodput efficiency.
+
+    ``efficiency`` is goodput over the members' summed rate; a packet of ``packet_bytes`` on
+    the line carries ``payload_bytes``: efficiency = (payload / packet) (1 − P_f).
+    """
+    e, packet, payload = ar.broadcast(
+        efficiency=efficiency, packet_bytes=packet_bytes, payload_bytes=payload_bytes
+    )
+    ar.positive("packet_bytes", packet)
+    ar.require((payload > 0) & (payload <= packet), "payload_bytes", "in (0, packet_bytes]")
+    ar.require((e > 0) & (e <= payload / packet), "efficiency", "in (0, payload/packet]")
+    return ar.result(1 - e * packet / payload)
+
+
+def go_back_n_efficiency(frame_error_rate: ArrayLike, window_frames: ArrayLike) -> np.ndarray:
+    """(1 − P_f) / (1 + (N − 1) P_f): the share of a go-back-N line carrying new frames."""
+    p, n = ar.broadcast(frame_error_rate=frame_error_rate, window_frames=window_frames)
+    ar.require((p >= 0) & (p < 1), "frame_error_rate", "in [0, 1)")
+    ar.require(n >= 1, "window_frames", "at least 1")
+    return ar.result((1 - p) / (1 + (n - 1) * p))
+
+
+def residual_packet_loss(
+    frame_error_rate: ArrayLike, max_tries: ArrayLike, frames: ArrayLike
+) -> np.ndarray:
+    """1 − (1 − P_f^k)^n: a packet of n frames lost because one frame failed k tries."""
+    p, k, n = ar.broadcast(frame_error_rate=frame_error_rate, max_tries=max_tries, frames=frames)
+    ar.require((p >= 0) & (p <= 1), "frame_error_rate", "in [0, 1]")
+    ar.require(k >= 1, "max_tries", "at least 1")
+    ar.require(n >= 1, "frames", "at least 1")
+    return ar.result(1 - (1 - p**k) ** n)

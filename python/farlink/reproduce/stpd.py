@@ -143,7 +143,8 @@ def fig_4_8(out_dir: Path) -> Findings:
             "run as deployed: SACK recovery, timestamps, delayed ACKs (payload 948 of 1000 bytes, "
             "so their ceiling here is 0.9875 after the 1000/960 scaling).",
             "The seed's four assume ns-2-like TCP (one ACK per segment, initial window 1, no "
-            "SACK, no timestamps, per-ACK growth) and a 1 s minimum RTO; the tolerance of 25 % "
+            "SACK, no timestamps, per-ACK growth), farlink's default Limited Transmit and a 1 s "
+            "minimum RTO; the tolerance of 25 % "
             "on the published points reflects that the thesis gives rounded readings of a "
             "figure, not measurements.",
         ],

@@ -55,6 +55,11 @@ pub struct SenderConfig {
     pub app: AppSource,
     /// RFC 5681 / RFC 6675 DupThresh.
     pub dup_thresh: u32,
+    /// RFC 3042 Limited Transmit: on each of the first two duplicate ACKs, send one new segment
+    /// beyond the congestion window, so a small window can still collect DupThresh duplicates
+    /// and recover by fast retransmit rather than by timeout. On by default, as in Linux and
+    /// ns-3.
+    pub limited_transmit: bool,
     pub scoreboard_capacity_segments: usize,
 }
 
@@ -68,6 +73,7 @@ impl Default for SenderConfig {
             rtt: RttConfig::default(),
             app: AppSource::Unbounded,
             dup_thresh: DUP_THRESH,
+            limited_transmit: true,
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
         }
     }
@@ -112,6 +118,8 @@ pub struct Sender {
     ts_recent: u32,
     scoreboard: Scoreboard,
     recovery: Recovery,
+    /// RFC 3042 Limited Transmit ([`SenderConfig::limited_transmit`]).
+    limited_transmit: bool,
     cc: Box<dyn CongestionController>,
     rtt: RttEstimator,
     /// The retransmission timer (RFC 6298 section 5).
@@ -162,6 +170,7 @@ impl Sender {
             ts_recent: 0,
             scoreboard: Scoreboard::with_capacity(config.scoreboard_capacity_segments),
             recovery: Recovery::new(recovery, config.dup_thresh),
+            limited_transmit: config.limited_transmit,
             cc: config.congestion_control.build(&init),
             rtt: RttEstimator::new(config.rtt),
             rto_deadline: None,
@@ -316,10 +325,30 @@ impl Sender {
             return Some(self.retransmit(index, now));
         }
         let len = new_len?;
-        if self.snd_max + len > limit {
+        if self.snd_max + len > limit + self.limited_transmit_bytes() {
             return None;
         }
         Some(self.send_new(len, now))
+    }
+
+    /// RFC 3042 section 2: while no recovery is under way, each of the first two duplicate
+    /// ACKs lets one new segment go out, "provided that ... the amount of outstanding data
+    /// would remain less than or equal to the congestion window plus 2 segments"; the
+    /// congestion window itself is not changed.
+    ///
+    /// Not applied to Tahoe: its go-back-N after a fast retransmit re-sends segments the
+    /// receiver holds, whose duplicate ACKs Limited Transmit would answer with new data, and in
+    /// farlink that combination locked into a retransmission loop (a regression test keeps it
+    /// off); RFC 3042 is written for Reno-style recovery.
+    fn limited_transmit_bytes(&self) -> u64 {
+        if !self.limited_transmit
+            || self.recovery.state() != RecoveryState::Open
+            || self.recovery.algorithm() == LossRecovery::Tahoe
+        {
+            return 0;
+        }
+        let dupacks = u64::from(self.recovery.dupacks().min(2));
+        dupacks * self.smss_bytes
     }
 
     /// The length of the next new segment, if the application has data and the peer's window
@@ -864,6 +893,38 @@ mod tests {
         let sent = drain(&mut s, at(104));
         assert_eq!(sent[0].seq, seg(1), "the head first");
         assert_eq!(sent.len(), 1, "inflated window still below FlightSize");
+    }
+
+    #[test]
+    fn limited_transmit_sends_one_new_segment_per_early_duplicate_ack() {
+        for (enabled, expected_new) in [(true, [1usize, 1]), (false, [0, 0])] {
+            let mut s = sender_with(
+                SenderConfig {
+                    options: options(true, false),
+                    recovery: LossRecovery::NewReno,
+                    limited_transmit: enabled,
+                    ..SenderConfig::default()
+                },
+                1 << 20,
+            );
+            drain(&mut s, at(0));
+            s.on_ack(at(100), &ack_of(seg(1), &s));
+            drain(&mut s, at(100));
+            let cwnd = s.cwnd_bytes();
+            for (i, expected) in expected_new.iter().enumerate() {
+                s.on_ack(at(101 + i as u64), &ack_of(seg(1), &s));
+                let sent = drain(&mut s, at(101 + i as u64));
+                assert_eq!(
+                    sent.len(),
+                    *expected,
+                    "limited transmit {enabled}, dupack {i}"
+                );
+                assert!(sent.iter().all(|g| g.seq >= seg(12)), "new data only");
+                assert_eq!(s.cwnd_bytes(), cwnd, "RFC 3042: cwnd unchanged");
+            }
+            s.on_ack(at(103), &ack_of(seg(1), &s));
+            assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
+        }
     }
 
     #[test]

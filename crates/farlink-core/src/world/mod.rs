@@ -17,7 +17,9 @@
 //! index and the wire size ([`crate::link::Packet`]), so nothing is allocated per packet once
 //! the slab has grown to the largest number of packets ever in flight. Forwarding at a node is
 //! instantaneous: a packet delivered by one link is offered to the next hop's link at the same
-//! instant. Data follows the flow's route; ACKs follow it reversed, through the same links.
+//! instant. Data follows the flow's route; ACKs follow it reversed, through the same links. A
+//! link direction is a plain [`Link`] or one direction of a multilink PPP bundle
+//! ([`crate::mlppp::BundleDir`], glued in `bundles.rs`), forwarded alike.
 //!
 //! # Timers
 //!
@@ -35,20 +37,22 @@
 //! [`RunError::Conservation`]); in debug builds the packet counts are also checked every 1024
 //! events.
 
+mod bundles;
 pub mod capture;
 mod summary;
 
 pub use capture::write_pcap;
 
 pub use summary::{
-    AggregateSummary, DirectionSummary, FlowSummary, LinkSummary, LossyLinkSummary, Summary,
-    SUMMARY_SCHEMA_VERSION,
+    AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
+    LinkSummary, LossyLinkSummary, Summary, SUMMARY_SCHEMA_VERSION,
 };
+
+use bundles::{BundleRt, DirLink};
 
 use std::collections::BTreeMap;
 
 use crate::link::{DropCause, Link, LinkConfig, LinkEvent, Packet};
-use crate::loss::AnyLoss;
 use crate::rng::StreamRng;
 use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
 use crate::sched::EventQueue;
@@ -57,7 +61,7 @@ use crate::tcp::segment::Segment;
 use crate::tcp::sender::{AppSource, Sender};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
-use crate::trace::{TapLink, TapRecord, Traces, DROP_CAUSE_NAMES};
+use crate::trace::{TapLink, TapRecord, Traces, DROP_CAUSE_NAMES, N_DROP_CAUSES};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +129,17 @@ enum Event {
     Stop { flow: u32 },
     /// A telnet application writes a message.
     Message { flow: u32 },
+    /// A bundle's control plane has something due (a drop noticed, a modem timer).
+    BundleTimer { bundle: u32, gen: u32 },
+    /// The call of a bundle member (connection `conn`) drops.
+    CallDrop { bundle: u32, member: u32, conn: u32 },
+    /// A bundle member's dial answers.
+    DialDone {
+        bundle: u32,
+        member: u32,
+        attempt: u32,
+        ok: bool,
+    },
 }
 
 /// A lazily armed timer: at most one live event, identified by `gen`.
@@ -167,7 +182,7 @@ impl Timer {
 /// One direction of a link.
 #[derive(Debug)]
 struct Dir {
-    link: Link<AnyLoss>,
+    link: DirLink,
     timer: Timer,
     link_index: u32,
     forward: bool,
@@ -251,7 +266,7 @@ struct Flow {
     data_delivered: u64,
     acks_sent: u64,
     acks_delivered: u64,
-    drops: [u64; 2],
+    drops: [u64; N_DROP_CAUSES],
     bottleneck_bps: u64,
     /// Last values written to the traces.
     traced_cwnd: (u64, u64, u64),
@@ -277,8 +292,10 @@ struct World<'s> {
     /// Packets put on a first link, reaching their endpoint, dropped (by cause code).
     injected: u64,
     arrived: u64,
-    dropped: [u64; 2],
+    dropped: [u64; N_DROP_CAUSES],
     unfinished: usize,
+    /// The bundle links' control planes.
+    bundles: Vec<BundleRt>,
     /// The first inconsistency seen while running; reported at the next event boundary.
     fault: Option<String>,
 }
@@ -299,7 +316,7 @@ fn cause_index(cause: DropCause) -> usize {
     usize::from(crate::trace::drop_cause_code(cause))
 }
 
-fn cause_map(counts: [u64; 2]) -> BTreeMap<String, u64> {
+fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {
     DROP_CAUSE_NAMES
         .iter()
         .zip(counts)
@@ -317,23 +334,33 @@ impl<'s> World<'s> {
     fn build(sc: &'s Scenario) -> Result<World<'s>, RunError> {
         let seed = sc.seed();
         let mut dirs = Vec::with_capacity(sc.links().len() * 2);
+        let mut bundles = Vec::new();
         for (i, l) in sc.links().iter().enumerate() {
+            bundles.extend(BundleRt::new(seed, i, l)?);
             for forward in [true, false] {
                 let spec = l.direction(forward);
                 let d = direction_name(forward);
-                let rng = StreamRng::derive(seed, &format!("link:{}:{d}:loss", l.name));
-                let loss = spec.loss.build(rng).map_err(|e| {
-                    ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string())
-                })?;
-                let mut link = Link::new(
-                    LinkConfig {
-                        rate_bps: spec.rate_bps,
-                        delay: spec.delay,
-                        queue_limit: spec.queue,
-                    },
-                    loss,
-                )
-                .map_err(|e| ScenarioError::new(format!("links[{i}].{d}"), e.to_string()))?;
+                let mut link = if l.bundle.is_some() {
+                    bundles::bundle_dir(seed, i, l, forward)?
+                } else {
+                    let rng = StreamRng::derive(seed, &format!("link:{}:{d}:loss", l.name));
+                    let loss = spec.loss.build(rng).map_err(|e| {
+                        ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string())
+                    })?;
+                    DirLink::Link(
+                        Link::new(
+                            LinkConfig {
+                                rate_bps: spec.rate_bps,
+                                delay: spec.delay,
+                                queue_limit: spec.queue,
+                            },
+                            loss,
+                        )
+                        .map_err(|e| {
+                            ScenarioError::new(format!("links[{i}].{d}"), e.to_string())
+                        })?,
+                    )
+                };
                 let tapped = sc.pcap_links().contains(&i);
                 link.set_departure_log(tapped);
                 dirs.push(Dir {
@@ -413,7 +440,7 @@ impl<'s> World<'s> {
                 data_delivered: 0,
                 acks_sent: 0,
                 acks_delivered: 0,
-                drops: [0; 2],
+                drops: [0; N_DROP_CAUSES],
                 bottleneck_bps,
                 traced_cwnd: (0, 0, 0),
                 traced_una: 0,
@@ -423,7 +450,7 @@ impl<'s> World<'s> {
             });
         }
 
-        Ok(World {
+        let mut world = World {
             sc,
             queue,
             now: SimTime::ZERO,
@@ -438,9 +465,12 @@ impl<'s> World<'s> {
             taps: Vec::new(),
             injected: 0,
             arrived: 0,
-            dropped: [0; 2],
+            dropped: [0; N_DROP_CAUSES],
+            bundles,
             fault: None,
-        })
+        };
+        world.start_bundles();
+        Ok(world)
     }
 
     fn run(&mut self) -> Result<(), RunError> {
@@ -499,6 +529,18 @@ impl<'s> World<'s> {
             Event::Start { flow } => self.start_flow(flow as usize),
             Event::Stop { flow } => self.stop_flow(flow as usize),
             Event::Message { flow } => self.write_message(flow as usize),
+            Event::BundleTimer { bundle, gen } => self.on_bundle_timer(bundle as usize, gen),
+            Event::CallDrop {
+                bundle,
+                member,
+                conn,
+            } => self.on_call_drop(bundle as usize, member, conn),
+            Event::DialDone {
+                bundle,
+                member,
+                attempt,
+                ok,
+            } => self.on_dial_done(bundle as usize, member, attempt, ok),
         }
     }
 
@@ -1109,7 +1151,7 @@ impl<'s> World<'s> {
                 offered_pkts: st.offered_pkts,
                 delivered_pkts: st.delivered_pkts,
                 delivered_bytes: st.delivered_bytes,
-                drops: cause_map([st.dropped_overflow_pkts, st.dropped_corruption_pkts]),
+                drops: cause_map(link.drops_by_cause()),
                 utilization: if sim_s > 0.0 {
                     st.delivered_bytes as f64 * 8.0 / (spec.rate_bps as f64 * sim_s)
                 } else {
@@ -1130,6 +1172,7 @@ impl<'s> World<'s> {
                 b: nodes[l.b].clone(),
                 fwd: direction(i, true),
                 rev: direction(i, false),
+                bundle: self.bundle_summary(i, sim_end),
             })
             .collect();
         let lossy_link = sc.lossy_link().map(|ll| {

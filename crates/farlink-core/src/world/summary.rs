@@ -113,6 +113,65 @@ pub struct LinkSummary {
     pub b: String,
     pub fwd: DirectionSummary,
     pub rev: DirectionSummary,
+    /// For a bundle link: its members' calls and what each direction did with them.
+    pub bundle: Option<BundleSummary>,
+}
+
+/// A bundle link (seed 000 chapters 3, 5 and 7). Fractions are of the run's simulated time and
+/// count a member as up while MLPPP may use it (connected, or dropped but not yet noticed), as
+/// the KUMICS logs of seed 000 Figure 7.14 and seed 001 slides 17–19 do.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BundleSummary {
+    pub members: Vec<String>,
+    pub primary: bool,
+    /// `go-back-n`, `selective-repeat`, or `None` without ARQ.
+    pub arq: Option<&'static str>,
+    pub fragment: bool,
+    /// Calls lost (the Poisson call drops of members whose call was up).
+    pub call_drops: u64,
+    /// Call drops the supervisor noticed (after the detection delay) while the member was
+    /// still connected.
+    pub drops_noticed: u64,
+    /// Secondaries hung up because their primary's call dropped.
+    pub hangups: u64,
+    /// Bundles torn down by the loss of their primary.
+    pub teardowns: u64,
+    pub dials: u64,
+    pub dial_failures: u64,
+    /// Entries into the blocked state.
+    pub blocks: u64,
+    /// Times the bundle lost its last usable member.
+    pub outages: u64,
+    pub all_up_fraction: f64,
+    pub any_up_fraction: f64,
+    pub mean_members_up: f64,
+    /// Per member, the fraction of the run it was up.
+    pub member_uptime: Vec<f64>,
+    pub fwd: BundleDirectionSummary,
+    pub rev: BundleDirectionSummary,
+}
+
+/// What one direction of a bundle did with its units (packets or fragments).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BundleDirectionSummary {
+    /// Units handed to members, units that arrived, and units lost by cause.
+    pub units_sent: u64,
+    pub units_arrived: u64,
+    pub units_lost: BTreeMap<String, u64>,
+    /// Units clocked into a call that had dropped unnoticed.
+    pub units_into_the_void: u64,
+    /// Packets sent as several fragments.
+    pub fragmented_pkts: u64,
+    /// Units that arrived after their packet was handed up or given up.
+    pub late_units: u64,
+    /// Packets given up by the reassembly timer (the rest by sequence numbers).
+    pub reassembly_timeouts: u64,
+    /// ARQ frames over all members: sent (repeats included), repeats, received damaged,
+    /// given up.
+    pub arq_frames_sent: u64,
+    pub arq_frames_resent: u64,
+    pub arq_frames_damaged: u64,
+    pub arq_frames_given_up: u64,
 }
 
 /// One direction of a link.
