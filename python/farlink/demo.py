@@ -112,7 +112,44 @@ def run_demo(out: Path) -> None:
     console.print()
     print_reproduction(run("zaghloul-table-6.1", out / "reproduce"))
     console.print()
+    _bundle_simulated_beside_predicted(console)
+    console.print()
     _simulation_beside_prediction(console, out)
+
+
+def _bundle_simulated_beside_predicted(console: Console) -> None:
+    """The same bundle on the packet engine (preset iridium-greenland-8) beside eq. 36."""
+    from farlink.sim import simulate
+
+    seeds = range(1, 5)
+    table = Table(
+        title="The same bundle simulated (preset iridium-greenland-8: 8 members with ARQ, call "
+        "drops 1/50 min,\nredial, primary modem) beside eq. 36 and the field (seed 000 Table 6.1)",
+        title_justify="left",
+    )
+    for column in ("file", "field (min)", "eq. 36 (min)", f"simulated, {len(seeds)} seeds (min)"):
+        table.add_column(column, justify="left" if column == "file" else "right")
+    for size_mb, measured in zip(TABLE_6_1_SIZES_MB[:2], TABLE_6_1_MEASURED_MIN[:2], strict=True):
+        predicted = float(
+            calldrop_prediction(
+                size_bytes=size_mb * 1e6, n_links=N_LINKS, wmax_bytes=WMAX_BYTES, **GREENLAND
+            ).transfer_time_s
+        )
+        minutes = [
+            simulate(
+                "iridium-greenland-8",
+                size=f"{size_mb}MB",
+                seed=seed,
+                duration="12h",
+                sets=["trace={}"],
+            ).summary["flows"][0]["transfer_time_s"]
+            / 60
+            for seed in seeds
+        ]
+        table.add_row(
+            f"{size_mb} MB", f"{measured}", f"{predicted / 60:.1f}", f"{np.mean(minutes):.1f}"
+        )
+    console.print(table)
 
 
 def _simulation_beside_prediction(console: Console, out: Path) -> None:
