@@ -406,12 +406,34 @@ def predict_drop_loss(
 def reproduce(
     id: Annotated[str | None, typer.Argument(help="Reproduction id; see --list.")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,
-    out: Annotated[Path, typer.Option(help="Folder for figures and JSON.")] = DEFAULT_OUT,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder for figures and JSON (default farlink-out; its reproduce/ subfolder "
+            "for one id, the folder itself with --all)."
+        ),
+    ] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Run every fast reproduction and write --doc.")
+    ] = False,
+    include_slow: Annotated[
+        bool, typer.Option("--include-slow", help="With --all: the slow simulations too.")
+    ] = False,
+    doc: Annotated[
+        Path | None,
+        typer.Option(help="With --all: Markdown to write (OUT/../validation-reproductions.md)."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Print a published table or figure of the seeds beside farlink's."""
     from farlink import reproduce as registry
 
+    if all_ or include_slow or doc is not None:
+        if id is not None or not all_:
+            raise CliError("--all: give either an ID or --all (--include-slow, --doc need --all)")
+        _reproduce_all(out or DEFAULT_OUT / "reproduce", include_slow, doc, as_json)
+        return
+    out = out or DEFAULT_OUT
     if list_ or id is None:
         for entry in registry.entries():
             typer.echo(f"{entry.id:<24} {entry.engine:<6} {entry.title} [{entry.source}]")
@@ -424,6 +446,28 @@ def reproduce(
         print_json(rep.to_dict())
     else:
         print_reproduction(rep)
+
+
+def _reproduce_all(out: Path, include_slow: bool, doc: Path | None, as_json: bool) -> None:
+    from farlink.reproduce.doc import run_all, write_markdown
+
+    def done(o) -> None:
+        if not as_json:
+            rows = "failed: " + str(o.error) if o.reproduction is None else len(o.reproduction.rows)
+            typer.echo(f"{o.entry.id:<24} {o.entry.engine:<6} {o.seconds:6.1f} s  rows {rows}")
+
+    outcomes = run_all(out, include_slow=include_slow, on_done=done)
+    doc = doc if doc is not None else out.parent / "validation-reproductions.md"
+    command = f"farlink reproduce --all{' --include-slow' * include_slow} --out {out} --doc {doc}"
+    write_markdown(outcomes, doc, command)
+    if as_json:
+        found = [o.reproduction.to_dict() if o.reproduction else {"id": o.entry.id,
+                 "error": o.error} for o in outcomes]  # fmt: skip
+        print_json({"doc": str(doc), "reproductions": found})
+    else:
+        typer.echo(f"wrote {doc}")
+    if any(o.reproduction is None for o in outcomes):
+        raise typer.Exit(1)
 
 
 @app.command("fit-drops")
@@ -553,6 +597,102 @@ def presets() -> None:
 
     for name, description in list_presets():
         typer.echo(f"{name:<24} {description}")
+
+
+@app.command("report")
+def report_command(
+    directory: Annotated[Path, typer.Argument(help="The sweep's --out folder.")],
+    out: Annotated[
+        Path | None, typer.Option(help="The HTML file to write (default DIR/report.html).")
+    ] = None,
+    trace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trace",
+            help="Re-run this run (run_key or point_id, or a prefix) with its seed and plot its "
+            "cwnd, RTT, RTO and queues. Repeat for more.",
+        ),
+    ] = None,
+) -> None:
+    """Write a self-contained HTML report of a sweep: figures with confidence bands, tables."""
+    from farlink import sweep as sw
+    from farlink.report_html import ReportError, write_report
+
+    try:
+        path = write_report(directory, out, traces=trace or ())
+    except sw.SweepError as err:
+        raise CliError(f"DIR: {err}") from None
+    except ReportError as err:
+        raise CliError(f"--trace: {err}") from None
+    typer.echo(f"wrote {path}")
+
+
+@app.command("analyze")
+def analyze_command(
+    capture: Annotated[Path, typer.Argument(help="A capture: pcap (µs or ns) or pcapng.")],
+    drops: Annotated[
+        Path | None,
+        typer.Option(help="Call-drop log (CSV or KUMICS XML) drawn on the time-sequence figure."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for the figures.")] = None,
+    min_rto: Annotated[
+        str,
+        typer.Option(help=f"Least RTO of the timeout heuristic {DurationOpt} Linux uses 200ms."),
+    ] = "1s",
+    as_json: JsonFlag = False,
+) -> None:
+    """Analyse the TCP connections of a capture: retransmissions, RTT, timeouts, goodput."""
+    from farlink.capture import CaptureError, analyze_capture, plot_connections
+    from farlink.droplog import DropLogError, read_drop_log
+
+    try:
+        cap, connections = analyze_capture(
+            capture, min_rto_s=read("--min-rto", units.parse_duration_s, min_rto)
+        )
+    except CaptureError as err:
+        raise CliError(f"CAPTURE: {err}") from None
+    for warning in cap.warnings:
+        print(f"farlink: warning: CAPTURE: {warning}", file=sys.stderr)
+    if not connections:
+        skipped = ", ".join(f"{v} {k.replace('_', '-')}" for k, v in cap.skipped.items() if v)
+        raise CliError(
+            f"CAPTURE: {capture}: no IPv4 TCP connection carrying data in {cap.records} packets"
+            + (f" (skipped {skipped})" if skipped else "")
+        )
+    drops_s = None
+    if drops is not None:
+        try:
+            log = read_drop_log(drops)
+        except DropLogError as err:
+            raise CliError(f"--drops: {err}") from None
+        times = np.sort(np.concatenate([np.asarray(t, float) for t in log.drop_times_s.values()]))
+        # A log on the wall clock is placed on the capture's clock; a relative log is kept.
+        drops_s = times - cap.start_unix_s if times.size and times[0] > 1e8 else times
+    folder = out if out is not None else DEFAULT_OUT / "analyze" / capture.stem
+    written = plot_connections(connections, folder, stem=capture.stem, drops_s=drops_s)
+    payload = {
+        "capture": str(capture),
+        "format": cap.format,
+        "linktype": cap.linktype,
+        "packets": cap.records,
+        "tcp_packets": len(cap.packets),
+        "skipped": cap.skipped,
+        "bytes_ignored": cap.bytes_ignored,
+        "warnings": cap.warnings,
+        "out": str(folder),
+    }
+    if as_json:
+        print_json({**payload, "connections": [c.summary() for c in connections]})
+        return
+    print_quantities(f"analyze {capture}", {k: v for k, v in payload.items() if k != "warnings"})
+    for c in connections:
+        s = c.summary()
+        print_quantities(
+            f"connection {c.name}",
+            {k: v for k, v in s.items() if k not in ("goodput_windows", "timeout_times_s")},
+        )
+    for path in written:
+        typer.echo(f"wrote {path}")
 
 
 @app.command("demo")

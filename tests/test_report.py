@@ -1,0 +1,119 @@
+"""`farlink report` (HTML report of a sweep) and `farlink reproduce --all` (Markdown document)."""
+
+import re
+
+import pytest
+
+from farlink import sweep as sw
+from farlink.cli import main
+from farlink.report_html import fmt, plotted_metrics
+from farlink.reproduce import entries
+from farlink.reproduce.doc import is_fast
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep") / "s"
+    code = main([
+        "sweep", "stpd-wireless", "--grid", "loss=0.001,0.01", "--grid", "tcp=reno,sack",
+        "--seeds", "2", "--duration", "5s", "--out", str(out), "--no-progress",
+    ])  # fmt: skip
+    assert code == 0
+    return out
+
+
+def test_report_is_self_contained_with_figures_and_tables(capsys, sweep_dir, tmp_path):
+    target = tmp_path / "r" / "report.html"
+    code, out, err = run(capsys, "report", str(sweep_dir), "--out", str(target))
+    assert code == 0, err
+    assert str(target) in out
+    page = target.read_text()
+    # Nothing fetched from elsewhere: every src and href is inline data or a fragment.
+    links = re.findall(r'(?:src|href)\s*=\s*["\']?([^"\'\s>]+)', page)
+    assert links and not [u for u in links if re.match(r"(?i)https?:|//", u)]
+    assert "<script" not in page and "<link" not in page
+    summary = sw.summarize(sweep_dir)
+    images = re.findall(r'<img [^>]*src="data:image/png;base64,', page)
+    assert len(images) == len(plotted_metrics(summary)) * len(summary.axes) == 4 * 2
+    for point in summary.points:
+        for metric in summary.metrics:
+            stats = point["metrics"][metric]
+            for key in ("mean", "ci_low", "ci_high"):
+                assert f"<td>{fmt(stats[key])}</td>" in page
+    assert "stpd-wireless" in page and "definition_sha256" in page
+    assert "Failed runs" in page
+
+
+def test_report_traces_a_chosen_run(capsys, sweep_dir, tmp_path):
+    point = sw.summarize(sweep_dir).points[0]["point_id"]
+    target = tmp_path / "t.html"
+    code, _, err = run(capsys, "report", str(sweep_dir), "--out", str(target), "--trace", point[:6])
+    assert code == 0, err
+    page = target.read_text()
+    assert "Traces of chosen runs" in page and f"point {point}, replicate 0" in page
+    assert len(re.findall("<img ", page)) == 4 * 2 + 1
+    # The re-run with its recorded seed gives the recorded numbers again.
+    table = page[page.index("re-run with tracing") :]
+    rows = re.findall(r"<tr><td>(\w+)</td><td>([^<]*)</td><td>([^<]*)</td></tr>", table)
+    assert {name for name, _, _ in rows} == {"normalized_goodput", "retransmissions", "timeouts"}
+    assert all(recorded == rerun for _, recorded, rerun in rows)
+    code, _, err = run(capsys, "report", str(sweep_dir), "--trace", "zzzz")
+    assert code == 2 and err.startswith("farlink: error: --trace: 'zzzz': no run or point")
+
+
+def test_report_default_path_and_failures(capsys, tmp_path):
+    out = tmp_path / "bad"
+    code = main([
+        "sweep", "stpd-wireless", "--grid", "links[1].fwd.loss.p=0.01,2", "--duration", "2s",
+        "--out", str(out), "--no-progress",
+    ])  # fmt: skip
+    capsys.readouterr()
+    assert code == 1  # one point's runs fail in the core
+    code, _, err = run(capsys, "report", str(out))
+    assert code == 0, err
+    page = (out / "report.html").read_text()
+    assert "ScenarioError" in page
+
+
+def test_report_of_a_folder_that_is_not_a_sweep(capsys, tmp_path):
+    code, _, err = run(capsys, "report", str(tmp_path))
+    assert code == 2
+    assert err.startswith("farlink: error: DIR:") and "not a sweep directory" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_reproduce_all_writes_the_document(capsys, tmp_path):
+    doc = tmp_path / "reproductions.md"
+    code, _, err = run(
+        capsys, "reproduce", "--all", "--out", str(tmp_path / "figs"), "--doc", str(doc)
+    )
+    assert code == 0, err
+    text = doc.read_text()
+    fast = [e for e in entries() if is_fast(e)]
+    assert fast and len(fast) < len(entries())
+    for entry in entries():
+        assert (f"## {entry.id}\n" in text) == is_fast(entry)
+        assert (tmp_path / "figs" / f"{entry.id}.json").exists() == is_fast(entry)
+    header = "| label | unit | published | ours | difference | within tolerance |"
+    assert text.count(header) == len(fast)
+    # Rows of the per-reproduction tables: the lines after each header and its rule.
+    blocks = text.split(header + "\n|---|---|---:|---:|---:|---|\n")[1:]
+    rows = sum(len(re.match(r"(\|[^\n]*\n)*", block).group(0).splitlines()) for block in blocks)
+    from farlink.reproduce import run as run_one
+
+    expected = sum(len(run_one(e.id, tmp_path / "again").rows) for e in fast)
+    assert rows == expected
+    for png in (tmp_path / "figs").glob("*.png"):
+        assert f"(figs/{png.name})" in text
+
+
+def test_reproduce_all_refuses_an_id_too(capsys):
+    code, _, err = run(capsys, "reproduce", "zaghloul-sec-5.2", "--all")
+    assert code == 2 and err.startswith("farlink: error: --all:")
