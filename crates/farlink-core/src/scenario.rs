@@ -560,6 +560,60 @@ fn at(parent: &str, field: &str) -> String {
     }
 }
 
+/// A tagged variant's name and the parameters it takes (loss models, application kinds).
+type Variant = (&'static str, &'static [&'static str]);
+
+/// Looks `name` up among `table`'s variants, or names the field and the accepted names.
+fn variant(
+    p: &str,
+    field: &str,
+    what: &str,
+    name: &str,
+    table: &[Variant],
+) -> Result<Variant, ScenarioError> {
+    table
+        .iter()
+        .find(|(n, _)| *n == name)
+        .copied()
+        .ok_or_else(|| {
+            let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+            ScenarioError::new(
+                at(p, field),
+                format!(
+                    "unknown {what} \"{name}\"; expected one of: {}",
+                    names.join(", ")
+                ),
+            )
+        })
+}
+
+/// Refuses a parameter given to a variant that does not take it, naming what it takes.
+fn only_its_params(
+    p: &str,
+    what: &str,
+    name: &str,
+    allowed: &[&str],
+    given: &[(&str, bool)],
+) -> Result<(), ScenarioError> {
+    match given
+        .iter()
+        .find(|(param, present)| *present && !allowed.contains(param))
+    {
+        None => Ok(()),
+        Some((param, _)) => {
+            let takes = if allowed.is_empty() {
+                "no parameters".to_owned()
+            } else {
+                allowed.join(", ")
+            };
+            err(
+                at(p, param),
+                format!("not a parameter of {what} \"{name}\" (it takes: {takes})"),
+            )
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parsing
 // ---------------------------------------------------------------------------------------------
@@ -1577,7 +1631,7 @@ fn shortest_path(
 }
 
 /// The parameters each loss model takes.
-const LOSS_MODELS: &[(&str, &[&str])] = &[
+const LOSS_MODELS: &[Variant] = &[
     ("none", &[]),
     ("bernoulli", &["p"]),
     (
@@ -1593,17 +1647,7 @@ fn loss_spec(
     r: &RawLoss,
     packet_interval: SimDuration,
 ) -> Result<LossSpec, ScenarioError> {
-    let Some(&(model, allowed)) = LOSS_MODELS.iter().find(|(m, _)| *m == r.model) else {
-        let names: Vec<&str> = LOSS_MODELS.iter().map(|(m, _)| *m).collect();
-        return err(
-            at(p, "model"),
-            format!(
-                "unknown loss model \"{}\"; expected one of: {}",
-                r.model,
-                names.join(", ")
-            ),
-        );
-    };
+    let (model, allowed) = variant(p, "model", "loss model", &r.model, LOSS_MODELS)?;
     let given = [
         ("p", r.p.is_some()),
         ("mean_burst", r.mean_burst.is_some()),
@@ -1616,19 +1660,7 @@ fn loss_spec(
         ("frame_s", r.frame_s.is_some()),
         ("seed", r.seed.is_some()),
     ];
-    for (param, present) in given {
-        if present && !allowed.contains(&param) {
-            let takes = if allowed.is_empty() {
-                "no parameters".to_owned()
-            } else {
-                allowed.join(", ")
-            };
-            return err(
-                at(p, param),
-                format!("not a parameter of loss model \"{model}\" (it takes: {takes})"),
-            );
-        }
-    }
+    only_its_params(p, "loss model", model, allowed, &given)?;
     let need = |param: &str, v: Option<f64>| -> Result<f64, ScenarioError> {
         v.ok_or_else(|| {
             ScenarioError::new(
@@ -2106,7 +2138,7 @@ fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
     })
 }
 
-const APP_KINDS: &[(&str, &[&str])] = &[
+const APP_KINDS: &[Variant] = &[
     ("bulk", &["size", "size_bytes"]),
     ("unbounded", &[]),
     (
@@ -2121,17 +2153,7 @@ const APP_KINDS: &[(&str, &[&str])] = &[
 ];
 
 fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
-    let Some(&(kind, allowed)) = APP_KINDS.iter().find(|(k, _)| *k == a.kind) else {
-        let names: Vec<&str> = APP_KINDS.iter().map(|(k, _)| *k).collect();
-        return err(
-            at(p, "kind"),
-            format!(
-                "unknown application kind \"{}\"; expected one of: {}",
-                a.kind,
-                names.join(", ")
-            ),
-        );
-    };
+    let (kind, allowed) = variant(p, "kind", "application kind", &a.kind, APP_KINDS)?;
     let given = [
         ("size", a.size.is_some()),
         ("size_bytes", a.size_bytes.is_some()),
@@ -2140,19 +2162,7 @@ fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
         ("message", a.message.is_some()),
         ("message_bytes", a.message_bytes.is_some()),
     ];
-    for (param, present) in given {
-        if present && !allowed.contains(&param) {
-            let takes = if allowed.is_empty() {
-                "no parameters".to_owned()
-            } else {
-                allowed.join(", ")
-            };
-            return err(
-                at(p, param),
-                format!("not a parameter of application \"{kind}\" (it takes: {takes})"),
-            );
-        }
-    }
+    only_its_params(p, "application", kind, allowed, &given)?;
     Ok(match kind {
         "bulk" => {
             let Some((size_bytes, path)) =
