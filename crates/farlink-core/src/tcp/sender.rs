@@ -134,6 +134,12 @@ pub struct Sender {
     /// The end of the segment the last ACK was matched to ([`AckEcho`]): a duplicate ACK
     /// answers the next segment above it.
     echo_end: u64,
+    /// Pacing: the earliest time the next segment may leave, when the controller paces
+    /// ([`CongestionController::pacing_rate_bps`]).
+    next_send_at: SimTime,
+    /// The last `poll_transmit` held a segment back for pacing: the world must wake the
+    /// sender at `next_send_at`.
+    pacing_blocked: bool,
     /// Per-ACK scratch for the controller's batch, reused.
     acked: Vec<Acked>,
     lost: Vec<Lost>,
@@ -157,6 +163,18 @@ impl Sender {
             AppSource::Bulk { total_bytes } => total_bytes,
             AppSource::Unbounded => u64::MAX,
         };
+        let mut cc = config.congestion_control.build(&init);
+        // The headers of a data segment (what `on_data_sent` builds): IP, TCP, timestamps.
+        let header_probe = Segment {
+            options: Options {
+                timestamps: negotiated
+                    .timestamps
+                    .then_some(Timestamps { tsval: 0, tsecr: 0 }),
+                ..Options::default()
+            },
+            ..Segment::default()
+        };
+        cc.on_wire_overhead(u64::from(header_probe.wire_bytes()));
         Sender {
             smss_bytes,
             window_shift: negotiated.window_shift,
@@ -171,13 +189,15 @@ impl Sender {
             scoreboard: Scoreboard::with_capacity(config.scoreboard_capacity_segments),
             recovery: Recovery::new(recovery, config.dup_thresh),
             limited_transmit: config.limited_transmit,
-            cc: config.congestion_control.build(&init),
+            cc,
             rtt: RttEstimator::new(config.rtt),
             rto_deadline: None,
             retransmit_head: false,
             timeouts_without_progress: 0,
             last_reduction: None,
             echo_end: 0,
+            next_send_at: SimTime::ZERO,
+            pacing_blocked: false,
             acked: Vec::with_capacity(config.scoreboard_capacity_segments),
             lost: Vec::with_capacity(config.scoreboard_capacity_segments),
             stats: SenderStats::default(),
@@ -253,6 +273,20 @@ impl Sender {
     pub fn next_timeout(&self) -> Option<SimTime> {
         self.rto_deadline
     }
+    /// When a segment held back by pacing may leave: `Some` only while the last
+    /// [`Sender::poll_transmit`] returned `None` because of the pacing rate. The world wakes
+    /// the sender then (as for [`Sender::next_timeout`]); controllers that do not pace never
+    /// set it.
+    pub fn next_send_time(&self) -> Option<SimTime> {
+        self.pacing_blocked.then_some(self.next_send_at)
+    }
+    /// The earlier of the retransmission timer and the pacing deadline.
+    pub fn next_wakeup(&self) -> Option<SimTime> {
+        match (self.next_timeout(), self.next_send_time()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
     /// A bulk transfer whose every byte is acknowledged.
     pub fn is_complete(&self) -> bool {
         self.app_limit_bytes != u64::MAX && self.snd_una == self.app_limit_bytes
@@ -282,6 +316,13 @@ impl Sender {
 
     /// The next segment to send now, if any. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
+        self.pacing_blocked = false;
+        // Pacing: a pacing controller's segments leave no earlier than `next_send_at`,
+        // whatever they are (retransmissions included).
+        if self.cc.pacing_rate_bps().is_some() && now < self.next_send_at {
+            self.pacing_blocked = true;
+            return None;
+        }
         // RFC 5681 3.2 (3), RFC 6582 3.2 step 3, RFC 6675 (4.3) and RFC 6298 (5.4): "Retransmit
         // the earliest segment that has not been acknowledged", whatever the window.
         if self.retransmit_head {
@@ -401,7 +442,7 @@ impl Sender {
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
-        Segment {
+        let seg = Segment {
             seq,
             ack: 0,
             flags: Flags::ACK,
@@ -415,7 +456,16 @@ impl Sender {
                 }),
                 ..Options::default()
             },
+        };
+        // Pacing: the next segment may leave once this one's wire bytes have gone out at the
+        // pacing rate, `next = now + wire bytes × 8 / rate` (rounded up to the nanosecond).
+        if let Some(rate) = self.cc.pacing_rate_bps() {
+            let bits = u128::from(seg.wire_bytes()) * 8 * 1_000_000_000;
+            let rate = u128::from(rate.max(1));
+            let gap_ns = bits.div_ceil(rate).min(u128::from(u64::MAX / 4)) as u64;
+            self.next_send_at = SimTime::from_nanos(now.as_nanos().saturating_add(gap_ns));
         }
+        seg
     }
 
     /// An ACK arrives.
@@ -997,6 +1047,39 @@ mod tests {
         s.on_timeout(at(1100));
         let echo = s.ack_echo(at(1200), seg(1), 0, true).unwrap();
         assert!(echo.ambiguous);
+    }
+
+    #[test]
+    fn a_pacing_controller_holds_segments_until_their_pacing_time() {
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(true, false),
+                congestion_control: CcConfig::Bbr(Default::default()),
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        );
+        let rate = s.cc().pacing_rate_bps().unwrap();
+        let first = s.poll_transmit(at(0)).unwrap();
+        assert_eq!(s.next_send_time(), None, "nothing held back yet");
+        assert!(s.poll_transmit(at(0)).is_none(), "paced");
+        let gap_ns = (u64::from(first.wire_bytes()) * 8 * 1_000_000_000).div_ceil(rate);
+        let due = at(0) + SimDuration::from_nanos(gap_ns);
+        assert_eq!(s.next_send_time(), Some(due));
+        assert_eq!(s.next_wakeup(), Some(due), "before the RTO");
+        assert_eq!(s.next_timeout(), Some(at(1000)), "the RTO itself unchanged");
+        let just_before = SimTime::from_nanos(due.as_nanos() - 1);
+        assert!(s.poll_transmit(just_before).is_none());
+        let second = s.poll_transmit(due).unwrap();
+        assert_eq!(second.seq, first.end_seq());
+    }
+
+    #[test]
+    fn controllers_that_do_not_pace_send_their_window_at_once() {
+        let mut s = sender(LossRecovery::Sack, false);
+        assert_eq!(drain(&mut s, at(0)).len(), 10);
+        assert_eq!(s.next_send_time(), None);
+        assert_eq!(s.next_wakeup(), s.next_timeout());
     }
 
     #[test]

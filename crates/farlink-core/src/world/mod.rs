@@ -638,7 +638,7 @@ impl<'s> World<'s> {
         self.observe_sender(f);
         let fl = &mut self.flows[f];
         fl.sender_timer
-            .arm(fl.sender.next_timeout(), now, &mut self.queue, |gen| {
+            .arm(fl.sender.next_wakeup(), now, &mut self.queue, |gen| {
                 Event::SenderTimer {
                     flow: f as u32,
                     gen,

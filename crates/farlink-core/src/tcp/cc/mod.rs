@@ -12,6 +12,7 @@
 //! from [`CongestionController::window`] (Reno's inflation, RFC 6675's pipe); that is the
 //! recovery role's business, not the controller's.
 
+pub mod bbr;
 pub mod cubic;
 pub mod hybla;
 pub mod reno;
@@ -26,6 +27,7 @@ use super::rtt::RttEstimator;
 use super::UnknownName;
 use crate::time::{SimDuration, SimTime};
 
+pub use bbr::{Bbr, BbrConfig, BbrState};
 pub use cubic::{Cubic, CubicConfig, CubicRegion};
 pub use hybla::{Hybla, HyblaConfig, HyblaRtt};
 pub use reno::{Reno, RenoConfig, WindowGrowth};
@@ -188,7 +190,11 @@ pub trait CongestionController: Send + fmt::Debug {
     fn on_spurious_congestion(&mut self, _now: SimTime) {}
     /// The congestion window in bytes; `u64::MAX` for a rate-only controller.
     fn window(&self) -> u64;
-    /// The rate to pace at, bits per second, if the controller paces.
+    /// Header bytes (IP, TCP, options) each data segment carries on the wire besides its
+    /// payload, told once by the sender after construction: a pacing controller that measures
+    /// delivered payload converts its rate to the wire rate the sender paces at.
+    fn on_wire_overhead(&mut self, _header_bytes: u64) {}
+    /// The rate to pace at, bits per second on the wire, if the controller paces.
     fn pacing_rate_bps(&self) -> Option<u64> {
         None
     }
@@ -206,12 +212,13 @@ pub enum CcConfig {
     Westwood(WestwoodConfig),
     Cubic(CubicConfig),
     Stpd(StpdConfig),
+    Bbr(BbrConfig),
 }
 
 impl CcConfig {
     /// The registry: every controller name, lower case, as the CLI and scenario files spell it.
     pub const NAMES: &'static [&'static str] =
-        &["reno", "vegas", "hybla", "westwood", "cubic", "stpd"];
+        &["reno", "vegas", "hybla", "westwood", "cubic", "stpd", "bbr"];
 
     /// The default configuration of the named controller.
     pub fn from_name(name: &str) -> Result<CcConfig, UnknownName> {
@@ -222,6 +229,7 @@ impl CcConfig {
             "westwood" => Ok(CcConfig::Westwood(WestwoodConfig::default())),
             "cubic" => Ok(CcConfig::Cubic(CubicConfig::default())),
             "stpd" => Ok(CcConfig::Stpd(StpdConfig::default())),
+            "bbr" => Ok(CcConfig::Bbr(BbrConfig::default())),
             _ => Err(UnknownName {
                 what: "congestion controller",
                 name: name.to_owned(),
@@ -238,6 +246,7 @@ impl CcConfig {
             CcConfig::Westwood(_) => "westwood",
             CcConfig::Cubic(_) => "cubic",
             CcConfig::Stpd(_) => "stpd",
+            CcConfig::Bbr(_) => "bbr",
         }
     }
 
@@ -249,6 +258,7 @@ impl CcConfig {
             CcConfig::Westwood(cfg) => Box::new(Westwood::new(cfg, init)),
             CcConfig::Cubic(cfg) => Box::new(Cubic::new(cfg, init)),
             CcConfig::Stpd(cfg) => Box::new(Stpd::new(cfg, init)),
+            CcConfig::Bbr(cfg) => Box::new(Bbr::new(cfg, init)),
         }
     }
 }

@@ -1,0 +1,108 @@
+//! BBR v1 in the engine, on seed 003's wireless path (S - R 10 Mbps 0.1 ms, R - D 1.5 Mbps
+//! 80 ms, 30 packets at R, 1000-byte packets, Bernoulli loss p on R -> D, 100 s), beside CUBIC
+//! and Reno, and the pacing of its departures. Each test prints its figures
+//! (`cargo test -p farlink-core --test engine_bbr -- --nocapture`).
+
+use farlink_core::{parse_scenario_json, run, RunResult};
+use serde_json::{json, Value};
+
+fn run_json(v: &Value) -> RunResult {
+    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The engine's default TCP (SACK, timestamps, delayed ACKs, IW10) with 1000-byte packets.
+fn wireless(cc: &str, p: f64, duration: &str, trace: Value) -> Value {
+    json!({
+        "name": "stpd-wireless",
+        "seed": 1,
+        "duration": duration,
+        "nodes": ["S", "R", "D"],
+        "links": [
+            {"name": "S-R", "a": "S", "b": "R", "rate": "10Mbps", "delay": "0.1ms", "queue_pkts": 1000},
+            {"name": "R-D", "a": "R", "b": "D", "rate": "1.5Mbps", "delay": "80ms", "queue_pkts": 30,
+             "fwd": {"loss": {"model": "bernoulli", "p": p}}}
+        ],
+        "lossy_link": "R-D",
+        "flows": [{"name": "ftp", "from": "S", "to": "D", "tcp": {"mss_bytes": 960, "cc": cc},
+                   "app": {"kind": "unbounded"}}],
+        "trace": trace
+    })
+}
+
+/// Normalised goodput and the time-weighted mean occupancy (packets) of the R -> D queue.
+fn figures(r: &RunResult) -> (f64, f64) {
+    let g = r.summary.flows[0].normalized_goodput;
+    let q = &r.traces.queue;
+    let end = (r.summary.sim_time_s * 1e9) as u64;
+    let (mut area, mut last_t, mut last_pkts) = (0.0, 0u64, 0u32);
+    for i in 0..q.time_ns.len() {
+        // Link 1 (R-D), forward.
+        if q.link[i] != 1 || !q.forward[i] {
+            continue;
+        }
+        area += f64::from(last_pkts) * (q.time_ns[i] - last_t) as f64;
+        last_t = q.time_ns[i];
+        last_pkts = q.pkts[i];
+    }
+    area += f64::from(last_pkts) * end.saturating_sub(last_t) as f64;
+    (g, area / end as f64)
+}
+
+#[test]
+fn bbr_fills_the_lossless_wireless_path_with_a_shorter_queue_than_cubic() {
+    let bbr = run_json(&wireless("bbr", 0.0, "100s", json!({"queue": true})));
+    let cubic = run_json(&wireless("cubic", 0.0, "100s", json!({"queue": true})));
+    let (gb, qb) = figures(&bbr);
+    let (gc, qc) = figures(&cubic);
+    eprintln!("p = 0, 100 s: bbr goodput {gb:.3} mean queue {qb:.2} pkts; cubic goodput {gc:.3} mean queue {qc:.2} pkts");
+    eprintln!(
+        "bbr: retransmissions {} timeouts {}; cubic: retransmissions {} timeouts {}",
+        bbr.summary.flows[0].retransmissions,
+        bbr.summary.flows[0].timeouts,
+        cubic.summary.flows[0].retransmissions,
+        cubic.summary.flows[0].timeouts
+    );
+    assert!(gb > 0.9, "bbr goodput {gb}");
+    assert!(qb < qc, "bbr queue {qb} cubic queue {qc}");
+}
+
+#[test]
+fn bbr_ignores_random_loss_and_beats_reno() {
+    let (gb, _) = figures(&run_json(&wireless("bbr", 0.01, "100s", json!({}))));
+    let (gr, _) = figures(&run_json(&wireless("reno", 0.01, "100s", json!({}))));
+    eprintln!("p = 0.01, 100 s: bbr goodput {gb:.3}, reno goodput {gr:.3}");
+    assert!(gb > 2.0 * gr, "bbr {gb} reno {gr}");
+}
+
+#[test]
+fn pacing_spaces_departures_at_the_pacing_rate() {
+    // In ProbeBW the pacing rate is gain × BtlBw with gains 1.25, 0.75, 1 and BtlBw the
+    // 1.5 Mbps of R - D: a 1000-byte packet every 8000 / 1.5e6 s = 5.33 ms at gain 1, 4.27 ms at
+    // 1.25, 7.11 ms at 0.75. CUBIC is ACK-clocked: delayed ACKs release segments in pairs.
+    let gaps = |cc: &str| -> Vec<f64> {
+        let r = run_json(&wireless(cc, 0.0, "12s", json!({"seq": true})));
+        let s = &r.traces.seq;
+        let t: Vec<u64> = (0..s.time_ns.len())
+            .filter(|&i| s.time_ns[i] >= 5_000_000_000 && s.time_ns[i] < 12_000_000_000)
+            .map(|i| s.time_ns[i])
+            .collect();
+        t.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e6).collect()
+    };
+    let mut bbr = gaps("bbr");
+    let cubic = gaps("cubic");
+    bbr.sort_by(f64::total_cmp);
+    let median = bbr[bbr.len() / 2];
+    let min = bbr[0];
+    let cubic_bursts = cubic.iter().filter(|&&g| g < 1.0).count() as f64 / cubic.len() as f64;
+    eprintln!(
+        "5-12 s: bbr {} departures, gap min {min:.3} ms median {median:.3} ms max {:.3} ms; \
+         cubic gaps under 1 ms {:.0} %",
+        bbr.len() + 1,
+        bbr[bbr.len() - 1],
+        100.0 * cubic_bursts
+    );
+    assert!(min > 4.2, "a departure {min} ms after the previous one");
+    assert!((median - 16.0 / 3.0).abs() < 0.2, "median gap {median} ms");
+    assert!(cubic_bursts > 0.3, "cubic bursts {cubic_bursts}");
+}
