@@ -80,7 +80,9 @@ def test_every_entry_runs_and_is_well_formed(out_dir, entry_id):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry_id", ["zaghloul-table-6.1-sim", "zaghloul-table-6.2-sim"])
+@pytest.mark.parametrize(
+    "entry_id", ["zaghloul-table-6.1-sim", "zaghloul-table-6.2-sim", "field-throughput"]
+)
 def test_simulated_field_transfers_within_twenty_percent(out_dir, entry_id):
     # The engine reproduces the field measurements of seed 000 Tables 6.1 and 6.2 (mean of
     # eight seeds) within 20 %.
