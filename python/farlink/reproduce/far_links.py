@@ -277,3 +277,95 @@ def field_throughput(out_dir: Path) -> Findings:
             "not give; the 2004 figure is the mean over seven FTP uploads of 1.38-55.23 MB.",
         ],
     )
+
+
+def _fig_6_4_model(beta_per_min):
+    """Eq. 36 with Figure 6.4's caption (RTT 18.2 s, p = 5e-4) and Table 6.2's six-link values."""
+    from farlink.models import calldrop_prediction
+
+    prediction = calldrop_prediction(
+        size_bytes=10e6,
+        n_links=6,
+        rtt_s=18.2,
+        p=5e-4,
+        beta_per_s=np.asarray(beta_per_min) / 60,
+        t0_s=60.0,
+        mss_bytes=1448,
+        wmax_bytes=34.7e3,
+    )
+    return np.asarray(prediction.transfer_time_s) / 60
+
+
+# Seed 000 Figure 6.4: 10 MB over six modems in the laboratory at call-drop rates of 1/52 min
+# (Iridium's own), 1/30 and 1/20 min per modem; RTT 18.2 s, p = 5e-4 in the caption.
+FIG_6_4_MINUTES_BETWEEN_DROPS = (52, 30, 20)
+
+
+@register(
+    "zaghloul-fig-6.4",
+    title="10 MB over six Iridium modems against the call-drop rate: simulated and eq. 36",
+    source="seed 000, Figure 6.4 and section 6.3",
+    engine="sim",
+)
+def fig_6_4(out_dir: Path) -> Findings:
+    from farlink.plots import line_figure
+
+    rows = []
+    medians, lower, upper = [], [], []
+    for minutes in FIG_6_4_MINUTES_BETWEEN_DROPS:
+        times = []
+        for seed in TABLE_SEEDS:
+            result = simulate(
+                "iridium-6",
+                size="10MB",
+                seed=seed,
+                duration="24h",
+                sets=[f'links[0].bundle.call_drop_rate="1/{minutes}min"', NO_TRACES],
+            )
+            flow = result.summary["flows"][0]
+            times.append(flow["transfer_time_s"] / 60 if flow["finished"] else np.nan)
+        q25, q50, q75 = np.nanpercentile(times, [25, 50, 75])
+        medians.append(q50)
+        lower.append(q25)
+        upper.append(q75)
+        rows.append(Row(f"1/{minutes} min: mean", "min", None, float(np.nanmean(times))))
+        rows.append(Row(f"1/{minutes} min: 25th-75th percentile", "min", None, float(q75 - q25)))
+        rows.append(
+            Row(f"1/{minutes} min: eq. 36", "min", None, float(_fig_6_4_model(1 / minutes)))
+        )
+    beta_per_min = 1 / np.linspace(15.0, 60.0, 46)
+    model_min = _fig_6_4_model(beta_per_min)
+    x = 1 / np.array(FIG_6_4_MINUTES_BETWEEN_DROPS, dtype=float)
+    figure = line_figure(
+        out_dir / "zaghloul-fig-6.4.png",
+        x=beta_per_min,
+        curves=[("eq. 36 (RTT 18.2 s, p 5e-4, T0 60 s, Wmax 34.7 KB)", model_min)],
+        points=[
+            ("simulated median (iridium-6)", x, np.array(medians)),
+            ("simulated 25th percentile", x, np.array(lower)),
+            ("simulated 75th percentile", x, np.array(upper)),
+        ],
+        xlabel="call drops per minute per modem, beta",
+        ylabel="transfer time of 10 MB (min)",
+        title="Fig. 6.4: 10 MB over six Iridium modems",
+        caption=f"farlink sim, seeds {TABLE_SEEDS[0]}-{TABLE_SEEDS[-1]} per rate; eq. 36",
+    )
+    return Findings(
+        rows=rows,
+        notes=[
+            "The figure's measured means survive only as a plot (eight transfers per rate, error "
+            "bars at the 25th and 75th percentiles), so no published number is compared; the "
+            "text says the higher rate 'leads to an exponential increase in TCP transfer "
+            "latency' and that the model agrees with the measured means.",
+            "The simulated transfer time rises less steeply with the drop rate than eq. 36 "
+            f"({rows[0].ours:.0f} to {rows[-3].ours:.0f} min against {rows[2].ours:.0f} to "
+            f"{rows[-1].ours:.0f}). Likely causes, not yet separated: the simulated timeout after "
+            "a drop follows the measured RTT variance rather than the model's fixed T0 = 60 s, "
+            "and the presets' CUBIC regains the window in a few round trips where eq. 36 "
+            "charges a full timeout sequence per drop. Nothing was tuned.",
+            "Simulated: the iridium-6 preset (no primary link) with the call-drop rate set per "
+            f"point, seeds {TABLE_SEEDS[0]}-{TABLE_SEEDS[-1]}; the model uses the caption's RTT "
+            "18.2 s and p = 5e-4 with Table 6.2's T0 = 60 s and Wmax 34.7 KB for six links.",
+        ],
+        figures=[figure],
+    )
