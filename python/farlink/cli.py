@@ -695,6 +695,31 @@ def analyze_command(
         typer.echo(f"wrote {path}")
 
 
+@app.command("fit")
+def fit_command(
+    capture: Annotated[Path, typer.Argument(help="A pcap or pcapng capture of a TCP transfer.")],
+    drops: Annotated[
+        Path | None, typer.Option(help="Call-drop log (CSV or KUMICS XML) to fit beta from.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Scenario file to write (TOML).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Estimate loss rate, RTT and beta from a capture and a drop log; write a scenario."""
+    from farlink.capture import CaptureError
+    from farlink.droplog import DropLogError
+    from farlink.fitpath import fit_path, scenario_toml
+
+    try:
+        fitted = fit_path(capture, drops)
+    except (CaptureError, DropLogError, ValueError) as err:
+        raise CliError(f"fit: {err}") from None
+    path = out if out is not None else DEFAULT_OUT / f"fit-{capture.stem}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(scenario_toml(fitted, name=f"fit-{capture.stem}"))
+    payload = {**fitted.to_dict(), "scenario": str(path)}
+    _emit(as_json, f"fit {capture}", payload)
+
+
 @app.command("demo")
 def demo(
     out: Annotated[Path, typer.Option(help="Folder for the table and figure.")] = DEFAULT_OUT,

@@ -1,0 +1,152 @@
+"""``farlink fit``: estimate a path from a capture (and a call-drop log) and write a scenario.
+
+From the busiest TCP connection of a capture (:mod:`farlink.capture`):
+
+* loss rate ``p`` = retransmitted segments / first transmissions of data segments. Every
+  retransmission is counted, spurious ones too, so this is an upper bound on the path's loss;
+* the RTT distribution (minimum, median, mean, 95th percentile, standard deviation) from the
+  capture's RTT samples (timestamps when both ends use them, else Karn);
+* the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
+  close when the flow filled the path for ten seconds at least;
+* the one-way delay as half the minimum RTT.
+
+With ``--drops LOG`` the per-member call-drop rate β is fitted as ``farlink fit-drops`` does
+(seed 000 section 5.3). The scenario written is a two-node path with one link (rate, delay,
+Bernoulli loss ``p`` in the data direction, named ``lossy_link``) and one unbounded flow with the
+capture's segment size; β, when known, and the RTT figures are recorded as comments and under
+``extra`` so the other engines can use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from farlink.capture import Connection, analyze_capture
+
+__all__ = ["PathFit", "fit_path", "scenario_toml"]
+
+
+@dataclass(frozen=True)
+class PathFit:
+    connection: str
+    loss_rate: float
+    rtt_s: dict[str, float]
+    rate_bps: float
+    delay_s: float
+    mss_bytes: int
+    beta_per_s: float | None
+    beta_ci_per_s: tuple[float, float] | None
+    drop_fit_verdict: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "connection": self.connection,
+            "loss_rate": self.loss_rate,
+            "rtt_s": self.rtt_s,
+            "rate_bps": self.rate_bps,
+            "delay_s": self.delay_s,
+            "mss_bytes": self.mss_bytes,
+            "beta_per_s": self.beta_per_s,
+            "beta_ci_per_s": list(self.beta_ci_per_s) if self.beta_ci_per_s else None,
+            "drop_fit_verdict": self.drop_fit_verdict,
+        }
+
+
+def _busiest(connections: list[Connection]) -> Connection:
+    return max(connections, key=lambda c: c.delivered_bytes)
+
+
+def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
+    """Estimate the path of ``capture``'s busiest connection (see the module notes)."""
+    _, connections = analyze_capture(capture)
+    if not connections:
+        raise ValueError(f"{capture}: no TCP connection carrying data")
+    conn = _busiest(connections)
+    retransmitted = int(conn.seq["retransmission"].sum())
+    first = len(conn.seq["seq"]) - retransmitted
+    rtt = conn.rtt["rtt_s"]
+    if len(rtt) == 0 or first == 0:
+        raise ValueError(f"{capture}: connection {conn.name} has no RTT samples or no data")
+    windows = conn.goodput.get(10.0, np.array([]))
+    rate = float(windows.max()) if len(windows) else 8 * conn.delivered_bytes / conn.duration_s
+    beta = ci = verdict = None
+    if drops is not None:
+        from farlink.dropfit import fit_drop_log
+        from farlink.droplog import read_drop_log
+
+        fit = fit_drop_log(read_drop_log(drops))
+        beta, ci, verdict = fit.beta_per_s, (fit.ci_low_per_s, fit.ci_high_per_s), fit.verdict
+    return PathFit(
+        connection=conn.name,
+        loss_rate=retransmitted / first,
+        rtt_s={
+            "min": float(rtt.min()),
+            "median": float(np.median(rtt)),
+            "mean": float(rtt.mean()),
+            "p95": float(np.percentile(rtt, 95)),
+            "std": float(rtt.std()),
+        },
+        rate_bps=rate,
+        delay_s=float(rtt.min()) / 2,
+        mss_bytes=int(conn.seq["len_bytes"].max()),
+        beta_per_s=beta,
+        beta_ci_per_s=ci,
+        drop_fit_verdict=verdict,
+    )
+
+
+def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
+    """A scenario file for the fitted path (valid input of ``farlink simulate``)."""
+    rtt = fit.rtt_s
+    lines = [
+        f"# Fitted by `farlink fit` from connection {fit.connection}.",
+        f"# RTT (s): min {rtt['min']:.4f}, median {rtt['median']:.4f}, mean {rtt['mean']:.4f}, "
+        f"95th percentile {rtt['p95']:.4f}, sd {rtt['std']:.4f}.",
+    ]
+    if fit.beta_per_s:
+        lines.append(
+            f"# Call drops: beta = 1/{1 / (fit.beta_per_s * 60):.1f}min per member "
+            f"({fit.drop_fit_verdict}); use it as links[0].bundle.call_drop_rate for a bundle."
+        )
+    lines += [
+        f'name = "{name}"',
+        'description = "path fitted from a capture by farlink fit"',
+        f'duration = "{duration}"',
+        'nodes = ["A", "B"]',
+        'lossy_link = "A-B"',
+        "",
+        "[[links]]",
+        'name = "A-B"',
+        'a = "A"',
+        'b = "B"',
+        f"rate_bps = {round(fit.rate_bps)}          # largest goodput over a 10 s window",
+        f"delay_s = {fit.delay_s:.6f}        # half the minimum RTT",
+        "queue_pkts = 100",
+        "",
+        "[links.fwd.loss]",
+        'model = "bernoulli"',
+        f"p = {fit.loss_rate:.6g}              # retransmitted / first transmissions (upper bound)",
+        "",
+        "[[flows]]",
+        'name = "fitted"',
+        'from = "A"',
+        'to = "B"',
+        "",
+        "[flows.tcp]",
+        f"mss_bytes = {fit.mss_bytes}",
+        "timestamps = false           # the MSS above is the payload the capture carried",
+        "",
+        "[flows.app]",
+        'kind = "unbounded"',
+        "",
+        "[extra.fit]",
+        f"rtt_median_s = {rtt['median']:.6f}",
+        f"rtt_p95_s = {rtt['p95']:.6f}",
+    ]
+    if fit.beta_per_s:
+        lines.append(f"beta_per_s = {fit.beta_per_s:.6g}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,70 @@
+"""farlink fit: a path estimated from a capture and a drop log, written as a runnable scenario."""
+
+import json
+
+import numpy as np
+import pytest
+
+from farlink import simulate
+from farlink.cli import main
+from farlink.fitpath import fit_path, scenario_toml
+from farlink.results import write_pcaps
+from farlink.scenario import load_scenario
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fit")
+    result = simulate("stpd-wireless", loss=0.01, duration="60s", sets=['pcap=["S-R"]'])
+    write_pcaps(result, out)
+    return out / "S-R.pcap", result.summary
+
+
+def test_fit_recovers_the_base_rtt_and_bounds_the_loss(capture):
+    path, summary = capture
+    fit = fit_path(path)
+    # Base RTT of stpd-wireless: 2 x 80.1 ms of propagation plus serialisation of a data packet
+    # at 1.5 and 10 Mbps and of an ACK; the tap on S-R sees it less nothing.
+    assert fit.rtt_s["min"] == pytest.approx(0.1665, abs=0.005)
+    assert fit.rtt_s["min"] <= fit.rtt_s["median"] <= fit.rtt_s["p95"]
+    drops = sum(summary["aggregate"]["drops"].values())
+    first = summary["aggregate"]["data_segments_delivered"]
+    assert fit.loss_rate >= drops / (first + drops) * 0.99  # an upper bound, by construction
+    assert fit.mss_bytes == 948
+    assert 0 < fit.rate_bps <= 1.5e6
+
+
+def test_fitted_scenario_runs_on_the_packet_engine(capture, tmp_path):
+    fit = fit_path(capture[0])
+    scenario = tmp_path / "fitted.toml"
+    scenario.write_text(scenario_toml(fit, "fitted"))
+    doc = load_scenario(scenario)
+    assert doc["links"][0]["fwd"]["loss"]["p"] == pytest.approx(fit.loss_rate, rel=1e-5)
+    result = simulate(scenario, duration="20s")
+    assert result.summary["aggregate"]["delivered_bytes"] > 0
+
+
+def test_cli_fit_with_a_drop_log(capsys, capture, tmp_path):
+    rng = np.random.default_rng(5)
+    lines = ["modem,time"]
+    for modem in ("Kansas", "Iowa", "Ohio"):
+        lines += [f"{modem},{t:.1f}" for t in np.cumsum(rng.exponential(3000, 80))]
+    log = tmp_path / "drops.csv"
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "fitted.toml"
+    code = main(["fit", str(capture[0]), "--drops", str(log), "--out", str(out), "--json"])
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    fitted = json.loads(printed)
+    low, high = fitted["beta_ci_per_s"]
+    assert low <= 1 / 3000 <= high
+    assert "call_drop_rate" in out.read_text()
+
+
+def test_cli_fit_bad_capture_is_one_line(capsys, tmp_path):
+    bad = tmp_path / "not.pcap"
+    bad.write_text("hello")
+    code = main(["fit", str(bad)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("farlink: error: fit:")
