@@ -37,13 +37,20 @@ UPTIME_TESTS = {12: (89, 98, 4), 32: (85, 96, 24)}
 NO_TRACES = "trace={}"
 
 
-def _transfer_minutes(preset: str, size: str, seeds=SEEDS) -> float:
+def _transfer_times_min(
+    preset: str, size: str, seeds, duration: str = "12h", sets: tuple[str, ...] = ()
+) -> np.ndarray:
+    """Transfer time (min) of a bulk transfer of ``size`` per seed; NaN where unfinished."""
     times = []
     for seed in seeds:
-        result = simulate(preset, size=size, seed=seed, duration="12h", sets=[NO_TRACES])
+        result = simulate(preset, size=size, seed=seed, duration=duration, sets=[*sets, NO_TRACES])
         flow = result.summary["flows"][0]
         times.append(flow["transfer_time_s"] / 60 if flow["finished"] else np.nan)
-    return float(np.mean(times))
+    return np.array(times)
+
+
+def _transfer_minutes(preset: str, size: str, seeds=SEEDS) -> float:
+    return float(np.mean(_transfer_times_min(preset, size, seeds)))
 
 
 @register(
@@ -313,17 +320,13 @@ def fig_6_4(out_dir: Path) -> Findings:
     rows = []
     medians, lower, upper = [], [], []
     for minutes in FIG_6_4_MINUTES_BETWEEN_DROPS:
-        times = []
-        for seed in TABLE_SEEDS:
-            result = simulate(
-                "iridium-6",
-                size="10MB",
-                seed=seed,
-                duration="24h",
-                sets=[f'links[0].bundle.call_drop_rate="1/{minutes}min"', NO_TRACES],
-            )
-            flow = result.summary["flows"][0]
-            times.append(flow["transfer_time_s"] / 60 if flow["finished"] else np.nan)
+        times = _transfer_times_min(
+            "iridium-6",
+            "10MB",
+            TABLE_SEEDS,
+            duration="24h",
+            sets=(f'links[0].bundle.call_drop_rate="1/{minutes}min"',),
+        )
         q25, q50, q75 = np.nanpercentile(times, [25, 50, 75])
         medians.append(q50)
         lower.append(q25)
