@@ -621,6 +621,16 @@ fn only_its_params(
 /// Reads and validates a scenario from JSON. Every error names the path of the offending value
 /// and what was expected; nothing here panics on any input.
 pub fn parse_scenario_json(text: &str) -> Result<Scenario, ScenarioError> {
+    // serde's derived structs also accept a JSON array of their fields in declaration order;
+    // a scenario is only ever an object with named fields.
+    if let Some(first) = text.trim_start().chars().next() {
+        if first != '{' {
+            return Err(ScenarioError::new(
+                "",
+                format!("expected a JSON object (the scenario), found `{first}` at its start"),
+            ));
+        }
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let raw: RawScenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = error_path(e.path());

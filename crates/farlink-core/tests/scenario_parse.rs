@@ -673,3 +673,13 @@ mod random {
         }
     }
 }
+
+#[test]
+fn a_scenario_is_an_object_not_an_array_of_its_fields() {
+    let err = parse_scenario_json("[7, \"100s\"]").unwrap_err();
+    assert_eq!(err.path, "");
+    assert!(err.message.contains("expected a JSON object"), "{err}");
+    // An empty document still reads as malformed JSON, not as this error.
+    let err = parse_scenario_json("   ").unwrap_err();
+    assert!(!err.message.contains("expected a JSON object"), "{err}");
+}
