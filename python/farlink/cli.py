@@ -717,7 +717,20 @@ def fit_command(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(scenario_toml(fitted, name=f"fit-{capture.stem}"))
     payload = {**fitted.to_dict(), "scenario": str(path)}
+    if as_json:
+        print_json({**payload, "loss_rate_meanings": LOSS_RATE_MEANINGS})
+        return
     _emit(as_json, f"fit {capture}", payload)
+    for name, meaning in LOSS_RATE_MEANINGS.items():
+        typer.echo(f"{name}: {meaning}")
+
+
+LOSS_RATE_MEANINGS = {
+    "loss_rate": "loss events (retransmissions the receiver's ACKs show were needed) / data "
+    "segments; written in the scenario",
+    "loss_rate_upper_bound": "every retransmission / first transmissions, spurious resends "
+    "(go-back-N after a timeout, a resend crossing its ACK) included",
+}
 
 
 @app.command("demo")
