@@ -814,11 +814,11 @@ def _print_side_by_side(summaries: list[dict[str, Any]], link_rate_bps: float | 
     from farlink.report import print_rows
 
     rows = [(key, *(s[key] for s in summaries)) for key in _SIDE_BY_SIDE]
-    field, what = ("mean_normalized", "/ link rate") if link_rate_bps else ("mean_bps", "bit/s")
+    field, what = ("mean_normalized", "/ rate") if link_rate_bps else ("mean_bps", "bit/s")
     for window in summaries[0]["goodput_windows"]:
         rows.append(
             (
-                f"goodput over {window}, mean {what}",
+                f"goodput {window} mean {what}",
                 *(s["goodput_windows"][window].get(field) for s in summaries),
             )
         )
