@@ -746,11 +746,13 @@ def plot_connections(
     sim_drops_s: np.ndarray | None = None,
     link_rate_bps: float | None = None,
     title: str | None = None,
+    figures: tuple[str, ...] = ("tseq", "rtt", "outstanding", "goodput"),
 ) -> list[Path]:
     """Draw the connections (of one capture, or a capture beside a simulation) in four PNGs:
     time-sequence (retransmissions marked, call drops as vertical lines: ``drops_s`` from a log
     dashed, ``sim_drops_s`` from a simulation dotted), RTT samples, outstanding data and goodput
-    histograms (normalised to ``link_rate_bps`` when given). Returns the paths written."""
+    histograms (normalised to ``link_rate_bps`` when given); ``figures`` chooses which of the
+    four (by the names ending their files). Returns the paths written."""
     import matplotlib.pyplot as plt
 
     from farlink import plots  # noqa: F401  (selects the Agg backend)
@@ -760,6 +762,9 @@ def plot_connections(
     written = []
 
     def save(fig: Any, name: str) -> None:
+        if name not in figures:
+            plt.close(fig)
+            return
         path = folder / f"{stem}-{name}.png"
         fig.savefig(path, metadata={"Software": "farlink"})
         plt.close(fig)
@@ -809,37 +814,42 @@ def plot_connections(
 
     fig, axes = plt.subplots(len(GOODPUT_WINDOWS_S), 1, figsize=(7.0, 8.0), dpi=120)
     for ax, w in zip(axes, GOODPUT_WINDOWS_S, strict=True):
-        drawn = False
-        for c in connections:
-            g = c.goodput[w]
-            if not len(g):
-                continue
-            label = f"{c.name} ({len(g)} windows)"
-            if link_rate_bps:
-                # Fractions of the windows, so a capture and a longer simulation compare.
-                counts = normalized_histogram(g / link_rate_bps)
-                ax.stairs(counts / len(g), NORMALIZED_BIN_EDGES, fill=True, alpha=0.5, label=label)
-            else:
-                ax.hist(g / 1e3, bins=30, alpha=0.6, label=label)
-            drawn = True
-        if not drawn:
-            ax.text(
-                0.5, 0.5, "no complete window", ha="center", va="center", transform=ax.transAxes
-            )
-        if link_rate_bps:
-            rate = f"{link_rate_bps / 1e3:g} kbit/s"
-            ax.set(
-                xlabel=f"goodput over {w:g} s windows / link rate ({rate})",
-                ylabel="share of windows",
-                xlim=(0.0, 1.0),
-            )
-        else:
-            ax.set(xlabel=f"goodput over {w:g} s windows (kbit/s)", ylabel="windows")
-        _finish(ax, legend=drawn)
+        _goodput_panel(ax, connections, w, link_rate_bps)
     axes[0].set_title(f"{stem}: goodput histograms", fontsize=10)
     fig.tight_layout()
     save(fig, "goodput")
     return written
+
+
+def _goodput_panel(
+    ax: Any, connections: list[Connection], w: float, link_rate_bps: float | None
+) -> None:
+    """One histogram panel: goodput over windows of ``w`` seconds, in kbit/s or normalised."""
+    drawn = False
+    for c in connections:
+        g = c.goodput[w]
+        if not len(g):
+            continue
+        label = f"{c.name} ({len(g)} windows)"
+        if link_rate_bps:
+            # Fractions of the windows, so a capture and a longer simulation compare.
+            counts = normalized_histogram(g / link_rate_bps)
+            ax.stairs(counts / len(g), NORMALIZED_BIN_EDGES, fill=True, alpha=0.5, label=label)
+        else:
+            ax.hist(g / 1e3, bins=30, alpha=0.6, label=label)
+        drawn = True
+    if not drawn:
+        ax.text(0.5, 0.5, "no complete window", ha="center", va="center", transform=ax.transAxes)
+    if link_rate_bps:
+        rate = f"{link_rate_bps / 1e3:g} kbit/s"
+        ax.set(
+            xlabel=f"goodput over {w:g} s windows / link rate ({rate})",
+            ylabel="share of windows",
+            xlim=(0.0, 1.0),
+        )
+    else:
+        ax.set(xlabel=f"goodput over {w:g} s windows (kbit/s)", ylabel="windows")
+    _finish(ax, legend=drawn)
 
 
 def _finish(ax: Any, legend: bool = True) -> None:
