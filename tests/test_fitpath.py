@@ -18,14 +18,14 @@ def _true_loss_rate(summary) -> float:
     return sum(flow["drops"].values()) / flow["segments_sent"]
 
 
-@pytest.mark.parametrize("tap", ["S-R", "R-D"])
-def test_loss_events_land_near_the_truth_and_nearer_than_the_upper_bound(tmp_path, tap):
+@pytest.mark.parametrize(("tap", "sack"), [("S-R", True), ("R-D", True), ("S-R", False)])
+def test_loss_events_land_near_the_truth_and_nearer_than_the_upper_bound(tmp_path, tap, sack):
     # Reno at 2 % on seed 003's wireless path: timeouts and go-back-N resend segments the
     # receiver held, so half the retransmissions are spurious. S-R is upstream of every loss;
-    # R-D's tap is behind the queue at R, so the queue's drops never cross it.
-    result = simulate(
-        "stpd-wireless", tcp="reno", loss=0.02, duration="60s", sets=[f'pcap=["{tap}"]']
-    )
+    # R-D's tap is behind the queue at R, so the queue's drops never cross it. Without SACK
+    # blocks only the cumulative ACKs tell the go-back-N resends apart (rule 2 of lossest).
+    sets = [f'pcap=["{tap}"]', f"flows[0].tcp.sack={str(sack).lower()}"]
+    result = simulate("stpd-wireless", tcp="reno", loss=0.02, duration="60s", sets=sets)
     write_pcaps(result, tmp_path)
     truth = _true_loss_rate(result.summary)
     fit = fit_path(tmp_path / f"{tap}.pcap")
