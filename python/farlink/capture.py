@@ -771,14 +771,14 @@ def plot_connections(
         written.append(path)
 
     fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
-    for c in connections:
+    for i, c in enumerate(connections):
         s = c.seq
         ax.plot(s["time_s"], (s["seq"] + s["len_bytes"]) / 1e3, ".", ms=2, label=f"{c.name} sent")
         rt = s["retransmission"]
         ax.plot(
             s["time_s"][rt],
             (s["seq"][rt] + s["len_bytes"][rt]) / 1e3,
-            "rx",
+            _RETX_MARKERS[i % len(_RETX_MARKERS)],
             ms=5,
             label=f"{c.name} retransmissions ({rt.sum()})",
         )
@@ -819,6 +819,11 @@ def plot_connections(
     fig.tight_layout()
     save(fig, "goodput")
     return written
+
+
+# Retransmission markers, one style per connection so a capture and a simulation drawn together
+# stay apart (red crosses first, as tcptrace draws them).
+_RETX_MARKERS = ("rx", "k+", "m1", "c2")
 
 
 def _goodput_panel(
