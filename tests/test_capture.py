@@ -22,6 +22,7 @@ from farlink.capture import (
     CaptureError,
     analyze_capture,
     analyze_result,
+    call_drop_times_s,
     plot_connections,
     read_capture,
 )
@@ -336,3 +337,109 @@ def run_cli(tmp_path: Path, capture: Path, *args: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(["analyze", str(capture), "--out", str(tmp_path / "out"), *args])
     return code, out.getvalue(), err.getvalue()
+
+
+# The scenario of chain() as a file, without a [trace] table: `analyze --sim` switches on the
+# traces it needs.
+CHAIN_TOML = """
+name = "capture-chain"
+duration = "60s"
+nodes = ["S", "R", "D"]
+pcap = ["S-R"]
+
+[[links]]
+name = "S-R"
+a = "S"
+b = "R"
+rate = "10Mbps"
+delay = "1ms"
+
+[[links]]
+name = "R-D"
+a = "R"
+b = "D"
+rate = "1Mbps"
+delay = "40ms"
+queue_pkts = 20
+fwd = { loss = { model = "bernoulli", p = 0.03 } }
+
+[[flows]]
+name = "ftp"
+from = "S"
+to = "D"
+app = { kind = "bulk", size = "300KB" }
+tcp = { timestamps = true }
+"""
+
+
+def test_cli_analyze_beside_a_simulation_of_the_same_scenario(run_ts, tmp_path):
+    # The same scenario and seed as the capture: the tap is upstream of every loss, so the
+    # simulation's traces give the capture's retransmissions, timeouts and delivered bytes.
+    path = write(tmp_path, "s.pcap", run_ts.pcap["S-R"])
+    scenario = tmp_path / "chain.toml"
+    scenario.write_text(CHAIN_TOML)
+    args = ("--sim", str(scenario), "--seed", "7", "--link-rate", "1Mbps", "--json")
+    code, out, err = run_cli(tmp_path, path, *args)
+    assert code == 0, err
+    payload = json.loads(out)
+    (captured,) = payload["connections"]
+    (simulated,) = payload["simulation"]["connections"]
+    assert simulated["connection"] == "sim ftp" and payload["simulation"]["seed"] == 7
+    for key in ("retransmissions", "timeouts"):
+        assert captured[key] == simulated[key] == run_ts.summary["flows"][0][key], key
+    assert captured["delivered_bytes"] == simulated["delivered_bytes"]  # ACKs seen at the tap
+    assert payload["simulation"]["call_drop_times_s"] == []
+    assert {Path(f).name for f in payload["figures"]} == {
+        f"s-{name}.png" for name in ("tseq", "rtt", "outstanding", "goodput")
+    }
+    code, out, err = run_cli(tmp_path, path, "--sim", str(scenario), "--seed", "7")
+    assert code == 0, err
+    assert "sim ftp" in out and "goodput 10s mean bit/s" in out
+
+
+def test_cli_analyze_goodput_normalised_to_the_link_rate(tmp_path):
+    # 30 s over seed 003's 1.5 Mbps wireless hop: two or three complete 10 s windows.
+    result = simulate("stpd-wireless", duration="30s", sets=['pcap=["S-R"]', "trace={}"])
+    path = write(tmp_path, "w.pcap", result.pcap["S-R"])
+    args = ("--sim", "stpd-wireless", "--set", 'duration="30s"', "--link-rate", "1.5Mbps")
+    code, out, err = run_cli(tmp_path, path, *args, "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["link_rate_bps"] == 1.5e6
+    summaries = payload["connections"] + payload["simulation"]["connections"]
+    for summary in summaries:
+        window = summary["goodput_windows"]["10s"]
+        assert window["link_rate_bps"] == 1.5e6
+        assert window["mean_normalized"] == pytest.approx(window["mean_bps"] / 1.5e6)
+        assert sum(window["histogram_normalized"]["counts"]) == window["windows"] >= 2
+        assert 0.3 < window["max_normalized"] <= 1  # payload below the 1.5 Mbps of the hop
+        assert summary["goodput_windows"]["100s"]["histogram_normalized"]["counts"] == [0] * 20
+    code, out, _ = run_cli(tmp_path, path, *args)
+    assert code == 0 and "goodput 10s mean / rate" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--set", "duration=1"), "farlink: error: --set: --set and --seed need --sim"),
+        (("--sim", "no-such-preset"), "farlink: error: --sim: 'no-such-preset' is neither"),
+        (("--sim", "stpd-wireless", "--set", "links[7].rate=1"), "farlink: error: --sim:"),
+        (("--link-rate", "fast"), "farlink: error: --link-rate:"),
+    ],
+)
+def test_cli_analyze_sim_bad_input_is_one_line(run_ts, tmp_path, args, fragment):
+    path = write(tmp_path, "s.pcap", run_ts.pcap["S-R"])
+    code, _, err = run_cli(tmp_path, path, *args)
+    assert code == 2 and err.startswith(fragment) and err.count("\n") == 1, err
+
+
+def test_call_drop_times_come_from_the_member_state_trace():
+    result = simulate(
+        "iridium-2",
+        duration="30min",
+        seed=2,
+        sets=['links[0].bundle.call_drop_rate="1/5min"', "trace={member_state=true}"],
+    )
+    times = call_drop_times_s(result)
+    assert len(times) == result.summary["links"][0]["bundle"]["call_drops"] > 0
+    assert np.all(np.diff(times) >= 0) and 0 < times[0] and times[-1] <= 1800

@@ -33,11 +33,15 @@ __all__ = [
     "analyze_capture",
     "analyze_packets",
     "analyze_result",
+    "call_drop_times_s",
     "plot_connections",
     "read_capture",
 ]
 
 GOODPUT_WINDOWS_S = (10.0, 100.0, 1000.0)
+# Histogram of goodput normalised to the link rate: 20 bins of 0.05 over [0, 1] (seed 004,
+# Figures 10-12); a window above the rate (a rate given too low) is counted in the last bin.
+NORMALIZED_BIN_EDGES = np.linspace(0.0, 1.0, 21)
 MAX_RECORD_BYTES = 262_144  # larger than any link's snap length: a record this long is corrupt
 _PCAP_MAGICS = {
     b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
@@ -321,8 +325,9 @@ class Connection:
     def retransmissions(self) -> int:
         return int(self.seq["retransmission"].sum())
 
-    def summary(self) -> dict[str, Any]:
-        """A JSON-ready summary of the connection."""
+    def summary(self, link_rate_bps: float | None = None) -> dict[str, Any]:
+        """A JSON-ready summary of the connection; with ``link_rate_bps`` the goodput windows
+        also normalised to that rate, with their histogram (:data:`NORMALIZED_BIN_EDGES`)."""
         rtt = self.rtt["rtt_s"]
         sent = int(self.seq["len_bytes"].sum())
         return {
@@ -350,15 +355,35 @@ class Connection:
             if len(self.outstanding["bytes"])
             else 0,
             "goodput_windows": {
-                f"{w:g}s": {
-                    "windows": len(g),
-                    "mean_bps": float(g.mean()) if len(g) else None,
-                    "min_bps": float(g.min()) if len(g) else None,
-                    "max_bps": float(g.max()) if len(g) else None,
-                }
-                for w, g in self.goodput.items()
+                f"{w:g}s": _window_summary(g, link_rate_bps) for w, g in self.goodput.items()
             },
         }
+
+
+def _window_summary(g: np.ndarray, link_rate_bps: float | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "windows": len(g),
+        "mean_bps": float(g.mean()) if len(g) else None,
+        "min_bps": float(g.min()) if len(g) else None,
+        "max_bps": float(g.max()) if len(g) else None,
+    }
+    if link_rate_bps:
+        norm = g / link_rate_bps
+        out["link_rate_bps"] = link_rate_bps
+        out["mean_normalized"] = float(norm.mean()) if len(g) else None
+        out["min_normalized"] = float(norm.min()) if len(g) else None
+        out["max_normalized"] = float(norm.max()) if len(g) else None
+        out["histogram_normalized"] = {
+            "edges": NORMALIZED_BIN_EDGES.tolist(),
+            "counts": normalized_histogram(norm).tolist(),
+        }
+    return out
+
+
+def normalized_histogram(norm: np.ndarray) -> np.ndarray:
+    """Counts of normalised goodput per bin of :data:`NORMALIZED_BIN_EDGES` (above 1: last)."""
+    clipped = np.clip(norm, 0.0, 1.0)
+    return np.histogram(clipped, bins=NORMALIZED_BIN_EDGES)[0]
 
 
 def _unwrap(values: list[int], base: int) -> np.ndarray:
@@ -684,6 +709,30 @@ def analyze_result(result: Any, *, min_rto_s: float = MIN_RTO_S) -> list[Connect
     return out
 
 
+# The member states of the core's ``member_state`` trace, by code (crates/farlink-core
+# src/trace.rs, MEMBER_STATE_NAMES); ``call_lost`` is entered at the instant of a call drop.
+MEMBER_STATE_NAMES = (
+    "idle",
+    "connecting",
+    "connected",
+    "call_lost",
+    "dropped",
+    "failed",
+    "blocked",
+)
+_CALL_LOST = MEMBER_STATE_NAMES.index("call_lost")
+
+
+def call_drop_times_s(result: Any) -> np.ndarray:
+    """Times (s) of the call drops of every bundle member in a simulation, from its
+    ``member_state`` trace (empty when the scenario has no bundle or the trace is off)."""
+    states = result.traces.get("member_state")
+    if not states or not len(states["time_ns"]):
+        return np.zeros(0)
+    lost = states["state"] == _CALL_LOST
+    return np.sort(states["time_ns"][lost] / 1e9)
+
+
 # --------------------------------------------------------------------------------------------
 # figures
 
@@ -694,10 +743,16 @@ def plot_connections(
     *,
     stem: str = "analysis",
     drops_s: np.ndarray | None = None,
+    sim_drops_s: np.ndarray | None = None,
+    link_rate_bps: float | None = None,
+    title: str | None = None,
+    figures: tuple[str, ...] = ("tseq", "rtt", "outstanding", "goodput"),
 ) -> list[Path]:
     """Draw the connections (of one capture, or a capture beside a simulation) in four PNGs:
-    time-sequence (retransmissions marked, call drops as vertical lines), RTT samples,
-    outstanding data and goodput histograms. Returns the paths written."""
+    time-sequence (retransmissions marked, call drops as vertical lines: ``drops_s`` from a log
+    dashed, ``sim_drops_s`` from a simulation dotted), RTT samples, outstanding data and goodput
+    histograms (normalised to ``link_rate_bps`` when given); ``figures`` chooses which of the
+    four (by the names ending their files). Returns the paths written."""
     import matplotlib.pyplot as plt
 
     from farlink import plots  # noqa: F401  (selects the Agg backend)
@@ -707,27 +762,33 @@ def plot_connections(
     written = []
 
     def save(fig: Any, name: str) -> None:
+        if name not in figures:
+            plt.close(fig)
+            return
         path = folder / f"{stem}-{name}.png"
         fig.savefig(path, metadata={"Software": "farlink"})
         plt.close(fig)
         written.append(path)
 
     fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
-    for c in connections:
+    for i, c in enumerate(connections):
         s = c.seq
         ax.plot(s["time_s"], (s["seq"] + s["len_bytes"]) / 1e3, ".", ms=2, label=f"{c.name} sent")
         rt = s["retransmission"]
         ax.plot(
             s["time_s"][rt],
             (s["seq"][rt] + s["len_bytes"][rt]) / 1e3,
-            "rx",
+            _RETX_MARKERS[i % len(_RETX_MARKERS)],
             ms=5,
             label=f"{c.name} retransmissions ({rt.sum()})",
         )
         ax.step(c.ack["time_s"], c.ack["ack"] / 1e3, where="post", lw=0.8, label=f"{c.name} ACK")
     for i, t in enumerate(drops_s if drops_s is not None else []):
         ax.axvline(t, color="0.4", ls="--", lw=0.8, label="call drop" if i == 0 else None)
-    ax.set(xlabel="time (s)", ylabel="sequence (KB)", title=f"{stem}: time-sequence")
+    for i, t in enumerate(sim_drops_s if sim_drops_s is not None else []):
+        label = "simulated call drop" if i == 0 else None
+        ax.axvline(t, color="tab:purple", ls=":", lw=0.9, label=label)
+    ax.set(xlabel="time (s)", ylabel="sequence (KB)", title=title or f"{stem}: time-sequence")
     _finish(ax)
     save(fig, "tseq")
 
@@ -753,22 +814,47 @@ def plot_connections(
 
     fig, axes = plt.subplots(len(GOODPUT_WINDOWS_S), 1, figsize=(7.0, 8.0), dpi=120)
     for ax, w in zip(axes, GOODPUT_WINDOWS_S, strict=True):
-        drawn = False
-        for c in connections:
-            g = c.goodput[w]
-            if len(g):
-                ax.hist(g / 1e3, bins=30, alpha=0.6, label=f"{c.name} ({len(g)} windows)")
-                drawn = True
-        if not drawn:
-            ax.text(
-                0.5, 0.5, "no complete window", ha="center", va="center", transform=ax.transAxes
-            )
-        ax.set(xlabel=f"goodput over {w:g} s windows (kbit/s)", ylabel="windows")
-        _finish(ax, legend=drawn)
+        _goodput_panel(ax, connections, w, link_rate_bps)
     axes[0].set_title(f"{stem}: goodput histograms", fontsize=10)
     fig.tight_layout()
     save(fig, "goodput")
     return written
+
+
+# Retransmission markers, one style per connection so a capture and a simulation drawn together
+# stay apart (red crosses first, as tcptrace draws them).
+_RETX_MARKERS = ("rx", "k+", "m1", "c2")
+
+
+def _goodput_panel(
+    ax: Any, connections: list[Connection], w: float, link_rate_bps: float | None
+) -> None:
+    """One histogram panel: goodput over windows of ``w`` seconds, in kbit/s or normalised."""
+    drawn = False
+    for c in connections:
+        g = c.goodput[w]
+        if not len(g):
+            continue
+        label = f"{c.name} ({len(g)} windows)"
+        if link_rate_bps:
+            # Fractions of the windows, so a capture and a longer simulation compare.
+            counts = normalized_histogram(g / link_rate_bps)
+            ax.stairs(counts / len(g), NORMALIZED_BIN_EDGES, fill=True, alpha=0.5, label=label)
+        else:
+            ax.hist(g / 1e3, bins=30, alpha=0.6, label=label)
+        drawn = True
+    if not drawn:
+        ax.text(0.5, 0.5, "no complete window", ha="center", va="center", transform=ax.transAxes)
+    if link_rate_bps:
+        rate = f"{link_rate_bps / 1e3:g} kbit/s"
+        ax.set(
+            xlabel=f"goodput over {w:g} s windows / link rate ({rate})",
+            ylabel="share of windows",
+            xlim=(0.0, 1.0),
+        )
+    else:
+        ax.set(xlabel=f"goodput over {w:g} s windows (kbit/s)", ylabel="windows")
+    _finish(ax, legend=drawn)
 
 
 def _finish(ax: Any, legend: bool = True) -> None:

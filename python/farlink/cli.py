@@ -639,16 +639,42 @@ def analyze_command(
         str,
         typer.Option(help=f"Least RTO of the timeout heuristic {DurationOpt} Linux uses 200ms."),
     ] = "1s",
+    sim: Annotated[
+        str | None,
+        typer.Option(
+            "--sim",
+            help="A scenario file or preset to simulate and draw beside the capture.",
+        ),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="With --sim: set a scenario field, path=value."),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="With --sim: master seed of the run.")] = None,
+    link_rate: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Normalise goodput to this link rate ({units.BITRATE_FORMS}), as seed 004 "
+            "Figures 10-12 do."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Analyse the TCP connections of a capture: retransmissions, RTT, timeouts, goodput."""
-    from farlink.capture import CaptureError, analyze_capture, plot_connections
-    from farlink.droplog import DropLogError, read_drop_log
+    """Analyse the TCP connections of a capture: retransmissions, RTT, timeouts, goodput.
 
+    With --sim, a simulation of the scenario is analysed the same way and drawn in the same
+    figures, and its numbers are printed beside the capture's.
+    """
+    from farlink.capture import CaptureError, analyze_capture, plot_connections
+
+    min_rto_s = read("--min-rto", units.parse_duration_s, min_rto)
+    rate_bps = (
+        None if link_rate is None else read("--link-rate", units.parse_bitrate_bps, link_rate)
+    )
+    if sim is None and (set_ or seed is not None):
+        raise CliError("--set: --set and --seed need --sim")
     try:
-        cap, connections = analyze_capture(
-            capture, min_rto_s=read("--min-rto", units.parse_duration_s, min_rto)
-        )
+        cap, connections = analyze_capture(capture, min_rto_s=min_rto_s)
     except CaptureError as err:
         raise CliError(f"CAPTURE: {err}") from None
     for warning in cap.warnings:
@@ -659,17 +685,18 @@ def analyze_command(
             f"CAPTURE: {capture}: no IPv4 TCP connection carrying data in {cap.records} packets"
             + (f" (skipped {skipped})" if skipped else "")
         )
-    drops_s = None
-    if drops is not None:
-        try:
-            log = read_drop_log(drops)
-        except DropLogError as err:
-            raise CliError(f"--drops: {err}") from None
-        times = np.sort(np.concatenate([np.asarray(t, float) for t in log.drop_times_s.values()]))
-        # A log on the wall clock is placed on the capture's clock; a relative log is kept.
-        drops_s = times - cap.start_unix_s if times.size and times[0] > 1e8 else times
+    drops_s = None if drops is None else _log_drops_s(drops, cap.start_unix_s)
+    simulated = None if sim is None else _simulate_beside(sim, set_ or (), seed, min_rto_s)
     folder = out if out is not None else DEFAULT_OUT / "analyze" / capture.stem
-    written = plot_connections(connections, folder, stem=capture.stem, drops_s=drops_s)
+    drawn = connections + (simulated["connections"] if simulated else [])
+    written = plot_connections(
+        drawn,
+        folder,
+        stem=capture.stem,
+        drops_s=drops_s,
+        sim_drops_s=simulated["drops_s"] if simulated else None,
+        link_rate_bps=rate_bps,
+    )
     payload = {
         "capture": str(capture),
         "format": cap.format,
@@ -679,20 +706,123 @@ def analyze_command(
         "skipped": cap.skipped,
         "bytes_ignored": cap.bytes_ignored,
         "warnings": cap.warnings,
+        "link_rate_bps": rate_bps,
         "out": str(folder),
     }
+    summaries = [c.summary(rate_bps) for c in connections]
+    sim_payload = None
+    if simulated:
+        sim_payload = {
+            "scenario": simulated["scenario"],
+            "seed": simulated["seed"],
+            "call_drop_times_s": simulated["drops_s"].tolist(),
+            "connections": [c.summary(rate_bps) for c in simulated["connections"]],
+        }
     if as_json:
-        print_json({**payload, "connections": [c.summary() for c in connections]})
-        return
-    print_quantities(f"analyze {capture}", {k: v for k, v in payload.items() if k != "warnings"})
-    for c in connections:
-        s = c.summary()
-        print_quantities(
-            f"connection {c.name}",
-            {k: v for k, v in s.items() if k not in ("goodput_windows", "timeout_times_s")},
+        print_json(
+            {
+                **payload,
+                "connections": summaries,
+                **({"simulation": sim_payload} if sim_payload else {}),
+                "figures": [str(p) for p in written],
+            }
         )
+        return
+    print_quantities(
+        f"analyze {capture}",
+        {k: v for k, v in payload.items() if k != "warnings" and v is not None},
+    )
+    if sim_payload:
+        _print_side_by_side(summaries + sim_payload["connections"], rate_bps)
+    else:
+        for s in summaries:
+            print_quantities(
+                f"connection {s['connection']}",
+                {k: v for k, v in s.items() if k not in ("goodput_windows", "timeout_times_s")},
+            )
     for path in written:
         typer.echo(f"wrote {path}")
+
+
+def _log_drops_s(drops: Path, capture_start_unix_s: float) -> np.ndarray:
+    """The drop times of a call-drop log on the capture's clock."""
+    from farlink.droplog import DropLogError, read_drop_log
+
+    try:
+        log = read_drop_log(drops)
+    except DropLogError as err:
+        raise CliError(f"--drops: {err}") from None
+    times = np.sort(np.concatenate([np.asarray(t, float) for t in log.drop_times_s.values()]))
+    # A log on the wall clock is placed on the capture's clock; a relative log is kept.
+    return times - capture_start_unix_s if times.size and times[0] > 1e8 else times
+
+
+def _simulate_beside(
+    scenario: str, sets: list[str] | tuple[str, ...], seed: int | None, min_rto_s: float
+) -> dict[str, Any]:
+    """Run ``scenario`` with the traces the analysis needs; its connections and call drops."""
+    from dataclasses import replace
+
+    from farlink import _core
+    from farlink.capture import analyze_result, call_drop_times_s
+    from farlink.scenario import ScenarioError, apply_overrides, load_scenario
+    from farlink.sim import simulate
+
+    try:
+        doc = apply_overrides(load_scenario(scenario), seed=seed, sets=sets)
+        trace = doc.get("trace") if isinstance(doc.get("trace"), dict) else {}
+        if not trace.get("all"):
+            # Only what the figures need: the sender's segments, ACKs, RTT, member states.
+            doc["trace"] = {**trace, "seq": True, "ack": True, "rtt": True, "member_state": True}
+        result = simulate(doc)
+    except (ScenarioError, _core.ScenarioError) as err:
+        raise CliError(f"--sim: {err}") from None
+    except _core.ConservationError as err:
+        raise CliError(f"conservation check failed (please report this scenario): {err}") from None
+    connections = [
+        replace(c, name=f"sim {c.name}") for c in analyze_result(result, min_rto_s=min_rto_s)
+    ]
+    if not connections:
+        raise CliError(f"--sim: {scenario}: the simulation sent no data")
+    return {
+        "scenario": str(result.scenario.get("name") or scenario),
+        "seed": result.summary["seed"],
+        "connections": connections,
+        "drops_s": call_drop_times_s(result),
+    }
+
+
+# The rows of the side-by-side table of `farlink analyze --sim`.
+_SIDE_BY_SIDE = (
+    "duration_s",
+    "data_segments",
+    "delivered_bytes",
+    "goodput_bps",
+    "retransmissions",
+    "timeouts",
+    "dupacks",
+    "rtt_method",
+    "rtt_samples",
+    "rtt_min_s",
+    "rtt_median_s",
+    "rtt_max_s",
+    "max_outstanding_bytes",
+)
+
+
+def _print_side_by_side(summaries: list[dict[str, Any]], link_rate_bps: float | None) -> None:
+    from farlink.report import print_rows
+
+    rows = [(key, *(s[key] for s in summaries)) for key in _SIDE_BY_SIDE]
+    field, what = ("mean_normalized", "/ rate") if link_rate_bps else ("mean_bps", "bit/s")
+    for window in summaries[0]["goodput_windows"]:
+        rows.append(
+            (
+                f"goodput {window} mean {what}",
+                *(s["goodput_windows"][window].get(field) for s in summaries),
+            )
+        )
+    print_rows(["", *(s["connection"] for s in summaries)], rows)
 
 
 @app.command("fit")
@@ -717,7 +847,20 @@ def fit_command(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(scenario_toml(fitted, name=f"fit-{capture.stem}"))
     payload = {**fitted.to_dict(), "scenario": str(path)}
+    if as_json:
+        print_json({**payload, "loss_rate_meanings": LOSS_RATE_MEANINGS})
+        return
     _emit(as_json, f"fit {capture}", payload)
+    for name, meaning in LOSS_RATE_MEANINGS.items():
+        typer.echo(f"{name}: {meaning}")
+
+
+LOSS_RATE_MEANINGS = {
+    "loss_rate": "loss events (retransmissions the receiver's ACKs show were needed) / data "
+    "segments; written in the scenario",
+    "loss_rate_upper_bound": "every retransmission / first transmissions, spurious resends "
+    "(go-back-N after a timeout, a resend crossing its ACK) included",
+}
 
 
 @app.command("demo")

@@ -2,8 +2,12 @@
 
 From the busiest TCP connection of a capture (:mod:`farlink.capture`):
 
-* loss rate ``p`` = retransmitted segments / first transmissions of data segments. Every
-  retransmission is counted, spurious ones too, so this is an upper bound on the path's loss;
+* the loss rate ``p``: loss events (the retransmissions the receiver's ACKs show were needed,
+  :mod:`farlink.lossest`) / data segments that entered the path. Reported beside it, the upper
+  bound retransmitted / first transmissions, which counts spurious resends (go-back-N after a
+  timeout, a resend crossing its ACK) too. The estimate counts every loss, congestion drops at
+  a full queue as well as corruption: on a path that queued and overflowed, part of ``p`` is
+  congestion the fitted scenario's own queue will add again;
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation) from the
   capture's RTT samples (timestamps when both ends use them, else Karn);
 * the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
@@ -12,9 +16,9 @@ From the busiest TCP connection of a capture (:mod:`farlink.capture`):
 
 With ``--drops LOG`` the per-member call-drop rate β is fitted as ``farlink fit-drops`` does
 (seed 000 section 5.3). The scenario written is a two-node path with one link (rate, delay,
-Bernoulli loss ``p`` in the data direction, named ``lossy_link``) and one unbounded flow with the
-capture's segment size; β, when known, and the RTT figures are recorded as comments and under
-``extra`` so the other engines can use them.
+Bernoulli loss ``p``, the tighter estimate, in the data direction, named ``lossy_link``) and one
+unbounded flow with the capture's segment size; β, when known, and the RTT figures are recorded
+as comments and under ``extra`` so the other engines can use them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from farlink.capture import Connection, analyze_capture
+from farlink.lossest import LossEstimate, estimate_loss
 
 __all__ = ["PathFit", "fit_path", "scenario_toml"]
 
@@ -33,7 +38,7 @@ __all__ = ["PathFit", "fit_path", "scenario_toml"]
 @dataclass(frozen=True)
 class PathFit:
     connection: str
-    loss_rate: float
+    loss: LossEstimate
     rtt_s: dict[str, float]
     rate_bps: float
     delay_s: float
@@ -42,10 +47,19 @@ class PathFit:
     beta_ci_per_s: tuple[float, float] | None
     drop_fit_verdict: str | None
 
+    @property
+    def loss_rate(self) -> float:
+        """The loss rate written in the scenario: loss events / data segments."""
+        return self.loss.loss_rate
+
+    @property
+    def loss_rate_upper_bound(self) -> float:
+        return self.loss.upper_bound
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "connection": self.connection,
-            "loss_rate": self.loss_rate,
+            **self.loss.to_dict(),
             "rtt_s": self.rtt_s,
             "rate_bps": self.rate_bps,
             "delay_s": self.delay_s,
@@ -66,10 +80,8 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     if not connections:
         raise ValueError(f"{capture}: no TCP connection carrying data")
     conn = _busiest(connections)
-    retransmitted = int(conn.seq["retransmission"].sum())
-    first = len(conn.seq["seq"]) - retransmitted
     rtt = conn.rtt["rtt_s"]
-    if len(rtt) == 0 or first == 0:
+    if len(rtt) == 0 or len(conn.seq["seq"]) == 0:
         raise ValueError(f"{capture}: connection {conn.name} has no RTT samples or no data")
     windows = conn.goodput.get(10.0, np.array([]))
     rate = float(windows.max()) if len(windows) else 8 * conn.delivered_bytes / conn.duration_s
@@ -82,7 +94,7 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         beta, ci, verdict = fit.beta_per_s, (fit.ci_low_per_s, fit.ci_high_per_s), fit.verdict
     return PathFit(
         connection=conn.name,
-        loss_rate=retransmitted / first,
+        loss=estimate_loss(conn),
         rtt_s={
             "min": float(rtt.min()),
             "median": float(np.median(rtt)),
@@ -104,6 +116,9 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
     rtt = fit.rtt_s
     lines = [
         f"# Fitted by `farlink fit` from connection {fit.connection}.",
+        f"# Loss: {fit.loss.loss_events} loss events in {fit.loss.data_segments} data segments "
+        f"(needed retransmissions); every retransmission counted, the upper bound would be "
+        f"{fit.loss_rate_upper_bound:.6g}.",
         f"# RTT (s): min {rtt['min']:.4f}, median {rtt['median']:.4f}, mean {rtt['mean']:.4f}, "
         f"95th percentile {rtt['p95']:.4f}, sd {rtt['std']:.4f}.",
     ]
@@ -129,7 +144,7 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         "",
         "[links.fwd.loss]",
         'model = "bernoulli"',
-        f"p = {fit.loss_rate:.6g}              # retransmitted / first transmissions (upper bound)",
+        f"p = {fit.loss_rate:.6g}              # loss events / data segments (farlink.lossest)",
         "",
         "[[flows]]",
         'name = "fitted"',
@@ -146,6 +161,7 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         "[extra.fit]",
         f"rtt_median_s = {rtt['median']:.6f}",
         f"rtt_p95_s = {rtt['p95']:.6f}",
+        f"loss_rate_upper_bound = {fit.loss_rate_upper_bound:.6g}",
     ]
     if fit.beta_per_s:
         lines.append(f"beta_per_s = {fit.beta_per_s:.6g}")

@@ -1124,20 +1124,29 @@ def _arrow_type(values: Sequence[Any]):
     return None  # mixed or structured values: stored as JSON text
 
 
-def _schema(sweep: Sweep):
+def _identity_fields() -> list:
     import pyarrow as pa
 
-    fields = [
+    return [
         pa.field("run_key", pa.string()),
         pa.field("point_id", pa.string()),
         pa.field("replicate", pa.int32()),
     ]
-    for axis, values in sweep.grid.items():
-        fields.append(pa.field(axis, _arrow_type(values) or pa.string()))
-    for metric in METRICS:
-        fields.append(pa.field(metric, pa.int64() if metric in _INT_METRICS else pa.float64()))
-    fields += [pa.field(metric, pa.float64()) for metric in sweep.extra_metrics]
-    fields += [
+
+
+def _metric_fields() -> list:
+    import pyarrow as pa
+
+    return [
+        pa.field(metric, pa.int64() if metric in _INT_METRICS else pa.float64())
+        for metric in METRICS
+    ]
+
+
+def _provenance_fields() -> list:
+    import pyarrow as pa
+
+    return [
         pa.field(MODEL_COLUMN, pa.float64()),
         pa.field("error", pa.string()),
         pa.field("seed", pa.uint64()),
@@ -1151,6 +1160,17 @@ def _schema(sweep: Sweep):
         pa.field("schema_version", pa.int32()),
         pa.field("finished_at", pa.timestamp("ms", tz="UTC")),
     ]
+
+
+def _schema(sweep: Sweep):
+    import pyarrow as pa
+
+    fields = _identity_fields()
+    for axis, values in sweep.grid.items():
+        fields.append(pa.field(axis, _arrow_type(values) or pa.string()))
+    fields += _metric_fields()
+    fields += [pa.field(metric, pa.float64()) for metric in sweep.extra_metrics]
+    fields += _provenance_fields()
     metadata = {
         "farlink.schema_version": str(SCHEMA_VERSION),
         "farlink.sweep": sweep.name,
@@ -1534,9 +1554,32 @@ def connect(out: str | Path):
     pattern = str(out.resolve() / POINTS / "*.parquet").replace("'", "''")
     con = duckdb.connect()
     con.execute(
-        f"CREATE VIEW results AS SELECT * FROM read_parquet('{pattern}', union_by_name = true)"
+        f"CREATE VIEW stored AS SELECT * FROM read_parquet('{pattern}', union_by_name = true)"
     )
+    # Files of one dataset may come from different versions of this schema: union_by_name
+    # gives nulls where some files lack a column, and a standard column that no file has (one
+    # added after the dataset was written) is added here as nulls, so every reader of this
+    # version finds every column it knows.
+    present = {d[0] for d in con.execute("SELECT * FROM stored LIMIT 0").description}
+    missing = [
+        f"CAST(NULL AS {_SQL_TYPES[str(f.type)]}) AS {_quote(f.name)}"
+        for f in [*_identity_fields(), *_metric_fields(), *_provenance_fields()]
+        if f.name not in present
+    ]
+    con.execute(f"CREATE VIEW results AS SELECT {', '.join(['*', *missing])} FROM stored")
     return con
+
+
+# DuckDB's names of the Arrow types of the standard columns.
+_SQL_TYPES = {
+    "string": "VARCHAR",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "uint64": "UBIGINT",
+    "double": "DOUBLE",
+    "list<item: uint32>": "UINTEGER[]",
+    "timestamp[ms, tz=UTC]": "TIMESTAMPTZ",
+}
 
 
 def query(out: str | Path, sql: str) -> tuple[list[str], list[tuple]]:
