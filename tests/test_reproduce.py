@@ -56,7 +56,7 @@ def test_figure_6_6_timeout_matters_more_at_higher_drop_rates(out_dir):
 
 # Reproductions that simulate hours of Iridium transfers over eight seeds take tens of seconds
 # each; they run under `make validate` (marker `slow`), the rest in every `make test`.
-FAST_SIM = {"stpd-fig-4.8"}
+FAST_SIM = {"stpd-fig-4.8", "marchese-2.8mb", "marchese-table-1"}
 ENTRY_PARAMS = [
     pytest.param(
         e.id,
