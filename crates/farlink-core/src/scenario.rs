@@ -431,6 +431,7 @@ impl TcpSpec {
             limited_transmit: self.limited_transmit,
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
             send_buffer_bytes: self.send_buffer_bytes,
+            nagle: false,
         }
     }
 

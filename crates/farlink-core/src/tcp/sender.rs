@@ -65,6 +65,12 @@ pub struct SenderConfig {
     /// An application that keeps it full (a bulk transfer) can have at most this much
     /// outstanding, whatever the windows. `None`: unbounded.
     pub send_buffer_bytes: Option<u64>,
+    /// The Nagle algorithm (RFC 896, RFC 1122 4.2.3.4): while data is outstanding, a segment
+    /// shorter than the SMSS waits until everything is acknowledged or a full segment can go,
+    /// unless the application has closed its stream ([`Sender::end_of_data`]). Off by default
+    /// (a bulk source writes everything at once; the interactive source sends each message);
+    /// on for a relay's outgoing connection, which is written in pieces.
+    pub nagle: bool,
 }
 
 impl Default for SenderConfig {
@@ -80,6 +86,7 @@ impl Default for SenderConfig {
             limited_transmit: true,
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
             send_buffer_bytes: None,
+            nagle: false,
         }
     }
 }
@@ -123,6 +130,8 @@ pub struct Sender {
     app_limit_bytes: u64,
     /// [`SenderConfig::send_buffer_bytes`]; `u64::MAX` when unbounded.
     send_buffer_bytes: u64,
+    /// [`SenderConfig::nagle`], until the application closes its stream.
+    nagle: bool,
     /// The persist timer (RFC 9293 3.8.6.1): runs while the peer's window holds back new data
     /// and nothing is outstanding, so a lost window update cannot stall the connection.
     persist_deadline: Option<SimTime>,
@@ -202,6 +211,7 @@ impl Sender {
             snd_wl2: 0,
             app_limit_bytes,
             send_buffer_bytes: config.send_buffer_bytes.unwrap_or(u64::MAX),
+            nagle: config.nagle,
             persist_deadline: None,
             persist_backoff: 0,
             probe_due: false,
@@ -327,6 +337,9 @@ impl Sender {
     /// outstanding is still recovered; [`Sender::is_complete`] turns true once it is
     /// acknowledged.
     pub fn end_of_data(&mut self) {
+        // Nothing more will fill a short last segment: send it (Linux pushes with Nagle off
+        // on close).
+        self.nagle = false;
         if self.app_limit_bytes == u64::MAX {
             self.app_limit_bytes = self.snd_max;
         }
@@ -482,6 +495,9 @@ impl Sender {
             return None;
         }
         let len = remaining.min(self.smss_bytes);
+        if self.nagle && len < self.smss_bytes && self.snd_max > self.snd_una {
+            return None;
+        }
         let room = self.snd_wnd.min(self.send_buffer_bytes);
         (self.snd_max + len <= self.snd_una + room).then_some(len)
     }
@@ -1229,5 +1245,27 @@ mod tests {
         s.on_ack(second, &open);
         assert!(!drain(&mut s, second).is_empty());
         assert!(s.next_timeout().is_some_and(|t| t > second), "now the RTO");
+    }
+
+    #[test]
+    fn nagle_holds_a_short_segment_while_data_is_outstanding() {
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(false, false),
+                app: AppSource::Bulk { total_bytes: 1500 },
+                nagle: true,
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        );
+        assert_eq!(drain(&mut s, at(0)).len(), 1, "the 500-byte rest waits");
+        s.push_bytes(500);
+        let next = drain(&mut s, at(1));
+        assert_eq!(next.len(), 1, "now a full segment");
+        assert_eq!(next[0].payload_bytes, 1000);
+        s.push_bytes(300);
+        assert!(drain(&mut s, at(2)).is_empty());
+        s.end_of_data();
+        assert_eq!(drain(&mut s, at(3))[0].payload_bytes, 300, "closed: pushed");
     }
 }

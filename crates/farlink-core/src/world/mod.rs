@@ -59,7 +59,7 @@ use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
 use crate::sched::EventQueue;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::segment::Segment;
-use crate::tcp::sender::{AppSource, Sender};
+use crate::tcp::sender::{AppSource, Sender, SenderConfig};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
 use crate::trace::{TapLink, TapRecord, Traces, DROP_CAUSE_NAMES, N_DROP_CAUSES};
@@ -426,7 +426,13 @@ impl<'s> World<'s> {
             };
             // The relay writes until the connection before it has finished.
             let writing = writing || !c.first;
-            let sender = Sender::new(&tcp.sender_config(source), &negotiated);
+            let sender_config = SenderConfig {
+                // A relay writes its outgoing connection in pieces; a real stack coalesces
+                // them (Nagle).
+                nagle: c.relay_in.is_some(),
+                ..tcp.sender_config(source)
+            };
+            let sender = Sender::new(&sender_config, &negotiated);
             let receiver = Receiver::new(&tcp.receiver_config(c.relay_out.is_some()), &negotiated);
             let path: Vec<u32> = c.path.iter().map(|&h| dir_index(h)).collect();
             let ack_path: Vec<u32> = c

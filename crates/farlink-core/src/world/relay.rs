@@ -137,7 +137,10 @@ impl World<'_> {
         let drained =
             self.flows[up].finish.is_some() && self.flows[up].receiver.unread_bytes() == 0;
         if drained && self.flows[down].writing {
+            // The relay closes its outgoing stream: a short last segment held by Nagle goes.
             self.flows[down].writing = false;
+            self.flows[down].sender.end_of_data();
+            self.transmit(down);
             self.check_finished(down);
         }
     }
