@@ -78,12 +78,15 @@
 //!   "start": "0s" | "start_s",        default 0
 //!   "stop": "60s" | "stop_s",         optional: the application writes nothing after it
 //!   "tcp": TCP,                       optional
-//!   "app": APP                        required
+//!   "app": APP,                       required
+//!   "relays": ["R1"], "relay_buffer": "128KiB", "segments": [{"tcp": TCP}, ...]
+//!                                     optional: a split connection (scenario/split.rs)
 //! }
 //! TCP = {                             every field optional; defaults after RFCs / Linux
 //!   "mss": "1460B" | "mss_bytes": 1460,          MSS option (64..=65495)
 //!   "initial_window_segments": 10,
 //!   "receive_buffer": "128KiB" | "receive_buffer_bytes": 131072,
+//!   "send_buffer": "64KiB" | "send_buffer_bytes",  default unbounded
 //!   "window_scaling": true, "sack": true, "timestamps": true,
 //!   "delayed_ack": true, "delayed_ack_timeout": "200ms" | "delayed_ack_timeout_s",
 //!   "initial_rto": "1s", "min_rto": "1s", "max_rto": "64s"     (or *_s),
@@ -1487,8 +1490,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             };
             let packet_bytes = flows
                 .iter()
-                .filter(|f| f.path.contains(&Hop { link: i, forward }))
-                .map(|f| f.tcp.full_packet_bytes())
+                .filter_map(|f| f.full_packet_bytes_on(Hop { link: i, forward }))
                 .max()
                 .unwrap_or(DEFAULT_NOMINAL_PACKET_BYTES);
             // On a bundle the error model decides frames (with ARQ) or units on one member.

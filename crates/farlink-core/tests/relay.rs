@@ -231,3 +231,36 @@ fn relay_errors_name_their_field() {
         ("flows[0].relay_buffer", "given without relays")
     );
 }
+
+#[test]
+fn each_connection_is_its_own_tcp_connection_in_the_pcap() {
+    let mut v = geo_then_radio(0.0, &["G"], 1);
+    v["pcap"] = json!(["S-G", "G-D"]);
+    v["flows"][0]["app"] = json!({"kind": "bulk", "size": "20KB"});
+    let r = run_json(&v);
+    for (link, conn) in [(0u32, 0u32), (1, 1)] {
+        assert!(r
+            .taps
+            .iter()
+            .filter(|t| t.link == link)
+            .all(|t| t.flow == conn));
+        let pcap = farlink_core::world::write_pcap(&r, link, Vec::new()).unwrap();
+        assert!(pcap.len() > 20_000, "link {link}: {} bytes", pcap.len());
+    }
+}
+
+#[test]
+fn a_segment_mss_sets_the_packet_size_of_its_hops() {
+    // A burst given in packets is converted with the packet size of the connection crossing
+    // the link: 536 + 40 bytes on the relayed radio hop.
+    let mut v = geo_then_radio(0.0, &["G"], 1);
+    v["links"][1]["fwd"]["loss"] =
+        json!({"model": "gilbert_elliott", "mean_burst_pkts": 4, "rate": 0.01});
+    v["flows"][0]["segments"] = json!([{}, {"tcp": {"mss_bytes": 536}}]);
+    let sc = parse_scenario_json(&v.to_string()).unwrap();
+    let small = format!("{:?}", sc.links()[1].fwd.loss);
+    v["flows"][0]["segments"] = json!([{}, {}]);
+    let sc = parse_scenario_json(&v.to_string()).unwrap();
+    let large = format!("{:?}", sc.links()[1].fwd.loss);
+    assert_ne!(small, large);
+}

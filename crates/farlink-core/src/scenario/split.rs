@@ -16,8 +16,8 @@
 //! (`receive_buffer` or `receive_buffer_bytes`) replaces both spellings of the flow's.
 
 use super::{
-    at, err, node_err, opt_bytes, shortest_path, tcp_spec, Hop, RawFlow, RawTcp, ScenarioError,
-    TcpSpec,
+    at, err, node_err, opt_bytes, shortest_path, tcp_spec, FlowSpec, Hop, RawFlow, RawTcp,
+    ScenarioError, TcpSpec,
 };
 
 /// Default bytes a relay holds between its connections: Linux's default send buffer
@@ -239,5 +239,24 @@ fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         growth,
         dup_thresh: one(&over.dup_thresh, &base.dup_thresh),
         limited_transmit: one(&over.limited_transmit, &base.limited_transmit),
+    }
+}
+
+impl FlowSpec {
+    /// Wire bytes of the largest full-sized data packet the flow sends across `hop` (its own
+    /// MSS, or the MSS of each of its connections that crosses it); `None` if its data does
+    /// not cross `hop`.
+    pub fn full_packet_bytes_on(&self, hop: Hop) -> Option<u32> {
+        if self.segments.is_empty() {
+            return self
+                .path
+                .contains(&hop)
+                .then(|| self.tcp.full_packet_bytes());
+        }
+        self.segments
+            .iter()
+            .filter(|s| s.path.contains(&hop))
+            .map(|s| s.tcp.full_packet_bytes())
+            .max()
     }
 }
