@@ -17,8 +17,10 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_cli_simulate_split_json(capsys):
-    code, out, err = run(capsys, "simulate", "marchese-geo-stp", "--seed", "1", "--json")
+def test_cli_simulate_split_json(capsys, tmp_path):
+    code, out, err = run(
+        capsys, "simulate", "marchese-geo-stp", "--seed", "1", "--json", "--out", str(tmp_path)
+    )
     assert code == 0, err
     result = json.loads(out)
     assert result["delivered_bytes"] == 2_800_100
