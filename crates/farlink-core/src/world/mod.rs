@@ -1149,6 +1149,7 @@ impl<'s> World<'s> {
             retransmitted_bytes: s.retransmitted_bytes,
             timeouts: s.timeouts,
             fast_retransmits: s.fast_retransmits,
+            window_probes: s.window_probes,
             data_segments_delivered: fl.data_delivered,
             acks_sent: fl.acks_sent,
             acks_delivered: fl.acks_delivered,

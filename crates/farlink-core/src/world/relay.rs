@@ -257,6 +257,7 @@ impl World<'_> {
         s.retransmitted_bytes = sum(|g| g.retransmitted_bytes);
         s.timeouts = sum(|g| g.timeouts);
         s.fast_retransmits = sum(|g| g.fast_retransmits);
+        s.window_probes = sum(|g| g.window_probes);
         s.data_segments_delivered = sum(|g| g.data_segments_delivered);
         s.acks_sent = sum(|g| g.acks_sent);
         s.acks_delivered = sum(|g| g.acks_delivered);

@@ -72,6 +72,9 @@ pub struct FlowSummary {
     pub timeouts: u64,
     /// Entries into loss recovery on duplicate ACKs or SACK.
     pub fast_retransmits: u64,
+    /// Zero-window probes the sender's persist timer sent (the receiver's window was closed
+    /// and a window update may have been lost).
+    pub window_probes: u64,
     /// Data segments that reached the receiver (duplicates included).
     pub data_segments_delivered: u64,
     /// ACKs the receiver sent, and how many reached the sender.
