@@ -134,7 +134,8 @@ pub struct Receiver {
     reads_on_demand: bool,
     /// Bytes the application has read; `RCV.NXT - read_bytes` wait in the buffer.
     read_bytes: u64,
-    /// The right edge of the window last announced (`RCV.NXT + RCV.WND` of the last ACK).
+    /// The right edge of the window last announced (`RCV.NXT + RCV.WND` of the last ACK, as
+    /// the sender reads the field), with reads on demand.
     announced_edge: u64,
     rcv_nxt: u64,
     /// Disjoint, non-adjacent `[start, end)` ranges above `RCV.NXT`, ascending.
@@ -299,7 +300,7 @@ impl Receiver {
 
         // RFC 9293 3.10.7.4: keep only what lies inside [RCV.NXT, RCV.NXT + RCV.WND), the
         // window being the buffer's free space (all of it when the application reads at once).
-        let right_edge = self.read_bytes + self.full_window_bytes;
+        let right_edge = (self.read_bytes + self.full_window_bytes).max(self.announced_edge);
         let start = seg.seq;
         let end = seg.end_seq().min(right_edge);
         self.stats.beyond_window_bytes += seg.end_seq() - end.max(start);
@@ -448,8 +449,15 @@ impl Receiver {
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;
         let window_field = if self.reads_on_demand {
-            self.announced_edge = self.next_edge();
-            encode_window(self.announced_window_bytes(), self.window_shift)
+            // The field is rounded up to the scale's granularity, as Linux aligns it, so the
+            // edge the sender reads never moves left either; the receiver then accepts up to
+            // that edge (at most 2^shift - 1 bytes beyond its buffer, the kernel's slack).
+            let edge = self.next_edge();
+            let unit = 1u64 << self.window_shift;
+            let window = edge.saturating_sub(self.rcv_nxt).div_ceil(unit) * unit;
+            let field = encode_window(window, self.window_shift);
+            self.announced_edge = self.rcv_nxt + (u64::from(field) << self.window_shift);
+            field
         } else {
             self.window_field
         };
@@ -751,5 +759,40 @@ mod tests {
         r.on_segment(at(0), &data(0));
         assert_eq!(r.unread_bytes(), 0);
         assert!(r.window_update(at(1)).is_none());
+    }
+
+    #[test]
+    fn with_window_scaling_the_announced_edge_never_moves_left() {
+        // 300 kB of buffer needs a scale of 3: the field counts 8-byte units.
+        let mut r = receiver_with(ReceiverConfig {
+            options: options(true, false),
+            receive_buffer_bytes: 300_000,
+            delayed_ack: DelayedAck::Off,
+            reads_on_demand: true,
+            ..ReceiverConfig::default()
+        });
+        let shift = 3;
+        let mut last_edge = 300_000;
+        let mut closed = false;
+        for n in 0..500u64 {
+            let seg = data(n);
+            let before = r.rcv_nxt();
+            let ack = r.on_segment(at(n), &seg).unwrap();
+            if seg.seq == before && seg.end_seq() <= last_edge {
+                assert_eq!(
+                    r.rcv_nxt(),
+                    seg.end_seq(),
+                    "segment {n} inside the announced edge"
+                );
+            }
+            closed |= r.rcv_nxt() == before;
+            let edge = ack.ack + ack.window_bytes(shift);
+            assert!(edge >= last_edge, "segment {n}: edge {edge} < {last_edge}");
+            last_edge = edge;
+            if n % 3 == 0 {
+                r.read(777);
+            }
+        }
+        assert!(closed, "the window closed at some point");
     }
 }
