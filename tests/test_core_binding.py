@@ -92,8 +92,9 @@ def chain_result() -> dict[str, Any]:
 
 def test_result_has_summary_names_traces_and_pcap(chain_result: dict[str, Any]) -> None:
     r = chain_result
-    assert set(r) == {"summary", "traces", "pcap", "flows", "links", "nodes"}
+    assert set(r) == {"summary", "traces", "pcap", "flows", "connections", "links", "nodes"}
     assert r["flows"] == ["ftp"]
+    assert r["connections"] == [(0, 0, "S", "D")]
     assert r["links"] == ["S-R", "R-D"]
     assert r["nodes"] == ["S", "R", "D"]
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from farlink.reproduce import entries, run
+from farlink.reproduce.doc import FAST_SIM
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,6 @@ def test_figure_6_6_timeout_matters_more_at_higher_drop_rates(out_dir):
 
 # Reproductions that simulate hours of Iridium transfers over eight seeds take tens of seconds
 # each; they run under `make validate` (marker `slow`), the rest in every `make test`.
-FAST_SIM = {"stpd-fig-4.8", "zaghloul-fig-5.1"}
 ENTRY_PARAMS = [
     pytest.param(
         e.id,

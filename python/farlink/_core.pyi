@@ -74,7 +74,11 @@ class RunOutput(TypedDict):
     SYN, SYN-ACK, ACK at the start of each flow seen on the link; payload bytes are zeros.
     Timestamps are simulated time after 2000-01-01T00:00:00Z."""
     flows: list[str]
-    """Flow names, in id order (the ``flow`` column's values index this list)."""
+    """TCP connection names, in id order (the ``flow`` column's values index this list): the
+    flows' names, and ``name#k`` for connection k of a flow split at relays."""
+    connections: list[tuple[int, int, str, str]]
+    """Per connection, in id order: the index of its flow in the scenario, its place among
+    the flow's connections (0 unless split), its sender node and its receiver node."""
     links: list[str]
     """Link names, in the scenario's order (the ``link`` column's values index this list)."""
     nodes: list[str]

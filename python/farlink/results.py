@@ -25,7 +25,10 @@ class Result:
     """A summary (JSON-ready dict) and traces (name → column name → NumPy array).
 
     ``pcap`` holds a capture (pcap bytes) per tapped link; ``names`` the flow, link and node
-    names in the order of the ``flow`` and ``link`` columns of the traces.
+    names in the order of the ``flow`` and ``link`` columns of the traces. The ``flow`` column
+    counts TCP connections: a flow split at relays has one per segment of its route, named
+    ``name#k``, and ``names["connections"]`` gives each connection's ``[flow index, k, sender
+    node, receiver node]`` (see :meth:`Result.connections_of`).
     """
 
     summary: dict[str, Any]
@@ -33,13 +36,28 @@ class Result:
     scenario: dict[str, Any] = field(default_factory=dict)
     engine: str = "sim"
     pcap: dict[str, bytes] = field(default_factory=dict)
-    names: dict[str, list[str]] = field(default_factory=dict)
+    names: dict[str, list[Any]] = field(default_factory=dict)
 
     def trace(self, name: str) -> dict[str, np.ndarray]:
         if name not in self.traces:
             known = ", ".join(sorted(self.traces)) or "none recorded"
             raise KeyError(f"no trace {name!r} in this result (traces: {known})")
         return self.traces[name]
+
+    def connections_of(self, flow: int | str) -> list[int]:
+        """The trace ``flow`` ids of a scenario flow (by index or name), source first: one id,
+        or one per connection of a flow split at relays."""
+        flows = self.summary.get("flows", [])
+        if isinstance(flow, str):
+            index = next((i for i, f in enumerate(flows) if f["name"] == flow), None)
+            if index is None:
+                raise KeyError(f"no flow {flow!r} in this result")
+        else:
+            index = flow
+        conns = self.names.get("connections")
+        if conns is None:
+            return [index]
+        return [i for i, c in enumerate(conns) if c[0] == index]
 
     def provenance(self) -> dict[str, str]:
         from farlink import __version__

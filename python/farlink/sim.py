@@ -52,7 +52,12 @@ def simulate(
         scenario=doc,
         engine="sim",
         pcap=raw["pcap"],
-        names={"flows": raw["flows"], "links": raw["links"], "nodes": raw["nodes"]},
+        names={
+            "flows": raw["flows"],
+            "connections": [list(c) for c in raw["connections"]],
+            "links": raw["links"],
+            "nodes": raw["nodes"],
+        },
     )
 
 

@@ -78,12 +78,15 @@
 //!   "start": "0s" | "start_s",        default 0
 //!   "stop": "60s" | "stop_s",         optional: the application writes nothing after it
 //!   "tcp": TCP,                       optional
-//!   "app": APP                        required
+//!   "app": APP,                       required
+//!   "relays": ["R1"], "relay_buffer": "128KiB", "segments": [{"tcp": TCP}, ...]
+//!                                     optional: a split connection (scenario/split.rs)
 //! }
 //! TCP = {                             every field optional; defaults after RFCs / Linux
 //!   "mss": "1460B" | "mss_bytes": 1460,          MSS option (64..=65495)
 //!   "initial_window_segments": 10,
 //!   "receive_buffer": "128KiB" | "receive_buffer_bytes": 131072,
+//!   "send_buffer": "64KiB" | "send_buffer_bytes",  default unbounded
 //!   "window_scaling": true, "sack": true, "timestamps": true,
 //!   "delayed_ack": true, "delayed_ack_timeout": "200ms" | "delayed_ack_timeout_s",
 //!   "initial_rto": "1s", "min_rto": "1s", "max_rto": "64s"     (or *_s),
@@ -116,6 +119,10 @@
 //!   interval of the direction: the transmission time of the largest full-sized data packet
 //!   (MSS + 40 bytes of headers) of the flows whose data crosses it, or of 1500 bytes if none
 //!   does (seed 003's "average error burst of 8 packets").
+
+mod split;
+
+pub use split::{RelaySpec, SegmentSpec, DEFAULT_RELAY_BUFFER_BYTES};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -386,8 +393,15 @@ pub struct FlowSpec {
     pub stop: Option<SimTime>,
     pub tcp: TcpSpec,
     pub app: AppSpec,
-    /// The data path, sender to receiver; ACKs take it reversed.
+    /// The data path, sender to receiver; ACKs take it reversed. Through relays: the
+    /// connections' paths one after the other.
     pub path: Vec<Hop>,
+    /// Relays splitting the connection, in path order (`scenario/split.rs`); empty for one
+    /// end-to-end connection.
+    pub relays: Vec<RelaySpec>,
+    /// With relays, the connections source to first relay, ..., last relay to destination,
+    /// each with its own TCP settings; empty without relays.
+    pub segments: Vec<SegmentSpec>,
 }
 
 /// TCP settings of a flow; both ends use the same options.
@@ -396,6 +410,8 @@ pub struct TcpSpec {
     pub options: TcpOptions,
     pub initial_window_segments: u32,
     pub receive_buffer_bytes: u64,
+    /// The sender's socket buffer; `None`: unbounded (see [`SenderConfig::send_buffer_bytes`]).
+    pub send_buffer_bytes: Option<u64>,
     pub delayed_ack: DelayedAck,
     pub rtt: RttConfig,
     pub recovery: LossRecovery,
@@ -417,15 +433,19 @@ impl TcpSpec {
             dup_thresh: self.dup_thresh,
             limited_transmit: self.limited_transmit,
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
+            send_buffer_bytes: self.send_buffer_bytes,
+            nagle: false,
         }
     }
 
-    pub fn receiver_config(&self) -> ReceiverConfig {
+    /// The receiver's configuration; `reads_on_demand` for a relay's receiver.
+    pub fn receiver_config(&self, reads_on_demand: bool) -> ReceiverConfig {
         ReceiverConfig {
             options: self.options,
             receive_buffer_bytes: self.receive_buffer_bytes,
             delayed_ack: self.delayed_ack,
             max_ooo_ranges: DEFAULT_MAX_OOO_RANGES,
+            reads_on_demand,
         }
     }
 
@@ -690,6 +710,12 @@ fn is_path_field(key: &str) -> bool {
 /// A value written as a string with a unit, parsed by `crate::units` into its base unit.
 struct UnitText<K>(f64, PhantomData<K>);
 
+impl<K> Clone for UnitText<K> {
+    fn clone(&self) -> Self {
+        UnitText(self.0, PhantomData)
+    }
+}
+
 trait UnitKind {
     const EXPECTING: &'static str;
     fn parse(text: &str) -> Result<f64, UnitError>;
@@ -751,6 +777,7 @@ impl<'de, K: UnitKind> Deserialize<'de> for UnitText<K> {
 }
 
 /// A bare number whose unit is in its field's name (`delay_s`, `rate_bps`).
+#[derive(Clone)]
 struct Bare(f64);
 
 impl<'de> Deserialize<'de> for Bare {
@@ -948,9 +975,20 @@ struct RawFlow {
     stop_s: Option<Bare>,
     tcp: Option<RawTcp>,
     app: RawApp,
+    relays: Option<Vec<String>>,
+    relay_buffer: Option<UnitText<Size>>,
+    relay_buffer_bytes: Option<u64>,
+    segments: Option<Vec<RawSegment>>,
 }
 
-#[derive(Deserialize, Default)]
+/// One connection of a split flow (`scenario/split.rs`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSegment {
+    tcp: Option<RawTcp>,
+}
+
+#[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
 struct RawTcp {
     mss: Option<UnitText<Size>>,
@@ -958,6 +996,8 @@ struct RawTcp {
     initial_window_segments: Option<u32>,
     receive_buffer: Option<UnitText<Size>>,
     receive_buffer_bytes: Option<u64>,
+    send_buffer: Option<UnitText<Size>>,
+    send_buffer_bytes: Option<u64>,
     window_scaling: Option<bool>,
     sack: Option<bool>,
     timestamps: Option<bool>,
@@ -1223,15 +1263,10 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         }
     }
     let node = |path: String, name: &str| -> Result<usize, ScenarioError> {
-        node_index.get(name).copied().ok_or_else(|| {
-            ScenarioError::new(
-                path,
-                format!(
-                    "unknown node \"{name}\"; expected one of: {}",
-                    raw.nodes.join(", ")
-                ),
-            )
-        })
+        node_index
+            .get(name)
+            .copied()
+            .ok_or_else(|| node_err(path, name, &raw.nodes))
     };
 
     // Links, without loss models yet (those may need the flows' packet sizes).
@@ -1436,6 +1471,8 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         let empty = RawTcp::default();
         let tcp = tcp_spec(&at(&p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
         let app = app_spec(&at(&p, "app"), &f.app)?;
+        let (relays, segments, path) =
+            split::plan(&p, f, &tcp, from, to, &raw.nodes, &adjacency, path)?;
         flows.push(FlowSpec {
             name,
             from,
@@ -1445,6 +1482,8 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             tcp,
             app,
             path,
+            relays,
+            segments,
         });
     }
 
@@ -1461,8 +1500,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             };
             let packet_bytes = flows
                 .iter()
-                .filter(|f| f.path.contains(&Hop { link: i, forward }))
-                .map(|f| f.tcp.full_packet_bytes())
+                .filter_map(|f| f.full_packet_bytes_on(Hop { link: i, forward }))
                 .max()
                 .unwrap_or(DEFAULT_NOMINAL_PACKET_BYTES);
             // On a bundle the error model decides frames (with ARQ) or units on one member.
@@ -1592,6 +1630,17 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         trace,
         pcap_links,
     })
+}
+
+/// An unknown node's error, naming the nodes there are.
+fn node_err(path: String, name: &str, nodes: &[String]) -> ScenarioError {
+    ScenarioError::new(
+        path,
+        format!(
+            "unknown node \"{name}\"; expected one of: {}",
+            nodes.join(", ")
+        ),
+    )
 }
 
 fn link_names(links: &[LinkSpec]) -> String {
@@ -2037,6 +2086,22 @@ fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
         }
         None => DEFAULT_RECEIVE_BUFFER_BYTES.max(u64::from(mss)),
     };
+    let send_buffer_bytes = match opt_bytes(
+        p,
+        ("send_buffer", &t.send_buffer),
+        ("send_buffer_bytes", t.send_buffer_bytes),
+    )? {
+        Some((v, path)) => {
+            if v < u64::from(mss) {
+                return err(
+                    path,
+                    format!("expected a send buffer of at least the MSS ({mss} bytes), got {v}"),
+                );
+            }
+            Some(v)
+        }
+        None => None,
+    };
     let delack_timeout = opt_duration(
         p,
         ("delayed_ack_timeout", &t.delayed_ack_timeout),
@@ -2134,6 +2199,7 @@ fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
         options,
         initial_window_segments,
         receive_buffer_bytes,
+        send_buffer_bytes,
         delayed_ack,
         rtt: RttConfig {
             initial_rto,

@@ -92,6 +92,7 @@ impl Harness {
                 },
             },
             max_ooo_ranges: setup.max_ooo_ranges,
+            reads_on_demand: false,
         };
         let negotiated =
             Negotiated::without_handshake(&options, &options, setup.receive_buffer_bytes);
@@ -144,7 +145,13 @@ impl Harness {
         self.sent.add(start, end);
         let ack = self.receiver.on_segment(self.now, &seg);
         if end == start {
-            assert!(ack.is_none(), "a pure ACK was acknowledged");
+            // An empty segment below RCV.NXT is a zero-window probe, answered at once; any other
+            // is a pure ACK, which is not acknowledged.
+            assert_eq!(
+                ack.is_some(),
+                start < rcv_nxt,
+                "empty segment at {start}, RCV.NXT {rcv_nxt}"
+            );
         }
         self.check(ack, stored_at);
     }

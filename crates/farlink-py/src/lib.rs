@@ -52,6 +52,9 @@ struct Output {
     /// Tapped link name and its capture, in the order of the scenario's `pcap`.
     pcap: Vec<(String, Vec<u8>)>,
     flows: Vec<String>,
+    /// Per connection (the traces' `flow` column): scenario flow index, connection index
+    /// within it, sender node, receiver node.
+    connections: Vec<(u32, u32, String, String)>,
     links: Vec<String>,
     nodes: Vec<String>,
 }
@@ -113,6 +116,10 @@ fn run_core(scenario_json: &str) -> Result<Output, Failure> {
         summary_json,
         traces,
         pcap,
+        connections: flows
+            .iter()
+            .map(|f| (f.flow, f.segment, f.from.clone(), f.to.clone()))
+            .collect(),
         flows: flows.into_iter().map(|f| f.name).collect(),
         links: summary.links.into_iter().map(|l| l.name).collect(),
         nodes,
@@ -185,6 +192,7 @@ fn run_scenario<'py>(py: Python<'py>, scenario_json: &str) -> PyResult<Bound<'py
     }
     result.set_item("pcap", pcap)?;
     result.set_item("flows", out.flows)?;
+    result.set_item("connections", out.connections)?;
     result.set_item("links", out.links)?;
     result.set_item("nodes", out.nodes)?;
     Ok(result)

@@ -17,7 +17,7 @@ from farlink.reproduce import Entry, Reproduction, Row, entries, run
 __all__ = ["FAST_SIM", "Outcome", "is_fast", "run_all", "write_markdown"]
 
 # Simulations quick enough to run by default beside the closed-form reproductions.
-FAST_SIM = frozenset({"stpd-fig-4.8"})
+FAST_SIM = frozenset({"stpd-fig-4.8", "zaghloul-fig-5.1", "marchese-2.8mb", "marchese-table-1"})
 
 
 def is_fast(entry: Entry) -> bool:

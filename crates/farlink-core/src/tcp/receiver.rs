@@ -9,10 +9,19 @@
 //!
 //! Sans-I/O: [`Receiver::on_segment`] takes a segment and returns the ACK to send now, if any;
 //! [`Receiver::next_timeout`] is the delayed-ACK deadline and [`Receiver::on_timeout`] the ACK
-//! it produces. The application reads every in-order byte at once, so the advertised window is
-//! the whole receive buffer; out-of-order data lies inside that window and does not shrink it.
-//! Bytes handed to the application are counted exactly once, in order
+//! it produces. By default the application reads every in-order byte at once, so the advertised
+//! window is the whole receive buffer; out-of-order data lies inside that window and does not
+//! shrink it. Bytes handed to the application are counted exactly once, in order
 //! ([`Receiver::delivered_bytes`]).
+//!
+//! An application that reads when it can ([`ReceiverConfig::reads_on_demand`], the relay of a
+//! split connection) leaves in-order bytes in the buffer until [`Receiver::read`] takes them;
+//! the advertised window is then the buffer less those unread bytes, its right edge never moves
+//! left (RFC 9293 3.8.6.2.2: "the receiver ... SHOULD NOT shrink the window") and moves right
+//! only by at least min(buffer / 2, SMSS) (RFC 9293 3.8.6.2.2, receiver silly-window
+//! avoidance). After a read, [`Receiver::window_update`] sends an unsolicited ACK when the
+//! window had fallen to half the buffer or less and can now at least double: the rule of
+//! Linux's `tcp_cleanup_rbuf`, which keeps an unconstrained relay from doubling the ACKs.
 
 use std::collections::VecDeque;
 
@@ -65,6 +74,9 @@ pub struct ReceiverConfig {
     pub delayed_ack: DelayedAck,
     /// Bound on the number of out-of-order ranges held; storage is reserved once.
     pub max_ooo_ranges: usize,
+    /// The application reads with [`Receiver::read`] (a relay), rather than every in-order
+    /// byte at once; unread bytes shrink the advertised window.
+    pub reads_on_demand: bool,
 }
 
 impl Default for ReceiverConfig {
@@ -74,6 +86,7 @@ impl Default for ReceiverConfig {
             receive_buffer_bytes: DEFAULT_RECEIVE_BUFFER_BYTES,
             delayed_ack: DelayedAck::default(),
             max_ooo_ranges: DEFAULT_MAX_OOO_RANGES,
+            reads_on_demand: false,
         }
     }
 }
@@ -97,6 +110,10 @@ pub struct ReceiverStats {
     pub acks_sent: u64,
     /// ACKs sent because the delayed-ACK timer fired.
     pub delayed_ack_timeouts: u64,
+    /// Unsolicited ACKs sent because the application's reads opened the window.
+    pub window_updates: u64,
+    /// Zero-length window probes answered.
+    pub window_probes: u64,
 }
 
 /// A sans-I/O TCP data receiver.
@@ -112,6 +129,14 @@ pub struct Receiver {
     /// (RFC 7323 2.3).
     window_field: u16,
     window_shift: u8,
+    /// The whole buffer as the window field can announce it (`window_field << window_shift`).
+    full_window_bytes: u64,
+    reads_on_demand: bool,
+    /// Bytes the application has read; `RCV.NXT - read_bytes` wait in the buffer.
+    read_bytes: u64,
+    /// The right edge of the window last announced (`RCV.NXT + RCV.WND` of the last ACK, as
+    /// the sender reads the field), with reads on demand.
+    announced_edge: u64,
     rcv_nxt: u64,
     /// Disjoint, non-adjacent `[start, end)` ranges above `RCV.NXT`, ascending.
     ooo: VecDeque<(u64, u64)>,
@@ -142,6 +167,10 @@ impl Receiver {
             max_ooo_ranges: config.max_ooo_ranges.max(1),
             window_field,
             window_shift: shift,
+            full_window_bytes: u64::from(window_field) << shift,
+            reads_on_demand: config.reads_on_demand,
+            read_bytes: 0,
+            announced_edge: u64::from(window_field) << shift,
             rcv_nxt: 0,
             ooo: VecDeque::with_capacity(config.max_ooo_ranges.max(1)),
             recent_sack_points: [0; MAX_SACK_BLOCKS],
@@ -165,9 +194,59 @@ impl Receiver {
     pub fn delivered_bytes(&self) -> u64 {
         self.stats.delivered_bytes
     }
-    /// The advertised window in bytes, as the sender reads it back.
+    /// The whole receive buffer as the window field announces it, in bytes: the advertised
+    /// window of an application that reads at once.
     pub fn window_bytes(&self) -> u64 {
-        u64::from(self.window_field) << self.window_shift
+        self.full_window_bytes
+    }
+    /// Bytes the application has read (with [`ReceiverConfig::reads_on_demand`]; otherwise
+    /// every delivered byte).
+    pub fn read_bytes(&self) -> u64 {
+        self.read_bytes
+    }
+    /// In-order bytes waiting in the buffer for the application.
+    pub fn unread_bytes(&self) -> u64 {
+        self.rcv_nxt - self.read_bytes
+    }
+    /// The window the last ACK announced, in bytes from `RCV.NXT`.
+    pub fn announced_window_bytes(&self) -> u64 {
+        self.announced_edge.saturating_sub(self.rcv_nxt)
+    }
+
+    /// The application reads up to `max_bytes` of the in-order bytes waiting; returns how many.
+    /// Follow it with [`Receiver::window_update`].
+    pub fn read(&mut self, max_bytes: u64) -> u64 {
+        let n = max_bytes.min(self.unread_bytes());
+        self.read_bytes += n;
+        n
+    }
+
+    /// After a read: the unsolicited ACK announcing the opened window, if it is worth one
+    /// (see the module notes: the window had fallen to half the buffer or less and at least
+    /// doubles).
+    pub fn window_update(&mut self, now: SimTime) -> Option<Segment> {
+        if !self.reads_on_demand {
+            return None;
+        }
+        let current = self.announced_window_bytes();
+        let next = self.next_edge().saturating_sub(self.rcv_nxt);
+        if 2 * current <= self.full_window_bytes && next > current && next >= 2 * current {
+            self.stats.window_updates += 1;
+            return Some(self.ack(now));
+        }
+        None
+    }
+
+    /// The right edge the next ACK announces: the buffer's free space, moved right only by at
+    /// least min(buffer / 2, SMSS) (receiver SWS avoidance), never left.
+    fn next_edge(&self) -> u64 {
+        let free_edge = self.read_bytes + self.full_window_bytes;
+        let step = (self.full_window_bytes / 2).min(self.smss_bytes).max(1);
+        if free_edge >= self.announced_edge + step {
+            free_edge
+        } else {
+            self.announced_edge
+        }
     }
     /// The out-of-order ranges held, ascending.
     pub fn ooo_ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
@@ -195,7 +274,13 @@ impl Receiver {
     pub fn on_segment(&mut self, now: SimTime, seg: &Segment) -> Option<Segment> {
         self.stats.segments_received += 1;
         if seg.payload_bytes == 0 {
-            // A pure ACK: no data flows towards the sender, nothing to acknowledge.
+            // A zero-window probe (an empty segment below RCV.NXT) is answered at once with the
+            // current window (RFC 9293 3.8.6.1); anything else empty is a pure ACK, and no data
+            // flows towards the sender, so there is nothing to acknowledge.
+            if seg.seq < self.rcv_nxt {
+                self.stats.window_probes += 1;
+                return Some(self.ack(now));
+            }
             return None;
         }
         self.stats.bytes_received += u64::from(seg.payload_bytes);
@@ -213,8 +298,9 @@ impl Receiver {
             }
         }
 
-        // RFC 9293 3.10.7.4: keep only what lies inside [RCV.NXT, RCV.NXT + RCV.WND).
-        let right_edge = self.rcv_nxt + self.window_bytes();
+        // RFC 9293 3.10.7.4: keep only what lies inside [RCV.NXT, RCV.NXT + RCV.WND), the
+        // window being the buffer's free space (all of it when the application reads at once).
+        let right_edge = (self.read_bytes + self.full_window_bytes).max(self.announced_edge);
         let start = seg.seq;
         let end = seg.end_seq().min(right_edge);
         self.stats.beyond_window_bytes += seg.end_seq() - end.max(start);
@@ -254,6 +340,9 @@ impl Receiver {
             self.ooo.pop_front();
         }
         self.stats.delivered_bytes += self.rcv_nxt - old_nxt;
+        if !self.reads_on_demand {
+            self.read_bytes = self.rcv_nxt;
+        }
 
         if filled_gap {
             // RFC 5681 4.2: "a TCP receiver SHOULD send an immediate ACK when the incoming
@@ -359,6 +448,19 @@ impl Receiver {
         self.delayed_ack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;
+        let window_field = if self.reads_on_demand {
+            // The field is rounded up to the scale's granularity, as Linux aligns it, so the
+            // edge the sender reads never moves left either; the receiver then accepts up to
+            // that edge (at most 2^shift - 1 bytes beyond its buffer, the kernel's slack).
+            let edge = self.next_edge();
+            let unit = 1u64 << self.window_shift;
+            let window = edge.saturating_sub(self.rcv_nxt).div_ceil(unit) * unit;
+            let field = encode_window(window, self.window_shift);
+            self.announced_edge = self.rcv_nxt + (u64::from(field) << self.window_shift);
+            field
+        } else {
+            self.window_field
+        };
         let timestamps = self.timestamps.then(|| Timestamps {
             tsval: timestamp_clock(now),
             tsecr: self.ts_recent,
@@ -368,7 +470,7 @@ impl Receiver {
             ack: self.rcv_nxt,
             flags: Flags::ACK,
             payload_bytes: 0,
-            window_field: self.window_field,
+            window_field,
             options: Options {
                 timestamps,
                 sack: self.sack_blocks(),
@@ -592,5 +694,105 @@ mod tests {
         r.on_segment(at(0), &far);
         assert_eq!(r.stats().beyond_window_bytes, 1000);
         assert_eq!(r.ooo_ranges().count(), 0);
+    }
+
+    fn on_demand(buffer: u64) -> Receiver {
+        receiver_with(ReceiverConfig {
+            options: TcpOptions {
+                window_scaling: false,
+                ..options(true, false)
+            },
+            receive_buffer_bytes: buffer,
+            delayed_ack: DelayedAck::Off,
+            reads_on_demand: true,
+            ..ReceiverConfig::default()
+        })
+    }
+
+    #[test]
+    fn unread_bytes_close_the_window_and_a_read_reopens_it() {
+        let mut r = on_demand(4000);
+        let mut edges = Vec::new();
+        for n in 0..4 {
+            let ack = r.on_segment(at(n), &data(n)).unwrap();
+            edges.push(ack.ack + ack.window_bytes(0));
+        }
+        assert_eq!(r.unread_bytes(), 4000);
+        assert_eq!(r.announced_window_bytes(), 0);
+        assert!(
+            edges.windows(2).all(|w| w[0] <= w[1]),
+            "the edge never moves left"
+        );
+        // A fifth segment does not fit: discarded, answered with a zero window.
+        let ack = r.on_segment(at(5), &data(4)).unwrap();
+        assert_eq!((ack.ack, ack.window_bytes(0)), (4000, 0));
+        assert_eq!(r.stats().beyond_window_bytes, 1000);
+        // Reading less than min(buffer / 2, MSS) opens no window (receiver SWS avoidance).
+        assert_eq!(r.read(500), 500);
+        assert!(r.window_update(at(6)).is_none());
+        assert_eq!(r.read(1500), 1500);
+        let update = r.window_update(at(7)).expect("the window reopened");
+        assert_eq!((update.ack, update.window_bytes(0)), (4000, 2000));
+        assert_eq!(r.stats().window_updates, 1);
+        assert_eq!(r.delivered_bytes(), 4000);
+        assert_eq!(r.read_bytes(), 2000);
+    }
+
+    #[test]
+    fn a_window_probe_is_answered_at_once() {
+        let mut r = on_demand(2000);
+        r.on_segment(at(0), &data(0));
+        r.on_segment(at(1), &data(1));
+        let probe = Segment {
+            seq: 1999,
+            flags: Flags::ACK,
+            ..Segment::default()
+        };
+        let ack = r.on_segment(at(2), &probe).expect("answered");
+        assert_eq!((ack.ack, ack.window_bytes(0)), (2000, 0));
+        assert_eq!(r.stats().window_probes, 1);
+    }
+
+    #[test]
+    fn an_application_that_reads_at_once_never_sends_window_updates() {
+        let mut r = receiver(DelayedAck::Off);
+        r.on_segment(at(0), &data(0));
+        assert_eq!(r.unread_bytes(), 0);
+        assert!(r.window_update(at(1)).is_none());
+    }
+
+    #[test]
+    fn with_window_scaling_the_announced_edge_never_moves_left() {
+        // 300 kB of buffer needs a scale of 3: the field counts 8-byte units.
+        let mut r = receiver_with(ReceiverConfig {
+            options: options(true, false),
+            receive_buffer_bytes: 300_000,
+            delayed_ack: DelayedAck::Off,
+            reads_on_demand: true,
+            ..ReceiverConfig::default()
+        });
+        let shift = 3;
+        let mut last_edge = 300_000;
+        let mut closed = false;
+        for n in 0..500u64 {
+            let seg = data(n);
+            let before = r.rcv_nxt();
+            let ack = r.on_segment(at(n), &seg).unwrap();
+            if seg.seq == before && seg.end_seq() <= last_edge {
+                assert_eq!(
+                    r.rcv_nxt(),
+                    seg.end_seq(),
+                    "segment {n} inside the announced edge"
+                );
+            }
+            closed |= r.rcv_nxt() == before;
+            let edge = ack.ack + ack.window_bytes(shift);
+            assert!(edge >= last_edge, "segment {n}: edge {edge} < {last_edge}");
+            last_edge = edge;
+            if n % 3 == 0 {
+                r.read(777);
+            }
+        }
+        assert!(closed, "the window closed at some point");
     }
 }

@@ -61,6 +61,16 @@ pub struct SenderConfig {
     /// ns-3.
     pub limited_transmit: bool,
     pub scoreboard_capacity_segments: usize,
+    /// The socket send buffer: bytes written and not yet acknowledged that the sender holds.
+    /// An application that keeps it full (a bulk transfer) can have at most this much
+    /// outstanding, whatever the windows. `None`: unbounded.
+    pub send_buffer_bytes: Option<u64>,
+    /// The Nagle algorithm (RFC 896, RFC 1122 4.2.3.4): while data is outstanding, a segment
+    /// shorter than the SMSS waits until everything is acknowledged or a full segment can go,
+    /// unless the application has closed its stream ([`Sender::end_of_data`]). Off by default
+    /// (a bulk source writes everything at once; the interactive source sends each message);
+    /// on for a relay's outgoing connection, which is written in pieces.
+    pub nagle: bool,
 }
 
 impl Default for SenderConfig {
@@ -75,6 +85,8 @@ impl Default for SenderConfig {
             dup_thresh: DUP_THRESH,
             limited_transmit: true,
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
+            send_buffer_bytes: None,
+            nagle: false,
         }
     }
 }
@@ -98,6 +110,8 @@ pub struct SenderStats {
     pub bytes_acked: u64,
     pub acks_received: u64,
     pub dupacks_received: u64,
+    /// Zero-window probes sent by the persist timer.
+    pub window_probes: u64,
 }
 
 /// A sans-I/O TCP data sender.
@@ -114,6 +128,17 @@ pub struct Sender {
     snd_wl2: u64,
     /// The application has handed over bytes `[0, app_limit_bytes)`.
     app_limit_bytes: u64,
+    /// [`SenderConfig::send_buffer_bytes`]; `u64::MAX` when unbounded.
+    send_buffer_bytes: u64,
+    /// [`SenderConfig::nagle`], until the application closes its stream.
+    nagle: bool,
+    /// The persist timer (RFC 9293 3.8.6.1): runs while the peer's window holds back new data
+    /// and nothing is outstanding, so a lost window update cannot stall the connection.
+    persist_deadline: Option<SimTime>,
+    /// Persist expiries since the window last opened: the probe interval doubles each time.
+    persist_backoff: u32,
+    /// The persist timer expired: the next `poll_transmit` sends a probe.
+    probe_due: bool,
     /// The peer's last TSval, echoed in our TSecr (RFC 7323 4.3).
     ts_recent: u32,
     scoreboard: Scoreboard,
@@ -185,6 +210,11 @@ impl Sender {
             snd_wnd: negotiated.initial_peer_window_bytes,
             snd_wl2: 0,
             app_limit_bytes,
+            send_buffer_bytes: config.send_buffer_bytes.unwrap_or(u64::MAX),
+            nagle: config.nagle,
+            persist_deadline: None,
+            persist_backoff: 0,
+            probe_due: false,
             ts_recent: 0,
             scoreboard: Scoreboard::with_capacity(config.scoreboard_capacity_segments),
             recovery: Recovery::new(recovery, config.dup_thresh),
@@ -269,9 +299,12 @@ impl Sender {
     pub fn stats(&self) -> &SenderStats {
         &self.stats
     }
-    /// The retransmission timer's deadline.
+    /// The earlier of the retransmission timer's and the persist timer's deadlines.
     pub fn next_timeout(&self) -> Option<SimTime> {
-        self.rto_deadline
+        match (self.rto_deadline, self.persist_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
     /// When a segment held back by pacing may leave: `Some` only while the last
     /// [`Sender::poll_transmit`] returned `None` because of the pacing rate. The world wakes
@@ -304,6 +337,9 @@ impl Sender {
     /// outstanding is still recovered; [`Sender::is_complete`] turns true once it is
     /// acknowledged.
     pub fn end_of_data(&mut self) {
+        // Nothing more will fill a short last segment: send it (Linux pushes with Nagle off
+        // on close).
+        self.nagle = false;
         if self.app_limit_bytes == u64::MAX {
             self.app_limit_bytes = self.snd_max;
         }
@@ -316,6 +352,11 @@ impl Sender {
 
     /// The next segment to send now, if any. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
+        self.update_persist(now);
+        if self.probe_due {
+            self.probe_due = false;
+            return self.window_probe(now);
+        }
         self.pacing_blocked = false;
         // Pacing: a pacing controller's segments leave no earlier than `next_send_at`,
         // whatever they are (retransmissions included).
@@ -372,6 +413,59 @@ impl Sender {
         Some(self.send_new(len, now))
     }
 
+    /// Whether the peer's window alone holds back the next new segment while nothing is
+    /// outstanding: then no ACK will come unless a window update does.
+    fn window_blocked(&self) -> bool {
+        let remaining = self.app_limit_bytes - self.snd_max;
+        remaining > 0
+            && self.snd_una == self.snd_max
+            && self.snd_max + remaining.min(self.smss_bytes) > self.snd_una + self.snd_wnd
+    }
+
+    /// Starts the persist timer when the window blocks the sender, stops it when it does not.
+    /// The interval is the RTO, doubled on each expiry without the window opening, at most
+    /// the maximum RTO (RFC 9293 3.8.6.1, RFC 1122 4.2.2.17).
+    fn update_persist(&mut self, now: SimTime) {
+        if !self.window_blocked() {
+            self.persist_deadline = None;
+            self.persist_backoff = 0;
+            return;
+        }
+        if self.persist_deadline.is_none() {
+            let rto = self.rtt.rto().as_nanos();
+            let max = self.rtt.config().max_rto.as_nanos();
+            let interval = rto
+                .checked_shl(self.persist_backoff.min(32))
+                .unwrap_or(u64::MAX)
+                .min(max.max(rto));
+            self.persist_deadline = Some(now + SimDuration::from_nanos(interval));
+        }
+    }
+
+    /// A zero-window probe: an empty segment one byte below `SND.UNA`, which the receiver must
+    /// answer with an ACK carrying its window (what Linux's `tcp_xmit_probe_skb` sends).
+    fn window_probe(&mut self, now: SimTime) -> Option<Segment> {
+        if self.snd_una == 0 {
+            // Nothing was ever acknowledged, so the window is the initial one, never zero.
+            return None;
+        }
+        self.stats.window_probes += 1;
+        Some(Segment {
+            seq: self.snd_una - 1,
+            ack: 0,
+            flags: Flags::ACK,
+            payload_bytes: 0,
+            window_field: u16::MAX,
+            options: Options {
+                timestamps: self.timestamps.then(|| Timestamps {
+                    tsval: timestamp_clock(now),
+                    tsecr: self.ts_recent,
+                }),
+                ..Options::default()
+            },
+        })
+    }
+
     /// RFC 3042 section 2: while no recovery is under way, each of the first two duplicate
     /// ACKs lets one new segment go out, "provided that ... the amount of outstanding data
     /// would remain less than or equal to the congestion window plus 2 segments"; the
@@ -401,7 +495,11 @@ impl Sender {
             return None;
         }
         let len = remaining.min(self.smss_bytes);
-        (self.snd_max + len <= self.snd_una + self.snd_wnd).then_some(len)
+        if self.nagle && len < self.smss_bytes && self.snd_max > self.snd_una {
+            return None;
+        }
+        let room = self.snd_wnd.min(self.send_buffer_bytes);
+        (self.snd_max + len <= self.snd_una + room).then_some(len)
     }
 
     fn send_new(&mut self, len: u64, now: SimTime) -> Segment {
@@ -693,6 +791,11 @@ impl Sender {
 
     /// The retransmission timer: acts if its deadline has come.
     pub fn on_timeout(&mut self, now: SimTime) {
+        if matches!(self.persist_deadline, Some(d) if now >= d) {
+            self.persist_deadline = None;
+            self.persist_backoff = self.persist_backoff.saturating_add(1);
+            self.probe_due = true;
+        }
         match self.rto_deadline {
             Some(deadline) if now >= deadline => {}
             _ => return,
@@ -1089,5 +1192,80 @@ mod tests {
         s.on_ack(at(1), &ack_of(seg(11), &s));
         assert_eq!(s.snd_una(), 0);
         assert_eq!(s.stats().acks_received, 0);
+    }
+
+    #[test]
+    fn the_send_buffer_bounds_the_outstanding_bytes() {
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(false, false),
+                send_buffer_bytes: Some(3500),
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        );
+        assert_eq!(
+            drain(&mut s, at(0)).len(),
+            3,
+            "3 full segments fit in 3500 bytes"
+        );
+        s.on_ack(at(100), &ack_of(seg(1), &s));
+        assert_eq!(drain(&mut s, at(100)).len(), 1);
+    }
+
+    #[test]
+    fn a_closed_window_is_probed_by_the_persist_timer() {
+        let mut s = sender(LossRecovery::Sack, false);
+        drain(&mut s, at(0));
+        // Everything acknowledged, and the window closed.
+        let mut closed = ack_of(seg(10), &s);
+        closed.window_field = 0;
+        s.on_ack(at(100), &closed);
+        assert!(drain(&mut s, at(100)).is_empty());
+        let first = s.next_timeout().expect("the persist timer runs");
+        s.on_timeout(first);
+        let probe = drain(&mut s, first);
+        assert_eq!(probe.len(), 1);
+        assert_eq!((probe[0].seq, probe[0].payload_bytes), (seg(10) - 1, 0));
+        assert_eq!(s.stats().window_probes, 1);
+        assert_eq!(
+            s.stats().timeouts,
+            0,
+            "a probe is not a retransmission timeout"
+        );
+        // Unanswered, the next probe waits twice as long.
+        let second = s.next_timeout().unwrap();
+        assert_eq!(
+            (second - first).as_nanos(),
+            (first - at(100)).as_nanos() * 2
+        );
+        // The window opens: sending resumes, the timer stops.
+        let mut open = ack_of(seg(10), &s);
+        open.window_field = u16::MAX;
+        s.on_ack(second, &open);
+        assert!(!drain(&mut s, second).is_empty());
+        assert!(s.next_timeout().is_some_and(|t| t > second), "now the RTO");
+    }
+
+    #[test]
+    fn nagle_holds_a_short_segment_while_data_is_outstanding() {
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(false, false),
+                app: AppSource::Bulk { total_bytes: 1500 },
+                nagle: true,
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        );
+        assert_eq!(drain(&mut s, at(0)).len(), 1, "the 500-byte rest waits");
+        s.push_bytes(500);
+        let next = drain(&mut s, at(1));
+        assert_eq!(next.len(), 1, "now a full segment");
+        assert_eq!(next[0].payload_bytes, 1000);
+        s.push_bytes(300);
+        assert!(drain(&mut s, at(2)).is_empty());
+        s.end_of_data();
+        assert_eq!(drain(&mut s, at(3))[0].payload_bytes, 300, "closed: pushed");
     }
 }

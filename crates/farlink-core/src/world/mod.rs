@@ -39,13 +39,14 @@
 
 mod bundles;
 pub mod capture;
+mod relay;
 mod summary;
 
 pub use capture::write_pcap;
 
 pub use summary::{
     AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
-    LinkSummary, LossyLinkSummary, Summary, SUMMARY_SCHEMA_VERSION,
+    LinkSummary, LossyLinkSummary, RelaySummary, Summary, SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::{BundleRt, DirLink};
@@ -58,7 +59,7 @@ use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
 use crate::sched::EventQueue;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::segment::Segment;
-use crate::tcp::sender::{AppSource, Sender};
+use crate::tcp::sender::{AppSource, Sender, SenderConfig};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
 use crate::trace::{TapLink, TapRecord, Traces, DROP_CAUSE_NAMES, N_DROP_CAUSES};
@@ -89,12 +90,18 @@ pub struct RunResult {
     pub nodes: Vec<String>,
 }
 
-/// A flow as the pcap writer and the bindings see it.
+/// A TCP connection as the pcap writer and the bindings see it: a flow, or one connection of a
+/// flow split at relays.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowInfo {
-    /// Index in the scenario's `flows` (the `flow` column of the traces and taps).
+    /// The connection's index (the `flow` column of the traces and taps); the scenario flow's
+    /// index when no flow is split.
     pub id: u32,
+    /// The flow's name; `name#k` for connection k of a split flow.
     pub name: String,
+    /// Index in the scenario's `flows`, and the connection's place in it (0 unless split).
+    pub flow: u32,
+    pub segment: u32,
     /// Node of the data sender, and of the data receiver.
     pub from: String,
     pub to: String,
@@ -238,9 +245,16 @@ impl Slab {
     }
 }
 
-/// A flow at run time.
+/// A TCP connection at run time: a flow, or one connection of a flow split at relays.
 #[derive(Debug)]
 struct Flow {
+    /// Index into the scenario's flows, and this connection's place among its connections.
+    spec: u32,
+    segment: u32,
+    /// The relay (index into `World::relays`) that writes into this connection's sender, and
+    /// the one that reads from its receiver.
+    relay_in: Option<u32>,
+    relay_out: Option<u32>,
     sender: Sender,
     receiver: Receiver,
     negotiated: Negotiated,
@@ -296,6 +310,10 @@ struct World<'s> {
     unfinished: usize,
     /// The bundle links' control planes.
     bundles: Vec<BundleRt>,
+    /// The split-connection relays (`relay.rs`).
+    relays: Vec<relay::Relay>,
+    /// Per scenario flow, its connections (indices into `flows`).
+    flow_conns: Vec<std::ops::Range<usize>>,
     /// The first inconsistency seen while running; reported at the next event boundary.
     fault: Option<String>,
 }
@@ -377,11 +395,19 @@ impl<'s> World<'s> {
         let end = SimTime::ZERO + sc.duration();
         let mut queue = EventQueue::with_capacity(1024);
         let mut flows = Vec::with_capacity(sc.flows().len());
-        for (i, f) in sc.flows().iter().enumerate() {
-            let tcp = &f.tcp;
+        let (conns, relays, flow_conns) = relay::plan(sc);
+        for (i, c) in conns.iter().enumerate() {
+            let f = &sc.flows()[c.spec];
+            let tcp = c.tcp;
             let negotiated =
                 Negotiated::without_handshake(&tcp.options, &tcp.options, tcp.receive_buffer_bytes);
-            let (source, writing, app_bytes, rng) = match f.app {
+            // A relay's outgoing connection is written by the relay, from nothing at the start.
+            let app = if c.first {
+                f.app
+            } else {
+                AppSpec::Bulk { size_bytes: 0 }
+            };
+            let (source, writing, app_bytes, rng) = match app {
                 AppSpec::Bulk { size_bytes } => (
                     AppSource::Bulk {
                         total_bytes: size_bytes,
@@ -398,36 +424,48 @@ impl<'s> World<'s> {
                     Some(StreamRng::derive(seed, &format!("flow:{}:app", f.name))),
                 ),
             };
-            let sender = Sender::new(&tcp.sender_config(source), &negotiated);
-            let receiver = Receiver::new(&tcp.receiver_config(), &negotiated);
-            let path: Vec<u32> = f.path.iter().map(|&h| dir_index(h)).collect();
-            let ack_path: Vec<u32> = f
+            // The relay writes until the connection before it has finished.
+            let writing = writing || !c.first;
+            let sender_config = SenderConfig {
+                // A relay writes its outgoing connection in pieces; a real stack coalesces
+                // them (Nagle).
+                nagle: c.relay_in.is_some(),
+                ..tcp.sender_config(source)
+            };
+            let sender = Sender::new(&sender_config, &negotiated);
+            let receiver = Receiver::new(&tcp.receiver_config(c.relay_out.is_some()), &negotiated);
+            let path: Vec<u32> = c.path.iter().map(|&h| dir_index(h)).collect();
+            let ack_path: Vec<u32> = c
                 .path
                 .iter()
                 .rev()
                 .map(|&h| dir_index(h.reversed()))
                 .collect();
-            let bottleneck_bps = f
+            let bottleneck_bps = c
                 .path
                 .iter()
                 .map(|h| sc.links()[h.link].direction(h.forward).rate_bps)
                 .min()
                 .unwrap_or(0);
             queue.push(f.start, Event::Start { flow: i as u32 });
-            if let Some(stop) = f.stop {
+            if let (Some(stop), true) = (f.stop, c.first) {
                 if stop <= end {
                     queue.push(stop, Event::Stop { flow: i as u32 });
                 }
             }
             flows.push(Flow {
+                spec: c.spec as u32,
+                segment: c.segment,
+                relay_in: c.relay_in,
+                relay_out: c.relay_out,
                 sender,
                 receiver,
                 negotiated,
                 path,
                 ack_path,
                 start: f.start,
-                stop: f.stop,
-                app: f.app,
+                stop: f.stop.filter(|_| c.first),
+                app,
                 started: false,
                 writing,
                 app_bytes,
@@ -467,6 +505,8 @@ impl<'s> World<'s> {
             arrived: 0,
             dropped: [0; N_DROP_CAUSES],
             bundles,
+            relays,
+            flow_conns,
             fault: None,
         };
         world.start_bundles();
@@ -718,6 +758,9 @@ impl<'s> World<'s> {
             self.send_ack(f, ack);
         }
         self.arm_receiver(f);
+        if let Some(r) = self.flows[f].relay_out {
+            self.pump_relay(r as usize);
+        }
     }
 
     /// The receiving application got bytes `[before, after)` of the stream.
@@ -750,6 +793,9 @@ impl<'s> World<'s> {
         fl.acks_delivered += 1;
         fl.sender.on_ack(self.now, seg);
         self.transmit(f);
+        if let Some(r) = self.flows[f].relay_in {
+            self.pump_relay(r as usize);
+        }
     }
 
     // ----- packets and links -----
@@ -935,7 +981,7 @@ impl<'s> World<'s> {
     fn check_bytes(&mut self) {
         for f in 0..self.flows.len() {
             let fl = &self.flows[f];
-            let name = &self.sc.flows()[f].name;
+            let name = self.conn_name(f);
             let r = &fl.receiver;
             let s = &fl.sender;
             let delivered = r.delivered_bytes();
@@ -983,6 +1029,7 @@ impl<'s> World<'s> {
                 self.fail(msg);
             }
         }
+        self.check_relays();
     }
 
     // ----- results -----
@@ -1022,20 +1069,22 @@ impl<'s> World<'s> {
                 }
             })
             .collect();
-        let flows = sc
-            .flows()
-            .iter()
-            .zip(&self.flows)
-            .enumerate()
-            .map(|(i, (spec, fl))| FlowInfo {
-                id: i as u32,
-                name: spec.name.clone(),
-                from: nodes[spec.from].clone(),
-                to: nodes[spec.to].clone(),
-                options: spec.tcp.options,
-                receive_buffer_bytes: spec.tcp.receive_buffer_bytes,
-                negotiated: fl.negotiated,
-                start: spec.start,
+        let flows = (0..self.flows.len())
+            .map(|i| {
+                let fl = &self.flows[i];
+                let (from, to, tcp) = self.conn_ends(i);
+                FlowInfo {
+                    id: i as u32,
+                    name: self.conn_name(i),
+                    flow: fl.spec,
+                    segment: fl.segment,
+                    from: nodes[from].clone(),
+                    to: nodes[to].clone(),
+                    options: tcp.options,
+                    receive_buffer_bytes: tcp.receive_buffer_bytes,
+                    negotiated: fl.negotiated,
+                    start: fl.start,
+                }
             })
             .collect();
         Ok(RunResult {
@@ -1048,72 +1097,88 @@ impl<'s> World<'s> {
         })
     }
 
+    /// The summary of connection `c` alone, and its active span if it started.
+    fn conn_summary(&self, c: usize) -> (FlowSummary, Option<(SimTime, SimTime)>) {
+        let sim_end = self.sim_end;
+        let fl = &self.flows[c];
+        let (from, to, _) = self.conn_ends(c);
+        let nodes = self.sc.nodes();
+        let spec = &self.sc.flows()[fl.spec as usize];
+        let s = fl.sender.stats();
+        // A bulk source wrote everything at its start, so its stop (if any) means nothing;
+        // an interactive or unbounded source was active until it stopped.
+        let active_end = match (fl.finish, fl.app) {
+            (Some(t), AppSpec::Bulk { .. }) => t,
+            (Some(t), _) => t.max(fl.stop.unwrap_or(t)),
+            (None, _) => sim_end,
+        };
+        let active_s = active_end.saturating_since(fl.start).as_secs_f64();
+        let goodput_bps = if active_s > 0.0 {
+            fl.delivered as f64 * 8.0 / active_s
+        } else {
+            0.0
+        };
+        let active = fl.started.then_some((fl.start, active_end));
+        let rtt = fl.sender.rtt();
+        let summary = FlowSummary {
+            name: self.conn_name(c),
+            from: nodes[from].clone(),
+            to: nodes[to].clone(),
+            app: spec.app.kind(),
+            start_s: fl.start.as_secs_f64(),
+            finished: fl.finish.is_some(),
+            finish_s: fl.finish.map(SimTime::as_secs_f64),
+            transfer_time_s: fl
+                .finish
+                .map(|t| t.saturating_since(fl.start).as_secs_f64()),
+            delivered_bytes: fl.delivered,
+            app_bytes: match (fl.app, fl.writing) {
+                (AppSpec::Unbounded, true) => None,
+                _ => Some(fl.app_bytes),
+            },
+            goodput_bps,
+            bottleneck_bps: fl.bottleneck_bps,
+            normalized_goodput: if fl.bottleneck_bps > 0 {
+                goodput_bps / fl.bottleneck_bps as f64
+            } else {
+                0.0
+            },
+            segments_sent: s.segments_sent,
+            bytes_sent: s.bytes_sent,
+            retransmissions: s.retransmitted_segments,
+            retransmitted_bytes: s.retransmitted_bytes,
+            timeouts: s.timeouts,
+            fast_retransmits: s.fast_retransmits,
+            window_probes: s.window_probes,
+            data_segments_delivered: fl.data_delivered,
+            acks_sent: fl.acks_sent,
+            acks_delivered: fl.acks_delivered,
+            drops: cause_map(fl.drops),
+            final_cwnd_bytes: fl.sender.cwnd_bytes(),
+            final_srtt_s: rtt.srtt().map(SimDuration::as_secs_f64),
+            final_rto_s: rtt.rto().as_secs_f64(),
+            min_rtt_s: rtt.min_rtt().map(SimDuration::as_secs_f64),
+            relays: Vec::new(),
+            segments: Vec::new(),
+        };
+        (summary, active)
+    }
+
     fn summarize(&self) -> Summary {
         let sc = self.sc;
         let sim_end = self.sim_end;
         let nodes = sc.nodes();
-        let mut flows = Vec::with_capacity(self.flows.len());
+        let mut flows = Vec::with_capacity(sc.flows().len());
         let mut span: Option<(SimTime, SimTime)> = None;
-        for (spec, fl) in sc.flows().iter().zip(&self.flows) {
-            let s = fl.sender.stats();
-            // A bulk source wrote everything at its start, so its stop (if any) means nothing;
-            // an interactive or unbounded source was active until it stopped.
-            let active_end = match (fl.finish, fl.app) {
-                (Some(t), AppSpec::Bulk { .. }) => t,
-                (Some(t), _) => t.max(fl.stop.unwrap_or(t)),
-                (None, _) => sim_end,
-            };
-            let active_s = active_end.saturating_since(fl.start).as_secs_f64();
-            let goodput_bps = if active_s > 0.0 {
-                fl.delivered as f64 * 8.0 / active_s
-            } else {
-                0.0
-            };
-            if fl.started {
+        for i in 0..self.flow_conns.len() {
+            let (summary, active) = self.flow_summary(i);
+            if let Some((a, b)) = active {
                 span = Some(match span {
-                    None => (fl.start, active_end),
-                    Some((a, b)) => (a.min(fl.start), b.max(active_end)),
+                    None => (a, b),
+                    Some((x, y)) => (x.min(a), y.max(b)),
                 });
             }
-            let rtt = fl.sender.rtt();
-            flows.push(FlowSummary {
-                name: spec.name.clone(),
-                from: nodes[spec.from].clone(),
-                to: nodes[spec.to].clone(),
-                app: spec.app.kind(),
-                start_s: fl.start.as_secs_f64(),
-                finished: fl.finish.is_some(),
-                finish_s: fl.finish.map(SimTime::as_secs_f64),
-                transfer_time_s: fl
-                    .finish
-                    .map(|t| t.saturating_since(fl.start).as_secs_f64()),
-                delivered_bytes: fl.delivered,
-                app_bytes: match (fl.app, fl.writing) {
-                    (AppSpec::Unbounded, true) => None,
-                    _ => Some(fl.app_bytes),
-                },
-                goodput_bps,
-                bottleneck_bps: fl.bottleneck_bps,
-                normalized_goodput: if fl.bottleneck_bps > 0 {
-                    goodput_bps / fl.bottleneck_bps as f64
-                } else {
-                    0.0
-                },
-                segments_sent: s.segments_sent,
-                bytes_sent: s.bytes_sent,
-                retransmissions: s.retransmitted_segments,
-                retransmitted_bytes: s.retransmitted_bytes,
-                timeouts: s.timeouts,
-                fast_retransmits: s.fast_retransmits,
-                data_segments_delivered: fl.data_delivered,
-                acks_sent: fl.acks_sent,
-                acks_delivered: fl.acks_delivered,
-                drops: cause_map(fl.drops),
-                final_cwnd_bytes: fl.sender.cwnd_bytes(),
-                final_srtt_s: rtt.srtt().map(SimDuration::as_secs_f64),
-                final_rto_s: rtt.rto().as_secs_f64(),
-                min_rtt_s: rtt.min_rtt().map(SimDuration::as_secs_f64),
-            });
+            flows.push(summary);
         }
 
         let delivered: u64 = flows.iter().map(|f| f.delivered_bytes).sum();

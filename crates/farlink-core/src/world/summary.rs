@@ -72,6 +72,9 @@ pub struct FlowSummary {
     pub timeouts: u64,
     /// Entries into loss recovery on duplicate ACKs or SACK.
     pub fast_retransmits: u64,
+    /// Zero-window probes the sender's persist timer sent (the receiver's window was closed
+    /// and a window update may have been lost).
+    pub window_probes: u64,
     /// Data segments that reached the receiver (duplicates included).
     pub data_segments_delivered: u64,
     /// ACKs the receiver sent, and how many reached the sender.
@@ -84,6 +87,30 @@ pub struct FlowSummary {
     pub final_srtt_s: Option<f64>,
     pub final_rto_s: f64,
     pub min_rtt_s: Option<f64>,
+    /// A flow split at relays: the relays, in path order; empty otherwise.
+    pub relays: Vec<RelaySummary>,
+    /// A flow split at relays: each TCP connection on its own, source to destination (named
+    /// `name#k`); empty otherwise. The flow's own figures are then end to end: start, finish
+    /// and delivered bytes at the flow's ends, counters summed over the connections, the
+    /// sender state (`final_*`, `min_rtt_s`) that of the source's connection.
+    pub segments: Vec<FlowSummary>,
+}
+
+/// A split-connection relay of a flow.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RelaySummary {
+    pub node: String,
+    /// Bytes the relay may hold between its connections.
+    pub buffer_bytes: u64,
+    /// Bytes it read from the incoming connection and wrote into the outgoing one.
+    pub relayed_bytes: u64,
+    /// The most it held at once (read and not yet acknowledged downstream).
+    pub max_held_bytes: u64,
+    /// The most in-order bytes waiting unread in its incoming receive buffer at once: these
+    /// shrink the window it advertises upstream (back-pressure).
+    pub max_unread_bytes: u64,
+    /// Unsolicited window updates its receiver sent upstream after reading.
+    pub window_updates: u64,
 }
 
 /// All flows together.
