@@ -72,6 +72,7 @@
 //!         "rate": 0.01}
 //!      | {"model": "markov_fading", "pe": 0.1, "fd_t": 0.01, "frame": "20ms" (default, or frame_s)}
 //!      | {"model": "lcg16807", "rate": 0.1, "seed": 1 (default)}
+//!      | {"model": "drop_list", "packets": [2000, 2001]}   arrival numbers from 1, increasing
 //! FLOW = {
 //!   "name": "ftp",                    optional, default "flow<i>"; unique
 //!   "from": "S", "to": "D",           data flows from -> to; ACKs return on the reverse path
@@ -128,7 +129,7 @@ use crate::arq::{ArqConfig, ArqMode};
 use crate::error::ConfigError;
 use crate::link::{transmission_time, QueueLimit};
 use crate::loss::{
-    AnyLoss, Bernoulli, GilbertElliott, GilbertElliottConfig, Lcg16807Loss, LossModel,
+    AnyLoss, Bernoulli, DropList, GilbertElliott, GilbertElliottConfig, Lcg16807Loss, LossModel,
     MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
 };
 use crate::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
@@ -310,13 +311,22 @@ pub struct DirectionSpec {
 }
 
 /// A loss model and its parameters, resolved and checked.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum LossSpec {
     None,
-    Bernoulli { p: f64 },
+    Bernoulli {
+        p: f64,
+    },
     GilbertElliott(GilbertElliottConfig),
     MarkovFading(MarkovFadingConfig),
-    Lcg16807 { rate: f64, seed: u32 },
+    Lcg16807 {
+        rate: f64,
+        seed: u32,
+    },
+    /// Arrival numbers (from 1, strictly increasing) of the packets to lose.
+    DropList {
+        packets: Vec<u64>,
+    },
 }
 
 impl LossSpec {
@@ -328,17 +338,21 @@ impl LossSpec {
             LossSpec::GilbertElliott(_) => "gilbert_elliott",
             LossSpec::MarkovFading(_) => "markov_fading",
             LossSpec::Lcg16807 { .. } => "lcg16807",
+            LossSpec::DropList { .. } => "drop_list",
         }
     }
 
-    /// Builds the model, drawing from `rng` (unused by `none` and `lcg16807`).
+    /// Builds the model, drawing from `rng` (unused by `none`, `lcg16807` and `drop_list`).
     pub fn build(&self, rng: StreamRng) -> Result<AnyLoss, ConfigError> {
-        Ok(match *self {
+        Ok(match self {
             LossSpec::None => NoLoss.into(),
-            LossSpec::Bernoulli { p } => Bernoulli::new(p, rng)?.into(),
-            LossSpec::GilbertElliott(cfg) => GilbertElliott::new(cfg, rng)?.into(),
-            LossSpec::MarkovFading(cfg) => MarkovFading::new(cfg, rng)?.into(),
-            LossSpec::Lcg16807 { rate, seed } => Lcg16807Loss::from_error_rate(rate, seed)?.into(),
+            LossSpec::Bernoulli { p } => Bernoulli::new(*p, rng)?.into(),
+            LossSpec::GilbertElliott(cfg) => GilbertElliott::new(*cfg, rng)?.into(),
+            LossSpec::MarkovFading(cfg) => MarkovFading::new(*cfg, rng)?.into(),
+            LossSpec::Lcg16807 { rate, seed } => {
+                Lcg16807Loss::from_error_rate(*rate, *seed)?.into()
+            }
+            LossSpec::DropList { packets } => DropList::new(packets.clone())?.into(),
         })
     }
 
@@ -924,6 +938,7 @@ struct RawLoss {
     frame: Option<UnitText<Duration>>,
     frame_s: Option<Bare>,
     seed: Option<u32>,
+    packets: Option<Vec<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -1640,6 +1655,7 @@ const LOSS_MODELS: &[Variant] = &[
     ),
     ("markov_fading", &["pe", "fd_t", "frame", "frame_s"]),
     ("lcg16807", &["rate", "seed"]),
+    ("drop_list", &["packets"]),
 ];
 
 fn loss_spec(
@@ -1659,6 +1675,7 @@ fn loss_spec(
         ("frame", r.frame.is_some()),
         ("frame_s", r.frame_s.is_some()),
         ("seed", r.seed.is_some()),
+        ("packets", r.packets.is_some()),
     ];
     only_its_params(p, "loss model", model, allowed, &given)?;
     let need = |param: &str, v: Option<f64>| -> Result<f64, ScenarioError> {
@@ -1721,6 +1738,14 @@ fn loss_spec(
         "lcg16807" => LossSpec::Lcg16807 {
             rate: need("rate", r.rate)?,
             seed: r.seed.unwrap_or(Lcg16807Loss::EMULATOR_SEED),
+        },
+        "drop_list" => LossSpec::DropList {
+            packets: r.packets.clone().ok_or_else(|| {
+                ScenarioError::new(
+                    at(p, "packets"),
+                    "missing: loss model \"drop_list\" needs packets (a list of arrival numbers from 1)",
+                )
+            })?,
         },
         _ => return err(at(p, "model"), "internal: model listed but not built"),
     };

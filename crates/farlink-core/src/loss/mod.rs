@@ -12,6 +12,8 @@
 //!   after Zorzi, Rao and Milstein; derivation in `docs/fading-channel.md`);
 //! - [`Lcg16807Loss`]: the LCG(16807, 0, 2^31 - 1) loss generator of seed 003's hardware data
 //!   link emulator (seed 003, 5.3.3), bit-exact;
+//! - [`DropList`]: scripted losses of the packets with given arrival numbers (seed 003, 4.4.2:
+//!   "the 2000th and the 2001st packet");
 //! - [`AnyLoss`]: an enum over all of them, for static dispatch without boxing.
 //!
 //! It must not touch queues, links or clocks: a model is handed the time at which a packet
@@ -30,16 +32,18 @@
 //! `is_lost(now)` must be called with non-decreasing `now`. Time-driven models
 //! (`GilbertElliott`, `MarkovFading`) evolve their channel state in simulated time between
 //! calls, whether or not packets were sent, so idle gaps are modelled correctly; per-packet
-//! models (`Bernoulli`, `Lcg16807Loss`) ignore `now`. A `now` earlier than the previous call is
-//! a caller bug; in release builds it is treated as the previous time.
+//! models (`Bernoulli`, `Lcg16807Loss`, `DropList`) ignore `now`. A `now` earlier than the
+//! previous call is a caller bug; in release builds it is treated as the previous time.
 
 mod bernoulli;
+mod drop_list;
 mod gilbert_elliott;
 mod lcg16807;
 mod markov_fading;
 pub mod special;
 
 pub use bernoulli::Bernoulli;
+pub use drop_list::DropList;
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
 pub use lcg16807::{Lcg16807, Lcg16807Loss, LCG16807_MODULUS, LCG16807_MULTIPLIER};
 pub use markov_fading::{
@@ -126,6 +130,7 @@ pub enum AnyLoss {
     GilbertElliott(GilbertElliott),
     MarkovFading(MarkovFading),
     Lcg16807(Lcg16807Loss),
+    DropList(DropList),
 }
 
 impl LossModel for AnyLoss {
@@ -136,6 +141,7 @@ impl LossModel for AnyLoss {
             AnyLoss::GilbertElliott(m) => m.is_lost(now),
             AnyLoss::MarkovFading(m) => m.is_lost(now),
             AnyLoss::Lcg16807(m) => m.is_lost(now),
+            AnyLoss::DropList(m) => m.is_lost(now),
         }
     }
     fn analytic_loss_rate(&self) -> f64 {
@@ -145,6 +151,7 @@ impl LossModel for AnyLoss {
             AnyLoss::GilbertElliott(m) => m.analytic_loss_rate(),
             AnyLoss::MarkovFading(m) => m.analytic_loss_rate(),
             AnyLoss::Lcg16807(m) => m.analytic_loss_rate(),
+            AnyLoss::DropList(m) => m.analytic_loss_rate(),
         }
     }
     fn analytic_mean_burst_len(&self) -> Option<f64> {
@@ -154,6 +161,7 @@ impl LossModel for AnyLoss {
             AnyLoss::GilbertElliott(m) => m.analytic_mean_burst_len(),
             AnyLoss::MarkovFading(m) => m.analytic_mean_burst_len(),
             AnyLoss::Lcg16807(m) => m.analytic_mean_burst_len(),
+            AnyLoss::DropList(m) => m.analytic_mean_burst_len(),
         }
     }
 }
@@ -181,6 +189,11 @@ impl From<MarkovFading> for AnyLoss {
 impl From<Lcg16807Loss> for AnyLoss {
     fn from(m: Lcg16807Loss) -> Self {
         AnyLoss::Lcg16807(m)
+    }
+}
+impl From<DropList> for AnyLoss {
+    fn from(m: DropList) -> Self {
+        AnyLoss::DropList(m)
     }
 }
 
