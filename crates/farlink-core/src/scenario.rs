@@ -70,6 +70,7 @@
 //!      | {"model": "bernoulli", "p": 0.01}
 //!      | {"model": "gilbert_elliott", "mean_burst": "40ms" | "mean_burst_s" | "mean_burst_pkts": 8,
 //!         "rate": 0.01}
+//!      | {"model": "gilbert_packets", "mean_burst_pkts": 8, "rate": 0.01}   stepped per packet
 //!      | {"model": "markov_fading", "pe": 0.1, "fd_t": 0.01, "frame": "20ms" (default, or frame_s)}
 //!      | {"model": "lcg16807", "rate": 0.1, "seed": 1 (default)}
 //!      | {"model": "drop_list", "packets": [2000, 2001]}   arrival numbers from 1, increasing
@@ -129,8 +130,8 @@ use crate::arq::{ArqConfig, ArqMode};
 use crate::error::ConfigError;
 use crate::link::{transmission_time, QueueLimit};
 use crate::loss::{
-    AnyLoss, Bernoulli, DropList, GilbertElliott, GilbertElliottConfig, Lcg16807Loss, LossModel,
-    MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
+    AnyLoss, Bernoulli, DropList, GilbertElliott, GilbertElliottConfig, GilbertPackets,
+    Lcg16807Loss, LossModel, MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
 };
 use crate::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
 use crate::modem::ModemConfig;
@@ -318,6 +319,11 @@ pub enum LossSpec {
         p: f64,
     },
     GilbertElliott(GilbertElliottConfig),
+    /// Stepped per packet: overall rate and mean burst in packets.
+    GilbertPackets {
+        rate: f64,
+        mean_burst_pkts: f64,
+    },
     MarkovFading(MarkovFadingConfig),
     Lcg16807 {
         rate: f64,
@@ -336,6 +342,7 @@ impl LossSpec {
             LossSpec::None => "none",
             LossSpec::Bernoulli { .. } => "bernoulli",
             LossSpec::GilbertElliott(_) => "gilbert_elliott",
+            LossSpec::GilbertPackets { .. } => "gilbert_packets",
             LossSpec::MarkovFading(_) => "markov_fading",
             LossSpec::Lcg16807 { .. } => "lcg16807",
             LossSpec::DropList { .. } => "drop_list",
@@ -348,6 +355,10 @@ impl LossSpec {
             LossSpec::None => NoLoss.into(),
             LossSpec::Bernoulli { p } => Bernoulli::new(*p, rng)?.into(),
             LossSpec::GilbertElliott(cfg) => GilbertElliott::new(*cfg, rng)?.into(),
+            LossSpec::GilbertPackets {
+                rate,
+                mean_burst_pkts,
+            } => GilbertPackets::new(*rate, *mean_burst_pkts, rng)?.into(),
             LossSpec::MarkovFading(cfg) => MarkovFading::new(*cfg, rng)?.into(),
             LossSpec::Lcg16807 { rate, seed } => {
                 Lcg16807Loss::from_error_rate(*rate, *seed)?.into()
@@ -1653,6 +1664,7 @@ const LOSS_MODELS: &[Variant] = &[
         "gilbert_elliott",
         &["mean_burst", "mean_burst_s", "mean_burst_pkts", "rate"],
     ),
+    ("gilbert_packets", &["mean_burst_pkts", "rate"]),
     ("markov_fading", &["pe", "fd_t", "frame", "frame_s"]),
     ("lcg16807", &["rate", "seed"]),
     ("drop_list", &["packets"]),
@@ -1726,6 +1738,10 @@ fn loss_spec(
             .map_err(config_err)?;
             LossSpec::GilbertElliott(cfg)
         }
+        "gilbert_packets" => LossSpec::GilbertPackets {
+            rate: need("rate", r.rate)?,
+            mean_burst_pkts: need("mean_burst_pkts", r.mean_burst_pkts)?,
+        },
         "markov_fading" => {
             let frame = opt_duration(p, ("frame", &r.frame), ("frame_s", &r.frame_s), false)?
                 .unwrap_or(IS707_FRAME);

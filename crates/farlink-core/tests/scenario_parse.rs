@@ -164,6 +164,10 @@ fn every_loss_model_parses() {
             json!({"model": "drop_list", "packets": [2000, 2001]}),
             "drop_list",
         ),
+        (
+            json!({"model": "gilbert_packets", "mean_burst_pkts": 8, "rate": 0.01}),
+            "gilbert_packets",
+        ),
     ] {
         let mut v = base();
         v["links"][1]["fwd"]["loss"] = loss;
@@ -422,6 +426,31 @@ fn drop_list_numbers_are_checked_with_their_path() {
 }
 
 #[test]
+fn gilbert_packets_parameters_are_checked_with_their_path() {
+    rejects(
+        |v| {
+            v["links"][1]["fwd"]["loss"] =
+                json!({"model": "gilbert_packets", "mean_burst_pkts": 0.5, "rate": 0.01})
+        },
+        "links[1].fwd.loss.mean_burst_pkts",
+        "expected a mean burst of at least 1 packet",
+    );
+    rejects(
+        |v| {
+            v["links"][1]["fwd"]["loss"] =
+                json!({"model": "gilbert_packets", "mean_burst_pkts": 8, "rate": 1.5})
+        },
+        "links[1].fwd.loss.rate",
+        "expected a loss rate in (0, 1)",
+    );
+    rejects(
+        |v| v["links"][1]["fwd"]["loss"] = json!({"model": "gilbert_packets", "rate": 0.01}),
+        "links[1].fwd.loss.mean_burst_pkts",
+        "missing: loss model \"gilbert_packets\" needs mean_burst_pkts",
+    );
+}
+
+#[test]
 fn loss_parameter_type_is_checked_with_its_path() {
     rejects(
         |v| v["links"][1]["fwd"]["loss"]["p"] = json!("0.01"),
@@ -435,7 +464,7 @@ fn unknown_loss_model_lists_the_known_ones() {
     rejects(
         |v| v["links"][1]["fwd"]["loss"] = json!({"model": "gilbert"}),
         "links[1].fwd.loss.model",
-        "unknown loss model \"gilbert\"; expected one of: none, bernoulli, gilbert_elliott, markov_fading, lcg16807, drop_list",
+        "unknown loss model \"gilbert\"; expected one of: none, bernoulli, gilbert_elliott, gilbert_packets, markov_fading, lcg16807, drop_list",
     );
 }
 

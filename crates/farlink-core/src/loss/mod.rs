@@ -7,6 +7,8 @@
 //! - [`Bernoulli`]: independent losses with probability p (seed 003, 4.4.1.1);
 //! - [`GilbertElliott`]: two states with exponentially distributed sojourns in *time*
 //!   (seed 003, 4.4.1.2);
+//! - [`GilbertPackets`]: two states stepped per *packet*, geometric sojourns (seed 003,
+//!   4.4.1.2 read in packets);
 //! - [`MarkovFading`]: the per-frame first-order Markov model of a Rayleigh fading channel
 //!   parameterised by frame error rate and normalised Doppler f_d T (seed 004, section III,
 //!   after Zorzi, Rao and Milstein; derivation in `docs/fading-channel.md`);
@@ -32,12 +34,13 @@
 //! `is_lost(now)` must be called with non-decreasing `now`. Time-driven models
 //! (`GilbertElliott`, `MarkovFading`) evolve their channel state in simulated time between
 //! calls, whether or not packets were sent, so idle gaps are modelled correctly; per-packet
-//! models (`Bernoulli`, `Lcg16807Loss`, `DropList`) ignore `now`. A `now` earlier than the
+//! models (`Bernoulli`, `GilbertPackets`, `Lcg16807Loss`, `DropList`) ignore `now`. A `now` earlier than the
 //! previous call is a caller bug; in release builds it is treated as the previous time.
 
 mod bernoulli;
 mod drop_list;
 mod gilbert_elliott;
+mod gilbert_packets;
 mod lcg16807;
 mod markov_fading;
 pub mod special;
@@ -45,6 +48,7 @@ pub mod special;
 pub use bernoulli::Bernoulli;
 pub use drop_list::DropList;
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
+pub use gilbert_packets::GilbertPackets;
 pub use lcg16807::{Lcg16807, Lcg16807Loss, LCG16807_MODULUS, LCG16807_MULTIPLIER};
 pub use markov_fading::{
     fading_transitions, FadingTransitions, MarkovFading, MarkovFadingConfig, IS707_FRAME, MIN_FD_T,
@@ -128,6 +132,7 @@ pub enum AnyLoss {
     None(NoLoss),
     Bernoulli(Bernoulli),
     GilbertElliott(GilbertElliott),
+    GilbertPackets(GilbertPackets),
     MarkovFading(MarkovFading),
     Lcg16807(Lcg16807Loss),
     DropList(DropList),
@@ -139,6 +144,7 @@ impl LossModel for AnyLoss {
             AnyLoss::None(m) => m.is_lost(now),
             AnyLoss::Bernoulli(m) => m.is_lost(now),
             AnyLoss::GilbertElliott(m) => m.is_lost(now),
+            AnyLoss::GilbertPackets(m) => m.is_lost(now),
             AnyLoss::MarkovFading(m) => m.is_lost(now),
             AnyLoss::Lcg16807(m) => m.is_lost(now),
             AnyLoss::DropList(m) => m.is_lost(now),
@@ -149,6 +155,7 @@ impl LossModel for AnyLoss {
             AnyLoss::None(m) => m.analytic_loss_rate(),
             AnyLoss::Bernoulli(m) => m.analytic_loss_rate(),
             AnyLoss::GilbertElliott(m) => m.analytic_loss_rate(),
+            AnyLoss::GilbertPackets(m) => m.analytic_loss_rate(),
             AnyLoss::MarkovFading(m) => m.analytic_loss_rate(),
             AnyLoss::Lcg16807(m) => m.analytic_loss_rate(),
             AnyLoss::DropList(m) => m.analytic_loss_rate(),
@@ -159,6 +166,7 @@ impl LossModel for AnyLoss {
             AnyLoss::None(m) => m.analytic_mean_burst_len(),
             AnyLoss::Bernoulli(m) => m.analytic_mean_burst_len(),
             AnyLoss::GilbertElliott(m) => m.analytic_mean_burst_len(),
+            AnyLoss::GilbertPackets(m) => m.analytic_mean_burst_len(),
             AnyLoss::MarkovFading(m) => m.analytic_mean_burst_len(),
             AnyLoss::Lcg16807(m) => m.analytic_mean_burst_len(),
             AnyLoss::DropList(m) => m.analytic_mean_burst_len(),
@@ -179,6 +187,11 @@ impl From<Bernoulli> for AnyLoss {
 impl From<GilbertElliott> for AnyLoss {
     fn from(m: GilbertElliott) -> Self {
         AnyLoss::GilbertElliott(m)
+    }
+}
+impl From<GilbertPackets> for AnyLoss {
+    fn from(m: GilbertPackets) -> Self {
+        AnyLoss::GilbertPackets(m)
     }
 }
 impl From<MarkovFading> for AnyLoss {
