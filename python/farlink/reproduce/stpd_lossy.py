@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -135,7 +136,7 @@ def fig_4_13_to_4_17(out_dir: Path) -> Findings:
                 )
     # Figures 4.13-4.17 from the first seed: losses, windows by packet index and by time.
     panels_index, panels_time, loss_panel = [], [], []
-    for variant in SEED_VARIANTS:
+    for row, variant in enumerate(SEED_VARIANTS):
         result, span, payload = first_seed[variant]
         tw, w = window_steps(result, 0, payload)
         times, index = _first_send_times(result, payload)
@@ -149,15 +150,15 @@ def fig_4_13_to_4_17(out_dir: Path) -> Findings:
         lost_index = drops["seq"][lost] // payload + 1
         in_range = (lost_index >= FIRST_PACKET) & (lost_index <= LAST_PACKET)
         loss_panel.append(
-            (f"{NAMES[variant]}: lost", lost_index[in_range], np.ones(int(np.sum(in_range))))
+            (f"{NAMES[variant]}", lost_index[in_range], np.full(int(np.sum(in_range)), row + 1))
         )
     figures = [
         panels_figure(
             out_dir / "stpd-fig-4.13-4.15.png",
-            panels=[("packet lost", loss_panel), ("cwnd (packets)", panels_index)],
+            panels=[("lost packets", loss_panel, "points"), ("cwnd (packets)", panels_index)],
             xlabel="packet index",
-            title="Figs. 4.13-4.15: bursty loss (mean burst 8, rate 1e-2, per packet) and the "
-            "window by packet index",
+            title="Figs. 4.13-4.15: bursty loss (burst 8, rate 1e-2, per packet), window by "
+            "packet index",
             caption="farlink sim, stpd-wireless-bursty with gilbert_packets, seed 1, ns-2-like "
             "TCP; each run sees its own loss pattern",
         ),
@@ -458,6 +459,21 @@ def testbed_5_4(out_dir: Path) -> Findings:
                 table[(variant, line_bps, delay, per)] = (emulator, float(np.mean(runs)))
             else:
                 table[(variant, line_bps, delay, per)] = (emulator, emulator)
+    # Sec. 5.4.1, second set: a second 100,000-byte transfer from H2 joins 20 s later over a
+    # 38.4 kbps 180 ms link. Reno: "108 seconds and ... 80 seconds"; ST-PD: "both ... around 65
+    # seconds".
+    two = {v: _two_connections(v) for v in ("reno", "stpd")}
+    for variant, published in (("reno", (108.0, 80.0)), ("stpd", (65.0, 65.0))):
+        for k, who in enumerate(("H1-H3 (from 0 s)", "H2-H3 (from 20 s)")):
+            rows.append(
+                Row(
+                    f"{NAMES[variant]}, two connections, 38.4 kbps, 180ms: {who} transfer time",
+                    "s",
+                    published[k],
+                    two[variant][k],
+                    0.25,
+                )
+            )
     lossy = [c for c in TESTBED_CASES if c[2] > 0]
     figure = line_figure(
         out_dir / "stpd-testbed-5.4.png",
@@ -495,9 +511,34 @@ def testbed_5_4(out_dir: Path) -> Findings:
             "x0 = 1, the only seed the thesis gives; the emulator's rows are one run, like "
             "the thesis's. The Bernoulli rows show how much one run depends on where the "
             "errors fall.",
+            "Two connections (sec. 5.4.1): Reno's first connection took 108 s and the second, "
+            "started 20 s later, 80 s; ST-PD's both about 65 s. Here Reno "
+            f"{two['reno'][0]:.1f} and {two['reno'][1]:.1f} s, ST-PD {two['stpd'][0]:.1f} and "
+            f"{two['stpd'][1]:.1f} s: under ST-PD the connection that joins later takes the "
+            "larger share and the first one finishes late (the RTT_min bias of a connection "
+            "that starts on a queue, as in stpd-fig-3.15-3.17).",
             "TCP as the testbed's Linux 2.2.17 (preset stpd-testbed): 100-byte payload with "
             "timestamps, no SACK, an ACK per segment, minimum RTO 200 ms, 31,900-byte window; "
             "the queue at H2 (30 packets) and the initial window (2) are not given.",
         ],
         figures=[figure],
     )
+
+
+def _two_connections(variant: str) -> tuple[float, float]:
+    """Transfer times of H1-H3 from 0 s and H2-H3 from 20 s over 38.4 kbps, 180 ms."""
+    from farlink.scenario import load_scenario
+    from farlink.sim import simulate
+
+    doc = load_scenario("stpd-testbed")
+    second = copy.deepcopy(doc["flows"][0])
+    second.update({"name": "h2-h3", "from": "H2", "start": "20s"})
+    doc["flows"].append(second)
+    result = simulate(doc, tcp=variant, sets=['links[1].delay="180ms"', "trace={}"])
+    first, late = (_flow_time(f) for f in result.summary["flows"])
+    return first, late
+
+
+def _flow_time(flow) -> float:
+    t = flow["transfer_time_s"]
+    return float("nan") if t is None else float(t)

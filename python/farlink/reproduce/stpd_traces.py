@@ -63,7 +63,7 @@ def queue_steps(result: Result, link: str, forward: bool = True) -> tuple[np.nda
     mask = (q["link"] == _link_index(result, link)) & (q["forward"] == forward)
     t = np.concatenate([[0.0], q["time_ns"][mask] / 1e9])
     v = np.concatenate([[0.0], q["pkts"][mask].astype(float)])
-    return t, v
+    return _hold_to_end(result, t, v)
 
 
 def window_steps(
@@ -72,7 +72,17 @@ def window_steps(
     """(time_s, congestion window in packets) of one flow, as the controller sets it."""
     c = result.trace("cwnd")
     mask = c["flow"] == flow
-    return c["time_ns"][mask] / 1e9, c["cwnd_bytes"][mask] / packet_payload_bytes
+    t, v = c["time_ns"][mask] / 1e9, c["cwnd_bytes"][mask] / packet_payload_bytes
+    return _hold_to_end(result, t, v)
+
+
+def _hold_to_end(result: Result, t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The step function with its last value repeated at the end of the run, so that a trace
+    recorded on change covers the whole run when drawn."""
+    end_s = float(result.summary["sim_time_s"])
+    if len(t) == 0 or t[-1] >= end_s:
+        return t, v
+    return np.append(t, end_s), np.append(v, v[-1])
 
 
 def time_weighted_mean(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> float:

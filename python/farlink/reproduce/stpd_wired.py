@@ -398,8 +398,7 @@ def fig_3_19_to_3_20(out_dir: Path) -> Findings:
                     ("throughput (Mbit/s)", thr),
                 ],
                 xlabel="time (s)",
-                title=f"Fig. {fig}: {name}, S1-D1 over R1-R2 and R2-R3 (1.5 Mbps each); S2-D2 "
-                "15-30 s, S3-D3 (384 kbps access) 45-60 s",
+                title=f"Fig. {fig}: {name}; S1-D1 over R1-R2, R2-R3; S2-D2 15-30 s, S3-D3 45-60 s",
                 caption="farlink sim, stpd-moving-bottleneck, ns-2-like TCP; throughput per "
                 "0.5 s with headers",
             )
