@@ -224,7 +224,8 @@ fn conservation_holds_under_heavy_loss_and_queue_overflow() {
              "fwd": {"loss": {"model": "lcg16807", "rate": 0.1}},
              "rev": {"loss": {"model": "bernoulli", "p": 0.2}}},
             {"a": "B", "b": "R", "rate": "2Mbps", "delay": "5ms", "queue_bytes": 3000,
-             "fwd": {"loss": {"model": "markov_fading", "pe": 0.2, "fd_t": 0.01}}},
+             "fwd": {"loss": {"model": "markov_fading", "pe": 0.2, "fd_t": 0.01}},
+             "rev": {"loss": {"model": "gilbert_packets", "mean_burst_pkts": 4, "rate": 0.1}}},
             {"a": "R", "b": "D", "rate": "512kbps", "delay": "100ms", "queue_pkts": 2,
              "fwd": {"loss": {"model": "gilbert_elliott", "mean_burst_pkts": 8, "rate": 0.2}},
              "rev": {"loss": {"model": "bernoulli", "p": 0.3}}}
