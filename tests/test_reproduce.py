@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from farlink.reproduce import entries, run
+from farlink.reproduce.doc import FAST_SIM
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +56,8 @@ def test_figure_6_6_timeout_matters_more_at_higher_drop_rates(out_dir):
 
 
 # Reproductions that simulate hours of Iridium transfers over eight seeds take tens of seconds
-# each; they run under `make validate` (marker `slow`), the rest in every `make test`. Seed 003's
-# simulate seconds to minutes of a few flows and take a second or two each.
-FAST_SIM = {
-    "stpd-fig-4.8",
-    "stpd-fig-3.8-3.13",
-    "stpd-fig-3.15-3.17",
-    "stpd-fig-3.19-3.20",
-    "stpd-fig-3.22-3.24",
-    "stpd-fig-4.13-4.17",
-    "stpd-fig-4.19-4.22",
-    "stpd-testbed-5.4",
-}
+# each; they run under `make validate` (marker `slow`), the rest (the closed-form ones and seed
+# 003's simulations, `farlink.reproduce.doc.FAST_SIM`) in every `make test`.
 ENTRY_PARAMS = [
     pytest.param(
         e.id,
