@@ -81,7 +81,7 @@ def panels_figure(
             if style == "step":
                 ax.step(x, y, where="post", label=label, linewidth=1.0)
             elif style == "points":
-                ax.plot(x, y, "|", label=label, markersize=8)
+                ax.plot(x, y, ".", label=label, markersize=4)
             else:
                 ax.plot(x, y, label=label, linewidth=1.2)
         ax.set_ylabel(ylabel, fontsize=9)

@@ -522,7 +522,7 @@ def fig_3_22_to_3_24(out_dir: Path) -> Findings:
         out_dir / "stpd-fig-3.22-3.24.png",
         panels=[
             ("queue at R1 (packets)", queue_panel),
-            ("telnet RTT (s)", rtt_panel),
+            ("telnet RTT (s)", rtt_panel, "points"),
             ("FTP acknowledged (segments)", ack_panel),
         ],
         xlabel="time (s)",
