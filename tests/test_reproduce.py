@@ -56,7 +56,8 @@ def test_figure_6_6_timeout_matters_more_at_higher_drop_rates(out_dir):
 
 
 # Reproductions that simulate hours of Iridium transfers over eight seeds take tens of seconds
-# each; they run under `make validate` (marker `slow`), the rest in every `make test`.
+# each; they run under `make validate` (marker `slow`), the rest (the closed-form ones and the
+# quick simulations, `farlink.reproduce.doc.FAST_SIM`) in every `make test`.
 ENTRY_PARAMS = [
     pytest.param(
         e.id,

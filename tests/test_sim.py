@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import math
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from farlink import _core, simulate
 from farlink.cli import main
 from farlink.scenario import ScenarioError, apply_overrides, list_presets, load_scenario, set_path
 from farlink.sim import headline
+from farlink.units import parse_duration_s
 
 HEADLINE_KEYS = {
     "goodput_bps",
@@ -38,8 +40,13 @@ def digest(result):
 def test_every_preset_runs_and_conserves():
     for name, description in list_presets():
         assert description
-        # A 1500-byte packet takes 5 s to clock onto a 2.4 kbps Iridium modem.
-        seconds = 300 if name.startswith("iridium") else 5
+        # A 1500-byte packet takes 5 s to clock onto a 2.4 kbps Iridium modem; flows that join
+        # later (stpd-fixed-bottleneck, stpd-moving-bottleneck) get 5 s after the last start.
+        flows = load_scenario(name).get("flows", [])
+        last_start_s = max(
+            (parse_duration_s(f.get("start", "0s"), allow_zero=True) for f in flows), default=0
+        )
+        seconds = 300 if name.startswith("iridium") else 5 + math.ceil(last_start_s)
         result = simulate(name, duration=f"{seconds}s")
         assert result.summary["sim_time_s"] == pytest.approx(seconds)
         assert result.summary["aggregate"]["delivered_bytes"] > 0

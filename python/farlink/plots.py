@@ -54,3 +54,46 @@ def line_figure(
     fig.savefig(path, metadata={"Software": "farlink"})
     plt.close(fig)
     return path
+
+
+def panels_figure(
+    path: Path,
+    *,
+    panels: Sequence[tuple],
+    xlabel: str,
+    title: str,
+    caption: str = "",
+) -> Path:
+    """Stack panels over one shared x axis and save a PNG.
+
+    Each panel is ``(ylabel, series)`` or ``(ylabel, series, style)`` with series
+    ``(label, x, y)``. ``style`` is ``"step"`` (the default: each value held until the next, how
+    traces recorded on change read), ``"line"`` or ``"points"`` (markers, e.g. lost packets).
+    """
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(7.0, 2.3 * len(panels) + 0.9), dpi=120, sharex=True
+    )
+    axes = np.atleast_1d(axes)
+    for ax, panel in zip(axes, panels, strict=True):
+        ylabel, series = panel[0], panel[1]
+        style = panel[2] if len(panel) > 2 else "step"
+        for label, x, y in series:
+            if style == "step":
+                ax.step(x, y, where="post", label=label, linewidth=1.0)
+            elif style == "points":
+                ax.plot(x, y, ".", label=label, markersize=4)
+            else:
+                ax.plot(x, y, label=label, linewidth=1.2)
+        ax.set_ylabel(ylabel, fontsize=9)
+        ax.grid(True, alpha=0.3)
+        if any(label for label, _, _ in series):
+            ax.legend(fontsize=8, loc="upper right")
+    axes[-1].set_xlabel(xlabel)
+    axes[0].set_title(title, fontsize=9)
+    if caption:
+        fig.text(0.01, 0.005, caption, fontsize=7, color="0.35")
+    fig.tight_layout(rect=(0, 0.03 if caption else 0, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Software": "farlink"})
+    plt.close(fig)
+    return path

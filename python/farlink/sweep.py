@@ -746,7 +746,12 @@ def _loss_rate(doc: Mapping[str, Any]) -> float:
     loss = (link.get(direction) or {}).get("loss")
     if loss is None or loss.get("model") == "none":
         return 0.0
-    key = {"bernoulli": "p", "gilbert_elliott": "rate", "lcg16807": "rate"}[loss["model"]]
+    key = {
+        "bernoulli": "p",
+        "gilbert_elliott": "rate",
+        "gilbert_packets": "rate",
+        "lcg16807": "rate",
+    }[loss["model"]]
     return float(loss[key])
 
 

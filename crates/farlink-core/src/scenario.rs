@@ -70,8 +70,10 @@
 //!      | {"model": "bernoulli", "p": 0.01}
 //!      | {"model": "gilbert_elliott", "mean_burst": "40ms" | "mean_burst_s" | "mean_burst_pkts": 8,
 //!         "rate": 0.01}
+//!      | {"model": "gilbert_packets", "mean_burst_pkts": 8, "rate": 0.01}   stepped per packet
 //!      | {"model": "markov_fading", "pe": 0.1, "fd_t": 0.01, "frame": "20ms" (default, or frame_s)}
 //!      | {"model": "lcg16807", "rate": 0.1, "seed": 1 (default)}
+//!      | {"model": "drop_list", "packets": [2000, 2001]}   arrival numbers from 1, increasing
 //! FLOW = {
 //!   "name": "ftp",                    optional, default "flow<i>"; unique
 //!   "from": "S", "to": "D",           data flows from -> to; ACKs return on the reverse path
@@ -135,8 +137,8 @@ use crate::arq::{ArqConfig, ArqMode};
 use crate::error::ConfigError;
 use crate::link::{transmission_time, QueueLimit};
 use crate::loss::{
-    AnyLoss, Bernoulli, GilbertElliott, GilbertElliottConfig, Lcg16807Loss, LossModel,
-    MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
+    AnyLoss, Bernoulli, DropList, GilbertElliott, GilbertElliottConfig, GilbertPackets,
+    Lcg16807Loss, LossModel, MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
 };
 use crate::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
 use crate::modem::ModemConfig;
@@ -317,13 +319,27 @@ pub struct DirectionSpec {
 }
 
 /// A loss model and its parameters, resolved and checked.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum LossSpec {
     None,
-    Bernoulli { p: f64 },
+    Bernoulli {
+        p: f64,
+    },
     GilbertElliott(GilbertElliottConfig),
+    /// Stepped per packet: overall rate and mean burst in packets.
+    GilbertPackets {
+        rate: f64,
+        mean_burst_pkts: f64,
+    },
     MarkovFading(MarkovFadingConfig),
-    Lcg16807 { rate: f64, seed: u32 },
+    Lcg16807 {
+        rate: f64,
+        seed: u32,
+    },
+    /// Arrival numbers (from 1, strictly increasing) of the packets to lose.
+    DropList {
+        packets: Vec<u64>,
+    },
 }
 
 impl LossSpec {
@@ -333,19 +349,28 @@ impl LossSpec {
             LossSpec::None => "none",
             LossSpec::Bernoulli { .. } => "bernoulli",
             LossSpec::GilbertElliott(_) => "gilbert_elliott",
+            LossSpec::GilbertPackets { .. } => "gilbert_packets",
             LossSpec::MarkovFading(_) => "markov_fading",
             LossSpec::Lcg16807 { .. } => "lcg16807",
+            LossSpec::DropList { .. } => "drop_list",
         }
     }
 
-    /// Builds the model, drawing from `rng` (unused by `none` and `lcg16807`).
+    /// Builds the model, drawing from `rng` (unused by `none`, `lcg16807` and `drop_list`).
     pub fn build(&self, rng: StreamRng) -> Result<AnyLoss, ConfigError> {
-        Ok(match *self {
+        Ok(match self {
             LossSpec::None => NoLoss.into(),
-            LossSpec::Bernoulli { p } => Bernoulli::new(p, rng)?.into(),
-            LossSpec::GilbertElliott(cfg) => GilbertElliott::new(cfg, rng)?.into(),
-            LossSpec::MarkovFading(cfg) => MarkovFading::new(cfg, rng)?.into(),
-            LossSpec::Lcg16807 { rate, seed } => Lcg16807Loss::from_error_rate(rate, seed)?.into(),
+            LossSpec::Bernoulli { p } => Bernoulli::new(*p, rng)?.into(),
+            LossSpec::GilbertElliott(cfg) => GilbertElliott::new(*cfg, rng)?.into(),
+            LossSpec::GilbertPackets {
+                rate,
+                mean_burst_pkts,
+            } => GilbertPackets::new(*rate, *mean_burst_pkts, rng)?.into(),
+            LossSpec::MarkovFading(cfg) => MarkovFading::new(*cfg, rng)?.into(),
+            LossSpec::Lcg16807 { rate, seed } => {
+                Lcg16807Loss::from_error_rate(*rate, *seed)?.into()
+            }
+            LossSpec::DropList { packets } => DropList::new(packets.clone())?.into(),
         })
     }
 
@@ -961,6 +986,7 @@ struct RawLoss {
     frame: Option<UnitText<Duration>>,
     frame_s: Option<Bare>,
     seed: Option<u32>,
+    packets: Option<Vec<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -1697,8 +1723,10 @@ const LOSS_MODELS: &[Variant] = &[
         "gilbert_elliott",
         &["mean_burst", "mean_burst_s", "mean_burst_pkts", "rate"],
     ),
+    ("gilbert_packets", &["mean_burst_pkts", "rate"]),
     ("markov_fading", &["pe", "fd_t", "frame", "frame_s"]),
     ("lcg16807", &["rate", "seed"]),
+    ("drop_list", &["packets"]),
 ];
 
 fn loss_spec(
@@ -1718,6 +1746,7 @@ fn loss_spec(
         ("frame", r.frame.is_some()),
         ("frame_s", r.frame_s.is_some()),
         ("seed", r.seed.is_some()),
+        ("packets", r.packets.is_some()),
     ];
     only_its_params(p, "loss model", model, allowed, &given)?;
     let need = |param: &str, v: Option<f64>| -> Result<f64, ScenarioError> {
@@ -1768,6 +1797,10 @@ fn loss_spec(
             .map_err(config_err)?;
             LossSpec::GilbertElliott(cfg)
         }
+        "gilbert_packets" => LossSpec::GilbertPackets {
+            rate: need("rate", r.rate)?,
+            mean_burst_pkts: need("mean_burst_pkts", r.mean_burst_pkts)?,
+        },
         "markov_fading" => {
             let frame = opt_duration(p, ("frame", &r.frame), ("frame_s", &r.frame_s), false)?
                 .unwrap_or(IS707_FRAME);
@@ -1780,6 +1813,14 @@ fn loss_spec(
         "lcg16807" => LossSpec::Lcg16807 {
             rate: need("rate", r.rate)?,
             seed: r.seed.unwrap_or(Lcg16807Loss::EMULATOR_SEED),
+        },
+        "drop_list" => LossSpec::DropList {
+            packets: r.packets.clone().ok_or_else(|| {
+                ScenarioError::new(
+                    at(p, "packets"),
+                    "missing: loss model \"drop_list\" needs packets (a list of arrival numbers from 1)",
+                )
+            })?,
         },
         _ => return err(at(p, "model"), "internal: model listed but not built"),
     };

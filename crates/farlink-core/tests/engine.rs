@@ -224,7 +224,8 @@ fn conservation_holds_under_heavy_loss_and_queue_overflow() {
              "fwd": {"loss": {"model": "lcg16807", "rate": 0.1}},
              "rev": {"loss": {"model": "bernoulli", "p": 0.2}}},
             {"a": "B", "b": "R", "rate": "2Mbps", "delay": "5ms", "queue_bytes": 3000,
-             "fwd": {"loss": {"model": "markov_fading", "pe": 0.2, "fd_t": 0.01}}},
+             "fwd": {"loss": {"model": "markov_fading", "pe": 0.2, "fd_t": 0.01}},
+             "rev": {"loss": {"model": "gilbert_packets", "mean_burst_pkts": 4, "rate": 0.1}}},
             {"a": "R", "b": "D", "rate": "512kbps", "delay": "100ms", "queue_pkts": 2,
              "fwd": {"loss": {"model": "gilbert_elliott", "mean_burst_pkts": 8, "rate": 0.2}},
              "rev": {"loss": {"model": "bernoulli", "p": 0.3}}}
@@ -482,4 +483,34 @@ mod random {
             }
         }
     }
+}
+
+#[test]
+fn drop_list_loses_exactly_the_listed_arrivals_of_one_direction() {
+    // Seed 003 sec. 4.4.2: the 2000th and 2001st packets over the GEO hop are corrupted, no
+    // other. With no queue overflow upstream, the k-th arrival at D is the k-th data segment R
+    // sent, so the lost sequence numbers are those of the 2000th and 2001st segments in the
+    // seq trace (the flow sends no retransmission before them).
+    let v = json!({
+        "seed": 1,
+        "duration": "40s",
+        "nodes": ["S", "R", "D"],
+        "links": [
+            {"a": "S", "b": "R", "rate": "10Mbps", "delay": "0.2ms"},
+            {"a": "R", "b": "D", "rate": "1.5Mbps", "delay": "250ms", "queue_pkts": 200,
+             "fwd": {"loss": {"model": "drop_list", "packets": [2000, 2001]}}}
+        ],
+        "flows": [{"from": "S", "to": "D", "app": {"kind": "unbounded"},
+                   "tcp": tcp_1000_byte_packets()}],
+        "trace": {"drops": true, "seq": true}
+    });
+    let r = run_json(&v);
+    let drops = &r.traces.drops;
+    assert_eq!(drops.cause, vec![DROP_CAUSE_CORRUPTION; 2]);
+    assert!(drops.forward.iter().all(|&f| f) && drops.link == vec![1, 1]);
+    let seq = &r.traces.seq;
+    assert!(!seq.retransmission[..2001].iter().any(|&x| x));
+    assert_eq!(drops.seq, vec![seq.seq[1999], seq.seq[2000]]);
+    assert_eq!(r.summary.links[1].fwd.analytic_loss_rate, 0.0);
+    assert_eq!(r.summary.links[1].fwd.loss_model, "drop_list");
 }

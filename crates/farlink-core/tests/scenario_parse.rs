@@ -160,6 +160,14 @@ fn every_loss_model_parses() {
             "markov_fading",
         ),
         (json!({"model": "lcg16807", "rate": 0.1}), "lcg16807"),
+        (
+            json!({"model": "drop_list", "packets": [2000, 2001]}),
+            "drop_list",
+        ),
+        (
+            json!({"model": "gilbert_packets", "mean_burst_pkts": 8, "rate": 0.01}),
+            "gilbert_packets",
+        ),
     ] {
         let mut v = base();
         v["links"][1]["fwd"]["loss"] = loss;
@@ -170,7 +178,7 @@ fn every_loss_model_parses() {
     let mut v = base();
     v["links"][1]["fwd"]["loss"] =
         json!({"model": "gilbert_elliott", "mean_burst_pkts": 8, "rate": 0.01});
-    match parse(&v).unwrap().links()[1].fwd.loss {
+    match &parse(&v).unwrap().links()[1].fwd.loss {
         LossSpec::GilbertElliott(cfg) => assert_eq!(cfg.mean_bad_ns, 64_000_000.0),
         other => panic!("{other:?}"),
     }
@@ -381,6 +389,68 @@ fn loss_parameter_out_of_range_names_the_parameter() {
 }
 
 #[test]
+fn drop_list_numbers_are_checked_with_their_path() {
+    let mut v = base();
+    v["links"][1]["fwd"]["loss"] = json!({"model": "drop_list", "packets": [3, 9]});
+    assert_eq!(
+        parse(&v).unwrap().links()[1].fwd.loss,
+        LossSpec::DropList {
+            packets: vec![3, 9]
+        }
+    );
+    rejects(
+        |v| v["links"][1]["fwd"]["loss"] = json!({"model": "drop_list", "packets": [0, 1]}),
+        "links[1].fwd.loss.packets",
+        "expected packet numbers from 1",
+    );
+    rejects(
+        |v| v["links"][1]["fwd"]["loss"] = json!({"model": "drop_list", "packets": [9, 3]}),
+        "links[1].fwd.loss.packets",
+        "expected strictly increasing packet numbers, got 3 after 9",
+    );
+    rejects(
+        |v| v["links"][1]["fwd"]["loss"] = json!({"model": "drop_list"}),
+        "links[1].fwd.loss.packets",
+        "missing: loss model \"drop_list\" needs packets",
+    );
+    rejects(
+        |v| v["links"][1]["fwd"]["loss"] = json!({"model": "drop_list", "packets": [4, 1.5]}),
+        "links[1].fwd.loss.packets[1]",
+        "expected u64",
+    );
+    rejects(
+        |v| v["links"][1]["fwd"]["loss"] = json!({"model": "drop_list", "packets": [1], "p": 0.1}),
+        "links[1].fwd.loss.p",
+        "not a parameter of loss model \"drop_list\" (it takes: packets)",
+    );
+}
+
+#[test]
+fn gilbert_packets_parameters_are_checked_with_their_path() {
+    rejects(
+        |v| {
+            v["links"][1]["fwd"]["loss"] =
+                json!({"model": "gilbert_packets", "mean_burst_pkts": 0.5, "rate": 0.01})
+        },
+        "links[1].fwd.loss.mean_burst_pkts",
+        "expected a mean burst of at least 1 packet",
+    );
+    rejects(
+        |v| {
+            v["links"][1]["fwd"]["loss"] =
+                json!({"model": "gilbert_packets", "mean_burst_pkts": 8, "rate": 1.5})
+        },
+        "links[1].fwd.loss.rate",
+        "expected a loss rate in (0, 1)",
+    );
+    rejects(
+        |v| v["links"][1]["fwd"]["loss"] = json!({"model": "gilbert_packets", "rate": 0.01}),
+        "links[1].fwd.loss.mean_burst_pkts",
+        "missing: loss model \"gilbert_packets\" needs mean_burst_pkts",
+    );
+}
+
+#[test]
 fn loss_parameter_type_is_checked_with_its_path() {
     rejects(
         |v| v["links"][1]["fwd"]["loss"]["p"] = json!("0.01"),
@@ -394,7 +464,7 @@ fn unknown_loss_model_lists_the_known_ones() {
     rejects(
         |v| v["links"][1]["fwd"]["loss"] = json!({"model": "gilbert"}),
         "links[1].fwd.loss.model",
-        "unknown loss model \"gilbert\"; expected one of: none, bernoulli, gilbert_elliott, markov_fading, lcg16807",
+        "unknown loss model \"gilbert\"; expected one of: none, bernoulli, gilbert_elliott, gilbert_packets, markov_fading, lcg16807, drop_list",
     );
 }
 

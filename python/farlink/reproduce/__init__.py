@@ -135,4 +135,11 @@ def entries() -> list[Entry]:
 
 def _load_all() -> None:
     # Importing a module registers its reproductions.
-    from farlink.reproduce import far_links, marchese, stpd, zaghloul  # noqa: F401
+    from farlink.reproduce import (  # noqa: F401
+        far_links,
+        marchese,
+        stpd,
+        stpd_lossy,
+        stpd_wired,
+        zaghloul,
+    )

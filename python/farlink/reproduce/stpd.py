@@ -22,7 +22,7 @@ LOSS_RATES = [1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
 SEEDS = range(1, 6)
 # The seed's four (loss recovery tahoe/reno; controllers vegas, stpd) and today's controllers.
 SEED_VARIANTS = ("tahoe", "reno", "vegas", "stpd")
-MODERN_VARIANTS = ("hybla", "westwood", "cubic")
+MODERN_VARIANTS = ("hybla", "westwood", "cubic", "bbr")
 VARIANTS = SEED_VARIANTS + MODERN_VARIANTS
 # The seed normalises by the link's packet rate: 1000-byte packets carrying 960 bytes of payload
 # here (no timestamps), so goodput over 1.5 Mbps is scaled by 1000/960.
@@ -139,9 +139,9 @@ def fig_4_8(out_dir: Path) -> Findings:
             f"30-packet buffer even without wireless loss ({ours[('hybla', '0.0001')]:.2f} at "
             "1e-4); see "
             "docs/congestion-control.md.",
-            "Hybla, Westwood+ and CUBIC are today's controllers, added beside the seed's four and "
-            "run as deployed: SACK recovery, timestamps, delayed ACKs (payload 948 of 1000 bytes, "
-            "so their ceiling here is 0.9875 after the 1000/960 scaling).",
+            "Hybla, Westwood+, CUBIC and BBR are today's controllers, added beside the seed's "
+            "four and run as deployed: SACK recovery, timestamps, delayed ACKs (payload 948 of "
+            "1000 bytes, so their ceiling here is 0.9875 after the 1000/960 scaling).",
             "The seed's four assume ns-2-like TCP (one ACK per segment, initial window 1, no "
             "SACK, no timestamps, per-ACK growth), farlink's default Limited Transmit and a 1 s "
             "minimum RTO; the tolerance of 25 % "

@@ -7,11 +7,15 @@
 //! - [`Bernoulli`]: independent losses with probability p (seed 003, 4.4.1.1);
 //! - [`GilbertElliott`]: two states with exponentially distributed sojourns in *time*
 //!   (seed 003, 4.4.1.2);
+//! - [`GilbertPackets`]: two states stepped per *packet*, geometric sojourns (seed 003,
+//!   4.4.1.2 read in packets);
 //! - [`MarkovFading`]: the per-frame first-order Markov model of a Rayleigh fading channel
 //!   parameterised by frame error rate and normalised Doppler f_d T (seed 004, section III,
 //!   after Zorzi, Rao and Milstein; derivation in `docs/fading-channel.md`);
 //! - [`Lcg16807Loss`]: the LCG(16807, 0, 2^31 - 1) loss generator of seed 003's hardware data
 //!   link emulator (seed 003, 5.3.3), bit-exact;
+//! - [`DropList`]: scripted losses of the packets with given arrival numbers (seed 003, 4.4.2:
+//!   "the 2000th and the 2001st packet");
 //! - [`AnyLoss`]: an enum over all of them, for static dispatch without boxing.
 //!
 //! It must not touch queues, links or clocks: a model is handed the time at which a packet
@@ -30,17 +34,21 @@
 //! `is_lost(now)` must be called with non-decreasing `now`. Time-driven models
 //! (`GilbertElliott`, `MarkovFading`) evolve their channel state in simulated time between
 //! calls, whether or not packets were sent, so idle gaps are modelled correctly; per-packet
-//! models (`Bernoulli`, `Lcg16807Loss`) ignore `now`. A `now` earlier than the previous call is
-//! a caller bug; in release builds it is treated as the previous time.
+//! models (`Bernoulli`, `GilbertPackets`, `Lcg16807Loss`, `DropList`) ignore `now`. A `now` earlier than the
+//! previous call is a caller bug; in release builds it is treated as the previous time.
 
 mod bernoulli;
+mod drop_list;
 mod gilbert_elliott;
+mod gilbert_packets;
 mod lcg16807;
 mod markov_fading;
 pub mod special;
 
 pub use bernoulli::Bernoulli;
+pub use drop_list::DropList;
 pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
+pub use gilbert_packets::GilbertPackets;
 pub use lcg16807::{Lcg16807, Lcg16807Loss, LCG16807_MODULUS, LCG16807_MULTIPLIER};
 pub use markov_fading::{
     fading_transitions, FadingTransitions, MarkovFading, MarkovFadingConfig, IS707_FRAME, MIN_FD_T,
@@ -124,8 +132,10 @@ pub enum AnyLoss {
     None(NoLoss),
     Bernoulli(Bernoulli),
     GilbertElliott(GilbertElliott),
+    GilbertPackets(GilbertPackets),
     MarkovFading(MarkovFading),
     Lcg16807(Lcg16807Loss),
+    DropList(DropList),
 }
 
 impl LossModel for AnyLoss {
@@ -134,8 +144,10 @@ impl LossModel for AnyLoss {
             AnyLoss::None(m) => m.is_lost(now),
             AnyLoss::Bernoulli(m) => m.is_lost(now),
             AnyLoss::GilbertElliott(m) => m.is_lost(now),
+            AnyLoss::GilbertPackets(m) => m.is_lost(now),
             AnyLoss::MarkovFading(m) => m.is_lost(now),
             AnyLoss::Lcg16807(m) => m.is_lost(now),
+            AnyLoss::DropList(m) => m.is_lost(now),
         }
     }
     fn analytic_loss_rate(&self) -> f64 {
@@ -143,8 +155,10 @@ impl LossModel for AnyLoss {
             AnyLoss::None(m) => m.analytic_loss_rate(),
             AnyLoss::Bernoulli(m) => m.analytic_loss_rate(),
             AnyLoss::GilbertElliott(m) => m.analytic_loss_rate(),
+            AnyLoss::GilbertPackets(m) => m.analytic_loss_rate(),
             AnyLoss::MarkovFading(m) => m.analytic_loss_rate(),
             AnyLoss::Lcg16807(m) => m.analytic_loss_rate(),
+            AnyLoss::DropList(m) => m.analytic_loss_rate(),
         }
     }
     fn analytic_mean_burst_len(&self) -> Option<f64> {
@@ -152,8 +166,10 @@ impl LossModel for AnyLoss {
             AnyLoss::None(m) => m.analytic_mean_burst_len(),
             AnyLoss::Bernoulli(m) => m.analytic_mean_burst_len(),
             AnyLoss::GilbertElliott(m) => m.analytic_mean_burst_len(),
+            AnyLoss::GilbertPackets(m) => m.analytic_mean_burst_len(),
             AnyLoss::MarkovFading(m) => m.analytic_mean_burst_len(),
             AnyLoss::Lcg16807(m) => m.analytic_mean_burst_len(),
+            AnyLoss::DropList(m) => m.analytic_mean_burst_len(),
         }
     }
 }
@@ -173,6 +189,11 @@ impl From<GilbertElliott> for AnyLoss {
         AnyLoss::GilbertElliott(m)
     }
 }
+impl From<GilbertPackets> for AnyLoss {
+    fn from(m: GilbertPackets) -> Self {
+        AnyLoss::GilbertPackets(m)
+    }
+}
 impl From<MarkovFading> for AnyLoss {
     fn from(m: MarkovFading) -> Self {
         AnyLoss::MarkovFading(m)
@@ -181,6 +202,11 @@ impl From<MarkovFading> for AnyLoss {
 impl From<Lcg16807Loss> for AnyLoss {
     fn from(m: Lcg16807Loss) -> Self {
         AnyLoss::Lcg16807(m)
+    }
+}
+impl From<DropList> for AnyLoss {
+    fn from(m: DropList) -> Self {
+        AnyLoss::DropList(m)
     }
 }
 
