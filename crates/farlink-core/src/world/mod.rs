@@ -45,7 +45,8 @@ pub use capture::write_pcap;
 
 pub use summary::{
     AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
-    LinkSummary, LossyLinkSummary, Summary, SUMMARY_SCHEMA_VERSION,
+    LinkSummary, LossyLinkSummary, RlpDirectionSummary, RlpSummary, Summary,
+    SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::{BundleRt, DirLink};
@@ -342,6 +343,8 @@ impl<'s> World<'s> {
                 let d = direction_name(forward);
                 let mut link = if l.bundle.is_some() {
                     bundles::bundle_dir(seed, i, l, forward)?
+                } else if l.rlp.is_some() {
+                    bundles::rlp_dir(seed, i, l, forward)?
                 } else {
                     let rng = StreamRng::derive(seed, &format!("link:{}:{d}:loss", l.name));
                     let loss = spec.loss.build(rng).map_err(|e| {
@@ -1173,6 +1176,7 @@ impl<'s> World<'s> {
                 fwd: direction(i, true),
                 rev: direction(i, false),
                 bundle: self.bundle_summary(i, sim_end),
+                rlp: self.rlp_summary(i, sim_end),
             })
             .collect();
         let lossy_link = sc.lossy_link().map(|ll| {
