@@ -135,4 +135,4 @@ def entries() -> list[Entry]:
 
 def _load_all() -> None:
     # Importing a module registers its reproductions.
-    from farlink.reproduce import far_links, stpd, zaghloul  # noqa: F401
+    from farlink.reproduce import bai, far_links, stpd, zaghloul  # noqa: F401
