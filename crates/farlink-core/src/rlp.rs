@@ -68,7 +68,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 
 use crate::error::ConfigError;
-use crate::link::{transmission_time, DropCause, LinkEvent, LinkStats, Packet, QueueLimit};
+use crate::link::{
+    transmission_time, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit,
+};
 use crate::loss::LossModel;
 use crate::time::{SimDuration, SimTime};
 
@@ -300,6 +302,9 @@ pub struct RlpLink<L: LossModel, N: LossModel> {
     stats: RlpStats,
     link_stats: LinkStats,
     last_now: SimTime,
+    /// Packets whose first frame went on the air, not yet taken by [`RlpLink::pop_departure`];
+    /// `None` while the log is off.
+    departures: Option<VecDeque<Departure>>,
 }
 
 impl<L: LossModel, N: LossModel> RlpLink<L, N> {
@@ -337,6 +342,7 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
             stats: RlpStats::default(),
             link_stats: LinkStats::default(),
             last_now: SimTime::ZERO,
+            departures: None,
         })
     }
 
@@ -391,7 +397,17 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
         }
     }
 
-    /// The receiver's V(R) and V(N), and the sender's V(S).
+    /// Records (or stops recording) each packet as its first frame goes on the air, for packet
+    /// taps.
+    pub fn set_departure_log(&mut self, on: bool) {
+        self.departures = on.then(|| VecDeque::with_capacity(16));
+    }
+
+    pub fn pop_departure(&mut self) -> Option<Departure> {
+        self.departures.as_mut()?.pop_front()
+    }
+
+    /// The sender's V(S), and the receiver's V(R) and V(N).
     pub fn state_variables(&self) -> (u64, u64, u64) {
         (self.vs, self.vr, self.vn)
     }
@@ -567,7 +583,7 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
             self.vs += 1;
             self.vs_conveyed = false;
             self.stats.data_frames_sent += 1;
-            self.on_first_send(f);
+            self.on_first_send(t, f);
             Some(f)
         } else {
             None
@@ -603,13 +619,16 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
         self.wake_sender(end);
     }
 
-    fn on_first_send(&mut self, f: u64) {
+    fn on_first_send(&mut self, t: SimTime, f: u64) {
         // The packet whose first frame this is leaves the queue.
         let i = self.units.partition_point(|u| u.end() <= f);
         let Some(u) = self.units.get(i).copied() else {
             return;
         };
         if u.first == f {
+            if let Some(log) = self.departures.as_mut() {
+                log.push_back(Departure { at: t, pkt: u.pkt });
+            }
             self.unstarted_pkts -= 1;
             self.unstarted_bytes -= u64::from(u.pkt.size_bytes);
             self.note_queue();

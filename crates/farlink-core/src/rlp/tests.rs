@@ -377,3 +377,55 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn departures_are_logged_once_per_packet_at_its_first_frame() {
+    let mut link = RlpLink::new(cfg(IdlePolicy::None), Scripted::new(&[0]), NoLoss).unwrap();
+    link.set_departure_log(true);
+    link.offer(t_ms(5), pkt(1, 38)).unwrap();
+    link.offer(t_ms(5), pkt(2, 19)).unwrap();
+    run_to_empty(&mut link);
+    let mut got = Vec::new();
+    while let Some(d) = link.pop_departure() {
+        got.push((d.at, d.pkt.id));
+    }
+    // Packet 1's frames go in the slots at 20 and 40 ms, packet 2's at 60 ms; the repeat of
+    // frame 0 is not a departure.
+    assert_eq!(got, vec![(t_ms(20), 1), (t_ms(60), 2)]);
+}
+
+#[test]
+fn data_frames_see_the_fading_channel_at_its_frame_error_rate() {
+    // Packets offered with gaps, so the channel is advanced lazily over idle slots between
+    // frames: the damaged share of data frames is still P_e. The chain's correlation
+    // lambda = q - p widens the standard error by sqrt((1 + lambda) / (1 - lambda)).
+    use crate::loss::{MarkovFading, MarkovFadingConfig};
+    let pe = 0.3;
+    let mk = |name: &str| {
+        MarkovFading::new(
+            MarkovFadingConfig::is707(pe, 0.1),
+            StreamRng::derive(21, name),
+        )
+        .unwrap()
+    };
+    let loss = mk("rlp/fading/data");
+    let lambda = loss.transitions().lambda();
+    let mut link = RlpLink::new(cfg(IdlePolicy::Count(2)), loss, mk("rlp/fading/nak")).unwrap();
+    let mut now = SimTime::ZERO;
+    for i in 0..20_000u64 {
+        // One to three frames, then 0 to 0.7 s of silence.
+        link.offer(now, pkt(i, 19 * (1 + (i % 3) as u32))).unwrap();
+        now += SimDuration::from_millis(100 * (i % 8));
+        while link.poll(now).is_some() {}
+    }
+    run_to_empty(&mut link);
+    let s = *link.stats();
+    let n = (s.data_frames_sent + s.frames_resent) as f64;
+    let got = s.frames_damaged as f64 / n;
+    let sd = (pe * (1.0 - pe) / n * (1.0 + lambda) / (1.0 - lambda)).sqrt();
+    assert!(
+        (got - pe).abs() < 5.0 * sd,
+        "damaged share {got} vs {pe} (sd {sd})"
+    );
+    assert!(link.conservation_holds());
+}

@@ -133,8 +133,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.set_departure_log(on),
             DirLink::Bundle(b) => b.set_departure_log(on),
-            // Frames, not packets, cross a radio hop: it has no packet departures to tap.
-            DirLink::Rlp(_) => {}
+            DirLink::Rlp(r) => r.set_departure_log(on),
         }
     }
 
@@ -142,7 +141,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.pop_departure(),
             DirLink::Bundle(b) => b.pop_departure(),
-            DirLink::Rlp(_) => None,
+            DirLink::Rlp(r) => r.pop_departure(),
         }
     }
 
