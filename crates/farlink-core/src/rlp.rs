@@ -56,7 +56,7 @@
 //! channel is then advanced lazily to the next frame actually sent, with the closed-form n-step
 //! transition of the two-state chain ([`crate::loss::MarkovFading`]). The outcome is
 //! statistically the same as drawing every slot, and deterministic per seed. Such idle frames are
-//! still counted ([`RlpStats::idle_frames_sent`]).
+//! still counted ([`RlpLink::idle_frames_sent`]).
 //!
 //! # Memory
 //!
