@@ -88,3 +88,20 @@ def test_reduced_histograms_run_in_two_processes():
 def test_same_seed_same_goodput(fd_t):
     p = bai.Point(0.3, fd_t, "5", 1_000.0, 4)
     assert bai.simulate_point(p).goodput == bai.simulate_point(p).goodput
+
+
+def test_reduced_fig_9_reports_the_share_of_the_gain():
+    means, outcomes = bai.long_time_goodput(
+        (0.3,), (1.0,), ("0", "1", "5", "unlimited"), 3_000.0, (1,), workers=1
+    )
+    rows, notes = bai.idle_count_findings(means, outcomes, (0, 1, 5), fd_ts=(1.0,))
+    assert [r.label for r in rows] == [
+        "f_d T 1.0, 0 idle frames",
+        "f_d T 1.0, 1 idle frames",
+        "f_d T 1.0, 5 idle frames",
+        "f_d T 1.0, unlimited idle frames",
+    ]
+    assert all(0 < r.ours < 0.7 for r in rows)
+    # On the nearly independent channel one idle frame already helps.
+    assert rows[1].ours > rows[0].ours
+    assert "of the gain of unlimited idle frames at f_d T 1.0" in notes[0]
