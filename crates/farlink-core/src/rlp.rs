@@ -41,7 +41,8 @@
 //!   begins; after the last round's timer the frame is
 //!   given up, V(N) moves past it and its packet is dropped with [`DropCause::ArqGiveUp`]. One
 //!   NAK control frame carries every frame due a NAK in its slot. NAKs cross the reverse
-//!   channel: `nak_loss` decides each NAK slot, and a lost NAK is simply not heard.
+//!   channel: `nak_loss` decides each NAK slot (in the engine the very channel the other
+//!   direction's data frames cross, a [`SharedChannel`]), and a lost NAK is not heard.
 //! * **Sender.** Each NAK heard queues one retransmission of its frame, unless one is already
 //!   queued. It keeps no timers: there are no acknowledgements.
 //! * **Idle frames** (seed 004 section II) carry V(S). [`IdlePolicy::Unlimited`] sends one in
@@ -63,9 +64,11 @@
 //! Every queue is a `VecDeque` of small `Copy` records that grows to its peak and never
 //! shrinks: nothing is allocated per packet or per frame in steady state.
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
+use std::rc::Rc;
 
 use crate::error::ConfigError;
 use crate::link::{
@@ -194,6 +197,38 @@ impl RlpConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// One direction of the air interface shared by two components: the data frames of the
+/// direction that sends on it and the NAKs of the other direction's receiver, so that a NAK and
+/// a data frame sent in the same slot see the same fade. Both are driven by one engine in
+/// simulated-time order, so the channel is asked about non-decreasing times.
+#[derive(Debug)]
+pub struct SharedChannel<L: LossModel>(Rc<RefCell<L>>);
+
+impl<L: LossModel> SharedChannel<L> {
+    pub fn new(loss: L) -> Self {
+        SharedChannel(Rc::new(RefCell::new(loss)))
+    }
+}
+
+impl<L: LossModel> Clone for SharedChannel<L> {
+    fn clone(&self) -> Self {
+        SharedChannel(Rc::clone(&self.0))
+    }
+}
+
+impl<L: LossModel> LossModel for SharedChannel<L> {
+    fn is_lost(&mut self, now: SimTime) -> bool {
+        // Never borrowed elsewhere while this runs: `is_lost` calls nothing back.
+        self.0.borrow_mut().is_lost(now)
+    }
+    fn analytic_loss_rate(&self) -> f64 {
+        self.0.borrow().analytic_loss_rate()
+    }
+    fn analytic_mean_burst_len(&self) -> Option<f64> {
+        self.0.borrow().analytic_mean_burst_len()
     }
 }
 

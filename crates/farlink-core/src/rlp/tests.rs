@@ -429,3 +429,15 @@ fn data_frames_see_the_fading_channel_at_its_frame_error_rate() {
     );
     assert!(link.conservation_holds());
 }
+
+#[test]
+fn a_shared_channel_is_one_process_seen_by_both_handles() {
+    // Calls 1 and 2 are damaged: whichever handle asks, the script advances once per call.
+    let mut a = SharedChannel::new(Scripted::new(&[1, 2]));
+    let mut b = a.clone();
+    let t = SimTime::ZERO;
+    assert_eq!(
+        [a.is_lost(t), b.is_lost(t), a.is_lost(t), b.is_lost(t)],
+        [false, true, true, false]
+    );
+}

@@ -25,7 +25,7 @@ use crate::mlppp::{
     BundleControl, BundleDir, BundleDirConfig, ControlCommand, ControlConfig, MemberDirConfig,
 };
 use crate::modem::SupervisorConfig;
-use crate::rlp::RlpLink;
+use crate::rlp::{RlpLink, SharedChannel};
 use crate::rng::StreamRng;
 use crate::scenario::{Hop, LinkSpec, ScenarioError};
 use crate::time::{SimDuration, SimTime};
@@ -39,7 +39,7 @@ use crate::trace::N_DROP_CAUSES;
 pub(super) enum DirLink {
     Link(Link<AnyLoss>),
     Bundle(Box<BundleDir<AnyLoss>>),
-    Rlp(Box<RlpLink<AnyLoss, AnyLoss>>),
+    Rlp(Box<RlpLink<SharedChannel<AnyLoss>, SharedChannel<AnyLoss>>>),
 }
 
 impl DirLink {
@@ -152,7 +152,7 @@ impl DirLink {
         }
     }
 
-    pub(super) fn rlp(&self) -> Option<&RlpLink<AnyLoss, AnyLoss>> {
+    pub(super) fn rlp(&self) -> Option<&RlpLink<SharedChannel<AnyLoss>, SharedChannel<AnyLoss>>> {
         match self {
             DirLink::Rlp(r) => Some(r),
             _ => None,
@@ -167,42 +167,35 @@ impl DirLink {
     }
 }
 
-/// Direction `forward` of radio hop `l` (index `i`): its data frames cross this direction's
-/// channel (`link:<name>:<dir>:loss`), its NAKs the other direction's, drawn from a stream of
-/// their own (`link:<name>:<dir>:nak_loss`).
-pub(super) fn rlp_dir(
-    seed: u64,
-    i: usize,
-    l: &LinkSpec,
-    forward: bool,
-) -> Result<DirLink, ScenarioError> {
+/// Both directions of radio hop `l` (index `i`), forward first. Each direction of the air
+/// interface is one channel (`link:<name>:<dir>:loss`), crossed by that direction's data frames
+/// and by the NAKs of the other direction's receiver.
+pub(super) fn rlp_dirs(seed: u64, i: usize, l: &LinkSpec) -> Result<[DirLink; 2], ScenarioError> {
     let Some(r) = &l.rlp else {
         return Err(ScenarioError::new(
             format!("links[{i}]"),
             "internal: not a radio hop",
         ));
     };
-    let d = super::direction_name(forward);
-    let other = super::direction_name(!forward);
-    let spec = l.direction(forward);
-    let loss = spec
-        .loss
-        .build(StreamRng::derive(
-            seed,
-            &format!("link:{}:{d}:loss", l.name),
-        ))
-        .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
-    let nak_loss = l
-        .direction(!forward)
-        .loss
-        .build(StreamRng::derive(
-            seed,
-            &format!("link:{}:{d}:nak_loss", l.name),
-        ))
-        .map_err(|e| ScenarioError::new(format!("links[{i}].{other}.loss"), e.to_string()))?;
-    let link = RlpLink::new(r.config(spec), loss, nak_loss)
-        .map_err(|e| ScenarioError::new(format!("links[{i}].rlp.{}", e.param), e.message))?;
-    Ok(DirLink::Rlp(Box::new(link)))
+    let channel = |forward: bool| -> Result<SharedChannel<AnyLoss>, ScenarioError> {
+        let d = super::direction_name(forward);
+        let loss = l
+            .direction(forward)
+            .loss
+            .build(StreamRng::derive(
+                seed,
+                &format!("link:{}:{d}:loss", l.name),
+            ))
+            .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
+        Ok(SharedChannel::new(loss))
+    };
+    let (fwd, rev) = (channel(true)?, channel(false)?);
+    let dir = |forward: bool, data: &SharedChannel<AnyLoss>, naks: &SharedChannel<AnyLoss>| {
+        RlpLink::new(r.config(l.direction(forward)), data.clone(), naks.clone())
+            .map(|link| DirLink::Rlp(Box::new(link)))
+            .map_err(|e| ScenarioError::new(format!("links[{i}].rlp.{}", e.param), e.message))
+    };
+    Ok([dir(true, &fwd, &rev)?, dir(false, &rev, &fwd)?])
 }
 
 /// The data plane of direction `forward` of bundle link `l` (index `i`).

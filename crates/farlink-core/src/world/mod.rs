@@ -338,13 +338,17 @@ impl<'s> World<'s> {
         let mut bundles = Vec::new();
         for (i, l) in sc.links().iter().enumerate() {
             bundles.extend(BundleRt::new(seed, i, l)?);
+            let mut radio = match l.rlp {
+                Some(_) => bundles::rlp_dirs(seed, i, l)?.map(Some),
+                None => [None, None],
+            };
             for forward in [true, false] {
                 let spec = l.direction(forward);
                 let d = direction_name(forward);
                 let mut link = if l.bundle.is_some() {
                     bundles::bundle_dir(seed, i, l, forward)?
-                } else if l.rlp.is_some() {
-                    bundles::rlp_dir(seed, i, l, forward)?
+                } else if let Some(dir) = radio[usize::from(!forward)].take() {
+                    dir
                 } else {
                     let rng = StreamRng::derive(seed, &format!("link:{}:{d}:loss", l.name));
                     let loss = spec.loss.build(rng).map_err(|e| {
