@@ -88,7 +88,7 @@ pub enum DropCause {
     /// The error model corrupted the packet on the way.
     Corruption,
     /// Link-layer ARQ gave up on one of the packet's frames after its last try
-    /// ([`crate::arq`]).
+    /// ([`crate::arq`]), or the IS-707 receiver after its last NAK round ([`crate::rlp`]).
     ArqGiveUp,
     /// The call of the bundle member holding the packet dropped, or the packet was handed to a
     /// member whose call had dropped unnoticed ([`crate::mlppp`]).

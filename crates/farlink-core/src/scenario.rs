@@ -49,7 +49,17 @@
 //!                                     rate or delay here or in fwd/rev; queue* bound the
 //!                                     MLPPP queue in front of the members; fwd/rev loss is
 //!                                     each member's frame (or packet) error model)
+//!   "rlp": RLP                        optional: the link is an IS-707 radio hop (not with
+//!                                     bundle); rate and frame set the slot, delay runs from
+//!                                     a slot's end to the frame's arrival; fwd/rev loss
+//!                                     decides each frame slot of that direction (and its
+//!                                     NAKs cross the other direction's channel)
 //! }
+//! RLP = {"idle_frames": "none" | "unlimited" | 5, "nak_rounds": 3,
+//!        "nak_timer": "120ms" | "nak_timer_s" (default from the slot and delay),
+//!        "frame": "24B" | "frame_bytes", "payload": "19B" | "payload_bytes",
+//!        "pe": 0.1, "fd_t": 0.01     optional, together: both directions' channel is the
+//!                                     Markov fading model on the slot (then no fwd/rev loss)}
 //! BUNDLE = {                          see docs/scenarios.md and docs/far-links.md
 //!   "members": 8 | [MEMBER, ...],     1 to 64 members
 //!   "rate", "delay" (or _bps, _s),    per member, unless every MEMBER gives its own
@@ -142,6 +152,7 @@ use crate::loss::{
 };
 use crate::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
 use crate::modem::ModemConfig;
+use crate::rlp::{IdlePolicy, RlpConfig, IS707_FRAME_BYTES, IS707_NAK_ROUNDS, IS707_PAYLOAD_BYTES};
 use crate::rng::StreamRng;
 use crate::tcp::cc::reno::ABC_LIMIT_SEGMENTS;
 use crate::tcp::cc::{CcConfig, WindowGrowth};
@@ -261,6 +272,41 @@ pub struct LinkSpec {
     /// members' rates, `delay` the largest member delay, `queue` the MLPPP queue and `loss`
     /// each member's error model.
     pub bundle: Option<BundleSpec>,
+    /// The link is an IS-707 radio hop in both directions (see [`crate::rlp`]).
+    pub rlp: Option<RlpSpec>,
+}
+
+/// The radio link protocol of a link (both directions); rate, delay and queue are the
+/// direction's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RlpSpec {
+    pub frame_bytes: u32,
+    pub payload_bytes: u32,
+    pub nak_rounds: u32,
+    /// `None`: [`RlpConfig::default_nak_timer`] of the direction.
+    pub nak_timer: Option<SimDuration>,
+    pub idle: IdlePolicy,
+    /// Frame error rate P_e and normalised Doppler f_d T of both directions' channel, when
+    /// given here rather than as each direction's loss.
+    pub channel: Option<(f64, f64)>,
+}
+
+impl RlpSpec {
+    /// The component's configuration for one direction.
+    pub fn config(&self, dir: &DirectionSpec) -> RlpConfig {
+        RlpConfig {
+            rate_bps: dir.rate_bps,
+            frame_bytes: self.frame_bytes,
+            payload_bytes: self.payload_bytes,
+            delay: dir.delay,
+            nak_rounds: self.nak_rounds,
+            nak_timer: self.nak_timer.unwrap_or_else(|| {
+                RlpConfig::default_nak_timer(dir.rate_bps, self.frame_bytes, dir.delay)
+            }),
+            idle: self.idle,
+            queue_limit: dir.queue,
+        }
+    }
 }
 
 /// A multilink PPP bundle (see [`crate::mlppp`] and [`crate::modem`]).
@@ -870,6 +916,54 @@ struct RawLink {
     fwd: Option<RawDir>,
     rev: Option<RawDir>,
     bundle: Option<RawBundle>,
+    rlp: Option<RawRlp>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRlp {
+    idle_frames: Option<RawIdle>,
+    nak_rounds: Option<u32>,
+    nak_timer: Option<UnitText<Duration>>,
+    nak_timer_s: Option<Bare>,
+    frame: Option<UnitText<Size>>,
+    frame_bytes: Option<u64>,
+    payload: Option<UnitText<Size>>,
+    payload_bytes: Option<u64>,
+    pe: Option<f64>,
+    fd_t: Option<f64>,
+}
+
+/// `"none"`, `"unlimited"` or a number of idle frames.
+enum RawIdle {
+    Count(u64),
+    Name(String),
+}
+
+impl<'de> Deserialize<'de> for RawIdle {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawIdle;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"none\", \"unlimited\" or a number of idle frames")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawIdle, E> {
+                Ok(RawIdle::Count(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawIdle, E> {
+                u64::try_from(v).map(RawIdle::Count).map_err(|_| {
+                    E::custom(format!(
+                        "expected \"none\", \"unlimited\" or a number of idle frames, got {v}"
+                    ))
+                })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawIdle, E> {
+                Ok(RawIdle::Name(v.to_owned()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -1302,6 +1396,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         b: usize,
         dirs: [(DirParts, Option<&'r RawLoss>, String); 2],
         bundle: Option<BundleSpec>,
+        rlp: Option<RlpSpec>,
     }
     let mut pending = Vec::with_capacity(raw.links.len());
     let mut link_index = BTreeMap::new();
@@ -1371,6 +1466,16 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             }
             None => None,
         };
+        let rlp = match &l.rlp {
+            Some(_) if bundle.is_some() => {
+                return err(
+                    at(&p, "rlp"),
+                    "a link is either a bundle or a radio hop with RLP, not both",
+                )
+            }
+            Some(r) => Some(rlp_spec(&at(&p, "rlp"), r)?),
+            None => None,
+        };
         let mut dirs = Vec::with_capacity(2);
         for (key, d) in [("fwd", &l.fwd), ("rev", &l.rev)] {
             let dp = at(&p, key);
@@ -1432,6 +1537,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             b,
             dirs: [fwd, rev],
             bundle,
+            rlp,
         });
     }
 
@@ -1538,11 +1644,38 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
                     let slowest = b.members.iter().map(|m| m.rate_bps).min().unwrap_or(1);
                     transmission_time(unit, slowest)
                 }
-                None => transmission_time(packet_bytes, rate_bps),
+                // On a radio hop it decides frame slots.
+                None => match &l.rlp {
+                    Some(r) => transmission_time(r.frame_bytes, rate_bps),
+                    None => transmission_time(packet_bytes, rate_bps),
+                },
             };
-            let loss = match raw_loss {
-                Some(r) => loss_spec(&loss_path, r, interval)?,
-                None => LossSpec::None,
+            let loss = match (raw_loss, l.rlp.and_then(|r| r.channel)) {
+                (Some(_), Some(_)) => {
+                    return err(
+                        loss_path,
+                        format!("links[{i}].rlp gives this channel (pe, fd_t); give it once"),
+                    )
+                }
+                (Some(r), None) => loss_spec(&loss_path, r, interval)?,
+                (None, Some((pe, fd_t))) => {
+                    let spec = LossSpec::MarkovFading(MarkovFadingConfig {
+                        frame_error_rate: pe,
+                        fd_t,
+                        frame: interval,
+                    });
+                    spec.build(StreamRng::derive(0, "scenario/validate"))
+                        .map_err(|e| {
+                            let field = if e.param == "frame_error_rate" {
+                                "pe"
+                            } else {
+                                e.param
+                            };
+                            ScenarioError::new(format!("links[{i}].rlp.{field}"), e.message)
+                        })?;
+                    spec
+                }
+                (None, None) => LossSpec::None,
             };
             specs.push(DirectionSpec {
                 rate_bps,
@@ -1556,6 +1689,17 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         let (Some(fwd), Some(rev)) = (fwd, rev) else {
             return err(format!("links[{i}]"), "internal: two directions expected");
         };
+        if let Some(r) = &l.rlp {
+            for d in [&fwd, &rev] {
+                r.config(d).validate().map_err(|e| {
+                    let field = match e.param {
+                        "rate_bps" => "rate".to_owned(),
+                        other => format!("rlp.{other}"),
+                    };
+                    ScenarioError::new(format!("links[{i}].{field}"), e.message)
+                })?;
+            }
+        }
         links.push(LinkSpec {
             name: l.name,
             a: l.a,
@@ -1563,6 +1707,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
             fwd,
             rev,
             bundle: l.bundle,
+            rlp: l.rlp,
         });
     }
 
@@ -1848,6 +1993,84 @@ fn opt_event_rate(
             }
         })
         .transpose()
+}
+
+fn rlp_spec(p: &str, r: &RawRlp) -> Result<RlpSpec, ScenarioError> {
+    let idle = match &r.idle_frames {
+        None => IdlePolicy::None,
+        Some(RawIdle::Name(n)) if n == "none" => IdlePolicy::None,
+        Some(RawIdle::Name(n)) if n == "unlimited" => IdlePolicy::Unlimited,
+        Some(RawIdle::Count(n)) => match u32::try_from(*n) {
+            Ok(0) => IdlePolicy::None,
+            Ok(n) if n <= 1_000_000 => IdlePolicy::Count(n),
+            _ => {
+                return err(
+                    at(p, "idle_frames"),
+                    format!("expected at most 1000000 idle frames (or \"unlimited\"), got {n}"),
+                )
+            }
+        },
+        Some(RawIdle::Name(n)) => {
+            return err(
+                at(p, "idle_frames"),
+                format!("expected \"none\", \"unlimited\" or a number of idle frames, got \"{n}\""),
+            )
+        }
+    };
+    let bytes = |plain: (&str, &Option<UnitText<Size>>),
+                 bare: (&str, Option<u64>),
+                 default: u32|
+     -> Result<u32, ScenarioError> {
+        match opt_bytes(p, plain, bare)? {
+            None => Ok(default),
+            Some((v, path)) => u32::try_from(v)
+                .ok()
+                .filter(|&v| (1..=65_535).contains(&v))
+                .ok_or_else(|| {
+                    ScenarioError::new(path, format!("expected 1 to 65535 bytes, got {v}"))
+                }),
+        }
+    };
+    let frame_bytes = bytes(
+        ("frame", &r.frame),
+        ("frame_bytes", r.frame_bytes),
+        IS707_FRAME_BYTES,
+    )?;
+    let payload_bytes = bytes(
+        ("payload", &r.payload),
+        ("payload_bytes", r.payload_bytes),
+        IS707_PAYLOAD_BYTES,
+    )?;
+    let nak_timer = opt_duration(
+        p,
+        ("nak_timer", &r.nak_timer),
+        ("nak_timer_s", &r.nak_timer_s),
+        false,
+    )?;
+    let channel = match (r.pe, r.fd_t) {
+        (Some(pe), Some(fd_t)) => Some((pe, fd_t)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return err(
+                at(p, "fd_t"),
+                "missing: give the channel's pe and fd_t together",
+            )
+        }
+        (None, Some(_)) => {
+            return err(
+                at(p, "pe"),
+                "missing: give the channel's pe and fd_t together",
+            )
+        }
+    };
+    Ok(RlpSpec {
+        frame_bytes,
+        payload_bytes,
+        nak_rounds: r.nak_rounds.unwrap_or(IS707_NAK_ROUNDS),
+        nak_timer,
+        idle,
+        channel,
+    })
 }
 
 fn bundle_spec(p: &str, b: &RawBundle) -> Result<BundleSpec, ScenarioError> {

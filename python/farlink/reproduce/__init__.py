@@ -136,6 +136,7 @@ def entries() -> list[Entry]:
 def _load_all() -> None:
     # Importing a module registers its reproductions.
     from farlink.reproduce import (  # noqa: F401
+        bai,
         far_links,
         marchese,
         stpd,

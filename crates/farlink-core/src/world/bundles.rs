@@ -17,7 +17,7 @@
 //! It applies the control plane's commands to both directions at the instant they are
 //! decided, records member states and capacity, and arms one lazy timer per bundle.
 
-use super::summary::{BundleDirectionSummary, BundleSummary};
+use super::summary::{BundleDirectionSummary, BundleSummary, RlpDirectionSummary, RlpSummary};
 use super::{cause_map, dir_index, Event, Timer, World};
 use crate::link::{Departure, DropCause, Link, LinkEvent, LinkStats, Packet};
 use crate::loss::AnyLoss;
@@ -25,18 +25,21 @@ use crate::mlppp::{
     BundleControl, BundleDir, BundleDirConfig, ControlCommand, ControlConfig, MemberDirConfig,
 };
 use crate::modem::SupervisorConfig;
+use crate::rlp::{RlpLink, SharedChannel};
 use crate::rng::StreamRng;
 use crate::scenario::{Hop, LinkSpec, ScenarioError};
 use crate::time::{SimDuration, SimTime};
 use crate::trace::N_DROP_CAUSES;
 
-/// One direction of a link: a plain link or a bundle's data plane. Plain links stay inline
-/// (they are the hot path of most scenarios); the larger, rarer bundle is boxed once at build.
+/// One direction of a link: a plain link, a bundle's data plane, or one direction of an
+/// IS-707 radio hop ([`crate::rlp`]). Plain links stay inline (they are the hot path of most
+/// scenarios); the larger, rarer others are boxed once at build.
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)]
 pub(super) enum DirLink {
     Link(Link<AnyLoss>),
     Bundle(Box<BundleDir<AnyLoss>>),
+    Rlp(Box<RlpLink<SharedChannel<AnyLoss>, SharedChannel<AnyLoss>>>),
 }
 
 impl DirLink {
@@ -44,6 +47,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.offer(now, pkt),
             DirLink::Bundle(b) => b.offer(now, pkt),
+            DirLink::Rlp(r) => r.offer(now, pkt),
         }
     }
 
@@ -51,6 +55,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.poll(now),
             DirLink::Bundle(b) => b.poll(now),
+            DirLink::Rlp(r) => r.poll(now),
         }
     }
 
@@ -58,6 +63,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.next_wakeup(),
             DirLink::Bundle(b) => b.next_wakeup(),
+            DirLink::Rlp(r) => r.next_wakeup(),
         }
     }
 
@@ -65,6 +71,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.queue_len_pkts(),
             DirLink::Bundle(b) => b.queue_len_pkts(),
+            DirLink::Rlp(r) => r.queue_len_pkts(),
         }
     }
 
@@ -72,6 +79,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.queue_len_bytes(),
             DirLink::Bundle(b) => b.queue_len_bytes(),
+            DirLink::Rlp(r) => r.queue_len_bytes(),
         }
     }
 
@@ -79,6 +87,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.in_flight_pkts(),
             DirLink::Bundle(b) => b.in_flight_pkts(),
+            DirLink::Rlp(r) => r.in_flight_pkts(),
         }
     }
 
@@ -86,6 +95,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.conservation_holds(),
             DirLink::Bundle(b) => b.conservation_holds(),
+            DirLink::Rlp(r) => r.conservation_holds(),
         }
     }
 
@@ -93,6 +103,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.stats(),
             DirLink::Bundle(b) => b.stats(),
+            DirLink::Rlp(r) => r.link_stats(),
         }
     }
 
@@ -108,6 +119,13 @@ impl DirLink {
                 d
             }
             DirLink::Bundle(b) => b.drops_by_cause(),
+            DirLink::Rlp(r) => {
+                let mut d = [0; N_DROP_CAUSES];
+                for cause in DropCause::ALL {
+                    d[usize::from(crate::trace::drop_cause_code(cause))] = r.dropped_pkts(cause);
+                }
+                d
+            }
         }
     }
 
@@ -115,6 +133,7 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.set_departure_log(on),
             DirLink::Bundle(b) => b.set_departure_log(on),
+            DirLink::Rlp(r) => r.set_departure_log(on),
         }
     }
 
@@ -122,22 +141,61 @@ impl DirLink {
         match self {
             DirLink::Link(l) => l.pop_departure(),
             DirLink::Bundle(b) => b.pop_departure(),
+            DirLink::Rlp(r) => r.pop_departure(),
         }
     }
 
     pub(super) fn bundle(&self) -> Option<&BundleDir<AnyLoss>> {
         match self {
-            DirLink::Link(_) => None,
             DirLink::Bundle(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    pub(super) fn rlp(&self) -> Option<&RlpLink<SharedChannel<AnyLoss>, SharedChannel<AnyLoss>>> {
+        match self {
+            DirLink::Rlp(r) => Some(r),
+            _ => None,
         }
     }
 
     fn bundle_mut(&mut self) -> Option<&mut BundleDir<AnyLoss>> {
         match self {
-            DirLink::Link(_) => None,
             DirLink::Bundle(b) => Some(b),
+            _ => None,
         }
     }
+}
+
+/// Both directions of radio hop `l` (index `i`), forward first. Each direction of the air
+/// interface is one channel (`link:<name>:<dir>:loss`), crossed by that direction's data frames
+/// and by the NAKs of the other direction's receiver.
+pub(super) fn rlp_dirs(seed: u64, i: usize, l: &LinkSpec) -> Result<[DirLink; 2], ScenarioError> {
+    let Some(r) = &l.rlp else {
+        return Err(ScenarioError::new(
+            format!("links[{i}]"),
+            "internal: not a radio hop",
+        ));
+    };
+    let channel = |forward: bool| -> Result<SharedChannel<AnyLoss>, ScenarioError> {
+        let d = super::direction_name(forward);
+        let loss = l
+            .direction(forward)
+            .loss
+            .build(StreamRng::derive(
+                seed,
+                &format!("link:{}:{d}:loss", l.name),
+            ))
+            .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
+        Ok(SharedChannel::new(loss))
+    };
+    let (fwd, rev) = (channel(true)?, channel(false)?);
+    let dir = |forward: bool, data: &SharedChannel<AnyLoss>, naks: &SharedChannel<AnyLoss>| {
+        RlpLink::new(r.config(l.direction(forward)), data.clone(), naks.clone())
+            .map(|link| DirLink::Rlp(Box::new(link)))
+            .map_err(|e| ScenarioError::new(format!("links[{i}].rlp.{}", e.param), e.message))
+    };
+    Ok([dir(true, &fwd, &rev)?, dir(false, &rev, &fwd)?])
 }
 
 /// The data plane of direction `forward` of bundle link `l` (index `i`).
@@ -444,6 +502,47 @@ impl World<'_> {
                 .collect(),
             fwd: direction(true),
             rev: direction(false),
+        })
+    }
+}
+
+impl World<'_> {
+    /// The summary of link `i` if it is a radio hop with RLP, over the run up to `end`.
+    pub(super) fn rlp_summary(&self, i: usize, end: SimTime) -> Option<RlpSummary> {
+        let spec = self.sc.links()[i].rlp.as_ref()?;
+        let direction = |forward: bool| -> Option<RlpDirectionSummary> {
+            let d = dir_index(Hop { link: i, forward }) as usize;
+            let r = self.dirs[d].link.rlp()?;
+            let s = r.stats();
+            let slots = end.as_nanos() / r.config().slot().as_nanos().max(1);
+            Some(RlpDirectionSummary {
+                data_frames_sent: s.data_frames_sent,
+                frames_resent: s.frames_resent,
+                frames_damaged: s.frames_damaged,
+                idle_frames_sent: r.idle_frames_sent(end),
+                idle_frames_drawn: s.idle_frames_drawn,
+                idle_frames_damaged: s.idle_frames_damaged,
+                nak_frames_sent: s.nak_frames_sent,
+                nak_frames_lost: s.nak_frames_lost,
+                missing_by_data: s.missing_by_data,
+                missing_by_idle: s.missing_by_idle,
+                frames_given_up: s.frames_given_up,
+                packets_given_up: s.units_given_up,
+                slot_utilization: if slots > 0 {
+                    (s.data_frames_sent + s.frames_resent) as f64 / slots as f64
+                } else {
+                    0.0
+                },
+            })
+        };
+        let fwd = direction(true)?;
+        let cfg = spec.config(self.sc.links()[i].direction(true));
+        Some(RlpSummary {
+            idle_frames: spec.idle.to_string(),
+            nak_rounds: spec.nak_rounds,
+            nak_timer_s: cfg.nak_timer.as_secs_f64(),
+            fwd,
+            rev: direction(false)?,
         })
     }
 }

@@ -46,7 +46,8 @@ pub use capture::write_pcap;
 
 pub use summary::{
     AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
-    LinkSummary, LossyLinkSummary, RelaySummary, Summary, SUMMARY_SCHEMA_VERSION,
+    LinkSummary, LossyLinkSummary, RelaySummary, RlpDirectionSummary, RlpSummary, Summary,
+    SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::{BundleRt, DirLink};
@@ -355,11 +356,17 @@ impl<'s> World<'s> {
         let mut bundles = Vec::new();
         for (i, l) in sc.links().iter().enumerate() {
             bundles.extend(BundleRt::new(seed, i, l)?);
+            let mut radio = match l.rlp {
+                Some(_) => bundles::rlp_dirs(seed, i, l)?.map(Some),
+                None => [None, None],
+            };
             for forward in [true, false] {
                 let spec = l.direction(forward);
                 let d = direction_name(forward);
                 let mut link = if l.bundle.is_some() {
                     bundles::bundle_dir(seed, i, l, forward)?
+                } else if let Some(dir) = radio[usize::from(!forward)].take() {
+                    dir
                 } else {
                     let rng = StreamRng::derive(seed, &format!("link:{}:{d}:loss", l.name));
                     let loss = spec.loss.build(rng).map_err(|e| {
@@ -1238,6 +1245,7 @@ impl<'s> World<'s> {
                 fwd: direction(i, true),
                 rev: direction(i, false),
                 bundle: self.bundle_summary(i, sim_end),
+                rlp: self.rlp_summary(i, sim_end),
             })
             .collect();
         let lossy_link = sc.lossy_link().map(|ll| {

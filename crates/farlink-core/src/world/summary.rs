@@ -142,6 +142,45 @@ pub struct LinkSummary {
     pub rev: DirectionSummary,
     /// For a bundle link: its members' calls and what each direction did with them.
     pub bundle: Option<BundleSummary>,
+    /// For a radio hop with IS-707 RLP: the frames of each direction.
+    pub rlp: Option<RlpSummary>,
+}
+
+/// A radio hop with IS-707 RLP (seed 004 section II), both directions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RlpSummary {
+    /// `none`, `unlimited` or the number of idle frames after the last data frame.
+    pub idle_frames: String,
+    pub nak_rounds: u32,
+    pub nak_timer_s: f64,
+    pub fwd: RlpDirectionSummary,
+    pub rev: RlpDirectionSummary,
+}
+
+/// One direction of a radio hop: its data frames, and the NAKs its receiver sent back over the
+/// other direction's channel.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RlpDirectionSummary {
+    /// Data frames sent for the first time, and again after a NAK.
+    pub data_frames_sent: u64,
+    pub frames_resent: u64,
+    /// Data frames (first or repeat) the channel damaged.
+    pub frames_damaged: u64,
+    /// Idle frames sent (in every slot the policy allows one); those that could tell the
+    /// receiver something were drawn against the channel, and some of those damaged.
+    pub idle_frames_sent: u64,
+    pub idle_frames_drawn: u64,
+    pub idle_frames_damaged: u64,
+    pub nak_frames_sent: u64,
+    pub nak_frames_lost: u64,
+    /// Frames noticed missing from a later data frame, and from an idle frame.
+    pub missing_by_data: u64,
+    pub missing_by_idle: u64,
+    /// Frames given up after the last NAK round, and packets lost with them.
+    pub frames_given_up: u64,
+    pub packets_given_up: u64,
+    /// Busy slots (data frames, first or repeat) over all slots of the run.
+    pub slot_utilization: f64,
 }
 
 /// A bundle link (seed 000 chapters 3, 5 and 7). Fractions are of the run's simulated time and
