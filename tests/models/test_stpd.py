@@ -18,6 +18,7 @@ from farlink.models.stpd import (
     READINGS,
     arrival_rate,
     characteristic_polynomial,
+    fastest_stable_opening,
     is_stable,
     loss_response,
     normalised_throughput,
@@ -112,6 +113,20 @@ def test_ultimate_gain_is_the_window_readings_stability_boundary(m):
     ku = float(ultimate_gain(m))
     assert is_stable(m, 0.999 * ku, 0.0, "window")
     assert not is_stable(m, 1.001 * ku, 0.0, "window")
+
+
+@pytest.mark.parametrize("m", [1, 3, 9])
+def test_no_stable_gains_open_an_empty_queue_by_two_segments_per_round_trip(m):
+    opening, kd = fastest_stable_opening(m)
+    # kd = 0 is among the candidates, so the bound is at least K_u·M; derivative action buys
+    # little more, and never two segments per round trip beyond M = 1.
+    assert float(ultimate_gain(m)) * m - 1e-6 <= opening <= 2.0 + 1e-9
+    assert is_stable(m, 0.999 * opening / m, kd, "window")
+    # Checked on a finer grid of kd than the search used: one per cent more is unstable.
+    assert not np.any(is_stable(m, 1.01 * opening / m, np.linspace(0.0, 1.0, 2001), "window"))
+    # The supervisor's k_p at this input peak opens by less than the bound.
+    kp = RUST_KP_OUTPUT[4 - (1, 3, 9, 27, 81).index(m)]
+    assert 0.5 < kp * m < opening
 
 
 @pytest.mark.parametrize("reading", ["published", "window"])

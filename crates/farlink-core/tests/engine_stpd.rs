@@ -289,3 +289,81 @@ fn one_loss_disturbs_the_window_and_the_controller_settles() {
     assert!(early > 0.5, "the loss disturbs the window");
     assert!(late < 0.2 * early, "and the disturbance dies out");
 }
+
+/// Seed 003 Figure 4.18: the GEO T1 hop, here without its two lost packets.
+fn geo_t1(cc: &str, recovery: &str) -> Value {
+    let mut tcp = ns2_tcp(cc, recovery);
+    tcp["receive_buffer"] = json!("1MiB");
+    json!({
+        "name": "stpd-geo-t1",
+        "duration": "60s",
+        "nodes": ["S", "R1", "R2", "D"],
+        "links": [
+            {"name": "S-R1", "a": "S", "b": "R1", "rate": "10Mbps", "delay": "0.2ms", "queue_pkts": 1000},
+            {"name": "R1-R2", "a": "R1", "b": "R2", "rate": "1.5Mbps", "delay": "250ms", "queue_pkts": 100},
+            {"name": "R2-D", "a": "R2", "b": "D", "rate": "10Mbps", "delay": "0.2ms", "queue_pkts": 1000}
+        ],
+        "flows": [{"name": "ftp", "from": "S", "to": "D", "tcp": tcp, "app": {"kind": "unbounded"}}],
+        "trace": {"cwnd": true}
+    })
+}
+
+/// Seconds until the window first reaches `pkts` packets, if it does.
+fn first_reaches(r: &RunResult, pkts: f64) -> Option<f64> {
+    let c = &r.traces.cwnd;
+    (0..c.time_ns.len())
+        .find(|&i| c.cwnd_bytes[i] as f64 / PAYLOAD_BYTES as f64 >= pkts)
+        .map(|i| c.time_ns[i] as f64 / 1e9)
+}
+
+#[test]
+fn stpd_opens_by_about_one_segment_per_round_trip_at_every_bandwidth_rtt_product() {
+    // On an empty queue eq. 3.3 reads 0, err = ref = 1 on every ACK and eq. 3.5 adds k_p per
+    // ACK: k_p·M segments per round trip, about 1 with the supervisor's gains (docs/stpd.md,
+    // "Opening"), and below 1.82 for any gains that leave the loop stable where it settles.
+    // Reno's slow start doubles the window every round trip. Lossless runs of the seed's
+    // wired (pipe about 9 packets), wireless (31) and GEO T1 (94) paths; the window is
+    // timed to the pipe plus the reference packet.
+    let mut wireless_lossless = wireless("stpd", "newreno", 0.0, 60.0);
+    wireless_lossless["trace"] = json!({"cwnd": true});
+    let cases = [
+        (
+            "wired",
+            9.0,
+            wired("stpd", "newreno", 14),
+            wired("reno", "reno", 14),
+        ),
+        ("wireless", 31.0, wireless_lossless.clone(), {
+            let mut v = wireless("reno", "reno", 0.0, 60.0);
+            v["trace"] = json!({"cwnd": true});
+            v
+        }),
+        (
+            "GEO T1",
+            94.0,
+            geo_t1("stpd", "newreno"),
+            geo_t1("reno", "reno"),
+        ),
+    ];
+    for (name, pipe, stpd, reno) in cases {
+        let (s, r) = (run_json(&stpd), run_json(&reno));
+        let rtt_min = s.summary.flows[0].min_rtt_s.expect("an RTT sample");
+        let t_stpd = first_reaches(&s, pipe + 1.0).expect("ST-PD reaches the pipe");
+        let t_reno = first_reaches(&r, pipe + 1.0).expect("Reno reaches the pipe");
+        let per_round_trip = (pipe + 1.0 - 1.0) / (t_stpd / rtt_min);
+        let segments = |x: &RunResult| x.summary.flows[0].delivered_bytes / PAYLOAD_BYTES;
+        println!(
+            "{name}: RTT_min {:.1} ms; window {} packets at {t_stpd:.2} s for ST-PD ({:.1} round trips, {per_round_trip:.2} segments per round trip), {t_reno:.2} s for Reno; segments delivered ST-PD {}, Reno {}",
+            rtt_min * 1e3,
+            pipe + 1.0,
+            t_stpd / rtt_min,
+            segments(&s),
+            segments(&r)
+        );
+        assert!(
+            (0.7..1.82).contains(&per_round_trip),
+            "{name}: {per_round_trip}"
+        );
+        assert!(t_reno < t_stpd, "{name}: slow start is faster");
+    }
+}

@@ -79,6 +79,7 @@ __all__ = [
     "arrival_rate",
     "characteristic_polynomial",
     "damping_optimal_kd",
+    "fastest_stable_opening",
     "is_stable",
     "loss_response",
     "normalised_throughput",
@@ -347,6 +348,30 @@ def damping_optimal_kd(m: int, kp: float) -> float:
         options={"xatol": 1e-10},
     )
     return float(found.x) if found.fun <= radii.min() else best
+
+
+def fastest_stable_opening(m: int) -> tuple[float, float]:
+    """The most segments per round trip eq. 3.5 can add on an empty queue, stably; and its kd.
+
+    On an empty queue eq. 3.3 reads buf = 0 (RTT(n) cannot fall below RTT_min), so err = ref =
+    1 on every ACK: each of the M ACKs of a round trip adds k_p, and the derivative term adds
+    nothing (err does not change). The window opens by k_p·M segments per round trip. Where
+    the window settles, M ACKs of delay, the loop (window reading) must be stable; this is the
+    largest k_p·M for which some kd ≥ 0 (a grid of [0, 1] in steps of 0.005) leaves every pole
+    inside the unit circle. It is 2 at M = 1 and falls towards about 1.82 for large M.
+    """
+    m = _check_m(m)
+    kd = np.linspace(0.0, 1.0, 201)
+    # For each kd, k_p is stable on an interval (0, k_max): bisect all of them at once.
+    lo = np.zeros_like(kd)
+    hi = np.full_like(kd, 4.0 / m)
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        ok = np.asarray(is_stable(m, mid, kd, "window"))
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    best = int(np.argmax(lo))
+    return float(lo[best] * m), float(kd[best])
 
 
 class SupervisorDesign(NamedTuple):

@@ -134,7 +134,9 @@ def fig_4_8(out_dir: Path) -> Findings:
             "farlink's goodput over 1.5 Mbps times 1000/960.",
             "ST-PD at 0.1 stays far below the published 0.40: with an empty queue its window "
             "grows about one segment per round trip after each of the frequent timeouts "
-            "(docs/stpd.md); nothing was tuned to close the gap.",
+            "(docs/stpd.md, 'Opening'); no gains that leave eq. 3.5's loop stable grow it "
+            "faster than about 1.8, and the thesis describes no other way to reopen; nothing "
+            "was tuned to close the gap.",
             "Hybla without pacing sends its fast window growth in bursts that overflow the "
             f"30-packet buffer even without wireless loss ({ours[('hybla', '0.0001')]:.2f} at "
             "1e-4); see "

@@ -195,7 +195,8 @@ def fig_4_13_to_4_17(out_dir: Path) -> Findings:
             f"{stats[(tm, 'stpd')][0]:.2f}. Disagreement: ST-PD stalls too when a burst "
             "swallows its retransmissions (it keeps the standard retransmission timer and its "
             "backoff, sec. 4.2), and after every timeout it reopens its window by about one "
-            "segment per round trip (docs/stpd.md); the thesis's single ST-PD run met no such "
+            "segment per round trip (docs/stpd.md, 'Opening': no stable gains on eq. 3.5 reopen "
+            "it faster than about 1.8); the thesis's single ST-PD run met no such "
             "stall. Reno's published 0.14 is one stall-dominated run; ours spread from "
             "stall-dominated to nearly free runs, so the mean says little and the lowest "
             "seeds are the thesis's kind of run.",
@@ -352,9 +353,13 @@ def fig_4_19_to_4_22(out_dir: Path) -> Findings:
             f"packets when the 2000th packet is lost at {stpd['loss_s']:.1f} s and at most "
             f"{stpd['window_max']:.1f} in the whole minute, below the 94-packet pipe, while "
             "Reno's slow start fills the pipe in about 4 s. "
-            "The thesis's Figure 4.21 shows ST-PD at the pipe for most of the run, so its "
-            "controller opened faster; its flow chart (Figure 3.6), which may have had a "
-            "start-up phase, did not survive.",
+            "The thesis's text for Figure 4.21 keeps ST-PD's window 'around the "
+            "bandwidth-RTT_min product plus one', and its 1861-segment lead means it fell "
+            "short of a full pipe by little more than Reno's slow start did: it opened faster "
+            "than any gains that leave eq. 3.5's loop stable can (at most about 1.8 segments "
+            "per round trip on an empty queue, docs/stpd.md 'Opening'). The text describes no "
+            "start-up phase (the flow chart, Figure 3.6, did not survive; the Linux version "
+            "replaced the kernel's congestion control routines), so none is added.",
             f"Reno: the first loss halves the window to 64; the second cannot be repaired by "
             f"fast retransmit (the 128-packet window is full of packets the receiver holds "
             f"out of order, so no new segments raise duplicate ACKs) and Reno times out "
@@ -517,6 +522,12 @@ def testbed_5_4(out_dir: Path) -> Findings:
             f"{two['stpd'][1]:.1f} s: under ST-PD the connection that joins later takes the "
             "larger share and the first one finishes late (the RTT_min bias of a connection "
             "that starts on a queue, as in stpd-fig-3.15-3.17).",
+            "At 250 ms and PER 0.1 ST-PD takes "
+            f"{table[('stpd', 38_400, '250ms', 0.1)][0]:.1f} s with the emulator's LCG, not "
+            "about 90: after each timeout its window reopens by about one segment per round "
+            "trip of 0.6 s towards the 15-packet pipe, and no gains that leave eq. 3.5's loop "
+            "stable reopen it faster than about 1.8 (docs/stpd.md, 'Opening'); the thesis "
+            "describes no other way to reopen.",
             "TCP as the testbed's Linux 2.2.17 (preset stpd-testbed): 100-byte payload with "
             "timestamps, no SACK, an ACK per segment, minimum RTO 200 ms, 31,900-byte window; "
             "the queue at H2 (30 packets) and the initial window (2) are not given.",

@@ -564,6 +564,40 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_queue_opens_the_window_by_kp_per_ack_about_one_segment_per_round_trip() {
+        // Seed 003's GEO T1 hop: a pipe of 94 segments, opened from one. On an empty queue
+        // eq. 3.3 reads 0 (RTT(n) cannot fall below RTT_min), so err = ref = 1 on every ACK:
+        // each ACK adds k_p (the derivative term adds nothing while err stays at 1), with the
+        // supervisor's k_p at the segments sent per round trip, which is the window itself.
+        let service = 5_333;
+        let acks = 2000;
+        let (cc, queues) = constant_rate_path(service, 94 * service, acks, |_| false);
+        // Only the second of two segments sent back to back (the window passing a whole
+        // number) waits, behind the first: the pipe never fills.
+        assert!(queues.iter().all(|&q| q <= 1), "the pipe never fills");
+        let w = cc.cwnd_segments();
+        // dW/dACK = k_p(W): the ACKs needed to open from 1 to w are the integral of 1 / k_p,
+        // give or take the ACKs of the segments that waited behind their twin (their echo
+        // reads a one-segment queue, err < 1: a few per cent slower).
+        let s = FuzzySupervisor;
+        let steps = 10_000;
+        let dw = (w - 1.0) / steps as f64;
+        let predicted_acks: f64 = (0..steps)
+            .map(|k| dw / s.gains(1.0 + (k as f64 + 0.5) * dw).kp)
+            .sum();
+        assert!(
+            (predicted_acks / acks as f64 - 1.0).abs() < 0.1,
+            "{predicted_acks} ACKs predicted to reach {w}, {acks} taken"
+        );
+        // A window opening g segments per round trip takes about w² / (2g) ACKs to reach w.
+        let per_round_trip = w * w / (2.0 * acks as f64);
+        assert!(
+            (0.8..1.3).contains(&per_round_trip),
+            "{per_round_trip} segments per round trip (window {w} after {acks} ACKs)"
+        );
+    }
+
+    #[test]
     fn queue_estimate_follows_eqs_3_3_and_3_4() {
         let mut cc = stpd(
             StpdConfig {
