@@ -35,8 +35,11 @@
 //!   kernel's test); Linux 2.6 added one segment per ACK, the same for full-sized segments.
 //! - `cnt` is recomputed on every ACK; the kernel skipped the recomputation for 1/32 s when
 //!   cwnd had not changed, which only delays a change of the ACK ratio.
-//! - Growth is not gated on the sender being window-limited (Linux's `tcp_is_cwnd_limited`),
-//!   as for every other controller here.
+//! - As Linux 2.6 (`tcp_is_cwnd_limited` without TSO), the window grows only on an ACK that
+//!   found the sender window-limited: no room for another full segment in flight. Unlike the
+//!   other controllers here, which grow regardless: since the reduction is taken from cwnd, a
+//!   window grown far past what the receive window or the application lets out would make a
+//!   loss reduce nothing.
 //! - A spurious congestion event restores max(cwnd, cwnd before the reduction) and the previous
 //!   ssthresh if larger (Linux's undo); W_max stays as the event set it, as in the kernel.
 
@@ -288,6 +291,10 @@ impl CongestionController for Bic {
         let segments = n.div_ceil(smss);
         self.ack_ratio_x16 = self.ack_ratio_x16 - (self.ack_ratio_x16 >> ACK_RATIO_SHIFT)
             + segments.min(MAX_CWND_BYTES);
+        // Linux 2.6 `bictcp_cong_avoid`: `if (!tcp_is_cwnd_limited(sk, in_flight)) return;`.
+        if batch.prior_in_flight_bytes.saturating_add(smss) <= self.cwnd_bytes {
+            return;
+        }
         let limit = max_window(smss);
         if self.in_slow_start() {
             // RFC 5681 eq. (2).
@@ -420,13 +427,19 @@ mod tests {
         e
     }
 
+    /// An ACK to a window-limited sender: the whole window was in flight.
     fn ack(cc: &mut Bic, now: SimTime, bytes: u64, in_recovery: bool) {
+        let in_flight = cc.window();
+        ack_in_flight(cc, now, bytes, in_recovery, in_flight);
+    }
+
+    fn ack_in_flight(cc: &mut Bic, now: SimTime, bytes: u64, in_recovery: bool, in_flight: u64) {
         let batch = AckBatch {
             acked: &[],
             lost: &[],
             newly_acked_bytes: bytes,
             newly_sacked_bytes: 0,
-            prior_in_flight_bytes: 0,
+            prior_in_flight_bytes: in_flight,
             in_flight_bytes: 0,
             in_recovery,
             rtt_sample: None,
@@ -662,6 +675,25 @@ mod tests {
         cc.on_spurious_congestion(SimTime::ZERO);
         assert_eq!(cc.window(), 100 * SMSS);
         assert_eq!(cc.ssthresh_bytes(), u64::MAX);
+    }
+
+    #[test]
+    fn no_growth_while_not_window_limited() {
+        // A receive window of 30 segments holds the flight below cwnd = 40: the window stays.
+        let mut cc = after_loss_at(50);
+        for _ in 0..1000 {
+            ack_in_flight(&mut cc, SimTime::ZERO, SMSS, false, 30 * SMSS);
+        }
+        assert_eq!(segments(&cc), 39);
+        let mut ss = bic(10);
+        for _ in 0..100 {
+            ack_in_flight(&mut ss, SimTime::ZERO, SMSS, false, 9 * SMSS);
+        }
+        assert_eq!(segments(&ss), 10);
+        // One segment short of the window is room for one more: not window-limited either;
+        // a full window is.
+        ack_in_flight(&mut ss, SimTime::ZERO, SMSS, false, 10 * SMSS);
+        assert_eq!(segments(&ss), 11);
     }
 
     #[test]
