@@ -287,10 +287,11 @@ impl CongestionController for Bic {
         }
         let smss = self.smss_bytes;
         // Linux `bictcp_acked`: ratio += segments − ratio/16, i.e. ratio ← 15/16 ratio +
-        // segments, in 16ths.
-        let segments = n.div_ceil(smss);
-        self.ack_ratio_x16 = self.ack_ratio_x16 - (self.ack_ratio_x16 >> ACK_RATIO_SHIFT)
-            + segments.min(MAX_CWND_BYTES);
+        // segments, in 16ths. The average stays below 16 times the largest ACK, so an ACK of
+        // at most 2^30 segments (the window cap) cannot overflow it.
+        let segments = n.div_ceil(smss).min(MAX_CWND_BYTES);
+        self.ack_ratio_x16 =
+            self.ack_ratio_x16 - (self.ack_ratio_x16 >> ACK_RATIO_SHIFT) + segments;
         // Linux 2.6 `bictcp_cong_avoid`: `if (!tcp_is_cwnd_limited(sk, in_flight)) return;`.
         if batch.prior_in_flight_bytes.saturating_add(smss) <= self.cwnd_bytes {
             return;
