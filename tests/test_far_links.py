@@ -96,6 +96,8 @@ def test_presets_share_the_documented_estimates(name):
     assert parse_duration_s(bundle["dial_time"]) == pytest.approx(14.5)
     assert bundle["detection_delay"] == "30s"
     assert bundle["txqueue_pkts"] == 3
+    # The field hosts ran Linux 2.6 (seed 000 section 4.1.6), whose default was BIC.
+    assert [flow["tcp"]["cc"] for flow in preset(name)["flows"]] == ["bic"]
     if name.startswith("iridium"):
         assert bundle["rate"] == "2400bps"
         assert bundle["arq"] == {"mode": "selective-repeat", "frame": "27B", "max_tries": 3}

@@ -92,6 +92,23 @@ def test_tcp_override_selects_recovery_and_sack_beats_reno_under_loss():
     assert sack.summary["aggregate"]["goodput_bps"] > reno.summary["aggregate"]["goodput_bps"]
 
 
+def test_tcp_bic_reduces_the_window_to_819_1024_of_itself():
+    # Linux 2.6's BIC (tcp_bic.c, beta = 819/1024) above its low window of 14 segments, in whole
+    # segments truncated as the kernel's integers.
+    result = simulate(
+        "stpd-wireless", tcp="bic", loss=0.01, duration="30s", sets=["trace={cwnd=true}"]
+    )
+    tcp = result.scenario["flows"][0]["tcp"]
+    assert (tcp["cc"], tcp["recovery"]) == ("bic", "sack")
+    cwnd = result.trace("cwnd")
+    first = int(np.argmax(cwnd["ssthresh_bytes"] < 2**40))
+    assert first > 0, "a loss in 30 s at p = 0.01"
+    smss = tcp["mss_bytes"] - 12  # timestamps
+    before = int(cwnd["cwnd_bytes"][first - 1]) // smss
+    assert before > 14
+    assert cwnd["ssthresh_bytes"][first] == before * 819 // 1024 * smss
+
+
 def test_traces_are_columns_of_equal_length():
     result = simulate("stpd-wireless", duration="10s")
     cwnd = result.trace("cwnd")

@@ -503,7 +503,7 @@ def simulate_command(
         str | None,
         typer.Option(
             help="Loss recovery (tahoe, reno, newreno, sack) or a controller "
-            "(vegas, hybla, westwood, cubic, bbr, stpd: these run over SACK recovery).",
+            "(vegas, hybla, westwood, cubic, bic, bbr, stpd: these run over SACK recovery).",
         ),
     ] = None,
     loss: Annotated[

@@ -104,7 +104,7 @@
 //!   "initial_rto": "1s", "min_rto": "1s", "max_rto": "64s"     (or *_s),
 //!   "recovery": "sack",               tahoe | reno | newreno | sack
 //!   "cc": "reno",                     congestion controller by name (tcp::cc::CcConfig::NAMES:
-//!                                     reno | vegas | hybla | westwood | cubic | ...)
+//!                                     reno | vegas | hybla | westwood | cubic | bic | ...)
 //!   "growth": "per-ack",              per-ack | byte-counting (Reno's window growth; the
 //!                                     others accept per-ack only)
 //!   "dup_thresh": 3,

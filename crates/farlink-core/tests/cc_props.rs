@@ -413,7 +413,7 @@ proptest! {
 fn every_registered_controller_is_exercised() {
     // The property tests above iterate over the registry; make sure it holds what this issue
     // added, so that a silently emptied registry cannot make them vacuous.
-    for name in ["reno", "vegas", "hybla", "westwood", "cubic"] {
+    for name in ["reno", "vegas", "hybla", "westwood", "cubic", "bic"] {
         assert!(CcConfig::NAMES.contains(&name), "{name} not registered");
     }
 }

@@ -1,4 +1,4 @@
-//! The congestion controllers of the far-links issue (Vegas, Hybla, Westwood+, CUBIC) in the
+//! The congestion controllers of the far-links issue (Vegas, Hybla, Westwood+, CUBIC, BIC) in the
 //! engine, beside Reno: seed 003's wireless scenario (section 4.4.1, Figure 4.7: S - R 10 Mbps
 //! 0.1 ms, R - D 1.5 Mbps 80 ms, 30 packets at R, 1000-byte packets, Bernoulli loss p = 0.01
 //! on R -> D, 100 s) and a GEO variant with 250 ms one way on R - D (seed 003 Figure 4.18's
@@ -9,7 +9,7 @@
 use farlink_core::{parse_scenario_json, run, RunResult};
 use serde_json::{json, Value};
 
-const CONTROLLERS: [&str; 5] = ["reno", "vegas", "hybla", "westwood", "cubic"];
+const CONTROLLERS: [&str; 6] = ["reno", "vegas", "hybla", "westwood", "cubic", "bic"];
 
 fn run_json(v: &Value) -> RunResult {
     let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));

@@ -13,6 +13,7 @@
 //! recovery role's business, not the controller's.
 
 pub mod bbr;
+pub mod bic;
 pub mod cubic;
 pub mod hybla;
 pub mod reno;
@@ -28,6 +29,7 @@ use super::UnknownName;
 use crate::time::{SimDuration, SimTime};
 
 pub use bbr::{Bbr, BbrConfig, BbrState};
+pub use bic::{Bic, BicConfig, BicRegion};
 pub use cubic::{Cubic, CubicConfig, CubicRegion};
 pub use hybla::{Hybla, HyblaConfig, HyblaRtt};
 pub use reno::{Reno, RenoConfig, WindowGrowth};
@@ -211,14 +213,16 @@ pub enum CcConfig {
     Hybla(HyblaConfig),
     Westwood(WestwoodConfig),
     Cubic(CubicConfig),
+    Bic(BicConfig),
     Stpd(StpdConfig),
     Bbr(BbrConfig),
 }
 
 impl CcConfig {
     /// The registry: every controller name, lower case, as the CLI and scenario files spell it.
-    pub const NAMES: &'static [&'static str] =
-        &["reno", "vegas", "hybla", "westwood", "cubic", "stpd", "bbr"];
+    pub const NAMES: &'static [&'static str] = &[
+        "reno", "vegas", "hybla", "westwood", "cubic", "bic", "stpd", "bbr",
+    ];
 
     /// The default configuration of the named controller.
     pub fn from_name(name: &str) -> Result<CcConfig, UnknownName> {
@@ -228,6 +232,7 @@ impl CcConfig {
             "hybla" => Ok(CcConfig::Hybla(HyblaConfig::default())),
             "westwood" => Ok(CcConfig::Westwood(WestwoodConfig::default())),
             "cubic" => Ok(CcConfig::Cubic(CubicConfig::default())),
+            "bic" => Ok(CcConfig::Bic(BicConfig::default())),
             "stpd" => Ok(CcConfig::Stpd(StpdConfig::default())),
             "bbr" => Ok(CcConfig::Bbr(BbrConfig::default())),
             _ => Err(UnknownName {
@@ -245,6 +250,7 @@ impl CcConfig {
             CcConfig::Hybla(_) => "hybla",
             CcConfig::Westwood(_) => "westwood",
             CcConfig::Cubic(_) => "cubic",
+            CcConfig::Bic(_) => "bic",
             CcConfig::Stpd(_) => "stpd",
             CcConfig::Bbr(_) => "bbr",
         }
@@ -257,6 +263,7 @@ impl CcConfig {
             CcConfig::Hybla(cfg) => Box::new(Hybla::new(cfg, init)),
             CcConfig::Westwood(cfg) => Box::new(Westwood::new(cfg, init)),
             CcConfig::Cubic(cfg) => Box::new(Cubic::new(cfg, init)),
+            CcConfig::Bic(cfg) => Box::new(Bic::new(cfg, init)),
             CcConfig::Stpd(cfg) => Box::new(Stpd::new(cfg, init)),
             CcConfig::Bbr(cfg) => Box::new(Bbr::new(cfg, init)),
         }
