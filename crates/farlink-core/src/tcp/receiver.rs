@@ -280,7 +280,7 @@ impl Receiver {
     /// (see the module notes: the window had fallen to half the buffer or less and at least
     /// doubles).
     pub fn window_update(&mut self, now: SimTime) -> Option<Segment> {
-        if !self.reads_on_demand {
+        if !self.reads_on_demand || self.state != State::Established {
             return None;
         }
         let current = self.announced_window_bytes();

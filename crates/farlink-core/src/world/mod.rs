@@ -682,13 +682,15 @@ impl<'s> World<'s> {
         }
         loop {
             let fl = &mut self.flows[f];
-            let retx_before = fl.sender.stats().retransmitted_segments;
+            let stats = fl.sender.stats();
+            let (retx_before, acks_before) =
+                (stats.retransmitted_segments, stats.handshake_acks_sent);
             let Some(seg) = fl.sender.poll_transmit(now) else {
                 break;
             };
             // The SYN and a handshake's pure ACK are not data: not in the seq trace.
             let control = seg.flags.contains(Flags::SYN)
-                || (seg.payload_bytes == 0 && seg.seq == fl.sender.snd_max());
+                || fl.sender.stats().handshake_acks_sent != acks_before;
             if self.tr.seq && !control {
                 let retx = fl.sender.stats().retransmitted_segments != retx_before;
                 self.traces
