@@ -201,5 +201,8 @@ fn a_telnet_source_completes_the_handshake_with_a_pure_ack() {
     let h = r.summary.flows[0].handshake.clone().unwrap();
     assert_eq!(h.handshake_acks_sent, 1);
     assert!(r.summary.flows[0].finished);
-    assert!(r.traces.seq.len_bytes.iter().all(|&b| b > 0), "no pure ACK in the seq trace");
+    assert!(
+        r.traces.seq.len_bytes.iter().all(|&b| b > 0),
+        "no pure ACK in the seq trace"
+    );
 }

@@ -329,7 +329,8 @@ def table_1(out_dir: Path) -> Findings:
         "1500-byte packets); the published 215 kB/s is lower, which suggests overhead we do "
         "not model (HDLC framing is 0.5 %) or a smaller window than the 500 ms row implies.",
         "Seed 002 states neither the file, nor the window, nor the bandwidth of Table 1; the "
-        "estimates above are ours. The engine skips the handshake (one RTT).",
+        "estimates above are ours. These runs skip the handshake (one RTT; tcp.handshake "
+        "would add it).",
     ]
     figure = line_figure(
         out_dir / "marchese-table-1.png",
