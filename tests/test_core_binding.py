@@ -41,6 +41,7 @@ TRACE_DTYPES: dict[str, dict[str, np.dtype[Any]]] = {
         "flow": U32,
         "ack_packet": BOOL,
         "seq": U64,
+        "syn": BOOL,
         "cause": U8,
     },
     "goodput": {"time_ns": U64, "flow": U32, "delivered_bytes": U64},

@@ -55,7 +55,8 @@ class RunOutput(TypedDict):
     - ``rto``: ``time_ns`` u64, ``flow`` u32, ``rto_ns`` u64;
     - ``queue``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``pkts`` u32, ``bytes`` u64;
     - ``drops``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``flow`` u32,
-      ``ack_packet`` bool, ``seq`` u64, ``cause`` u8 (0 ``queue_overflow``, 1 ``corruption``,
+      ``ack_packet`` bool, ``seq`` u64, ``syn`` bool (a SYN or SYN-ACK of a simulated
+      handshake), ``cause`` u8 (0 ``queue_overflow``, 1 ``corruption``,
       2 ``arq_give_up``, 3 ``call_drop``, 4 ``reassembly_timeout``);
     - ``goodput``: ``time_ns`` u64, ``flow`` u32, ``delivered_bytes`` u64;
     - ``member_state``: ``time_ns`` u64, ``link`` u32, ``member`` u32, ``state`` u8 (0

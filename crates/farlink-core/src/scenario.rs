@@ -108,7 +108,9 @@
 //!   "growth": "per-ack",              per-ack | byte-counting (Reno's window growth; the
 //!                                     others accept per-ack only)
 //!   "dup_thresh": 3,
-//!   "limited_transmit": true          RFC 3042 (on by default, as in Linux and ns-3)
+//!   "limited_transmit": true,         RFC 3042 (on by default, as in Linux and ns-3)
+//!   "handshake": false                simulate the SYN / SYN-ACK exchange (tcp::handshake);
+//!                                     off: the connection starts established
 //! }
 //! APP = {"kind": "bulk", "size": "1MB" | "size_bytes": 1000000}
 //!     | {"kind": "unbounded"}
@@ -489,6 +491,9 @@ pub struct TcpSpec {
     pub cc: CcConfig,
     pub dup_thresh: u32,
     pub limited_transmit: bool,
+    /// Simulate the three-way handshake (`Sender::connect`, `Receiver::listen`); otherwise
+    /// both ends start established with what the handshake would have agreed.
+    pub handshake: bool,
 }
 
 impl TcpSpec {
@@ -1135,6 +1140,7 @@ struct RawTcp {
     growth: Option<String>,
     dup_thresh: Option<u32>,
     limited_transmit: Option<bool>,
+    handshake: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -2475,6 +2481,7 @@ fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
         cc,
         dup_thresh,
         limited_transmit: t.limited_transmit.unwrap_or(true),
+        handshake: t.handshake.unwrap_or(false),
     })
 }
 

@@ -61,7 +61,8 @@ pub struct CwndTrace {
     pub effective_cwnd_bytes: Vec<u64>,
 }
 
-/// Every data segment a sender hands to the network.
+/// Every data segment a sender hands to the network (zero-window probes included; the SYN and
+/// the pure ACK of a simulated handshake are not data and not here).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SeqTrace {
     pub time_ns: Vec<u64>,
@@ -119,6 +120,9 @@ pub struct DropTrace {
     pub ack_packet: Vec<bool>,
     /// The data segment's sequence number, or the ACK's acknowledgement number.
     pub seq: Vec<u64>,
+    /// The packet was a SYN (`ack_packet` false) or a SYN-ACK (`ack_packet` true) of a
+    /// simulated handshake; its `seq` is then 0.
+    pub syn: Vec<bool>,
     /// A code of [`DROP_CAUSE_NAMES`] ([`DROP_CAUSE_QUEUE_OVERFLOW`], ...).
     pub cause: Vec<u8>,
 }
@@ -247,6 +251,7 @@ impl DropTrace {
         flow: u32,
         ack_packet: bool,
         seq: u64,
+        syn: bool,
         cause: DropCause,
     ) {
         self.time_ns.push(at.as_nanos());
@@ -255,6 +260,7 @@ impl DropTrace {
         self.flow.push(flow);
         self.ack_packet.push(ack_packet);
         self.seq.push(seq);
+        self.syn.push(syn);
         self.cause.push(drop_cause_code(cause));
     }
 }

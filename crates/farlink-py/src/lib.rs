@@ -161,7 +161,7 @@ fn traces_to_py(py: Python<'_>, traces: Traces) -> PyResult<Bound<'_, PyDict>> {
         rtt: RttTrace { time_ns, flow, rtt_ns, srtt_ns },
         rto: RtoTrace { time_ns, flow, rto_ns },
         queue: QueueTrace { time_ns, link, forward, pkts, bytes },
-        drops: DropTrace { time_ns, link, forward, flow, ack_packet, seq, cause },
+        drops: DropTrace { time_ns, link, forward, flow, ack_packet, seq, syn, cause },
         goodput: GoodputTrace { time_ns, flow, delivered_bytes },
         member_state: MemberStateTrace { time_ns, link, member, state },
         capacity: CapacityTrace { time_ns, link, members_up, capacity_bps },

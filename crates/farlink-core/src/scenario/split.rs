@@ -239,6 +239,7 @@ fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         growth,
         dup_thresh: one(&over.dup_thresh, &base.dup_thresh),
         limited_transmit: one(&over.limited_transmit, &base.limited_transmit),
+        handshake: one(&over.handshake, &base.handshake),
     }
 }
 

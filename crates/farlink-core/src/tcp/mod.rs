@@ -27,6 +27,7 @@
 //! 2^32; nothing inside the simulator needs modular sequence arithmetic.
 
 pub mod cc;
+pub mod handshake;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;
@@ -39,9 +40,11 @@ use std::fmt;
 /// The connection states of RFC 793 section 3.2 (RFC 9293 3.3.2), spelled as the RFC spells them
 /// in `Display`.
 ///
-/// This first version skips the three-way handshake and the close: both endpoints are built in
-/// [`State::Established`] from a [`Negotiated`] value. The handshake will drive `SynSent` /
-/// `SynReceived` and produce the same [`Negotiated`] value from the SYN options.
+/// Endpoints built with `Sender::new` / `Receiver::new` start in [`State::Established`] from a
+/// [`Negotiated`] value the engine computed ([`Negotiated::without_handshake`]); built with
+/// `Sender::connect` / `Receiver::listen` they go through the three-way handshake
+/// (`SynSent`, `Listen`, `SynReceived`; [`handshake`]) and agree on the [`Negotiated`] value
+/// from the options the SYN and SYN-ACK carry. The close is not simulated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
     Closed,
@@ -133,12 +136,7 @@ impl Negotiated {
         receive_buffer_bytes: u64,
     ) -> Negotiated {
         let window_shift = if sender.window_scaling && receiver.window_scaling {
-            let mut shift = 0u8;
-            while shift < MAX_WINDOW_SHIFT && (receive_buffer_bytes >> shift) > u64::from(u16::MAX)
-            {
-                shift += 1;
-            }
-            shift
+            window_shift_for(receive_buffer_bytes)
         } else {
             0
         };
@@ -161,6 +159,16 @@ impl Negotiated {
         };
         self.mss_bytes - per_segment_options
     }
+}
+
+/// RFC 7323 section 2.3: the smallest shift that lets a receive buffer of this size be announced
+/// in the 16-bit window field, at most [`MAX_WINDOW_SHIFT`].
+pub fn window_shift_for(receive_buffer_bytes: u64) -> u8 {
+    let mut shift = 0u8;
+    while shift < MAX_WINDOW_SHIFT && (receive_buffer_bytes >> shift) > u64::from(u16::MAX) {
+        shift += 1;
+    }
+    shift
 }
 
 /// A lower-case algorithm name that matches nothing known.

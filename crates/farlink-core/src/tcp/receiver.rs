@@ -22,9 +22,17 @@
 //! avoidance). After a read, [`Receiver::window_update`] sends an unsolicited ACK when the
 //! window had fallen to half the buffer or less and can now at least double: the rule of
 //! Linux's `tcp_cleanup_rbuf`, which keeps an unconstrained relay from doubling the ACKs.
+//!
+//! [`Receiver::new`] starts established; [`Receiver::listen`] starts in LISTEN: the SYN
+//! makes it agree the options ([`super::handshake::negotiate_at_listener`]) and answer with a
+//! SYN-ACK from SYN-RECEIVED, retransmitted on its own timer (initial RTO, doubled on each
+//! expiry) and at once on a retransmitted SYN (as Linux does), until a segment acknowledges
+//! it: the first data segment, or the sender's pure ACK.
 
 use std::collections::VecDeque;
 
+use super::handshake;
+use super::rtt::{RttConfig, RttEstimator};
 use super::segment::{
     encode_window, max_sack_blocks, timestamp_clock, Flags, Options, SackBlock, SackBlocks,
     Segment, Timestamps, MAX_SACK_BLOCKS,
@@ -114,11 +122,32 @@ pub struct ReceiverStats {
     pub window_updates: u64,
     /// Zero-length window probes answered.
     pub window_probes: u64,
+    /// SYN-ACKs sent (a passive open), retransmissions included, and how many of them were
+    /// retransmissions (timer expiries and repeated SYNs).
+    pub syn_acks_sent: u64,
+    pub syn_ack_retransmissions: u64,
+}
+
+/// What a receiver keeps from LISTEN until its SYN-ACK is acknowledged ([`Receiver::listen`]).
+#[derive(Clone, Debug)]
+struct PassiveOpen {
+    config: ReceiverConfig,
+    /// The SYN-ACK's timer: RFC 6298's initial RTO and backoff, as for a SYN.
+    rtt: RttEstimator,
+    /// The SYN received, answered again on each retransmission.
+    syn: Segment,
+    deadline: Option<SimTime>,
 }
 
 /// A sans-I/O TCP data receiver.
 #[derive(Clone, Debug)]
 pub struct Receiver {
+    /// LISTEN and SYN-RECEIVED for a receiver built by [`Receiver::listen`], else
+    /// ESTABLISHED.
+    state: State,
+    /// The passive open, until the SYN-ACK is acknowledged.
+    opening: Option<Box<PassiveOpen>>,
+    negotiated: Negotiated,
     delayed_ack: DelayedAck,
     smss_bytes: u64,
     sack: bool,
@@ -159,6 +188,9 @@ impl Receiver {
         // Without window scaling the window field caps the window at 65535 bytes.
         let window_field = encode_window(config.receive_buffer_bytes, shift);
         Receiver {
+            state: State::Established,
+            opening: None,
+            negotiated: *negotiated,
             delayed_ack: config.delayed_ack,
             smss_bytes: u64::from(negotiated.smss_bytes()),
             sack: negotiated.sack,
@@ -183,8 +215,31 @@ impl Receiver {
         }
     }
 
+    /// A receiver waiting for a SYN (LISTEN), offering `config.options`; `syn_ack_rto` times
+    /// its SYN-ACK (RFC 6298: initial RTO, doubled on each expiry, within the bounds).
+    pub fn listen(config: &ReceiverConfig, syn_ack_rto: RttConfig) -> Self {
+        let provisional = Negotiated::without_handshake(
+            &config.options,
+            &config.options,
+            config.receive_buffer_bytes,
+        );
+        let mut r = Receiver::new(config, &provisional);
+        r.state = State::Listen;
+        r.opening = Some(Box::new(PassiveOpen {
+            config: *config,
+            rtt: RttEstimator::new(syn_ack_rto),
+            syn: Segment::default(),
+            deadline: None,
+        }));
+        r
+    }
+
     pub fn state(&self) -> State {
-        State::Established
+        self.state
+    }
+    /// What both ends agreed (before the SYN of a listening receiver: its own offer).
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
     }
     /// `RCV.NXT`: the next byte expected.
     pub fn rcv_nxt(&self) -> u64 {
@@ -225,7 +280,7 @@ impl Receiver {
     /// (see the module notes: the window had fallen to half the buffer or less and at least
     /// doubles).
     pub fn window_update(&mut self, now: SimTime) -> Option<Segment> {
-        if !self.reads_on_demand {
+        if !self.reads_on_demand || self.state != State::Established {
             return None;
         }
         let current = self.announced_window_bytes();
@@ -255,13 +310,27 @@ impl Receiver {
     pub fn stats(&self) -> &ReceiverStats {
         &self.stats
     }
-    /// The delayed-ACK deadline, if an ACK is being held back.
+    /// The delayed-ACK deadline, if an ACK is being held back; in SYN-RECEIVED the SYN-ACK's
+    /// retransmission deadline.
     pub fn next_timeout(&self) -> Option<SimTime> {
-        self.delayed_ack_deadline
+        match &self.opening {
+            Some(open) => open.deadline,
+            None => self.delayed_ack_deadline,
+        }
     }
 
-    /// The delayed-ACK timer: the held-back ACK if its deadline has come.
+    /// The delayed-ACK timer: the held-back ACK if its deadline has come; in SYN-RECEIVED the
+    /// SYN-ACK again, once its timer has expired.
     pub fn on_timeout(&mut self, now: SimTime) -> Option<Segment> {
+        if let Some(open) = self.opening.as_mut() {
+            if open.deadline.is_none_or(|d| now < d) {
+                return None;
+            }
+            // RFC 6298 (5.5), (5.6) applied to the SYN-ACK.
+            open.rtt.back_off();
+            self.stats.syn_ack_retransmissions += 1;
+            return self.send_syn_ack(now);
+        }
         let deadline = self.delayed_ack_deadline?;
         if now < deadline {
             return None;
@@ -270,9 +339,78 @@ impl Receiver {
         Some(self.ack(now))
     }
 
-    /// A segment arrives; returns the ACK to send now, if any.
+    /// A segment arrives; returns the ACK (or SYN-ACK) to send now, if any.
     pub fn on_segment(&mut self, now: SimTime, seg: &Segment) -> Option<Segment> {
         self.stats.segments_received += 1;
+        if self.state != State::Established || seg.flags.contains(Flags::SYN) {
+            return self.on_opening_segment(now, seg);
+        }
+        self.on_established_segment(now, seg)
+    }
+
+    /// A segment before the handshake completed, or any SYN.
+    fn on_opening_segment(&mut self, now: SimTime, seg: &Segment) -> Option<Segment> {
+        let syn = seg.flags.contains(Flags::SYN) && !seg.flags.contains(Flags::ACK);
+        match self.state {
+            State::Listen if syn => {
+                let open = self.opening.take()?;
+                let agreed = handshake::negotiate_at_listener(
+                    &open.config.options,
+                    open.config.receive_buffer_bytes,
+                    seg,
+                );
+                let stats = self.stats;
+                *self = Receiver::new(&open.config, &agreed);
+                self.stats = stats;
+                self.state = State::SynReceived;
+                if let (true, Some(ts)) = (agreed.timestamps, seg.options.timestamps) {
+                    self.ts_recent = ts.tsval;
+                }
+                self.opening = Some(Box::new(PassiveOpen { syn: *seg, ..*open }));
+                self.send_syn_ack(now)
+            }
+            State::SynReceived if syn => {
+                // The SYN again: our SYN-ACK (or its answer) was lost, or is late. Linux
+                // answers at once and restarts the timer (tcp_check_req).
+                self.stats.syn_ack_retransmissions += 1;
+                self.send_syn_ack(now)
+            }
+            State::SynReceived if seg.flags.contains(Flags::ACK) && seg.ack == 0 => {
+                // The SYN-ACK is acknowledged: established; data it carries is taken as such.
+                self.state = State::Established;
+                self.opening = None;
+                if seg.payload_bytes > 0 {
+                    self.on_established_segment(now, seg)
+                } else {
+                    None
+                }
+            }
+            // RFC 9293 3.10.7.4 with RFC 5961 4.2: a SYN on an established connection gets
+            // an ACK (the "challenge ACK"), nothing else.
+            State::Established => Some(self.ack(now)),
+            // Nothing precedes a SYN; a segment without one in LISTEN is not ours to take.
+            _ => None,
+        }
+    }
+
+    /// Sends (again) the SYN-ACK answering the SYN held, and (re)starts its timer; `None`
+    /// only outside the passive open.
+    fn send_syn_ack(&mut self, now: SimTime) -> Option<Segment> {
+        let negotiated = self.negotiated;
+        let open = self.opening.as_mut()?;
+        self.stats.syn_acks_sent += 1;
+        open.deadline = Some(now + open.rtt.rto());
+        Some(handshake::syn_ack(
+            &open.config.options,
+            open.config.receive_buffer_bytes,
+            &negotiated,
+            &open.syn,
+            now,
+        ))
+    }
+
+    /// `on_segment` of an established connection.
+    fn on_established_segment(&mut self, now: SimTime, seg: &Segment) -> Option<Segment> {
         if seg.payload_bytes == 0 {
             // A zero-window probe (an empty segment below RCV.NXT) is answered at once with the
             // current window (RFC 9293 3.8.6.1); anything else empty is a pure ACK, and no data

@@ -131,6 +131,14 @@ impl RttEstimator {
         self.backoffs += 1;
     }
 
+    /// Sets the RTO to `rto` (clamped by (2.4)/(2.5)) with no backoff, SRTT still unknown:
+    /// RFC 6298 (5.7), the RTO once data starts after a retransmitted SYN or SYN-ACK.
+    pub fn reset_rto(&mut self, rto: SimDuration) {
+        self.base_rto = clamp(rto, &self.config);
+        self.rto = self.base_rto;
+        self.backoffs = 0;
+    }
+
     /// The retransmission timeout in force, backoff included.
     pub fn rto(&self) -> SimDuration {
         self.rto
@@ -243,6 +251,25 @@ mod tests {
         e.on_sample(ms(500));
         assert_eq!(e.backoffs(), 0);
         assert_eq!(e.rto(), ms(500 + 4 * 250));
+    }
+
+    #[test]
+    fn reset_rto_clears_the_backoff_and_respects_the_bounds() {
+        let mut e = RttEstimator::new(RttConfig::default());
+        e.back_off();
+        e.back_off();
+        e.reset_rto(SimDuration::from_secs(3));
+        assert_eq!(
+            (e.rto(), e.backoffs(), e.srtt()),
+            (SimDuration::from_secs(3), 0, None)
+        );
+        let mut e = RttEstimator::new(RttConfig {
+            max_rto: SimDuration::from_secs(2),
+            min_rto: SimDuration::from_secs(1),
+            ..RttConfig::default()
+        });
+        e.reset_rto(SimDuration::from_secs(3));
+        assert_eq!(e.rto(), SimDuration::from_secs(2));
     }
 
     #[test]

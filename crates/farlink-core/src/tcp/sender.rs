@@ -14,13 +14,18 @@
 //!
 //! Sans-I/O: [`Sender::poll_transmit`] hands out the next segment the sender may send now
 //! (call it until `None`); [`Sender::on_ack`] takes an ACK; [`Sender::next_timeout`] and
-//! [`Sender::on_timeout`] run the retransmission timer. The connection starts established;
-//! the handshake will build the [`Negotiated`] value that [`Sender::new`] takes now.
+//! [`Sender::on_timeout`] run the retransmission timer. [`Sender::new`] starts established
+//! with a [`Negotiated`] value the caller computed; [`Sender::connect`] starts in SYN-SENT:
+//! `poll_transmit` hands out the SYN (again after each expiry of its timer), `on_ack` takes
+//! the SYN-ACK and agrees the options from it (`handshake.rs`), and the first segment after
+//! it, data or a pure ACK, completes the handshake. Once established the two are the same
+//! sender: one comparison in `poll_transmit` and `on_ack` is all the handshake costs.
 
 use super::cc::{
     AckBatch, AckEcho, Acked, CcConfig, CongestionController, CongestionEvent, ControllerInit,
     Detection, Lost, Reduction, SentPacket,
 };
+use super::handshake::{self, RTO_AFTER_SYN_LOSS};
 use super::recovery::{AckInfo, LossRecovery, NextSeg, Recovery, RecoveryState, DUP_THRESH};
 use super::rtt::{RttConfig, RttEstimator};
 use super::scoreboard::Scoreboard;
@@ -112,11 +117,39 @@ pub struct SenderStats {
     pub dupacks_received: u64,
     /// Zero-window probes sent by the persist timer.
     pub window_probes: u64,
+    /// SYNs sent (an active open), retransmissions included, and how many of them were
+    /// retransmissions.
+    pub syn_sent: u64,
+    pub syn_retransmissions: u64,
+    /// Pure ACKs that answered the peer's SYN-ACK (data, when there is some, carries the ACK
+    /// instead).
+    pub handshake_acks_sent: u64,
+}
+
+/// What a sender in SYN-SENT keeps until the SYN-ACK arrives ([`Sender::connect`]).
+#[derive(Debug)]
+struct ActiveOpen {
+    /// The configuration the established sender is built from, with the options agreed.
+    config: SenderConfig,
+    /// When the first SYN left, and how many were sent.
+    first_sent: Option<SimTime>,
+    syn_transmissions: u32,
+    /// The next `poll_transmit` sends the SYN (at the start, and after each expiry).
+    syn_due: bool,
 }
 
 /// A sans-I/O TCP data sender.
 #[derive(Debug)]
 pub struct Sender {
+    /// SYN-SENT until the SYN-ACK arrives ([`Sender::connect`]), else ESTABLISHED.
+    state: State,
+    /// The active open, while in SYN-SENT.
+    opening: Option<Box<ActiveOpen>>,
+    /// The peer's SYN-ACK awaits our ACK: the next segment carries it, or a pure ACK does.
+    ack_owed: bool,
+    /// When the SYN-ACK arrived (a sender built by [`Sender::connect`]).
+    established_at: Option<SimTime>,
+    negotiated: Negotiated,
     smss_bytes: u64,
     window_shift: u8,
     timestamps: bool,
@@ -201,6 +234,11 @@ impl Sender {
         };
         cc.on_wire_overhead(u64::from(header_probe.wire_bytes()));
         Sender {
+            state: State::Established,
+            opening: None,
+            ack_owed: false,
+            established_at: None,
+            negotiated: *negotiated,
             smss_bytes,
             window_shift: negotiated.window_shift,
             timestamps: negotiated.timestamps,
@@ -234,8 +272,36 @@ impl Sender {
         }
     }
 
+    /// A sender that opens the connection: in SYN-SENT, its first `poll_transmit` sends the
+    /// SYN offering `config.options`; it is established once the SYN-ACK arrives, with the
+    /// options both ends offered ([`handshake::negotiate_at_connector`]). The SYN is timed
+    /// like data (RFC 6298: initial RTO, doubled on each expiry, within the minimum and
+    /// maximum RTO) and retransmitted until the SYN-ACK comes.
+    pub fn connect(config: &SenderConfig) -> Self {
+        // Until the SYN-ACK says otherwise, a sender with only its own offer and a closed
+        // peer window: nothing but the SYN can leave.
+        let provisional = Negotiated::without_handshake(&config.options, &config.options, 0);
+        let mut s = Sender::new(config, &provisional);
+        s.state = State::SynSent;
+        s.opening = Some(Box::new(ActiveOpen {
+            config: *config,
+            first_sent: None,
+            syn_transmissions: 0,
+            syn_due: true,
+        }));
+        s
+    }
+
     pub fn state(&self) -> State {
-        State::Established
+        self.state
+    }
+    /// What both ends agreed; for a sender still in SYN-SENT, only its own offer.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
+    }
+    /// When the SYN-ACK arrived; `None` for a sender built established or still in SYN-SENT.
+    pub fn established_at(&self) -> Option<SimTime> {
+        self.established_at
     }
     pub fn snd_una(&self) -> u64 {
         self.snd_una
@@ -352,6 +418,60 @@ impl Sender {
 
     /// The next segment to send now, if any. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
+        if self.state != State::Established || self.ack_owed {
+            return self.poll_opening(now);
+        }
+        self.poll_data(now)
+    }
+
+    /// The handshake's part of `poll_transmit`: the SYN when due in SYN-SENT; once
+    /// established, the ACK the SYN-ACK is owed, carried by the first data segment if one may
+    /// leave, else alone.
+    fn poll_opening(&mut self, now: SimTime) -> Option<Segment> {
+        if self.state == State::SynSent {
+            let open = self.opening.as_mut()?;
+            if !open.syn_due {
+                return None;
+            }
+            open.syn_due = false;
+            open.syn_transmissions += 1;
+            open.first_sent.get_or_insert(now);
+            self.stats.syn_sent += 1;
+            if open.syn_transmissions > 1 {
+                self.stats.syn_retransmissions += 1;
+            }
+            let syn = handshake::syn(&open.config.options, now);
+            // RFC 6298 (5.1), the SYN being timed like data.
+            if self.rto_deadline.is_none() {
+                self.rto_deadline = Some(now + self.rtt.rto());
+            }
+            return Some(syn);
+        }
+        self.ack_owed = false;
+        if let Some(seg) = self.poll_data(now) {
+            return Some(seg);
+        }
+        self.stats.handshake_acks_sent += 1;
+        // SND.MAX as the sequence number: never below the receiver's RCV.NXT, so the receiver
+        // does not take it for a window probe.
+        Some(Segment {
+            seq: self.snd_max,
+            ack: 0,
+            flags: Flags::ACK,
+            payload_bytes: 0,
+            window_field: u16::MAX,
+            options: Options {
+                timestamps: self.timestamps.then(|| Timestamps {
+                    tsval: timestamp_clock(now),
+                    tsecr: self.ts_recent,
+                }),
+                ..Options::default()
+            },
+        })
+    }
+
+    /// `poll_transmit` of an established connection.
+    fn poll_data(&mut self, now: SimTime) -> Option<Segment> {
         self.update_persist(now);
         if self.probe_due {
             self.probe_due = false;
@@ -566,8 +686,12 @@ impl Sender {
         seg
     }
 
-    /// An ACK arrives.
+    /// An ACK arrives (or, during the handshake, the SYN-ACK).
     pub fn on_ack(&mut self, now: SimTime, seg: &Segment) {
+        if self.state != State::Established || seg.flags.contains(Flags::SYN) {
+            self.on_syn_ack(now, seg);
+            return;
+        }
         if !seg.flags.contains(Flags::ACK) {
             return;
         }
@@ -743,6 +867,52 @@ impl Sender {
         }
     }
 
+    /// A segment with SYN, or anything in SYN-SENT. The SYN-ACK of our SYN establishes the
+    /// connection; a copy arriving later (the receiver did not hear our ACK and sent its
+    /// SYN-ACK again) is answered with an ACK. Anything else is ignored.
+    fn on_syn_ack(&mut self, now: SimTime, seg: &Segment) {
+        if !handshake::is_syn_ack(seg) {
+            return;
+        }
+        if self.state == State::Established {
+            self.ack_owed = true;
+            return;
+        }
+        let Some(open) = self.opening.take() else {
+            return;
+        };
+        let negotiated = handshake::negotiate_at_connector(&open.config.options, seg);
+        let retransmitted = open.syn_transmissions > 1;
+        let mut config = open.config;
+        if retransmitted {
+            // RFC 5681 3.1: "if the SYN or SYN/ACK is lost, the initial window used by a
+            // sender after a correctly transmitted SYN MUST be one segment".
+            config.initial_window_segments = 1;
+        }
+        let mut rtt = self.rtt.clone();
+        match open.first_sent {
+            // RFC 6298 (2.2): the handshake's round trip is the first measurement; Karn's
+            // rule: none when the SYN was sent more than once (which copy was answered is
+            // unknown).
+            Some(sent) if !retransmitted => rtt.on_sample(now - sent),
+            // RFC 6298 (5.7): data starts with RTO = 3 s after a retransmitted SYN (as
+            // Linux's tcp_init_metrics does whenever the handshake gave no sample).
+            _ => rtt.reset_rto(RTO_AFTER_SYN_LOSS),
+        }
+        let mut established = Sender::new(&config, &negotiated);
+        established.rtt = rtt;
+        established.stats = self.stats;
+        // What the application did meanwhile: bytes written, its stream closed.
+        established.app_limit_bytes = self.app_limit_bytes;
+        established.nagle = self.nagle;
+        if let (true, Some(ts)) = (negotiated.timestamps, seg.options.timestamps) {
+            established.ts_recent = ts.tsval;
+        }
+        established.established_at = Some(now);
+        established.ack_owed = true;
+        *self = established;
+    }
+
     /// The segment this ACK answers (see [`AckEcho`]), after the scoreboard took the ACK in.
     fn ack_echo(
         &mut self,
@@ -791,6 +961,10 @@ impl Sender {
 
     /// The retransmission timer: acts if its deadline has come.
     pub fn on_timeout(&mut self, now: SimTime) {
+        if self.state == State::SynSent {
+            self.on_syn_timeout(now);
+            return;
+        }
         if matches!(self.persist_deadline, Some(d) if now >= d) {
             self.persist_deadline = None;
             self.persist_backoff = self.persist_backoff.saturating_add(1);
@@ -829,7 +1003,19 @@ impl Sender {
         // (5.6) "Start the retransmission timer, such that it expires after RTO seconds (for
         // the value of RTO after the doubling operation outlined in 5.5)."
         self.rto_deadline = Some(now + self.rtt.rto());
-        // (5.7), the SYN case, belongs to the handshake.
+        // (5.7), the SYN case: `on_syn_ack`.
+    }
+
+    /// The SYN's timer in SYN-SENT: (5.4)-(5.6) applied to the SYN; not a data timeout.
+    fn on_syn_timeout(&mut self, now: SimTime) {
+        match (self.rto_deadline, self.opening.as_mut()) {
+            (Some(deadline), Some(open)) if now >= deadline => {
+                open.syn_due = true;
+                self.rtt.back_off();
+                self.rto_deadline = Some(now + self.rtt.rto());
+            }
+            _ => {}
+        }
     }
 }
 

@@ -12,8 +12,10 @@
 //!   link's reverse direction, still with the flow's sender as IP source.
 //! * **Initial sequence numbers**: [`default_isn`] of each direction's endpoints, the sender's
 //!   from the sender → receiver endpoints and the receiver's from the reversed ones.
-//! * **Handshakes**: a flow that has at least one packet on the link gets a SYN, SYN-ACK and
-//!   ACK at its start, each end offering the flow's options and receive buffer
+//! * **Handshakes**: a flow whose handshake was simulated (`tcp.handshake`) has its real SYN,
+//!   SYN-ACK and ACK among the taps, written like any packet (the writer maps a SYN's
+//!   sequence number to the ISN). Any other flow that has at least one packet on the link
+//!   gets a synthetic SYN, SYN-ACK and ACK at its start, each end offering the flow's options and receive buffer
 //!   ([`SynOffer::from_tcp_options`]). A flow whose route does not cross the link, or whose
 //!   packets never reached it before the run ended, gets none: its handshake did not cross
 //!   this link either. A flow's first packet leaves its sender at its start, so it reaches
@@ -103,7 +105,7 @@ pub fn write_pcap<W: Write>(result: &RunResult, link: u32, out: W) -> io::Result
     let mut handshakes: Vec<&FlowInfo> = result
         .flows
         .iter()
-        .filter(|f| seen.get(f.id as usize).copied().unwrap_or(false))
+        .filter(|f| !f.handshake && seen.get(f.id as usize).copied().unwrap_or(false))
         .collect();
     handshakes.sort_by_key(|f| (f.start, f.id));
     let mut handshakes = handshakes.into_iter().peekable();

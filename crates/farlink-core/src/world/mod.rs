@@ -21,6 +21,11 @@
 //! link direction is a plain [`Link`] or one direction of a multilink PPP bundle
 //! ([`crate::mlppp::BundleDir`], glued in `bundles.rs`), forwarded alike.
 //!
+//! A flow with `tcp.handshake` has its sender built by `Sender::connect` and its receiver by
+//! `Receiver::listen`: the SYN is the sender's first output and travels the data path, the
+//! SYN-ACK is the receiver's answer and travels the ACK path, like any packet (queued,
+//! lost, counted). The engine only carries them; the states are the endpoints'.
+//!
 //! # Timers
 //!
 //! Every component says when it next wants attention (`next_wakeup`, `next_timeout`). The
@@ -46,8 +51,8 @@ pub use capture::write_pcap;
 
 pub use summary::{
     AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
-    LinkSummary, LossyLinkSummary, RelaySummary, RlpDirectionSummary, RlpSummary, Summary,
-    SUMMARY_SCHEMA_VERSION,
+    HandshakeSummary, LinkSummary, LossyLinkSummary, RelaySummary, RlpDirectionSummary, RlpSummary,
+    Summary, SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::{BundleRt, DirLink};
@@ -59,7 +64,7 @@ use crate::rng::StreamRng;
 use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
 use crate::sched::EventQueue;
 use crate::tcp::receiver::Receiver;
-use crate::tcp::segment::Segment;
+use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{AppSource, Sender, SenderConfig};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
@@ -109,9 +114,13 @@ pub struct FlowInfo {
     /// The options both ends offer (the scenario gives one set per flow).
     pub options: TcpOptions,
     pub receive_buffer_bytes: u64,
-    /// What the (skipped) handshake agreed.
+    /// What the handshake agreed: the simulated one's outcome, or (skipped, or never
+    /// completed) what it would have agreed.
     pub negotiated: Negotiated,
     pub start: SimTime,
+    /// The handshake was simulated: its SYN and SYN-ACK are among the taps, and a pcap
+    /// writer must not synthesise one.
+    pub handshake: bool,
 }
 
 /// Runs `scenario` to its end and returns the summary, traces and taps. The same scenario
@@ -439,8 +448,18 @@ impl<'s> World<'s> {
                 nagle: c.relay_in.is_some(),
                 ..tcp.sender_config(source)
             };
-            let sender = Sender::new(&sender_config, &negotiated);
-            let receiver = Receiver::new(&tcp.receiver_config(c.relay_out.is_some()), &negotiated);
+            let receiver_config = tcp.receiver_config(c.relay_out.is_some());
+            let (sender, receiver) = if tcp.handshake {
+                (
+                    Sender::connect(&sender_config),
+                    Receiver::listen(&receiver_config, tcp.rtt),
+                )
+            } else {
+                (
+                    Sender::new(&sender_config, &negotiated),
+                    Receiver::new(&receiver_config, &negotiated),
+                )
+            };
             let path: Vec<u32> = c.path.iter().map(|&h| dir_index(h)).collect();
             let ack_path: Vec<u32> = c
                 .path
@@ -670,11 +689,16 @@ impl<'s> World<'s> {
         }
         loop {
             let fl = &mut self.flows[f];
-            let retx_before = fl.sender.stats().retransmitted_segments;
+            let stats = fl.sender.stats();
+            let (retx_before, acks_before) =
+                (stats.retransmitted_segments, stats.handshake_acks_sent);
             let Some(seg) = fl.sender.poll_transmit(now) else {
                 break;
             };
-            if self.tr.seq {
+            // The SYN and a handshake's pure ACK are not data: not in the seq trace.
+            let control = seg.flags.contains(Flags::SYN)
+                || fl.sender.stats().handshake_acks_sent != acks_before;
+            if self.tr.seq && !control {
                 let retx = fl.sender.stats().retransmitted_segments != retx_before;
                 self.traces
                     .seq
@@ -754,7 +778,9 @@ impl<'s> World<'s> {
     fn on_data_arrival(&mut self, f: usize, seg: &Segment) {
         let now = self.now;
         let fl = &mut self.flows[f];
-        fl.data_delivered += 1;
+        if !seg.flags.contains(Flags::SYN) {
+            fl.data_delivered += 1;
+        }
         let before = fl.receiver.delivered_bytes();
         let ack = fl.receiver.on_segment(now, seg);
         let after = fl.receiver.delivered_bytes();
@@ -943,9 +969,17 @@ impl<'s> World<'s> {
         if self.tr.drops {
             let dir = &self.dirs[d];
             let seq = if p.ack { p.seg.ack } else { p.seg.seq };
-            self.traces
-                .drops
-                .push(at, dir.link_index, dir.forward, p.flow, p.ack, seq, cause);
+            let syn = p.seg.flags.contains(Flags::SYN);
+            self.traces.drops.push(
+                at,
+                dir.link_index,
+                dir.forward,
+                p.flow,
+                p.ack,
+                seq,
+                syn,
+                cause,
+            );
         }
     }
 
@@ -1089,8 +1123,12 @@ impl<'s> World<'s> {
                     to: nodes[to].clone(),
                     options: tcp.options,
                     receive_buffer_bytes: tcp.receive_buffer_bytes,
-                    negotiated: fl.negotiated,
+                    negotiated: match fl.sender.established_at() {
+                        Some(_) => *fl.sender.negotiated(),
+                        None => fl.negotiated,
+                    },
                     start: fl.start,
+                    handshake: tcp.handshake,
                 }
             })
             .collect();
@@ -1165,6 +1203,20 @@ impl<'s> World<'s> {
             final_srtt_s: rtt.srtt().map(SimDuration::as_secs_f64),
             final_rto_s: rtt.rto().as_secs_f64(),
             min_rtt_s: rtt.min_rtt().map(SimDuration::as_secs_f64),
+            handshake: self.conn_ends(c).2.handshake.then(|| {
+                let r = fl.receiver.stats();
+                HandshakeSummary {
+                    setup_time_s: fl
+                        .sender
+                        .established_at()
+                        .map(|t| t.saturating_since(fl.start).as_secs_f64()),
+                    syn_sent: s.syn_sent,
+                    syn_retransmissions: s.syn_retransmissions,
+                    syn_acks_sent: r.syn_acks_sent,
+                    syn_ack_retransmissions: r.syn_ack_retransmissions,
+                    handshake_acks_sent: s.handshake_acks_sent,
+                }
+            }),
             relays: Vec::new(),
             segments: Vec::new(),
         };

@@ -87,6 +87,10 @@ pub struct FlowSummary {
     pub final_srtt_s: Option<f64>,
     pub final_rto_s: f64,
     pub min_rtt_s: Option<f64>,
+    /// The simulated three-way handshake (`tcp.handshake`); absent when the connection
+    /// started established.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handshake: Option<HandshakeSummary>,
     /// A flow split at relays: the relays, in path order; empty otherwise.
     pub relays: Vec<RelaySummary>,
     /// A flow split at relays: each TCP connection on its own, source to destination (named
@@ -94,6 +98,24 @@ pub struct FlowSummary {
     /// and delivered bytes at the flow's ends, counters summed over the connections, the
     /// sender state (`final_*`, `min_rtt_s`) that of the source's connection.
     pub segments: Vec<FlowSummary>,
+}
+
+/// The three-way handshake of a connection (of the source's connection for a split flow).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HandshakeSummary {
+    /// Connection set-up time: from the flow's start to the SYN-ACK's arrival at the sender
+    /// (one round trip without loss); `None` if it never arrived. The transfer time includes
+    /// it.
+    pub setup_time_s: Option<f64>,
+    /// SYNs the sender sent (retransmissions included) and how many were retransmissions.
+    pub syn_sent: u64,
+    pub syn_retransmissions: u64,
+    /// SYN-ACKs the receiver sent (retransmissions included) and how many were
+    /// retransmissions, on its timer or answering a repeated SYN.
+    pub syn_acks_sent: u64,
+    pub syn_ack_retransmissions: u64,
+    /// Pure ACKs the sender sent to answer a SYN-ACK (when no data could carry the ACK).
+    pub handshake_acks_sent: u64,
 }
 
 /// A split-connection relay of a flow.
