@@ -200,6 +200,7 @@ def controllers_section(runs_arg: int | None) -> list[str]:
             f"| {cell['retransmissions_mean']:.0f} / {ours['retransmissions']:.0f} |"
         )
         print(rows[-1])
+    print(f"{passed}/{len(rows)} controller cells within the criterion")
     durations = ", ".join(f"{k} {v:g} s" for k, v in ns3["grid"]["duration_s"].items())
     return [
         "",
