@@ -111,11 +111,14 @@ def test_timestamp_rtt_is_used_when_present_and_is_close_to_the_senders(run_ts, 
     assert len(conn.rtt["rtt_s"]) > 20
     sender = run_ts.trace("rtt")["rtt_ns"] / 1e9
     assert len(conn.rtt["rtt_s"]) == len(sender), "a sample per ACK that advances"
-    # The echoed TSval is the oldest unacknowledged segment's (RFC 7323 with delayed ACKs), so
-    # single samples may differ from the sender's by about one packet time at the bottleneck
-    # (12 ms); the distributions agree closely.
+    # The echoed TSval is the oldest unacknowledged segment's (RFC 7323 with delayed ACKs), so a
+    # sample may exceed the sender's (timed on the newest segment the ACK covers) by the time
+    # that segment waited at the receiver, a packet time or two at the bottleneck (12 ms each);
+    # it is never shorter, but for the 1 ms timestamp tick, and most samples are the same.
     tap = conn.rtt["rtt_s"] + TAP_RETURN_DELAY_S
-    assert np.percentile(tap, 10) == pytest.approx(np.percentile(sender, 10), abs=0.003)
+    excess = tap - sender
+    assert excess.min() >= -0.001
+    assert np.median(excess) == pytest.approx(0.0, abs=0.001)
     assert np.median(tap) == pytest.approx(np.median(sender), abs=0.012)
     assert len(conn.rtt_karn["rtt_s"]) > 0
 

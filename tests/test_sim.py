@@ -201,7 +201,9 @@ def test_cli_toml_syntax_error_names_the_line(capsys, tmp_path):
 
 def test_tahoe_with_rare_losses_does_not_lock_into_retransmissions():
     # Regression: Limited Transmit answering the duplicate ACKs of Tahoe's go-back-N once
-    # locked the flow at a 3-segment window with thousands of needless retransmissions.
+    # locked the flow at a 3-segment window with thousands of needless retransmissions, because
+    # the Limited Transmit segments counted in the FlightSize that sets ssthresh (RFC 5681 3.2
+    # step 2 leaves them out); see docs/validation-notes.md.
     from farlink.reproduce.stpd import NS2_LIKE_TCP
 
     for seed in (3, 4, 5):

@@ -371,7 +371,7 @@ fn two_losses_in_one_window_reno_leaves_recovery_on_the_partial_ack() {
 }
 
 #[test]
-fn two_losses_in_one_window_sack_recovers_both_in_one_rtt() {
+fn two_losses_in_one_window_sack_retransmits_both_within_one_rtt() {
     let mut p = Setup::bulk(LossRecovery::Sack, true, 300_000)
         .drop(&[30, 34])
         .build();
@@ -380,21 +380,19 @@ fn two_losses_in_one_window_sack_recovers_both_in_one_rtt() {
     assert_eq!(s.timeouts, 0);
     assert_eq!(s.fast_recoveries, 1);
     assert_eq!(s.retransmitted_segments, 2);
-    // Both holes are retransmitted within the same round trip...
+    // Both holes are retransmitted within the same round trip: RFC 6675 sends nothing more
+    // until cwnd - pipe >= 1 SMSS, and the second hole goes first then. Here cwnd is 12.5
+    // segments (25 outstanding without the two Limited Transmit segments, RFC 5681 3.2) and the
+    // duplicate ACKs of the first slow-start burst leave pipe at 12, half a segment short, so
+    // the opportunity comes with the next burst's, late in the round trip...
     let gap = p.log.retransmitted[1].0 - p.log.retransmitted[0].0;
-    assert!(
-        gap.as_nanos() < RTT.as_nanos() / 2,
-        "second hole after {gap}"
-    );
-    // ...and recovery ends one RTT after it started.
+    assert!(gap.as_nanos() < RTT.as_nanos(), "second hole after {gap}");
+    // ...and recovery ends when that retransmission is acknowledged, within two RTTs.
     let entered = p.entries_into(RecoveryState::FastRecovery);
     let left = p.entries_into(RecoveryState::Open);
     assert_eq!((entered.len(), left.len()), (1, 1));
     let took = left[0].0 - entered[0].0;
-    assert!(
-        took.as_nanos() < RTT.as_nanos() * 3 / 2,
-        "recovery took {took}"
-    );
+    assert!(took.as_nanos() < RTT.as_nanos() * 2, "recovery took {took}");
     assert_eq!(p.receiver.delivered_bytes(), 300_000);
 }
 

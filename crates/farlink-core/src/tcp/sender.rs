@@ -178,6 +178,9 @@ pub struct Sender {
     recovery: Recovery,
     /// RFC 3042 Limited Transmit ([`SenderConfig::limited_transmit`]).
     limited_transmit: bool,
+    /// New data sent beyond the window by Limited Transmit since the duplicate ACKs began
+    /// counting: RFC 5681 3.2 step 2 leaves it out of the FlightSize that sets ssthresh.
+    limited_transmit_sent_bytes: u64,
     cc: Box<dyn CongestionController>,
     rtt: RttEstimator,
     /// The retransmission timer (RFC 6298 section 5).
@@ -257,6 +260,7 @@ impl Sender {
             scoreboard: Scoreboard::with_capacity(config.scoreboard_capacity_segments),
             recovery: Recovery::new(recovery, config.dup_thresh),
             limited_transmit: config.limited_transmit,
+            limited_transmit_sent_bytes: 0,
             cc,
             rtt: RttEstimator::new(config.rtt),
             rto_deadline: None,
@@ -530,6 +534,10 @@ impl Sender {
         if self.snd_max + len > limit + self.limited_transmit_bytes() {
             return None;
         }
+        if self.snd_max + len > limit {
+            // Only Limited Transmit lets this segment out.
+            self.limited_transmit_sent_bytes += len;
+        }
         Some(self.send_new(len, now))
     }
 
@@ -589,17 +597,16 @@ impl Sender {
     /// RFC 3042 section 2: while no recovery is under way, each of the first two duplicate
     /// ACKs lets one new segment go out, "provided that ... the amount of outstanding data
     /// would remain less than or equal to the congestion window plus 2 segments"; the
-    /// congestion window itself is not changed.
+    /// congestion window itself is not changed, and the segments do not count in the
+    /// FlightSize that sets ssthresh ([`Sender::on_ack`], RFC 5681 3.2 step 2).
     ///
-    /// Not applied to Tahoe: its go-back-N after a fast retransmit re-sends segments the
-    /// receiver holds, whose duplicate ACKs Limited Transmit would answer with new data, and in
-    /// farlink that combination locked into a retransmission loop (a regression test keeps it
-    /// off); RFC 3042 is written for Reno-style recovery.
+    /// Tahoe included. Its go-back-N after a fast retransmit re-sends segments still in
+    /// flight, and their duplicates come back as duplicate ACKs after the cumulative ACK has
+    /// passed `recover`; when the Limited Transmit segments also counted in FlightSize, each
+    /// such spurious fast retransmit kept ssthresh at three segments and the next go-back-N
+    /// produced three duplicates again, a loop (`docs/validation-notes.md`).
     fn limited_transmit_bytes(&self) -> u64 {
-        if !self.limited_transmit
-            || self.recovery.state() != RecoveryState::Open
-            || self.recovery.algorithm() == LossRecovery::Tahoe
-        {
+        if !self.limited_transmit || self.recovery.state() != RecoveryState::Open {
             return 0;
         }
         let dupacks = u64::from(self.recovery.dupacks().min(2));
@@ -826,15 +833,26 @@ impl Sender {
                 self.stats.fast_recoveries += 1;
             }
             let lost_bytes = self.lost.iter().map(|l| l.bytes).sum();
+            // RFC 5681 3.2 step 2: ssthresh from equation (4) on the third duplicate ACK, and
+            // "When [RFC3042] is in use, additional data sent in limited transmit MUST NOT be
+            // included in this calculation."
+            let flight_size_bytes = self
+                .flight_size_bytes()
+                .saturating_sub(self.limited_transmit_sent_bytes);
             let event = CongestionEvent {
                 detection: entry.detection,
-                flight_size_bytes: self.flight_size_bytes(),
+                flight_size_bytes,
                 lost_bytes,
                 smss_bytes: self.smss_bytes,
                 restart_slow_start: entry.restart_slow_start,
                 repeated_timeout: false,
             };
             self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
+        }
+
+        if self.recovery.dupacks() == 0 || decision.enter.is_some() {
+            // The duplicate ACKs stopped (or were acted on): a later run starts afresh.
+            self.limited_transmit_sent_bytes = 0;
         }
 
         // The controller hears which segment the ACK answers, then about the ACK in one batch.
@@ -975,6 +993,7 @@ impl Sender {
             _ => return,
         }
         self.stats.timeouts += 1;
+        self.limited_transmit_sent_bytes = 0;
         let repeated_timeout = self.timeouts_without_progress > 0;
         self.timeouts_without_progress += 1;
         // RFC 5681 3.1: ssthresh = max (FlightSize / 2, 2*SMSS) (held on a repeated timeout)
@@ -1263,6 +1282,50 @@ mod tests {
             }
             s.on_ack(at(103), &ack_of(seg(1), &s));
             assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
+        }
+    }
+
+    #[test]
+    fn limited_transmit_data_is_left_out_of_the_ssthresh_flight_size() {
+        // RFC 5681 3.2 step 2: the two segments Limited Transmit sent on the first two
+        // duplicate ACKs do not raise ssthresh; it is the same as without them.
+        for recovery in [LossRecovery::NewReno, LossRecovery::Sack] {
+            let mut ssthresh = Vec::new();
+            for enabled in [true, false] {
+                let mut s = sender_with(
+                    SenderConfig {
+                        options: options(recovery == LossRecovery::Sack, false),
+                        recovery,
+                        limited_transmit: enabled,
+                        ..SenderConfig::default()
+                    },
+                    1 << 20,
+                );
+                drain(&mut s, at(0));
+                // Segment 0 arrives (cwnd 11, segments 1..12 out); segment 1 is lost.
+                s.on_ack(at(100), &ack_of(seg(1), &s));
+                drain(&mut s, at(100));
+                assert_eq!(s.snd_max(), seg(12));
+                for k in 0..3u64 {
+                    let mut a = ack_of(seg(1), &s);
+                    if recovery == LossRecovery::Sack {
+                        a.options.sack.push(SackBlock {
+                            left: seg(2),
+                            right: seg(3 + k),
+                        });
+                    }
+                    s.on_ack(at(101 + k), &a);
+                    if k < 2 {
+                        let sent = drain(&mut s, at(101 + k));
+                        assert_eq!(sent.len(), usize::from(enabled), "dupack {k}");
+                    }
+                }
+                assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
+                let extra = if enabled { 2 } else { 0 };
+                assert_eq!(s.flight_size_bytes(), seg(11 + extra));
+                ssthresh.push(s.cc().metrics().ssthresh_bytes);
+            }
+            assert_eq!(ssthresh, vec![seg(11) / 2; 2], "{recovery}");
         }
     }
 
