@@ -13,8 +13,10 @@
 //!   this ACK acknowledges and now, over that interval. "Delivered at a time" is looked up in a
 //!   fixed-size history of `(ACK time, delivered)` pairs (a ring reserved once, so no
 //!   per-packet allocation); that is the draft's `P.delivered` taken from the sender's clock
-//!   instead of from per-packet state. ACKs that only SACK give no sample (they name no send
-//!   time); the 10-round max filter does not miss them;
+//!   instead of from per-packet state. The send time is that of the latest segment cumulatively
+//!   acknowledged, or of the segment the ACK answers ([`AckEcho`]) when that is unambiguous and
+//!   the ACK reports something newly delivered (a duplicate ACK that SACKs nothing new answers
+//!   a copy the receiver already held, and gives no sample);
 //! - BtlBw: the maximum sample over the last 10 round trips (a slot per round, kept in a
 //!   10-entry array); a round trip ends when an ACK acknowledges a segment sent after the
 //!   previous round ended (the draft's `next_round_delivered`);
@@ -29,11 +31,12 @@
 //! Control: `pacing_rate = pacing_gain × BtlBw` (during Startup only raised, never lowered),
 //! `cwnd = cwnd_gain × BDP` (cwnd_gain 2 outside Startup/Drain), approached by adding the
 //! acknowledged bytes per ACK, never below 4 segments. Before any RTT sample the window is the
-//! initial window and the pacing rate `high_gain × IW / 1 ms`.
+//! initial window and the pacing rate `high_gain × IW / 1 ms`; the first SRTT replaces the
+//! 1 ms (`high_gain × IW / SRTT`, the draft's `BBRInitPacingRate`, Linux's `has_seen_rtt`).
 //!
 //! Choices (see also `docs/congestion-control.md`):
-//! - Losses change nothing (v1 keeps its model; the recovery role retransmits). The draft's
-//!   packet conservation during fast recovery is not implemented.
+//! - Losses change nothing in the model (v1); the recovery role retransmits. In fast recovery
+//!   the window follows the draft's 4.4.4 (packet conservation for a round, then restored).
 //! - On a retransmission timeout cwnd becomes one segment; it then grows by the bytes
 //!   acknowledged, and the window before the timeout is restored once everything sent before
 //!   it is acknowledged.
@@ -1049,7 +1052,10 @@ mod tests {
         );
         let expected_bps = HIGH_GAIN * 10.0 * SMSS as f64 / 0.5 * 8.0;
         let got = cc.pacing_rate_bps().unwrap() as f64;
-        assert!((got / expected_bps - 1.0).abs() < 1e-6, "{got} vs {expected_bps}");
+        assert!(
+            (got / expected_bps - 1.0).abs() < 1e-6,
+            "{got} vs {expected_bps}"
+        );
         // Startup still only raises it: a rate sample of 2.89 × BtlBw above it takes over.
         assert_eq!(cc.state(), BbrState::Startup);
     }
