@@ -20,7 +20,8 @@
 //! - BtlBw: the maximum sample over the last 10 round trips (a slot per round, kept in a
 //!   10-entry array); a round trip ends when an ACK acknowledges a segment sent after the
 //!   previous round ended (the draft's `next_round_delivered`);
-//! - RTprop: the minimum RTT sample over 10 s.
+//! - RTprop: the minimum RTT sample over 10 s; a duplicate ACK's echo is not one (its segment
+//!   is inferred from the send order, which retransmissions break).
 //!
 //! States (section 4.3): Startup (pacing and cwnd gain 2/ln 2) until BtlBw grows by less than
 //! 25 % for 3 rounds ("filled pipe"); Drain (pacing gain ln 2/2) until in-flight is at most one
@@ -153,6 +154,8 @@ pub struct Bbr {
     wire_ratio: f64,
     /// Send time of the segment the current ACK answers ([`AckEcho`]), if unambiguous.
     echo_sent: Option<SimTime>,
+    /// That ACK was a duplicate (its segment is matched by send order, not known).
+    echo_duplicate: bool,
     /// The pacing rate has been set from a measured RTT (draft 4.2.1, `BBRInitPacingRate`).
     has_seen_rtt: bool,
 }
@@ -210,6 +213,7 @@ impl Bbr {
             in_fast_recovery: false,
             packet_conservation: false,
             echo_sent: None,
+            echo_duplicate: false,
             has_seen_rtt: false,
             wire_ratio: 1.0,
             config,
@@ -490,6 +494,7 @@ impl CongestionController for Bbr {
     }
 
     fn on_ack_echo(&mut self, now: SimTime, echo: &AckEcho) {
+        self.echo_duplicate = echo.duplicate;
         self.echo_sent = (!echo.ambiguous)
             .then(|| SimTime::from_nanos(now.as_nanos().saturating_sub(echo.rtt.as_nanos())));
     }
@@ -545,14 +550,19 @@ impl CongestionController for Bbr {
         self.check_full_pipe();
         self.check_drain(now, batch.in_flight_bytes);
         // RTprop's sample: the RTT of the latest segment this ACK reports delivered (not a
-        // retransmission, not SACKed earlier), so that a delayed ACK does not lengthen it.
+        // retransmission, not SACKed earlier), so that a delayed ACK does not lengthen it. A
+        // duplicate ACK's segment is only inferred from the send order, which retransmissions
+        // break (a retransmitted copy arriving above the hole SACKs news, and is matched to a
+        // segment sent milliseconds ago); one such sample would hold RTprop, a minimum, for
+        // 10 s, so duplicates feed the delivery rate but not RTprop.
+        let echo_rtt_sent = echo_sent.filter(|_| !self.echo_duplicate);
         let rtt_sample = batch
             .acked
             .iter()
             .filter(|a| !a.retransmitted && !a.was_sacked)
             .map(|a| a.sent_time)
             .max()
-            .max(echo_sent)
+            .max(echo_rtt_sent)
             .map(|sent| now.saturating_since(sent));
         self.update_min_rtt_and_probe_rtt(now, rtt_sample, batch.in_flight_bytes);
 
@@ -1061,63 +1071,50 @@ mod tests {
     }
 
     #[test]
-    fn a_duplicate_ack_that_reports_nothing_delivered_gives_no_rtprop_sample() {
+    fn duplicate_acks_give_no_rtprop_sample() {
         let mut cc = bbr();
         let mut path = Path::new(ms(100));
         let mut log = Vec::new();
         path.run(&mut cc, at(3000), &mut log);
         let (rtprop, cwnd) = (cc.min_rtt().unwrap(), cc.window());
-        // The receiver answered a copy of data it held: the sender's match pairs the
-        // duplicate with a segment sent 2 ms ago.
-        cc.on_ack_echo(
-            path.now,
-            &AckEcho {
-                rtt: ms(2),
-                duplicate: true,
-                ambiguous: false,
-            },
-        );
-        cc.on_ack_batch(
-            path.now,
-            &AckBatch {
-                acked: &[],
-                lost: &[],
-                newly_acked_bytes: 0,
-                newly_sacked_bytes: 0,
-                prior_in_flight_bytes: path.in_flight(),
-                in_flight_bytes: path.in_flight(),
-                in_recovery: false,
-                rtt_sample: None,
-                smss_bytes: SMSS,
-            },
-            &path.est,
-        );
+        let ack = |cc: &mut Bbr, echo: AckEcho, acked: u64, sacked: u64| {
+            cc.on_ack_echo(path.now, &echo);
+            cc.on_ack_batch(
+                path.now,
+                &AckBatch {
+                    acked: &[],
+                    lost: &[],
+                    newly_acked_bytes: acked,
+                    newly_sacked_bytes: sacked,
+                    prior_in_flight_bytes: path.in_flight(),
+                    in_flight_bytes: path.in_flight(),
+                    in_recovery: false,
+                    rtt_sample: None,
+                    smss_bytes: SMSS,
+                },
+                &path.est,
+            );
+        };
+        // The receiver answered a copy of data it held (nothing new), or a retransmitted copy
+        // above the hole (new SACK): the sender's match by send order pairs either with a
+        // segment sent 2 ms ago.
+        let dup = AckEcho {
+            rtt: ms(2),
+            duplicate: true,
+            ambiguous: false,
+        };
+        ack(&mut cc, dup, 0, 0);
         assert_eq!(cc.min_rtt(), Some(rtprop));
         assert_eq!(cc.window(), cwnd);
-        // A duplicate that SACKs new data does name an arrival: its echo counts.
-        cc.on_ack_echo(
-            path.now,
-            &AckEcho {
-                rtt: ms(90),
-                duplicate: true,
-                ambiguous: false,
-            },
-        );
-        cc.on_ack_batch(
-            path.now,
-            &AckBatch {
-                acked: &[],
-                lost: &[],
-                newly_acked_bytes: 0,
-                newly_sacked_bytes: SMSS,
-                prior_in_flight_bytes: path.in_flight(),
-                in_flight_bytes: path.in_flight(),
-                in_recovery: false,
-                rtt_sample: None,
-                smss_bytes: SMSS,
-            },
-            &path.est,
-        );
+        ack(&mut cc, dup, 0, SMSS);
+        assert_eq!(cc.min_rtt(), Some(rtprop));
+        // The echo of an ACK of new data is the segment itself: it counts.
+        let new_data = AckEcho {
+            rtt: ms(90),
+            duplicate: false,
+            ambiguous: false,
+        };
+        ack(&mut cc, new_data, SMSS, 0);
         assert_eq!(cc.min_rtt(), Some(ms(90)));
     }
 
