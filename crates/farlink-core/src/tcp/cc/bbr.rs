@@ -13,12 +13,15 @@
 //!   this ACK acknowledges and now, over that interval. "Delivered at a time" is looked up in a
 //!   fixed-size history of `(ACK time, delivered)` pairs (a ring reserved once, so no
 //!   per-packet allocation); that is the draft's `P.delivered` taken from the sender's clock
-//!   instead of from per-packet state. ACKs that only SACK give no sample (they name no send
-//!   time); the 10-round max filter does not miss them;
+//!   instead of from per-packet state. The send time is that of the latest segment cumulatively
+//!   acknowledged, or of the segment the ACK answers ([`AckEcho`]) when that is unambiguous and
+//!   the ACK reports something newly delivered (a duplicate ACK that SACKs nothing new answers
+//!   a copy the receiver already held, and gives no sample);
 //! - BtlBw: the maximum sample over the last 10 round trips (a slot per round, kept in a
 //!   10-entry array); a round trip ends when an ACK acknowledges a segment sent after the
 //!   previous round ended (the draft's `next_round_delivered`);
-//! - RTprop: the minimum RTT sample over 10 s.
+//! - RTprop: the minimum RTT sample over 10 s; a duplicate ACK's echo is not one (its segment
+//!   is inferred from the send order, which retransmissions break).
 //!
 //! States (section 4.3): Startup (pacing and cwnd gain 2/ln 2) until BtlBw grows by less than
 //! 25 % for 3 rounds ("filled pipe"); Drain (pacing gain ln 2/2) until in-flight is at most one
@@ -29,11 +32,12 @@
 //! Control: `pacing_rate = pacing_gain × BtlBw` (during Startup only raised, never lowered),
 //! `cwnd = cwnd_gain × BDP` (cwnd_gain 2 outside Startup/Drain), approached by adding the
 //! acknowledged bytes per ACK, never below 4 segments. Before any RTT sample the window is the
-//! initial window and the pacing rate `high_gain × IW / 1 ms`.
+//! initial window and the pacing rate `high_gain × IW / 1 ms`; the first SRTT replaces the
+//! 1 ms (`high_gain × IW / SRTT`, the draft's `BBRInitPacingRate`, Linux's `has_seen_rtt`).
 //!
 //! Choices (see also `docs/congestion-control.md`):
-//! - Losses change nothing (v1 keeps its model; the recovery role retransmits). The draft's
-//!   packet conservation during fast recovery is not implemented.
+//! - Losses change nothing in the model (v1); the recovery role retransmits. In fast recovery
+//!   the window follows the draft's 4.4.4 (packet conservation for a round, then restored).
 //! - On a retransmission timeout cwnd becomes one segment; it then grows by the bytes
 //!   acknowledged, and the window before the timeout is restored once everything sent before
 //!   it is acknowledged.
@@ -150,6 +154,10 @@ pub struct Bbr {
     wire_ratio: f64,
     /// Send time of the segment the current ACK answers ([`AckEcho`]), if unambiguous.
     echo_sent: Option<SimTime>,
+    /// That ACK was a duplicate (its segment is matched by send order, not known).
+    echo_duplicate: bool,
+    /// The pacing rate has been set from a measured RTT (draft 4.2.1, `BBRInitPacingRate`).
+    has_seen_rtt: bool,
 }
 
 impl Bbr {
@@ -205,6 +213,8 @@ impl Bbr {
             in_fast_recovery: false,
             packet_conservation: false,
             echo_sent: None,
+            echo_duplicate: false,
+            has_seen_rtt: false,
             wire_ratio: 1.0,
             config,
         }
@@ -422,6 +432,25 @@ impl Bbr {
         }
     }
 
+    /// Draft 4.2.1: `nominal_bandwidth = InitialCwnd / (SRTT ? SRTT : 1ms)`, times the pacing
+    /// gain. Before any RTT the 1 ms stands in; once the estimator has an SRTT the rate is set
+    /// again from it (as Linux's `has_seen_rtt`). Without this second step Startup, which only
+    /// ever raises the pacing rate, would keep the 1 ms rate (IW per 1 ms × 2.89, 33 Mbps for
+    /// one 1448-byte segment) until 2.89 × BtlBw exceeded it: on a path slower than that,
+    /// never, and every burst Startup sends (a window reopening after recovery) would leave
+    /// unpaced.
+    fn init_pacing_rate_from_rtt(&mut self, rtt: &RttEstimator) {
+        if self.has_seen_rtt {
+            return;
+        }
+        let Some(srtt) = rtt.srtt().filter(|s| s.as_nanos() > 0) else {
+            return;
+        };
+        self.has_seen_rtt = true;
+        let nominal = self.initial_window_bytes as f64 * NS_PER_S / srtt.as_nanos() as f64;
+        self.pacing_rate = self.config.high_gain * nominal;
+    }
+
     fn set_pacing_rate(&mut self) {
         if self.btlbw <= 0.0 {
             return;
@@ -465,12 +494,14 @@ impl CongestionController for Bbr {
     }
 
     fn on_ack_echo(&mut self, now: SimTime, echo: &AckEcho) {
+        self.echo_duplicate = echo.duplicate;
         self.echo_sent = (!echo.ambiguous)
             .then(|| SimTime::from_nanos(now.as_nanos().saturating_sub(echo.rtt.as_nanos())));
     }
 
-    fn on_ack_batch(&mut self, now: SimTime, batch: &AckBatch<'_>, _rtt: &RttEstimator) {
+    fn on_ack_batch(&mut self, now: SimTime, batch: &AckBatch<'_>, rtt: &RttEstimator) {
         let echo_sent = self.echo_sent.take();
+        self.init_pacing_rate_from_rtt(rtt);
         let already_counted: u64 = batch
             .acked
             .iter()
@@ -483,6 +514,13 @@ impl CongestionController for Bbr {
             .saturating_sub(already_counted);
         self.delivered = self.delivered.saturating_add(newly_delivered);
         self.loss_in_ack = !batch.lost.is_empty();
+        // A duplicate ACK that reports nothing newly delivered (no new SACK block: the receiver
+        // answered a copy of data it already held, a spurious retransmission after a timeout)
+        // names no segment that just arrived; the echo's match would be a guess, and a wrong
+        // one pairs the ACK with a segment sent a moment ago: an RTprop of milliseconds, a BDP
+        // of nothing and a window of four segments for the next 10 s. Samples (RTT, delivery
+        // rate, round) come only from ACKs that report data delivered, as in the draft.
+        let echo_sent = echo_sent.filter(|_| newly_delivered > 0);
 
         // The latest segment acknowledged: its send time starts the rate sample's interval and
         // decides the round.
@@ -512,14 +550,19 @@ impl CongestionController for Bbr {
         self.check_full_pipe();
         self.check_drain(now, batch.in_flight_bytes);
         // RTprop's sample: the RTT of the latest segment this ACK reports delivered (not a
-        // retransmission, not SACKed earlier), so that a delayed ACK does not lengthen it.
+        // retransmission, not SACKed earlier), so that a delayed ACK does not lengthen it. A
+        // duplicate ACK's segment is only inferred from the send order, which retransmissions
+        // break (a retransmitted copy arriving above the hole SACKs news, and is matched to a
+        // segment sent milliseconds ago); one such sample would hold RTprop, a minimum, for
+        // 10 s, so duplicates feed the delivery rate but not RTprop.
+        let echo_rtt_sent = echo_sent.filter(|_| !self.echo_duplicate);
         let rtt_sample = batch
             .acked
             .iter()
             .filter(|a| !a.retransmitted && !a.was_sacked)
             .map(|a| a.sent_time)
             .max()
-            .max(echo_sent)
+            .max(echo_rtt_sent)
             .map(|sent| now.saturating_since(sent));
         self.update_min_rtt_and_probe_rtt(now, rtt_sample, batch.in_flight_bytes);
 
@@ -753,12 +796,20 @@ mod tests {
             .iter()
             .filter(|r| r.state == BbrState::Startup)
             .collect();
-        // Doubling (or better) while far below the bottleneck.
+        // Doubling (or better) while far below the bottleneck, over the rounds taken together:
+        // paced at 2/ln 2 × BtlBw, a round's samples trail the rate the round ends at, so one
+        // round may grow by less (1.6 here, the first one the RTT-based pacing rate binds).
+        let (mut growth, mut steps) = (1.0, 0);
         for w in startup.windows(2) {
             if w[0].btlbw > 0.0 && w[1].btlbw < 0.5 * RATE_BYTES_PER_S {
-                assert!(w[1].btlbw >= 1.9 * w[0].btlbw, "{:?} -> {:?}", w[0], w[1]);
+                let g = w[1].btlbw / w[0].btlbw;
+                assert!(g >= 1.5, "{:?} -> {:?}", w[0], w[1]);
+                growth *= g;
+                steps += 1;
             }
         }
+        assert!(steps >= 3, "{startup:?}");
+        assert!(growth >= 1.9f64.powi(steps), "{startup:?}");
         // The plateau: Startup ends three rounds after the last growth of 25 % or more.
         let last_growth = log
             .windows(2)
@@ -978,6 +1029,93 @@ mod tests {
             cc.window()
         );
         assert!(cc.window() > 4 * SMSS);
+    }
+
+    #[test]
+    fn the_first_rtt_sets_the_pacing_rate_in_place_of_the_nominal_millisecond() {
+        // Draft 4.2.1: high_gain × InitialCwnd / SRTT once an SRTT exists. A 500 ms path
+        // with IW 10: 2.89 × 10 kB / 0.5 s, not 2.89 × 10 kB / 1 ms (500 times faster).
+        let mut cc = bbr();
+        let mut est = RttEstimator::new(RttConfig::default());
+        est.on_sample(ms(500));
+        let acked = [Acked {
+            end_seq: SMSS,
+            bytes: SMSS,
+            sent_time: SimTime::ZERO,
+            retransmitted: false,
+            was_sacked: false,
+        }];
+        cc.on_ack_batch(
+            at(500),
+            &AckBatch {
+                acked: &acked,
+                lost: &[],
+                newly_acked_bytes: SMSS,
+                newly_sacked_bytes: 0,
+                prior_in_flight_bytes: 10 * SMSS,
+                in_flight_bytes: 9 * SMSS,
+                in_recovery: false,
+                rtt_sample: Some(ms(500)),
+                smss_bytes: SMSS,
+            },
+            &est,
+        );
+        let expected_bps = HIGH_GAIN * 10.0 * SMSS as f64 / 0.5 * 8.0;
+        let got = cc.pacing_rate_bps().unwrap() as f64;
+        assert!(
+            (got / expected_bps - 1.0).abs() < 1e-6,
+            "{got} vs {expected_bps}"
+        );
+        // Startup still only raises it: a rate sample of 2.89 × BtlBw above it takes over.
+        assert_eq!(cc.state(), BbrState::Startup);
+    }
+
+    #[test]
+    fn duplicate_acks_give_no_rtprop_sample() {
+        let mut cc = bbr();
+        let mut path = Path::new(ms(100));
+        let mut log = Vec::new();
+        path.run(&mut cc, at(3000), &mut log);
+        let (rtprop, cwnd) = (cc.min_rtt().unwrap(), cc.window());
+        let ack = |cc: &mut Bbr, echo: AckEcho, acked: u64, sacked: u64| {
+            cc.on_ack_echo(path.now, &echo);
+            cc.on_ack_batch(
+                path.now,
+                &AckBatch {
+                    acked: &[],
+                    lost: &[],
+                    newly_acked_bytes: acked,
+                    newly_sacked_bytes: sacked,
+                    prior_in_flight_bytes: path.in_flight(),
+                    in_flight_bytes: path.in_flight(),
+                    in_recovery: false,
+                    rtt_sample: None,
+                    smss_bytes: SMSS,
+                },
+                &path.est,
+            );
+        };
+        // The receiver answered a copy of data it held (nothing new), or a retransmitted copy
+        // above the hole (new SACK): the sender's match by send order pairs either with a
+        // segment sent 2 ms ago.
+        let dup = AckEcho {
+            rtt: ms(2),
+            duplicate: true,
+            ambiguous: false,
+        };
+        ack(&mut cc, dup, 0, 0);
+        assert_eq!(cc.min_rtt(), Some(rtprop));
+        assert_eq!(cc.window(), cwnd);
+        ack(&mut cc, dup, 0, SMSS);
+        assert_eq!(cc.min_rtt(), Some(rtprop));
+        // The echo of an ACK of new data is the segment itself: it counts.
+        let new_data = AckEcho {
+            rtt: ms(90),
+            duplicate: false,
+            ambiguous: false,
+        };
+        ack(&mut cc, new_data, SMSS, 0);
+        assert_eq!(cc.min_rtt(), Some(ms(90)));
     }
 
     #[test]
