@@ -996,15 +996,27 @@ impl Sender {
         self.limited_transmit_sent_bytes = 0;
         let repeated_timeout = self.timeouts_without_progress > 0;
         self.timeouts_without_progress += 1;
-        // RFC 5681 3.1: ssthresh = max (FlightSize / 2, 2*SMSS) (held on a repeated timeout)
-        // and cwnd = LW, decided by the controller.
+        // A timeout that ends a fast recovery still in progress (its `recover` not yet
+        // acknowledged) belongs to the loss episode the recovery already answered with a
+        // reduction. FlightSize is then no measure of what the path holds: SACK recovery
+        // sends new data past the holes, so SND.MAX - SND.UNA grows while a lost
+        // retransmission holds SND.UNA (on a GEO path with a 100-packet queue, from 294 to
+        // about 515 segments in 3.6 s, and FlightSize / 2 would set ssthresh far above what
+        // overflowed the queue). RFC 5681 3.1 bounds ssthresh from above ("no more than"
+        // equation (4)); Linux's tcp_enter_loss keeps the recovery's ssthresh in this case
+        // (it recomputes only from Open/Disorder, or once the episode's high_seq is
+        // acknowledged), and so does farlink: the controller holds ssthresh as on a repeated
+        // timeout.
+        let in_fast_recovery = self.recovery.state() == RecoveryState::FastRecovery;
+        // RFC 5681 3.1: ssthresh = max (FlightSize / 2, 2*SMSS) (held on a repeated timeout
+        // or in fast recovery, above) and cwnd = LW, decided by the controller.
         let event = CongestionEvent {
             detection: Detection::RetransmissionTimeout,
             flight_size_bytes: self.flight_size_bytes(),
             lost_bytes: self.flight_size_bytes() - self.scoreboard.sacked_bytes(),
             smss_bytes: self.smss_bytes,
             restart_slow_start: true,
-            repeated_timeout,
+            repeated_timeout: repeated_timeout || in_fast_recovery,
         };
         self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
         // Every unSACKed segment is presumed lost; recovery restarts from SND.UNA.
@@ -1349,6 +1361,38 @@ mod tests {
         let sent = drain(&mut s, at(104));
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].seq, 0);
+    }
+
+    #[test]
+    fn a_timeout_during_fast_recovery_keeps_the_recovery_ssthresh() {
+        let mut s = sender(LossRecovery::Sack, false);
+        drain(&mut s, at(0));
+        // Segment 0 lost; 1..10 SACKed one by one: recovery starts at the third (ssthresh
+        // = 10/2 segments), and as `pipe` falls new data goes out past the hole.
+        for i in 1..10 {
+            let mut a = ack_of(0, &s);
+            a.options.sack.push(SackBlock {
+                left: seg(1),
+                right: seg(i + 1),
+            });
+            s.on_ack(at(100 + i), &a);
+            drain(&mut s, at(100 + i));
+        }
+        assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
+        assert_eq!(s.cc().metrics().ssthresh_bytes, seg(5));
+        assert!(
+            s.flight_size_bytes() > seg(12),
+            "FlightSize grew to {} during recovery",
+            s.flight_size_bytes()
+        );
+        // The retransmission of segment 0 is lost too: the timer fires in recovery. Its
+        // FlightSize / 2 would raise ssthresh above the recovery's; it is kept instead.
+        let deadline = s.next_timeout().unwrap();
+        s.on_timeout(deadline);
+        assert_eq!(s.stats().timeouts, 1);
+        assert_eq!(s.cwnd_bytes(), seg(1));
+        assert_eq!(s.cc().metrics().ssthresh_bytes, seg(5));
+        assert_eq!(s.recovery_state(), RecoveryState::TimeoutRecovery);
     }
 
     #[test]
