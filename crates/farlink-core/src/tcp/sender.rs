@@ -181,6 +181,9 @@ pub struct Sender {
     /// New data sent beyond the window by Limited Transmit since the duplicate ACKs began
     /// counting: RFC 5681 3.2 step 2 leaves it out of the FlightSize that sets ssthresh.
     limited_transmit_sent_bytes: u64,
+    /// The FlightSize that set ssthresh when the current fast recovery began: a timeout
+    /// before the recovery ends counts no more than that ([`Sender::on_timeout`]).
+    recovery_flight_size_bytes: u64,
     cc: Box<dyn CongestionController>,
     rtt: RttEstimator,
     /// The retransmission timer (RFC 6298 section 5).
@@ -261,6 +264,7 @@ impl Sender {
             recovery: Recovery::new(recovery, config.dup_thresh),
             limited_transmit: config.limited_transmit,
             limited_transmit_sent_bytes: 0,
+            recovery_flight_size_bytes: 0,
             cc,
             rtt: RttEstimator::new(config.rtt),
             rto_deadline: None,
@@ -839,6 +843,7 @@ impl Sender {
             let flight_size_bytes = self
                 .flight_size_bytes()
                 .saturating_sub(self.limited_transmit_sent_bytes);
+            self.recovery_flight_size_bytes = flight_size_bytes;
             let event = CongestionEvent {
                 detection: entry.detection,
                 flight_size_bytes,
@@ -997,26 +1002,31 @@ impl Sender {
         let repeated_timeout = self.timeouts_without_progress > 0;
         self.timeouts_without_progress += 1;
         // A timeout that ends a fast recovery still in progress (its `recover` not yet
-        // acknowledged) belongs to the loss episode the recovery already answered with a
-        // reduction. FlightSize is then no measure of what the path holds: SACK recovery
-        // sends new data past the holes, so SND.MAX - SND.UNA grows while a lost
-        // retransmission holds SND.UNA (on a GEO path with a 100-packet queue, from 294 to
-        // about 515 segments in 3.6 s, and FlightSize / 2 would set ssthresh far above what
-        // overflowed the queue). RFC 5681 3.1 bounds ssthresh from above ("no more than"
-        // equation (4)); Linux's tcp_enter_loss keeps the recovery's ssthresh in this case
-        // (it recomputes only from Open/Disorder, or once the episode's high_seq is
-        // acknowledged), and so does farlink: the controller holds ssthresh as on a repeated
-        // timeout.
-        let in_fast_recovery = self.recovery.state() == RecoveryState::FastRecovery;
-        // RFC 5681 3.1: ssthresh = max (FlightSize / 2, 2*SMSS) (held on a repeated timeout
-        // or in fast recovery, above) and cwnd = LW, decided by the controller.
+        // acknowledged) belongs to the loss episode the recovery already answered. FlightSize
+        // has then grown by data the recovery sent past the holes: SACK (and Reno/NewReno
+        // inflation) keeps new data flowing while a lost retransmission holds SND.UNA (on a
+        // GEO path with a 100-packet queue, from 294 to about 515 segments in 3.6 s), and is
+        // no measure of what the path held. As RFC 5681 3.2 step 2 leaves Limited Transmit
+        // data out, that data is left out here: FlightSize counts no more than when the
+        // recovery began. RFC 5681 3.1 bounds ssthresh from above ("no more than" equation
+        // (4)); Linux's tcp_enter_loss likewise recomputes ssthresh only if "it has not yet
+        // been made inside this window" (from Open/Disorder, or once the episode's high_seq
+        // is acknowledged), else keeps the recovery's.
+        let flight_size_bytes = if self.recovery.state() == RecoveryState::FastRecovery {
+            self.flight_size_bytes()
+                .min(self.recovery_flight_size_bytes)
+        } else {
+            self.flight_size_bytes()
+        };
+        // RFC 5681 3.1: ssthresh = max (FlightSize / 2, 2*SMSS) (held on a repeated timeout)
+        // and cwnd = LW, decided by the controller.
         let event = CongestionEvent {
             detection: Detection::RetransmissionTimeout,
-            flight_size_bytes: self.flight_size_bytes(),
+            flight_size_bytes,
             lost_bytes: self.flight_size_bytes() - self.scoreboard.sacked_bytes(),
             smss_bytes: self.smss_bytes,
             restart_slow_start: true,
-            repeated_timeout: repeated_timeout || in_fast_recovery,
+            repeated_timeout,
         };
         self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
         // Every unSACKed segment is presumed lost; recovery restarts from SND.UNA.

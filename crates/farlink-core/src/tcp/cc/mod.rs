@@ -136,9 +136,7 @@ pub struct CongestionEvent {
     /// Restart from the loss window (RFC 5681 3.1 on a timeout; Tahoe also after a fast
     /// retransmit) instead of continuing from ssthresh.
     pub restart_slow_start: bool,
-    /// A timeout after which ssthresh is held: a retransmission sent by the timer timed out
-    /// again (RFC 5681 3.1), or the timer fired during fast recovery, whose entry already set
-    /// ssthresh for this loss episode (as Linux's `tcp_enter_loss`; see `Sender::on_timeout`).
+    /// A retransmission sent by the timer timed out again: RFC 5681 3.1 holds ssthresh.
     pub repeated_timeout: bool,
 }
 
