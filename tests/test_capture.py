@@ -415,7 +415,8 @@ def test_cli_analyze_goodput_normalised_to_the_link_rate(tmp_path):
         assert window["link_rate_bps"] == 1.5e6
         assert window["mean_normalized"] == pytest.approx(window["mean_bps"] / 1.5e6)
         assert sum(window["histogram_normalized"]["counts"]) == window["windows"] >= 2
-        assert 0.3 < window["max_normalized"] <= 1  # payload below the 1.5 Mbps of the hop
+        # Reno at p = 1e-2 carries about a quarter of the hop; a bits/bytes slip would be 8x off.
+        assert 0.1 < window["max_normalized"] <= 1  # payload below the 1.5 Mbps of the hop
         assert summary["goodput_windows"]["100s"]["histogram_normalized"]["counts"] == [0] * 20
     code, out, _ = run_cli(tmp_path, path, *args)
     assert code == 0 and "goodput 10s mean / rate" in out
