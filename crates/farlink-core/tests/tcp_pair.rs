@@ -575,3 +575,43 @@ fn congestion_avoidance_with_delayed_acks_grows_half_a_segment_per_ack_rule_and_
     let ratio = grown_abc / grown_per_ack;
     assert!((1.8..=2.2).contains(&ratio), "ABC/per-ACK growth {ratio}");
 }
+
+#[test]
+fn a_lost_fast_retransmission_times_out_in_recovery_and_keeps_its_ssthresh() {
+    for recovery in [LossRecovery::NewReno, LossRecovery::Sack] {
+        // Segment 30 and its fast retransmission are both lost: the duplicate ACKs (or SACKs)
+        // keep new data flowing past the hole until the timer fires, still in fast recovery.
+        let mut p = Setup::bulk(recovery, recovery == LossRecovery::Sack, 600_000)
+            .drop(&[30, 30])
+            .build();
+        p.drive_until(|p| p.sender.stats().fast_recoveries == 1);
+        let recovery_ssthresh = p.sender.cc().metrics().ssthresh_bytes;
+        let entry_flight = p.sender.flight_size_bytes();
+        let mut flight_at_timeout = 0;
+        while p.sender.stats().timeouts == 0 {
+            assert_eq!(
+                p.sender.recovery_state(),
+                RecoveryState::FastRecovery,
+                "{recovery}"
+            );
+            flight_at_timeout = p.sender.flight_size_bytes();
+            assert!(p.step(), "{recovery}: idle before the timeout");
+        }
+        // FlightSize grew while the hole stayed open: RFC 5681's FlightSize / 2 now would be
+        // above the reduction already made for this loss.
+        assert!(
+            flight_at_timeout / 2 > recovery_ssthresh,
+            "{recovery}: FlightSize {flight_at_timeout} (at entry {entry_flight}), ssthresh \
+             {recovery_ssthresh}"
+        );
+        assert_eq!(
+            p.sender.cc().metrics().ssthresh_bytes,
+            recovery_ssthresh,
+            "{recovery}: the timeout keeps the recovery's ssthresh"
+        );
+        assert_eq!(p.sender.cwnd_bytes(), p.smss(), "{recovery}: loss window");
+        p.run_to_completion();
+        assert_eq!(p.sender.stats().timeouts, 1, "{recovery}");
+        assert_eq!(p.receiver.delivered_bytes(), 600_000, "{recovery}");
+    }
+}

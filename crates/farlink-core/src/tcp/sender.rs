@@ -181,6 +181,9 @@ pub struct Sender {
     /// New data sent beyond the window by Limited Transmit since the duplicate ACKs began
     /// counting: RFC 5681 3.2 step 2 leaves it out of the FlightSize that sets ssthresh.
     limited_transmit_sent_bytes: u64,
+    /// The FlightSize that set ssthresh when the current fast recovery began: a timeout
+    /// before the recovery ends counts no more than that ([`Sender::on_timeout`]).
+    recovery_flight_size_bytes: u64,
     cc: Box<dyn CongestionController>,
     rtt: RttEstimator,
     /// The retransmission timer (RFC 6298 section 5).
@@ -261,6 +264,7 @@ impl Sender {
             recovery: Recovery::new(recovery, config.dup_thresh),
             limited_transmit: config.limited_transmit,
             limited_transmit_sent_bytes: 0,
+            recovery_flight_size_bytes: 0,
             cc,
             rtt: RttEstimator::new(config.rtt),
             rto_deadline: None,
@@ -839,6 +843,7 @@ impl Sender {
             let flight_size_bytes = self
                 .flight_size_bytes()
                 .saturating_sub(self.limited_transmit_sent_bytes);
+            self.recovery_flight_size_bytes = flight_size_bytes;
             let event = CongestionEvent {
                 detection: entry.detection,
                 flight_size_bytes,
@@ -996,11 +1001,28 @@ impl Sender {
         self.limited_transmit_sent_bytes = 0;
         let repeated_timeout = self.timeouts_without_progress > 0;
         self.timeouts_without_progress += 1;
+        // A timeout that ends a fast recovery still in progress (its `recover` not yet
+        // acknowledged) belongs to the loss episode the recovery already answered. FlightSize
+        // has then grown by data the recovery sent past the holes: SACK (and Reno/NewReno
+        // inflation) keeps new data flowing while a lost retransmission holds SND.UNA (on a
+        // GEO path with a 100-packet queue, from 294 to about 515 segments in 3.6 s), and is
+        // no measure of what the path held. As RFC 5681 3.2 step 2 leaves Limited Transmit
+        // data out, that data is left out here: FlightSize counts no more than when the
+        // recovery began. RFC 5681 3.1 bounds ssthresh from above ("no more than" equation
+        // (4)); Linux's tcp_enter_loss likewise recomputes ssthresh only if "it has not yet
+        // been made inside this window" (from Open/Disorder, or once the episode's high_seq
+        // is acknowledged), else keeps the recovery's.
+        let flight_size_bytes = if self.recovery.state() == RecoveryState::FastRecovery {
+            self.flight_size_bytes()
+                .min(self.recovery_flight_size_bytes)
+        } else {
+            self.flight_size_bytes()
+        };
         // RFC 5681 3.1: ssthresh = max (FlightSize / 2, 2*SMSS) (held on a repeated timeout)
         // and cwnd = LW, decided by the controller.
         let event = CongestionEvent {
             detection: Detection::RetransmissionTimeout,
-            flight_size_bytes: self.flight_size_bytes(),
+            flight_size_bytes,
             lost_bytes: self.flight_size_bytes() - self.scoreboard.sacked_bytes(),
             smss_bytes: self.smss_bytes,
             restart_slow_start: true,
@@ -1349,6 +1371,38 @@ mod tests {
         let sent = drain(&mut s, at(104));
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].seq, 0);
+    }
+
+    #[test]
+    fn a_timeout_during_fast_recovery_keeps_the_recovery_ssthresh() {
+        let mut s = sender(LossRecovery::Sack, false);
+        drain(&mut s, at(0));
+        // Segment 0 lost; 1..10 SACKed one by one: recovery starts at the third (ssthresh
+        // = 10/2 segments), and as `pipe` falls new data goes out past the hole.
+        for i in 1..10 {
+            let mut a = ack_of(0, &s);
+            a.options.sack.push(SackBlock {
+                left: seg(1),
+                right: seg(i + 1),
+            });
+            s.on_ack(at(100 + i), &a);
+            drain(&mut s, at(100 + i));
+        }
+        assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
+        assert_eq!(s.cc().metrics().ssthresh_bytes, seg(5));
+        assert!(
+            s.flight_size_bytes() > seg(12),
+            "FlightSize grew to {} during recovery",
+            s.flight_size_bytes()
+        );
+        // The retransmission of segment 0 is lost too: the timer fires in recovery. Its
+        // FlightSize / 2 would raise ssthresh above the recovery's; it is kept instead.
+        let deadline = s.next_timeout().unwrap();
+        s.on_timeout(deadline);
+        assert_eq!(s.stats().timeouts, 1);
+        assert_eq!(s.cwnd_bytes(), seg(1));
+        assert_eq!(s.cc().metrics().ssthresh_bytes, seg(5));
+        assert_eq!(s.recovery_state(), RecoveryState::TimeoutRecovery);
     }
 
     #[test]
