@@ -391,8 +391,9 @@ impl CongestionController for Bic {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support;
     use super::*;
-    use crate::tcp::rtt::{RttConfig, RttEstimator};
+    use crate::tcp::rtt::RttEstimator;
     use crate::time::SimDuration;
 
     const SMSS: u64 = 1000;
@@ -412,20 +413,11 @@ mod tests {
     }
 
     fn event(detection: Detection, flight_segments: u64) -> CongestionEvent {
-        CongestionEvent {
-            detection,
-            flight_size_bytes: flight_segments * SMSS,
-            lost_bytes: SMSS,
-            smss_bytes: SMSS,
-            restart_slow_start: detection == Detection::RetransmissionTimeout,
-            repeated_timeout: false,
-        }
+        test_support::congestion_event(detection, flight_segments, SMSS)
     }
 
     fn estimator() -> RttEstimator {
-        let mut e = RttEstimator::new(RttConfig::default());
-        e.on_sample(SimDuration::from_millis(100));
-        e
+        test_support::estimator(SimDuration::from_millis(100))
     }
 
     /// An ACK to a window-limited sender: the whole window was in flight.
@@ -435,17 +427,7 @@ mod tests {
     }
 
     fn ack_in_flight(cc: &mut Bic, now: SimTime, bytes: u64, in_recovery: bool, in_flight: u64) {
-        let batch = AckBatch {
-            acked: &[],
-            lost: &[],
-            newly_acked_bytes: bytes,
-            newly_sacked_bytes: 0,
-            prior_in_flight_bytes: in_flight,
-            in_flight_bytes: 0,
-            in_recovery,
-            rtt_sample: None,
-            smss_bytes: SMSS,
-        };
+        let batch = test_support::plain_ack(bytes, in_flight, in_recovery, SMSS);
         cc.on_ack_batch(now, &batch, &estimator());
     }
 

@@ -386,8 +386,9 @@ impl CongestionController for Cubic {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{self, estimator};
     use super::*;
-    use crate::tcp::rtt::{RttConfig, RttEstimator};
+    use crate::tcp::rtt::RttEstimator;
 
     const SMSS: u64 = 1000;
 
@@ -406,28 +407,11 @@ mod tests {
     }
 
     fn event(detection: Detection, flight_segments: u64) -> CongestionEvent {
-        CongestionEvent {
-            detection,
-            flight_size_bytes: flight_segments * SMSS,
-            lost_bytes: SMSS,
-            smss_bytes: SMSS,
-            restart_slow_start: detection == Detection::RetransmissionTimeout,
-            repeated_timeout: false,
-        }
+        test_support::congestion_event(detection, flight_segments, SMSS)
     }
 
     fn ack(cc: &mut Cubic, now: SimTime, bytes: u64, in_recovery: bool, rtt: &RttEstimator) {
-        let batch = AckBatch {
-            acked: &[],
-            lost: &[],
-            newly_acked_bytes: bytes,
-            newly_sacked_bytes: 0,
-            prior_in_flight_bytes: 0,
-            in_flight_bytes: 0,
-            in_recovery,
-            rtt_sample: None,
-            smss_bytes: SMSS,
-        };
+        let batch = test_support::plain_ack(bytes, 0, in_recovery, SMSS);
         cc.on_ack_batch(now, &batch, rtt);
     }
 
@@ -440,12 +424,6 @@ mod tests {
             *now = start + SimDuration::from_nanos(rtt.as_nanos() * i / n);
             ack(cc, *now, SMSS, false, est);
         }
-    }
-
-    fn estimator(rtt: SimDuration) -> RttEstimator {
-        let mut e = RttEstimator::new(RttConfig::default());
-        e.on_sample(rtt);
-        e
     }
 
     fn segments(cc: &Cubic) -> f64 {

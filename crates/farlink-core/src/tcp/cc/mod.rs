@@ -18,6 +18,8 @@ pub mod cubic;
 pub mod hybla;
 pub mod reno;
 pub mod stpd;
+#[cfg(test)]
+mod test_support;
 pub mod vegas;
 pub mod westwood;
 
