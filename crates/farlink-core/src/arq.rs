@@ -398,19 +398,12 @@ impl<L: LossModel> ArqLink<L> {
     /// The next event due at or before `now`, in time order.
     pub fn poll(&mut self, now: SimTime) -> Option<LinkEvent> {
         let now = self.advance(now);
-        match self.out.front() {
-            Some(LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. }) if *at <= now => {
-                self.out.pop_front()
-            }
-            _ => None,
-        }
+        crate::link::pop_due(&mut self.out, now)
     }
 
     /// The earliest instant the link has something to do, or `None` when it is empty.
     pub fn next_wakeup(&self) -> Option<SimTime> {
-        let pending = self.out.front().map(|e| match *e {
-            LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. } => at,
-        });
+        let pending = self.out.front().map(LinkEvent::at);
         [
             pending,
             self.air.front().map(|a| a.0),
@@ -841,12 +834,6 @@ mod tests {
         out
     }
 
-    fn at(e: &LinkEvent) -> SimTime {
-        match *e {
-            LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. } => at,
-        }
-    }
-
     #[test]
     fn round_trip_frames_and_default_windows() {
         // 27-byte frames at 2400 bit/s last 90 ms; a 1 s round trip holds 11.1 of them.
@@ -970,7 +957,7 @@ mod tests {
         .unwrap();
         link.offer(SimTime::ZERO, pkt(1, 1500));
         let out = run_to_empty(&mut link);
-        assert_eq!(at(&out[0]), t_ms(1_170 + 5_000 + 500));
+        assert_eq!(out[0].at(), t_ms(1_170 + 5_000 + 500));
         assert_eq!(link.stats().frames_resent, 13);
     }
 
@@ -1016,8 +1003,8 @@ mod tests {
             .collect();
         assert_eq!(ids, vec![0, 1]);
         // Frame 1 arrives damaged at 0.68 s, its NAK at 1.18 s; sent again 1.18 to 1.27 s.
-        assert_eq!(at(&out[0]), t_ms(1_770));
-        assert_eq!(at(&out[1]), t_ms(1_770));
+        assert_eq!(out[0].at(), t_ms(1_770));
+        assert_eq!(out[1].at(), t_ms(1_770));
     }
 
     #[test]
@@ -1083,7 +1070,7 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(at(&out[2]), t_ms(3_000 + 500));
+        assert_eq!(out[2].at(), t_ms(3_000 + 500));
         assert_eq!(link.stats().units_corrupted, 1);
         assert!(link.conservation_holds());
     }
@@ -1164,7 +1151,7 @@ mod tests {
             link.offer(SimTime::ZERO, pkt(i, 270));
         }
         let out = run_to_empty(&mut link);
-        let last = at(out.last().unwrap()).as_secs_f64() - 0.5;
+        let last = out.last().unwrap().at().as_secs_f64() - 0.5;
         let slots = last / 0.09 / (10 * n) as f64;
         let want = (1.0 + 12.0 * p) / (1.0 - p);
         assert!((slots - want).abs() / want < 0.05, "{slots} vs {want}");
@@ -1243,8 +1230,8 @@ mod tests {
             prop_assert!(ids.windows(2).all(|w| w[0] < w[1]), "{:?}", ids);
             let mut last = SimTime::ZERO;
             for e in &out {
-                prop_assert!(at(e) >= last);
-                last = at(e);
+                prop_assert!(e.at() >= last);
+                last = e.at();
             }
             ids.extend(cleared);
             ids.sort_unstable();

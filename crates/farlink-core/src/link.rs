@@ -122,6 +122,25 @@ pub enum LinkEvent {
     },
 }
 
+impl LinkEvent {
+    /// When the packet was delivered or lost.
+    pub fn at(&self) -> SimTime {
+        match *self {
+            LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. } => at,
+        }
+    }
+}
+
+/// The front of an outbox kept in time order, if it is due at or before `now`: the `poll` of
+/// the components that decide a packet's fate ahead of its time (ARQ, RLP).
+pub fn pop_due(out: &mut VecDeque<LinkEvent>, now: SimTime) -> Option<LinkEvent> {
+    if out.front()?.at() <= now {
+        out.pop_front()
+    } else {
+        None
+    }
+}
+
 /// A packet leaving the queue (or reaching an idle link) for the serializer: its first bit
 /// goes on the wire at `at`. Recorded only while the departure log is on
 /// ([`Link::set_departure_log`]), for packet taps.

@@ -372,9 +372,7 @@ impl Reassembly {
     }
 
     fn next_event_at(&self) -> Option<SimTime> {
-        self.out.front().map(|e| match *e {
-            LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. } => at,
-        })
+        self.out.front().map(LinkEvent::at)
     }
 }
 

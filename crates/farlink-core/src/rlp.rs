@@ -481,19 +481,12 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
     /// The next packet delivered or dropped at or before `now`, in time order.
     pub fn poll(&mut self, now: SimTime) -> Option<LinkEvent> {
         let now = self.advance(now);
-        match self.out.front() {
-            Some(LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. }) if *at <= now => {
-                self.out.pop_front()
-            }
-            _ => None,
-        }
+        crate::link::pop_due(&mut self.out, now)
     }
 
     /// The earliest instant the component has something to do.
     pub fn next_wakeup(&self) -> Option<SimTime> {
-        let pending = self.out.front().map(|e| match *e {
-            LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. } => at,
-        });
+        let pending = self.out.front().map(LinkEvent::at);
         [
             pending,
             self.air.front().map(|a| a.0),

@@ -28,12 +28,6 @@ fn ids(events: &[LinkEvent]) -> Vec<(u64, Option<DropCause>)> {
         .collect()
 }
 
-fn at(e: &LinkEvent) -> SimTime {
-    match *e {
-        LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. } => at,
-    }
-}
-
 fn drain_reasm(r: &mut Reassembly) -> Vec<LinkEvent> {
     std::iter::from_fn(|| r.pop_event()).collect()
 }
@@ -308,9 +302,9 @@ fn round_robin_fills_each_members_transmit_queue() {
     );
     // Seed 000 section 4.1.6: the third packet on a member waits for the two ahead of it,
     // 3 × 5 s of clocking, then 0.5 s of propagation.
-    assert_eq!(at(&out[8]), t_ms(15_500));
+    assert_eq!(out[8].at(), t_ms(15_500));
     // The tenth left the MLPPP queue at 5 s, when member 0 freed a slot, and was sent last.
-    assert_eq!(at(&out[9]), t_ms(20_500));
+    assert_eq!(out[9].at(), t_ms(20_500));
     assert!(d.conservation_holds());
     assert_eq!(d.in_flight_pkts(), 0);
 }
@@ -349,12 +343,12 @@ fn fragmentation_splits_over_free_members_and_not_when_loaded() {
     // 379 bytes at 2400 bit/s: 1.26333 s, plus 0.5 s.
     let frag = transmission_time(379, 2400);
     assert_eq!(
-        at(&out[0]),
+        out[0].at(),
         SimTime::ZERO + frag + SimDuration::from_millis(500)
     );
     let whole = transmission_time(1504, 2400);
     assert_eq!(
-        at(&out[1]),
+        out[1].at(),
         SimTime::ZERO + frag + whole + SimDuration::from_millis(500)
     );
     assert_eq!(ids(&out), vec![(1, None), (2, None), (3, None)]);
@@ -397,7 +391,7 @@ fn a_call_drop_loses_what_the_member_holds_and_the_void_until_noticed() {
             (7, cd)
         ]
     );
-    assert_eq!(at(&out[0]), t_ms(30_500));
+    assert_eq!(out[0].at(), t_ms(30_500));
     assert_eq!(d.unit_stats().units_into_the_void, 2);
     assert_eq!(d.drops_by_cause()[3], 4);
     assert!(d.conservation_holds());

@@ -56,12 +56,6 @@ fn run_to_empty<L: LossModel, N: LossModel>(link: &mut RlpLink<L, N>) -> Vec<Lin
     out
 }
 
-fn at(e: &LinkEvent) -> SimTime {
-    match *e {
-        LinkEvent::Delivered { at, .. } | LinkEvent::Dropped { at, .. } => at,
-    }
-}
-
 fn id(e: &LinkEvent) -> u64 {
     match *e {
         LinkEvent::Delivered { pkt, .. } | LinkEvent::Dropped { pkt, .. } => pkt.id,
@@ -151,8 +145,8 @@ fn without_idle_frames_a_lost_last_frame_waits_for_the_next_packet() {
     link.offer(t_ms(5_000), pkt(2, 19)).unwrap();
     let out = run_to_empty(&mut link);
     assert_eq!(out.len(), 2);
-    assert_eq!((id(&out[0]), at(&out[0])), (1, t_ms(5_120)));
-    assert_eq!((id(&out[1]), at(&out[1])), (2, t_ms(5_120)));
+    assert_eq!((id(&out[0]), out[0].at()), (1, t_ms(5_120)));
+    assert_eq!((id(&out[1]), out[1].at()), (2, t_ms(5_120)));
 }
 
 #[test]
@@ -193,7 +187,7 @@ fn idle_frames_after_an_intact_last_frame_are_counted_not_drawn() {
     let mut link = RlpLink::new(cfg(IdlePolicy::Unlimited), NoLoss, NoLoss).unwrap();
     link.offer(SimTime::ZERO, pkt(1, 19)).unwrap();
     let out = run_to_empty(&mut link);
-    assert_eq!(at(&out[0]), t_ms(40));
+    assert_eq!(out[0].at(), t_ms(40));
     assert_eq!(link.stats().idle_frames_drawn, 0);
     // Slots [20, 40) ... [980, 1000) are idle: 49 idle frames.
     assert_eq!(link.idle_frames_sent(t_ms(1_000)), 49);
@@ -253,7 +247,7 @@ fn a_lost_nak_costs_a_round() {
     .unwrap();
     link.offer(SimTime::ZERO, pkt(1, 38)).unwrap();
     let out = run_to_empty(&mut link);
-    assert_eq!(at(&out[0]), t_ms(280));
+    assert_eq!(out[0].at(), t_ms(280));
     assert_eq!(link.stats().nak_frames_lost, 1);
     // Both NAKs of round 2 were heard, but the repeat was queued once.
     assert_eq!(link.stats().frames_resent, 2);
@@ -269,7 +263,7 @@ fn packets_are_handed_up_in_order() {
     link.offer(SimTime::ZERO, pkt(2, 19)).unwrap();
     let out = run_to_empty(&mut link);
     assert_eq!(out.iter().map(id).collect::<Vec<_>>(), vec![1, 2]);
-    assert!(out.iter().all(|e| at(e) == t_ms(160)));
+    assert!(out.iter().all(|e| e.at() == t_ms(160)));
 }
 
 #[test]
@@ -359,8 +353,8 @@ proptest! {
         prop_assert!(ids.windows(2).all(|w| w[0] < w[1]), "{:?}", ids);
         let mut last = SimTime::ZERO;
         for e in &out {
-            prop_assert!(at(e) >= last);
-            last = at(e);
+            prop_assert!(e.at() >= last);
+            last = e.at();
         }
         let reported = ids.len() as u64 + refused.len() as u64;
         if idle == IdlePolicy::Unlimited {
