@@ -765,36 +765,14 @@ impl<L: LossModel> ArqLink<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loss::{Bernoulli, NoLoss};
+    use crate::loss::{Bernoulli, DropList, NoLoss};
     use crate::rng::StreamRng;
     use proptest::prelude::*;
 
-    /// Damages exactly the frames whose arrival index (0, 1, 2, ... over the link's life) is
-    /// listed.
-    #[derive(Debug)]
-    struct Scripted {
-        damaged: Vec<u64>,
-        n: u64,
-    }
-
-    impl Scripted {
-        fn new(damaged: &[u64]) -> Self {
-            Scripted {
-                damaged: damaged.to_vec(),
-                n: 0,
-            }
-        }
-    }
-
-    impl LossModel for Scripted {
-        fn is_lost(&mut self, _now: SimTime) -> bool {
-            let hit = self.damaged.contains(&self.n);
-            self.n += 1;
-            hit
-        }
-        fn analytic_loss_rate(&self) -> f64 {
-            0.0
-        }
+    /// Damages exactly the frames whose arrival index (0, 1, 2, ... over the channel's life) is
+    /// listed: scenario loss `drop_list`, which numbers arrivals from 1.
+    fn scripted(damaged: &[u64]) -> DropList {
+        DropList::new(damaged.iter().map(|n| n + 1).collect()).expect("increasing indices")
     }
 
     const MS: u64 = 1_000_000;
@@ -927,11 +905,8 @@ mod tests {
         // Frame 0 is damaged. Its NAK reaches the sender at 0.09 + 0.5 + 0.5 = 1.09 s, while
         // frame 12 is on the line (1.08 to 1.17 s); the sender then goes back to frame 0 and
         // sends frames 0 to 12 again: 13 repeats, and the packet ends 1.17 s late.
-        let mut link = ArqLink::new(
-            iridium(Some(ArqMode::GoBackN), 3, None),
-            Scripted::new(&[0]),
-        )
-        .unwrap();
+        let mut link =
+            ArqLink::new(iridium(Some(ArqMode::GoBackN), 3, None), scripted(&[0])).unwrap();
         link.offer(SimTime::ZERO, pkt(1, 1500));
         let out = run_to_empty(&mut link);
         assert_eq!(
@@ -950,11 +925,8 @@ mod tests {
     fn go_back_n_errors_in_one_window_cost_one_rollback() {
         // Frames 0 and 2 damaged in the same window: frame 2 is discarded unread after the
         // error on frame 0, so one rollback repairs both (section 4.1.6).
-        let mut link = ArqLink::new(
-            iridium(Some(ArqMode::GoBackN), 3, None),
-            Scripted::new(&[0, 2]),
-        )
-        .unwrap();
+        let mut link =
+            ArqLink::new(iridium(Some(ArqMode::GoBackN), 3, None), scripted(&[0, 2])).unwrap();
         link.offer(SimTime::ZERO, pkt(1, 1500));
         let out = run_to_empty(&mut link);
         assert_eq!(out[0].at(), t_ms(1_170 + 5_000 + 500));
@@ -967,7 +939,7 @@ mod tests {
         // 1.26 s) and the other 55 frames follow, so the packet ends one frame time late.
         let mut link = ArqLink::new(
             iridium(Some(ArqMode::SelectiveRepeat), 3, None),
-            Scripted::new(&[0]),
+            scripted(&[0]),
         )
         .unwrap();
         link.offer(SimTime::ZERO, pkt(1, 1500));
@@ -988,7 +960,7 @@ mod tests {
         // waits for unit 0.
         let mut link = ArqLink::new(
             iridium(Some(ArqMode::SelectiveRepeat), 3, None),
-            Scripted::new(&[1]),
+            scripted(&[1]),
         )
         .unwrap();
         link.offer(SimTime::ZERO, pkt(0, 54)); // frames 0, 1
@@ -1019,8 +991,7 @@ mod tests {
                 // after frame 12).
                 ArqMode::SelectiveRepeat => &[0, 13],
             };
-            let mut link =
-                ArqLink::new(iridium(Some(mode), 2, None), Scripted::new(damaged)).unwrap();
+            let mut link = ArqLink::new(iridium(Some(mode), 2, None), scripted(damaged)).unwrap();
             link.offer(SimTime::ZERO, pkt(0, 1500));
             link.offer(SimTime::ZERO, pkt(1, 100));
             let out = run_to_empty(&mut link);
@@ -1058,7 +1029,7 @@ mod tests {
 
     #[test]
     fn without_arq_a_damaged_packet_is_corruption() {
-        let mut link = ArqLink::new(iridium(None, 1, None), Scripted::new(&[1])).unwrap();
+        let mut link = ArqLink::new(iridium(None, 1, None), scripted(&[1])).unwrap();
         for i in 0..3 {
             link.offer(SimTime::ZERO, pkt(i, 300));
         }

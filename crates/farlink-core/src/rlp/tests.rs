@@ -2,35 +2,14 @@
 //! 20-ms delay, so a frame sent in the slot starting at t arrives at t + 40 ms.
 
 use super::*;
-use crate::loss::{Bernoulli, NoLoss};
+use crate::loss::{Bernoulli, DropList, NoLoss};
 use crate::rng::StreamRng;
 use proptest::prelude::*;
 
-/// Damages exactly the calls (0, 1, 2, ... over the channel's life) listed.
-#[derive(Debug)]
-struct Scripted {
-    damaged: Vec<u64>,
-    n: u64,
-}
-
-impl Scripted {
-    fn new(damaged: &[u64]) -> Self {
-        Scripted {
-            damaged: damaged.to_vec(),
-            n: 0,
-        }
-    }
-}
-
-impl LossModel for Scripted {
-    fn is_lost(&mut self, _now: SimTime) -> bool {
-        let hit = self.damaged.contains(&self.n);
-        self.n += 1;
-        hit
-    }
-    fn analytic_loss_rate(&self) -> f64 {
-        0.0
-    }
+/// Damages exactly the frames whose arrival index (0, 1, 2, ... over the channel's life) is
+/// listed: scenario loss `drop_list`, which numbers arrivals from 1.
+fn scripted(damaged: &[u64]) -> DropList {
+    DropList::new(damaged.iter().map(|n| n + 1).collect()).expect("increasing indices")
 }
 
 fn t_ms(ms: u64) -> SimTime {
@@ -117,7 +96,7 @@ fn a_536_byte_segment_is_31_frames_and_takes_31_slots() {
 fn a_frame_lost_is_noticed_on_the_next_data_frame_and_nak_repairs_it() {
     // Frame 0 lost in slot [0, 20); frame 1 arrives at 60 ms: frame 0 is missing; the NAK
     // goes in [60, 80) and arrives at 100; the repeat goes in [100, 120) and arrives at 140.
-    let mut link = RlpLink::new(cfg(IdlePolicy::None), Scripted::new(&[0]), NoLoss).unwrap();
+    let mut link = RlpLink::new(cfg(IdlePolicy::None), scripted(&[0]), NoLoss).unwrap();
     link.offer(SimTime::ZERO, pkt(1, 38)).unwrap();
     let out = run_to_empty(&mut link);
     assert_eq!(
@@ -136,7 +115,7 @@ fn a_frame_lost_is_noticed_on_the_next_data_frame_and_nak_repairs_it() {
 
 #[test]
 fn without_idle_frames_a_lost_last_frame_waits_for_the_next_packet() {
-    let mut link = RlpLink::new(cfg(IdlePolicy::None), Scripted::new(&[0]), NoLoss).unwrap();
+    let mut link = RlpLink::new(cfg(IdlePolicy::None), scripted(&[0]), NoLoss).unwrap();
     link.offer(SimTime::ZERO, pkt(1, 19)).unwrap();
     assert!(run_to_empty(&mut link).is_empty());
     assert_eq!(link.in_flight_pkts(), 1);
@@ -153,7 +132,7 @@ fn without_idle_frames_a_lost_last_frame_waits_for_the_next_packet() {
 fn an_idle_frame_reveals_a_lost_last_frame() {
     // Frame 0 lost in [0, 20); the idle frame of [20, 40) carries V(S) = 1 and arrives at 60.
     for idle in [IdlePolicy::Unlimited, IdlePolicy::Count(1)] {
-        let mut link = RlpLink::new(cfg(idle), Scripted::new(&[0]), NoLoss).unwrap();
+        let mut link = RlpLink::new(cfg(idle), scripted(&[0]), NoLoss).unwrap();
         link.offer(SimTime::ZERO, pkt(1, 19)).unwrap();
         let out = run_to_empty(&mut link);
         assert_eq!(
@@ -172,8 +151,7 @@ fn an_idle_frame_reveals_a_lost_last_frame() {
 #[test]
 fn a_bounded_number_of_idle_frames_can_all_be_lost() {
     // Two idle frames, both damaged: the receiver never hears of frame 0.
-    let mut link =
-        RlpLink::new(cfg(IdlePolicy::Count(2)), Scripted::new(&[0, 1, 2]), NoLoss).unwrap();
+    let mut link = RlpLink::new(cfg(IdlePolicy::Count(2)), scripted(&[0, 1, 2]), NoLoss).unwrap();
     link.offer(SimTime::ZERO, pkt(1, 19)).unwrap();
     assert!(run_to_empty(&mut link).is_empty());
     assert_eq!(link.stats().idle_frames_drawn, 2);
@@ -205,7 +183,7 @@ fn three_rounds_of_one_two_and_three_naks_then_the_frame_is_given_up() {
     // 540: frame 0 is given up, packet 1 dropped and packet 2 handed up at 540 ms.
     let mut link = RlpLink::new(
         cfg(IdlePolicy::None),
-        Scripted::new(&[0, 2, 3, 4, 5, 6, 7]),
+        scripted(&[0, 2, 3, 4, 5, 6, 7]),
         NoLoss,
     )
     .unwrap();
@@ -239,12 +217,7 @@ fn three_rounds_of_one_two_and_three_naks_then_the_frame_is_given_up() {
 fn a_lost_nak_costs_a_round() {
     // The first NAK (reverse call 0) is lost: round 1 times out at 200; round 2's first NAK in
     // [200, 220) reaches the sender at 240; the repeat in [240, 260) arrives at 280.
-    let mut link = RlpLink::new(
-        cfg(IdlePolicy::None),
-        Scripted::new(&[0]),
-        Scripted::new(&[0]),
-    )
-    .unwrap();
+    let mut link = RlpLink::new(cfg(IdlePolicy::None), scripted(&[0]), scripted(&[0])).unwrap();
     link.offer(SimTime::ZERO, pkt(1, 38)).unwrap();
     let out = run_to_empty(&mut link);
     assert_eq!(out[0].at(), t_ms(280));
@@ -258,7 +231,7 @@ fn packets_are_handed_up_in_order() {
     // Packet 1's second frame (call 1) is lost; packet 2 arrives whole before the repair but
     // waits: frame 2 arrives at 80 and reveals frame 1; NAK [80, 100) arrives 120; repeat
     // [120, 140) arrives 160; both are handed up at 160.
-    let mut link = RlpLink::new(cfg(IdlePolicy::None), Scripted::new(&[1]), NoLoss).unwrap();
+    let mut link = RlpLink::new(cfg(IdlePolicy::None), scripted(&[1]), NoLoss).unwrap();
     link.offer(SimTime::ZERO, pkt(1, 38)).unwrap();
     link.offer(SimTime::ZERO, pkt(2, 19)).unwrap();
     let out = run_to_empty(&mut link);
@@ -374,7 +347,7 @@ proptest! {
 
 #[test]
 fn departures_are_logged_once_per_packet_at_its_first_frame() {
-    let mut link = RlpLink::new(cfg(IdlePolicy::None), Scripted::new(&[0]), NoLoss).unwrap();
+    let mut link = RlpLink::new(cfg(IdlePolicy::None), scripted(&[0]), NoLoss).unwrap();
     link.set_departure_log(true);
     link.offer(t_ms(5), pkt(1, 38)).unwrap();
     link.offer(t_ms(5), pkt(2, 19)).unwrap();
@@ -427,7 +400,7 @@ fn data_frames_see_the_fading_channel_at_its_frame_error_rate() {
 #[test]
 fn a_shared_channel_is_one_process_seen_by_both_handles() {
     // Calls 1 and 2 are damaged: whichever handle asks, the script advances once per call.
-    let mut a = SharedChannel::new(Scripted::new(&[1, 2]));
+    let mut a = SharedChannel::new(scripted(&[1, 2]));
     let mut b = a.clone();
     let t = SimTime::ZERO;
     assert_eq!(
