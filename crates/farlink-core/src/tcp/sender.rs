@@ -1109,6 +1109,13 @@ mod tests {
         }
     }
 
+    /// A duplicate ACK of `ack` carrying one SACK block [left, right).
+    fn sack_of(ack: u64, left: u64, right: u64, s: &Sender) -> Segment {
+        let mut a = ack_of(ack, s);
+        a.options.sack.push(SackBlock { left, right });
+        a
+    }
+
     fn seg(n: u64) -> u64 {
         n * u64::from(MSS)
     }
@@ -1329,13 +1336,11 @@ mod tests {
                 drain(&mut s, at(100));
                 assert_eq!(s.snd_max(), seg(12));
                 for k in 0..3u64 {
-                    let mut a = ack_of(seg(1), &s);
-                    if recovery == LossRecovery::Sack {
-                        a.options.sack.push(SackBlock {
-                            left: seg(2),
-                            right: seg(3 + k),
-                        });
-                    }
+                    let a = if recovery == LossRecovery::Sack {
+                        sack_of(seg(1), seg(2), seg(3 + k), &s)
+                    } else {
+                        ack_of(seg(1), &s)
+                    };
                     s.on_ack(at(101 + k), &a);
                     if k < 2 {
                         let sent = drain(&mut s, at(101 + k));
@@ -1357,12 +1362,7 @@ mod tests {
         drain(&mut s, at(0));
         // Segment 0 lost; 1..4 SACKed one by one.
         for i in 1..4 {
-            let mut a = ack_of(0, &s);
-            a.options.sack.push(SackBlock {
-                left: seg(1),
-                right: seg(i + 1),
-            });
-            s.on_ack(at(100 + i), &a);
+            s.on_ack(at(100 + i), &sack_of(0, seg(1), seg(i + 1), &s));
         }
         assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
         // cwnd = 5 segments; pipe = 10 - 3 SACKed - 1 lost = 6 segments.
@@ -1380,12 +1380,7 @@ mod tests {
         // Segment 0 lost; 1..10 SACKed one by one: recovery starts at the third (ssthresh
         // = 10/2 segments), and as `pipe` falls new data goes out past the hole.
         for i in 1..10 {
-            let mut a = ack_of(0, &s);
-            a.options.sack.push(SackBlock {
-                left: seg(1),
-                right: seg(i + 1),
-            });
-            s.on_ack(at(100 + i), &a);
+            s.on_ack(at(100 + i), &sack_of(0, seg(1), seg(i + 1), &s));
             drain(&mut s, at(100 + i));
         }
         assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
