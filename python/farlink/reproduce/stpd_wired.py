@@ -47,6 +47,16 @@ def _simulate(preset: str, tcp: str, n_flows: int, extra: list[str] | tuple[str,
     return simulate(preset, tcp=tcp, sets=[*ns2_like_tcp(n_flows), *extra])
 
 
+def _flows_mbps(result, end_s: float) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Each flow's (name, interval start, Mbit/s with headers) over 0.5 s intervals: the
+    throughput panel of the multi-flow figures."""
+    curves = []
+    for f, flow in enumerate(result.names["flows"]):
+        ends, bps = throughput_per_interval(result, f, THROUGHPUT_INTERVAL_S, end_s, WITH_HEADERS)
+        curves.append((flow, ends - THROUGHPUT_INTERVAL_S, bps / 1e6))
+    return curves
+
+
 def _mean_mbps(result, flow: int, t0: float, t1: float, end_s: float) -> float:
     """Mean throughput with headers over [t0, t1] from the 0.5 s intervals, in Mbit/s."""
     ends, bps = throughput_per_interval(result, flow, THROUGHPUT_INTERVAL_S, end_s, WITH_HEADERS)
@@ -279,12 +289,7 @@ def fig_3_15_to_3_17(out_dir: Path) -> Findings:
                 shares,
             )
         summary[tcp] = per_interval
-        thr = []
-        for f, flow in enumerate(r.names["flows"]):
-            ends, bps = throughput_per_interval(
-                r, f, THROUGHPUT_INTERVAL_S, FIXED_DURATION_S, WITH_HEADERS
-            )
-            thr.append((flow, ends - THROUGHPUT_INTERVAL_S, bps / 1e6))
+        thr = _flows_mbps(r, FIXED_DURATION_S)
         figures.append(
             panels_figure(
                 out_dir / f"stpd-fig-{fig}.png",
@@ -384,12 +389,7 @@ def fig_3_19_to_3_20(out_dir: Path) -> Findings:
         r = _simulate("stpd-moving-bottleneck", tcp, 3)
         t1, q1 = queue_steps(r, "R1-R2")
         t2, q2 = queue_steps(r, "R2-R3")
-        thr = []
-        for f, flow in enumerate(r.names["flows"]):
-            ends, bps = throughput_per_interval(
-                r, f, THROUGHPUT_INTERVAL_S, MOVING_DURATION_S, WITH_HEADERS
-            )
-            thr.append((flow, ends - THROUGHPUT_INTERVAL_S, bps / 1e6))
+        thr = _flows_mbps(r, MOVING_DURATION_S)
         figures.append(
             panels_figure(
                 out_dir / f"stpd-fig-{fig}.png",
