@@ -5,8 +5,8 @@
 S - G - D with a 2 Mbps GEO hop of 255 ms each way, Bernoulli loss p on both directions of it,
 a 1 KB transfer with ``tcp.handshake = true``. Prints, per p, the mean simulated
 ``handshake.setup_time_s`` over the seeds with its standard error, and
-``handshake_latency_s(RTT, T_s = 1 s, p)`` with RTT the lossless set-up time. The same
-scenario is ``geo_short`` in ``tests/test_handshake.py``.
+``handshake_latency_s(RTT, T_s = 1 s, p)`` with RTT the lossless set-up time.
+``tests/test_handshake.py`` runs the same scenario, ``geo_short``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from farlink.models.short import handshake_latency_s
 INITIAL_RTO_S = 1.0
 
 
-def geo_short(p: float, seed: int) -> dict:
+def geo_short(p: float, seed: int, handshake: bool = True, pcap: bool = False) -> dict:
+    """S - G - D over a 2 Mbps GEO hop (255 ms each way), loss p both ways, 1 KB."""
     loss = {"loss": {"model": "bernoulli", "p": p}}
-    return {
+    doc = {
         "seed": seed,
         "duration": "300s",
         "nodes": ["S", "G", "D"],
@@ -32,9 +33,12 @@ def geo_short(p: float, seed: int) -> dict:
             {"name": "G-D", "a": "G", "b": "D", "rate": "2Mbps", "delay": "255ms",
              "queue_pkts": 100, "fwd": loss, "rev": loss},
         ],
-        "flows": [{"name": "f", "from": "S", "to": "D", "tcp": {"handshake": True},
+        "flows": [{"name": "f", "from": "S", "to": "D", "tcp": {"handshake": handshake},
                    "app": {"kind": "bulk", "size": "1KB"}}],
     }  # fmt: skip
+    if pcap:
+        doc["pcap"] = ["G-D"]
+    return doc
 
 
 def setup_s(p: float, seed: int) -> float:

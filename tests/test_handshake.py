@@ -1,8 +1,10 @@
 """The simulated three-way handshake from the command line, in the pcap, and beside the
 closed-form set-up latency of seed 000 section 4.2.1 (Cardwell et al.)."""
 
+import importlib.util
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +13,7 @@ from farlink import simulate
 from farlink.cli import main
 from farlink.models.short import handshake_latency_s
 
-# The initial RTO of RFC 6298, which times the SYN and the SYN-ACK (T_s of the model).
-INITIAL_RTO_S = 1.0
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "handshake_setup.py"
 
 
 def cli_json(capsys, *argv):
@@ -36,24 +37,17 @@ def test_cli_handshake_adds_the_set_up_round_trip_over_geo(capsys):
     assert with_["min_rtt_s"] == pytest.approx(h["setup_time_s"]), "the first RTT sample"
 
 
-def geo_short(p: float, seed: int, handshake: bool = True, pcap: bool = False) -> dict:
-    """S - G - D over a 2 Mbps GEO hop (255 ms each way), loss p both ways, 1 KB."""
-    loss = {"loss": {"model": "bernoulli", "p": p}}
-    doc = {
-        "seed": seed,
-        "duration": "300s",
-        "nodes": ["S", "G", "D"],
-        "links": [
-            {"name": "S-G", "a": "S", "b": "G", "rate": "10Mbps", "delay": "0.5ms"},
-            {"name": "G-D", "a": "G", "b": "D", "rate": "2Mbps", "delay": "255ms",
-             "queue_pkts": 100, "fwd": loss, "rev": loss},
-        ],
-        "flows": [{"name": "f", "from": "S", "to": "D", "tcp": {"handshake": handshake},
-                   "app": {"kind": "bulk", "size": "1KB"}}],
-    }  # fmt: skip
-    if pcap:
-        doc["pcap"] = ["G-D"]
-    return doc
+def _load_bench():
+    spec = importlib.util.spec_from_file_location("handshake_setup", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The scenario of bench/handshake_setup.py, which prints the comparison with the model, and
+# the initial RTO of RFC 6298 that times the SYN and the SYN-ACK (T_s of the model).
+_bench = _load_bench()
+geo_short, INITIAL_RTO_S = _bench.geo_short, _bench.INITIAL_RTO_S
 
 
 def test_pcap_holds_the_real_syn_exchange():
