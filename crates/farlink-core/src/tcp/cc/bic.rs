@@ -44,8 +44,8 @@
 //!   ssthresh if larger (Linux's undo); W_max stays as the event set it, as in the kernel.
 
 use super::{
-    AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit, Detection,
-    Reduction, MAX_CWND_BYTES,
+    max_window_bytes, AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit,
+    Detection, Reduction, MAX_CWND_BYTES,
 };
 use crate::tcp::rtt::RttEstimator;
 use crate::time::SimTime;
@@ -178,7 +178,7 @@ impl Bic {
             smss_bytes,
             cwnd_bytes: init
                 .initial_window_bytes
-                .clamp(smss_bytes, max_window(smss_bytes)),
+                .clamp(smss_bytes, max_window_bytes(smss_bytes)),
             ssthresh_bytes: config
                 .initial_ssthresh_bytes
                 .max(MIN_SSTHRESH_SEGMENTS * smss_bytes),
@@ -269,10 +269,6 @@ impl Bic {
     }
 }
 
-fn max_window(smss_bytes: u64) -> u64 {
-    MAX_CWND_BYTES.max(smss_bytes)
-}
-
 impl CongestionController for Bic {
     fn name(&self) -> &'static str {
         "bic"
@@ -296,7 +292,7 @@ impl CongestionController for Bic {
         if batch.prior_in_flight_bytes.saturating_add(smss) <= self.cwnd_bytes {
             return;
         }
-        let limit = max_window(smss);
+        let limit = max_window_bytes(smss);
         if self.in_slow_start() {
             // RFC 5681 eq. (2).
             self.cwnd_bytes = (self.cwnd_bytes + n.min(smss)).min(limit);
@@ -353,7 +349,8 @@ impl CongestionController for Bic {
         } else {
             cwnd * beta / BETA_SCALE
         };
-        self.ssthresh_bytes = (ssthresh.max(MIN_SSTHRESH_SEGMENTS) * smss).min(max_window(smss));
+        self.ssthresh_bytes =
+            (ssthresh.max(MIN_SSTHRESH_SEGMENTS) * smss).min(max_window_bytes(smss));
         self.cwnd_bytes = if event.restart_slow_start {
             LOSS_WINDOW_SEGMENTS * smss
         } else {

@@ -36,8 +36,8 @@
 //! - The RTT of the target is RFC 6298's SRTT (RFC 9438 4.2); before any sample, 0.
 
 use super::{
-    AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit, Detection,
-    Reduction, MAX_CWND_BYTES,
+    max_window_bytes, AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit,
+    Detection, Reduction,
 };
 use crate::tcp::rtt::RttEstimator;
 use crate::time::{SimDuration, SimTime};
@@ -152,7 +152,7 @@ impl Cubic {
             smss_bytes,
             cwnd: init
                 .initial_window_bytes
-                .clamp(smss_bytes, max_window(smss_bytes)) as f64,
+                .clamp(smss_bytes, max_window_bytes(smss_bytes)) as f64,
             ssthresh_bytes: config
                 .initial_ssthresh_bytes
                 .max(MIN_SSTHRESH_SEGMENTS * smss_bytes),
@@ -246,10 +246,6 @@ impl Cubic {
     }
 }
 
-fn max_window(smss_bytes: u64) -> u64 {
-    MAX_CWND_BYTES.max(smss_bytes)
-}
-
 impl CongestionController for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
@@ -263,7 +259,7 @@ impl CongestionController for Cubic {
             return;
         }
         let smss = self.smss_bytes as f64;
-        let limit = max_window(self.smss_bytes) as f64;
+        let limit = max_window_bytes(self.smss_bytes) as f64;
         if self.in_slow_start() {
             // RFC 9438 4.10 with RFC 5681 eq. (2).
             self.cwnd = (self.cwnd + (n as f64).min(smss)).min(limit);
@@ -344,7 +340,7 @@ impl CongestionController for Cubic {
         let ssthresh = libm::round(event.flight_size_bytes as f64 * self.config.beta) as u64;
         self.ssthresh_bytes = ssthresh
             .max(MIN_SSTHRESH_SEGMENTS * smss)
-            .min(max_window(smss));
+            .min(max_window_bytes(smss));
         // 4.8: a timeout reduces cwnd as RFC 5681 does (the loss window), and so does a
         // restart from it that the recovery role asks for (Tahoe).
         self.cwnd = if event.restart_slow_start {

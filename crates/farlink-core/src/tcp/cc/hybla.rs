@@ -32,7 +32,7 @@
 //!   ssthresh at once, and the burst that follows (ssthresh still reflects the flight before
 //!   the timeout) overflows the bottleneck and times out again, in a cycle that seed 003's
 //!   lossless wireless path with a 1 MiB receive buffer repeats every few seconds.
-//! - The window never exceeds [`MAX_CWND_BYTES`] (an initial slow start with ρ = 24 would
+//! - The window never exceeds [`MAX_CWND_BYTES`](super::MAX_CWND_BYTES) (an initial slow start with ρ = 24 would
 //!   multiply the window by 2^24 in one round trip).
 //! - Only the window rules: the paper's Hybla also comprises SACK, timestamps, Hoe's estimate
 //!   of the channel bandwidth (for the first ssthresh) and packet spacing. SACK and timestamps
@@ -42,8 +42,8 @@
 //!   trip: run Hybla with SACK.
 
 use super::{
-    AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit, Reduction,
-    SentPacket, MAX_CWND_BYTES,
+    max_window_bytes, AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit,
+    Reduction, SentPacket,
 };
 use crate::tcp::rtt::RttEstimator;
 use crate::time::SimDuration;
@@ -117,7 +117,7 @@ impl Hybla {
             smss_bytes,
             cwnd: init
                 .initial_window_bytes
-                .clamp(smss_bytes, max_window(smss_bytes)) as f64,
+                .clamp(smss_bytes, max_window_bytes(smss_bytes)) as f64,
             ssthresh_bytes: config
                 .initial_ssthresh_bytes
                 .max(MIN_SSTHRESH_SEGMENTS * smss_bytes),
@@ -144,10 +144,6 @@ impl Hybla {
     pub fn in_loss_recovery(&self) -> bool {
         self.loss_recovery_point.is_some()
     }
-}
-
-fn max_window(smss_bytes: u64) -> u64 {
-    MAX_CWND_BYTES.max(smss_bytes)
 }
 
 impl CongestionController for Hybla {
@@ -182,7 +178,7 @@ impl CongestionController for Hybla {
             self.rho
         };
         let smss = self.smss_bytes as f64;
-        let limit = max_window(self.smss_bytes) as f64;
+        let limit = max_window_bytes(self.smss_bytes) as f64;
         if self.in_slow_start() {
             // cwnd += (2^ρ − 1) segments, per full-sized segment acknowledged (ρ = 1:
             // RFC 5681 eq. (2), min(N, SMSS)); ended at ssthresh.
@@ -206,7 +202,7 @@ impl CongestionController for Hybla {
             self.loss_recovery_point = Some(self.snd_max);
             LOSS_WINDOW_SEGMENTS * smss
         } else {
-            self.ssthresh_bytes.min(max_window(smss))
+            self.ssthresh_bytes.min(max_window_bytes(smss))
         };
         self.cwnd = cwnd_bytes as f64;
         Reduction {
@@ -311,9 +307,9 @@ mod tests {
         let mut cc = hybla(None, 1);
         ack(&mut cc, &rtt);
         assert_eq!(cc.rho(), 24.0);
-        let expected = ((1u64 << 24) * SMSS).min(MAX_CWND_BYTES);
+        let expected = ((1u64 << 24) * SMSS).min(crate::tcp::cc::MAX_CWND_BYTES);
         assert_eq!(cc.window(), expected);
-        assert_eq!(cc.window(), MAX_CWND_BYTES);
+        assert_eq!(cc.window(), crate::tcp::cc::MAX_CWND_BYTES);
 
         // A smaller segment keeps 2^24 × SMSS below the cap: the factor is 2^24 exactly.
         let mut cc = Hybla::new(

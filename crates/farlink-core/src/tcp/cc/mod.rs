@@ -45,6 +45,11 @@ pub use westwood::{Westwood, WestwoodConfig};
 /// 2^ρ per ACK) finite.
 pub const MAX_CWND_BYTES: u64 = 1 << 30;
 
+/// The largest window a controller may hold: [`MAX_CWND_BYTES`], and never below one segment.
+pub fn max_window_bytes(smss_bytes: u64) -> u64 {
+    MAX_CWND_BYTES.max(smss_bytes)
+}
+
 /// One segment newly acknowledged by the cumulative ACK field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Acked {

@@ -55,8 +55,8 @@
 //! 5681's loss window of one segment (ns-2 uses two).
 
 use super::{
-    AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit, Reduction,
-    SentPacket, MAX_CWND_BYTES,
+    max_window_bytes, AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit,
+    Reduction, SentPacket,
 };
 use crate::tcp::rtt::RttEstimator;
 use crate::time::{SimDuration, SimTime};
@@ -176,7 +176,7 @@ impl Vegas {
             smss_bytes,
             cwnd_bytes: init
                 .initial_window_bytes
-                .clamp(smss_bytes, MAX_CWND_BYTES.max(smss_bytes)),
+                .clamp(smss_bytes, max_window_bytes(smss_bytes)),
             ssthresh_bytes: config
                 .initial_ssthresh_bytes
                 .max(MIN_WINDOW_SEGMENTS * smss_bytes),
@@ -360,7 +360,7 @@ impl CongestionController for Vegas {
                 self.cwnd_bytes += (smss * smss / self.cwnd_bytes).max(1);
             }
         }
-        self.cwnd_bytes = self.cwnd_bytes.min(MAX_CWND_BYTES.max(smss));
+        self.cwnd_bytes = self.cwnd_bytes.min(max_window_bytes(smss));
     }
 
     fn on_congestion_event(&mut self, _now: SimTime, event: &CongestionEvent) -> Reduction {
@@ -376,7 +376,7 @@ impl CongestionController for Vegas {
             self.slow_start_growing = true;
             self.leaving_fast_recovery = false;
         } else {
-            self.cwnd_bytes = self.ssthresh_bytes.min(MAX_CWND_BYTES.max(smss));
+            self.cwnd_bytes = self.ssthresh_bytes.min(max_window_bytes(smss));
             self.increase = Increase::None;
             self.leaving_fast_recovery = true;
         }

@@ -35,8 +35,8 @@
 //!   before the loss; we keep the paper's min.
 
 use super::{
-    AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit, Reduction,
-    MAX_CWND_BYTES,
+    max_window_bytes, AckBatch, CcMetrics, CongestionController, CongestionEvent, ControllerInit,
+    Reduction,
 };
 use crate::tcp::rtt::RttEstimator;
 use crate::time::{SimDuration, SimTime};
@@ -102,7 +102,7 @@ impl Westwood {
             smss_bytes,
             cwnd_bytes: init
                 .initial_window_bytes
-                .clamp(smss_bytes, max_window(smss_bytes)),
+                .clamp(smss_bytes, max_window_bytes(smss_bytes)),
             ssthresh_bytes: config
                 .initial_ssthresh_bytes
                 .max(MIN_SSTHRESH_SEGMENTS * smss_bytes),
@@ -158,10 +158,6 @@ impl Westwood {
     }
 }
 
-fn max_window(smss_bytes: u64) -> u64 {
-    MAX_CWND_BYTES.max(smss_bytes)
-}
-
 impl CongestionController for Westwood {
     fn name(&self) -> &'static str {
         "westwood"
@@ -196,7 +192,7 @@ impl CongestionController for Westwood {
         self.cwnd_bytes = self
             .cwnd_bytes
             .saturating_add(increase)
-            .min(max_window(smss));
+            .min(max_window_bytes(smss));
     }
 
     fn on_congestion_event(&mut self, _now: SimTime, event: &CongestionEvent) -> Reduction {
@@ -207,7 +203,7 @@ impl CongestionController for Westwood {
             self.ssthresh_bytes = self
                 .bwe_ssthresh()
                 .unwrap_or((event.flight_size_bytes / 2).max(MIN_SSTHRESH_SEGMENTS * smss))
-                .min(max_window(smss));
+                .min(max_window_bytes(smss));
         }
         self.cwnd_bytes = if event.restart_slow_start {
             LOSS_WINDOW_SEGMENTS * smss
