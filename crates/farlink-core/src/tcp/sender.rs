@@ -462,8 +462,15 @@ impl Sender {
         self.stats.handshake_acks_sent += 1;
         // SND.MAX as the sequence number: never below the receiver's RCV.NXT, so the receiver
         // does not take it for a window probe.
-        Some(Segment {
-            seq: self.snd_max,
+        Some(self.pure_ack(now, self.snd_max))
+    }
+
+    /// A segment without data or SYN at sequence number `seq`: the ACK that completes the
+    /// handshake, or a window probe. Its window field says the most it can: the far end sends
+    /// no data, so it has no use for this side's window.
+    fn pure_ack(&self, now: SimTime, seq: u64) -> Segment {
+        Segment {
+            seq,
             ack: 0,
             flags: Flags::ACK,
             payload_bytes: 0,
@@ -475,7 +482,7 @@ impl Sender {
                 }),
                 ..Options::default()
             },
-        })
+        }
     }
 
     /// `poll_transmit` of an established connection.
@@ -582,20 +589,7 @@ impl Sender {
             return None;
         }
         self.stats.window_probes += 1;
-        Some(Segment {
-            seq: self.snd_una - 1,
-            ack: 0,
-            flags: Flags::ACK,
-            payload_bytes: 0,
-            window_field: u16::MAX,
-            options: Options {
-                timestamps: self.timestamps.then(|| Timestamps {
-                    tsval: timestamp_clock(now),
-                    tsecr: self.ts_recent,
-                }),
-                ..Options::default()
-            },
-        })
+        Some(self.pure_ack(now, self.snd_una - 1))
     }
 
     /// RFC 3042 section 2: while no recovery is under way, each of the first two duplicate
