@@ -214,19 +214,22 @@ pub struct ArqStats {
     pub bytes_sent: u64,
 }
 
+/// A packet cut into frames `[first, first + frames)` of a link layer's sequence space (this
+/// ARQ's and IS-707 RLP's).
 #[derive(Clone, Copy, Debug)]
-struct Unit {
-    pkt: Packet,
-    first: u64,
-    frames: u32,
+pub(crate) struct Unit {
+    pub(crate) pkt: Packet,
+    pub(crate) first: u64,
+    pub(crate) frames: u32,
     /// Handed up or discarded at the receiving end.
-    reported: bool,
+    pub(crate) reported: bool,
     /// One of its frames was given up.
-    lost: bool,
+    pub(crate) lost: bool,
 }
 
 impl Unit {
-    fn end(&self) -> u64 {
+    /// The frame after its last.
+    pub(crate) fn end(&self) -> u64 {
         self.first + u64::from(self.frames)
     }
 }

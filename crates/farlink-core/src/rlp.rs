@@ -70,6 +70,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 use std::rc::Rc;
 
+use crate::arq::Unit;
 use crate::error::ConfigError;
 use crate::link::{
     transmission_time, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit,
@@ -254,21 +255,6 @@ pub struct RlpStats {
     pub missing_by_data: u64,
     pub missing_by_idle: u64,
     pub units_given_up: u64,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Unit {
-    pkt: Packet,
-    first: u64,
-    frames: u32,
-    reported: bool,
-    lost: bool,
-}
-
-impl Unit {
-    fn end(&self) -> u64 {
-        self.first + u64::from(self.frames)
-    }
 }
 
 /// The receiver's view of a frame in [V(N), V(R)).
