@@ -11,8 +11,12 @@
 //! optional white space, a decimal number `[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?`, optional
 //! white space, an optional unit that starts with neither a digit nor white space and holds no
 //! line break, optional white space. Sizes and rates are decimal (`KB` = 1000 bytes, `kbps` =
-//! 1000 bit/s) unless written with a binary prefix (`KiB` = 1024 bytes); unit letters are case
-//! insensitive except where noted. `1/50min` is one event per 50 minutes, 1/3000 per second.
+//! 1000 bit/s) unless written with a binary prefix (`KiB` = 1024 bytes). Unit letters are case
+//! insensitive except where case changes the meaning: `B` is a byte and `b` a bit, so `2MBps`
+//! is 16 Mbit/s while `2Mbps`, `2mbps` and `2Mbit` are 2 Mbit/s; a rate in capitals (`2MBPS`)
+//! could be either and is refused; a size in bits (`5Mb`) is refused rather than converted.
+//! `docs/units.md` tabulates every spelling. `1/50min` is one event per 50 minutes, 1/3000 per
+//! second.
 //!
 //! Known differences from the Python parser, all on inputs no scenario should contain: Python's
 //! `\d` and `float()` also accept non-ASCII decimal digits (Arabic-Indic and so on), and its
@@ -25,16 +29,17 @@
 use std::fmt;
 
 /// The accepted forms of a size, as the error messages quote them.
-pub const SIZE_FORMS: &str =
-    "a size such as 20.6MB, 47.9KB, 1448B, 1448 or 2MiB (KB/MB/GB decimal, KiB/MiB/GiB binary)";
+pub const SIZE_FORMS: &str = "a size in bytes such as 20.6MB, 47.9KB, 1448B, 1448 or 2MiB \
+     (KB/MB/GB decimal, KiB/MiB/GiB binary; B is a byte, b a bit)";
 /// The accepted forms of a duration.
 pub const DURATION_FORMS: &str = "a duration such as 19s, 250ms, 50min, 1.5h or 19 (seconds)";
 /// The accepted forms of an event rate.
 pub const EVENT_RATE_FORMS: &str =
     "a rate such as 1/50min, 0.02/min, 1.2/h, 1/3000s or 0.001 (per second)";
 /// The accepted forms of a bit rate.
-pub const BITRATE_FORMS: &str =
-    "a bit rate such as 2400bps, 2.4kbps, 128kbps, 1.5Mbps or 1Gbps (decimal prefixes)";
+pub const BITRATE_FORMS: &str = "a bit rate such as 2400bps, 128kbps, 1.5Mbps, 2Mbit/s or \
+     10mbit, or bytes per second such as 250kBps or 2MB/s (b is a bit, B a byte; decimal \
+     prefixes)";
 /// The accepted forms of a probability.
 pub const PROBABILITY_FORMS: &str =
     "a probability strictly between 0 and 1, such as 5e-4, 0.01 or 0.05%";
@@ -59,19 +64,104 @@ impl fmt::Display for UnitError {
 
 impl std::error::Error for UnitError {}
 
-/// Size units (lower case) and their factors to bytes.
-const SIZE_FACTORS: &[(&str, f64)] = &[
-    ("", 1.0),
-    ("b", 1.0),
-    ("byte", 1.0),
-    ("bytes", 1.0),
-    ("kb", 1e3),
-    ("mb", 1e6),
-    ("gb", 1e9),
-    ("kib", 1024.0),
-    ("mib", 1_048_576.0),
-    ("gib", 1_073_741_824.0),
+/// Decimal and binary prefixes of sizes and rates (lower case) and their factors. Prefix case
+/// never changes the meaning here (`kB` = `KB`; nobody means millibytes by `mB`), so it is
+/// compared lower-cased; the case of `B`/`b` is what tells bytes from bits.
+const PREFIX_FACTORS: &[(&str, f64, &str, &str)] = &[
+    // (prefix, factor, canonical spelling, name)
+    ("ki", 1024.0, "Ki", "kibi"),
+    ("mi", 1_048_576.0, "Mi", "mebi"),
+    ("gi", 1_073_741_824.0, "Gi", "gibi"),
+    ("k", 1e3, "K", "kilo"),
+    ("m", 1e6, "M", "mega"),
+    ("g", 1e9, "G", "giga"),
+    ("", 1.0, "", ""),
 ];
+
+/// What a size or rate unit's base (after its prefix) counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Base {
+    Bits,
+    Bytes,
+    /// `BPS` or `B/S`: written in capitals, the case of `B` says nothing.
+    Ambiguous,
+}
+
+/// A unit split into its prefix (factor, canonical spelling, name) and its base.
+struct Unit {
+    /// Length in bytes of the prefix as written.
+    prefix_len: usize,
+    factor: f64,
+    canonical_prefix: &'static str,
+    prefix_name: &'static str,
+    base: Base,
+}
+
+/// Reads the base of a size (`per_second` false: `B`, `byte(s)`, `b`, `bit(s)`) or of a rate
+/// (`per_second` true: `Bps`, `B/s`, `byte(s)/s`, `bps`, `b/s`, `bit(s)/s`, and `bit(s)` alone
+/// as `tc` writes `kbit`). The words are read in any case; the single letter decides by its
+/// case, `B` bytes and `b` bits.
+fn base_of(rest: &str, per_second: bool, whole_unit_is_capitals: bool) -> Option<Base> {
+    let lower = rest.to_ascii_lowercase();
+    let letter = |c: char| {
+        if c == 'b' {
+            Base::Bits
+        } else if per_second && whole_unit_is_capitals {
+            Base::Ambiguous
+        } else {
+            Base::Bytes
+        }
+    };
+    let first = rest.chars().next()?;
+    if per_second {
+        match lower.as_str() {
+            "bit" | "bits" | "bit/s" | "bits/s" => Some(Base::Bits),
+            "byte/s" | "bytes/s" => Some(Base::Bytes),
+            "bps" | "b/s" => Some(letter(first)),
+            _ => None,
+        }
+    } else {
+        match lower.as_str() {
+            "bit" | "bits" => Some(Base::Bits),
+            "byte" | "bytes" => Some(Base::Bytes),
+            "b" => Some(letter(first)),
+            _ => None,
+        }
+    }
+}
+
+/// Splits a size or rate unit into prefix and base, trying the longest prefix first (`Kib` is
+/// `Ki` + `b`, not `K` + `ib`).
+fn read_unit(unit: &str, per_second: bool) -> Option<Unit> {
+    // Only ASCII spells a unit; checking so keeps the Python twin's reading identical.
+    if !unit.is_ascii() {
+        return None;
+    }
+    let capitals = unit.bytes().any(|b| b.is_ascii_alphabetic())
+        && !unit.bytes().any(|b| b.is_ascii_lowercase());
+    for &(prefix, factor, canonical_prefix, prefix_name) in PREFIX_FACTORS {
+        let Some(head) = unit.get(..prefix.len()) else {
+            continue;
+        };
+        if head.to_ascii_lowercase() != prefix {
+            continue;
+        }
+        // Rates take decimal prefixes only.
+        if per_second && prefix.ends_with('i') {
+            continue;
+        }
+        if let Some(base) = base_of(&unit[prefix.len()..], per_second, capitals) {
+            return Some(Unit {
+                prefix_len: prefix.len(),
+                factor,
+                canonical_prefix,
+                prefix_name,
+                base,
+            });
+        }
+    }
+    None
+}
 
 /// Time units (lower case, and `µs` with the micro sign U+00B5) and their factors to seconds.
 const DURATION_FACTORS: &[(&str, f64)] = &[
@@ -87,10 +177,6 @@ const DURATION_FACTORS: &[(&str, f64)] = &[
     ("hr", 3600.0),
     ("d", 86400.0),
 ];
-
-/// Bit-rate units (lower case, `bit/s` and `b/s` already rewritten to `bps`).
-const BITRATE_FACTORS: &[(&str, f64)] =
-    &[("bps", 1.0), ("kbps", 1e3), ("mbps", 1e6), ("gbps", 1e9)];
 
 fn lookup(table: &[(&str, f64)], key: &str) -> Option<f64> {
     table.iter().find(|(k, _)| *k == key).map(|&(_, f)| f)
@@ -177,6 +263,16 @@ fn number_prefix_len(s: &str) -> Option<usize> {
 
 /// Splits `text` into a finite number and a unit suffix, as Python's `_split` does.
 fn split<'a>(text: &'a str, what: &str, forms: &str) -> Result<(f64, &'a str), UnitError> {
+    split_number(text, what, forms).map(|(value, _, unit)| (value, unit))
+}
+
+/// As `split`, also handing back the number as written (for messages that suggest a
+/// spelling).
+fn split_number<'a>(
+    text: &'a str,
+    what: &str,
+    forms: &str,
+) -> Result<(f64, &'a str, &'a str), UnitError> {
     let cannot = || {
         UnitError::new(format!(
             "cannot read {what} {}: expected {forms}",
@@ -198,7 +294,7 @@ fn split<'a>(text: &'a str, what: &str, forms: &str) -> Result<(f64, &'a str), U
     if !value.is_finite() {
         return Err(cannot());
     }
-    Ok((value, unit))
+    Ok((value, number, unit))
 }
 
 /// Python's `float()` on a string: surrounding white space, `_` between digits, `inf`,
@@ -234,16 +330,32 @@ fn strip_digit_underscores(t: &str) -> Option<String> {
 }
 
 /// Reads a size in bytes: `20.6MB` → 20.6e6, `2MiB` → 2097152, `1448` → 1448. Zero is
-/// accepted only with `allow_zero`.
+/// accepted only with `allow_zero`. A size written in bits (`5Mb`, `64kbit`) is refused with
+/// both readings named: sizes here are byte counts, and `b` for `B` is a typing slip far more
+/// often than a size meant in bits, so converting would hide an error eight times over.
 pub fn parse_size_bytes(text: &str, allow_zero: bool) -> Result<f64, UnitError> {
-    let (value, unit) = split(text, "size", SIZE_FORMS)?;
-    let factor = lookup(SIZE_FACTORS, &unit.to_lowercase()).ok_or_else(|| {
-        UnitError::new(format!(
-            "unknown size unit {} in {}: expected {SIZE_FORMS}",
-            py_repr(unit),
-            py_repr(text)
-        ))
-    })?;
+    let (value, number, unit) = split_number(text, "size", SIZE_FORMS)?;
+    let factor = if unit.is_empty() {
+        1.0
+    } else {
+        let read = read_unit(unit, false).ok_or_else(|| {
+            UnitError::new(format!(
+                "unknown size unit {} in {}: expected {SIZE_FORMS}",
+                py_repr(unit),
+                py_repr(text)
+            ))
+        })?;
+        if read.base != Base::Bytes {
+            let name = read.prefix_name;
+            return Err(UnitError::new(format!(
+                "size {} is in {name}bits (b is a bit, B a byte): write {number}{}B for \
+                 {number} {name}bytes, or the size in bytes: expected {SIZE_FORMS}",
+                py_repr(text),
+                read.canonical_prefix,
+            )));
+        }
+        read.factor
+    };
     let size = value * factor;
     if size < 0.0 || (size == 0.0 && !allow_zero) {
         return Err(UnitError::new(format!(
@@ -340,21 +452,34 @@ fn bare_unit(period_text: &str) -> Option<&str> {
     Some(unit)
 }
 
-/// Reads a bit rate in bit/s: `2400bps` → 2400, `1.5Mbps` → 1.5e6, `2Mbit/s` → 2e6. A bare
-/// number is not a bit rate (its unit would be ambiguous).
+/// Reads a rate in bit/s: `2400bps` → 2400, `1.5Mbps` → 1.5e6, `2Mbit/s` → 2e6, and bytes
+/// per second times eight: `2MBps` → 16e6, `250kB/s` → 2e6. `b` is a bit and `B` a byte;
+/// `BPS` in capitals could be either and is refused, naming both. A bare number is not a
+/// rate (its unit would be ambiguous).
 pub fn parse_bitrate_bps(text: &str) -> Result<f64, UnitError> {
-    let (value, unit) = split(text, "bit rate", BITRATE_FORMS)?;
-    let key = unit
-        .to_lowercase()
-        .replace("bit/s", "bps")
-        .replace("b/s", "bps");
-    let factor = lookup(BITRATE_FACTORS, &key).ok_or_else(|| {
+    let (value, number, unit) = split_number(text, "bit rate", BITRATE_FORMS)?;
+    let read = read_unit(unit, true).ok_or_else(|| {
         UnitError::new(format!(
             "unknown bit-rate unit {} in {}: expected {BITRATE_FORMS}",
             py_repr(unit),
             py_repr(text)
         ))
     })?;
+    let factor = match read.base {
+        Base::Bits => read.factor,
+        Base::Bytes => read.factor * 8.0,
+        Base::Ambiguous => {
+            let name = read.prefix_name;
+            // The prefix as written: in capitals, like the rest of the unit.
+            let prefix = &unit[..read.prefix_len];
+            return Err(UnitError::new(format!(
+                "bit rate {} is ambiguous (in capitals B may be a bit or a byte): write \
+                 {number}{prefix}bps for {name}bits or {number}{prefix}Bps for {name}bytes per \
+                 second: expected {BITRATE_FORMS}",
+                py_repr(text),
+            )));
+        }
+    };
     let rate = value * factor;
     if rate <= 0.0 {
         return Err(UnitError::new(format!(
