@@ -34,7 +34,7 @@ def cell(loss: float, limited_transmit: bool, seeds: int) -> tuple[float, float]
                 f"flows[0].tcp.limited_transmit={str(limited_transmit).lower()}",
                 "trace={}",
             ],
-        ).summary["aggregate"]
+        ).summary
         needless.append(agg["retransmissions"] - sum(agg["drops"].values()))
         goodput.append(agg["normalized_goodput"])
     return statistics.fmean(needless), statistics.fmean(goodput)

@@ -94,7 +94,7 @@ def farlink_cell(
                 "trace={cwnd=true}",
             ],
         )
-        agg = result.summary["aggregate"]
+        agg = result.summary
         values.append(agg["normalized_goodput"])
         retx.append(agg["retransmissions"])
         timeouts.append(agg["timeouts"])

@@ -49,7 +49,7 @@ def test_every_preset_runs_and_conserves():
         seconds = 300 if name.startswith("iridium") else 5 + math.ceil(last_start_s)
         result = simulate(name, duration=f"{seconds}s")
         assert result.summary["sim_time_s"] == pytest.approx(seconds)
-        assert result.summary["aggregate"]["delivered_bytes"] > 0
+        assert result.summary["delivered_bytes"] > 0
 
 
 def test_same_seed_same_bytes_other_seed_differs():
@@ -64,12 +64,12 @@ def test_lossless_path_fills_the_bottleneck():
     # Payload is 948 of every 1000 bytes on the wire (timestamps on), so 0.948 is the ceiling;
     # the slow-start overshoot into the 30-packet buffer costs one timeout early on.
     result = simulate("stpd-wireless", loss=0.0, duration="100s", sets=["trace={}"])
-    assert result.summary["aggregate"]["normalized_goodput"] > 0.85
+    assert result.summary["normalized_goodput"] > 0.85
 
 
 def test_goodput_falls_with_loss():
     goodput = [
-        simulate("stpd-wireless", loss=p, duration="60s", sets=["trace={}"]).summary["aggregate"][
+        simulate("stpd-wireless", loss=p, duration="60s", sets=["trace={}"]).summary[
             "normalized_goodput"
         ]
         for p in (1e-3, 1e-2, 1e-1)
@@ -89,7 +89,7 @@ def test_tcp_override_selects_recovery_and_sack_beats_reno_under_loss():
     reno = simulate("stpd-wireless", tcp="reno", loss=0.03, duration="60s", sets=["trace={}"])
     sack = simulate("stpd-wireless", tcp="sack", loss=0.03, duration="60s", sets=["trace={}"])
     assert reno.scenario["flows"][0]["tcp"]["recovery"] == "reno"
-    assert sack.summary["aggregate"]["goodput_bps"] > reno.summary["aggregate"]["goodput_bps"]
+    assert sack.summary["goodput_bps"] > reno.summary["goodput_bps"]
 
 
 def test_tcp_bic_reduces_the_window_to_819_1024_of_itself():
@@ -210,6 +210,6 @@ def test_tahoe_with_rare_losses_does_not_lock_into_retransmissions():
         result = simulate(
             "stpd-wireless", tcp="tahoe", loss=1e-4, seed=seed, sets=[*NS2_LIKE_TCP, "trace={}"]
         )
-        agg = result.summary["aggregate"]
+        agg = result.summary
         assert agg["normalized_goodput"] > 0.8, (seed, agg)
         assert agg["retransmissions"] < 300, (seed, agg)

@@ -147,7 +147,7 @@ def test_process_pool_writes_one_row_per_point_and_seed(pool_sweep):
         "stpd-wireless", tcp="sack", loss=row["loss"], duration="20s", seed=row["seed"],
         sets=[f"links[1].queue_pkts={row['links[1].queue_pkts']}"],
     )  # fmt: skip
-    assert again.summary["aggregate"]["delivered_bytes"] == row["delivered_bytes"]
+    assert again.summary["delivered_bytes"] == row["delivered_bytes"]
     assert again.summary["events"] == row["events"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["axes"] == ["loss", "links[1].queue_pkts"] and manifest["runs"] == 12

@@ -59,6 +59,32 @@ SizeOpt = f"Size ({units.SIZE_FORMS})."
 DurationOpt = f"({units.DURATION_FORMS})."
 
 
+OutDirOpt = Annotated[
+    Path | None, typer.Option("--out", help="Also write the result as DIR/summary.json.")
+]
+
+
+def _predicted(payload: dict[str, Any], out: Path | None) -> dict[str, Any]:
+    """A prediction as a result document (docs/results.md), written to ``out`` if given."""
+    from farlink.report import plain
+    from farlink.result_schema import model_document, write_document
+
+    doc = plain(model_document(payload))  # NaN and inf as null, as printed
+    if out is not None:
+        write_document(doc, out)
+    return doc
+
+
+def _emit_prediction(as_json: bool, title: str, payload: dict[str, Any], out: Path | None) -> None:
+    doc = _predicted(payload, out)
+    if as_json:
+        print_json(doc)
+        return
+    _emit(False, title, payload)
+    if out is not None:
+        typer.echo(f"wrote {out / 'summary.json'}")
+
+
 def _emit(as_json: bool, title: str, payload: dict[str, Any]) -> None:
     if as_json:
         print_json(payload)
@@ -88,6 +114,7 @@ def predict_calldrop(
         str, typer.Option("--b", help="Segments acknowledged per ACK (2: delayed ACK).")
     ] = "2",
     as_json: JsonFlag = False,
+    out: OutDirOpt = None,
 ) -> None:
     """Transfer time over an n-member bundle with Poisson call drops (seed 000 eq. 36).
 
@@ -121,7 +148,7 @@ def predict_calldrop(
         "window_limited": result.window_limited,
         "timeout_dominated": result.timeout_dominated,
     }
-    _emit(as_json, "calldrop (seed 000 eq. 36)", payload)
+    _emit_prediction(as_json, "calldrop (seed 000 eq. 36)", payload, out)
 
 
 def _window(text: str) -> float:
@@ -141,6 +168,7 @@ def predict_pftk(
     ] = "none",
     b: Annotated[str, typer.Option("--b", help="Segments acknowledged per ACK.")] = "2",
     as_json: JsonFlag = False,
+    out: OutDirOpt = None,
 ) -> None:
     """Padhye et al.: full model, approximation (eq. 14) and no-timeout throughput (eq. 29)."""
     from farlink.models import (
@@ -168,7 +196,7 @@ def predict_pftk(
         "mathis_throughput_pkts_per_s": mathis_throughput(p, rtt_s, b_),
         "wmax_pkts": wmax_pkts,
     }
-    _emit(as_json, "pftk (Padhye et al. 2000)", payload)
+    _emit_prediction(as_json, "pftk (Padhye et al. 2000)", payload, out)
 
 
 @predict_app.command("mathis")
@@ -178,6 +206,7 @@ def predict_mathis(
     mss: Annotated[str, typer.Option(help=f"Segment size. {SizeOpt}")] = "1448",
     b: Annotated[str, typer.Option("--b", help="Segments acknowledged per ACK.")] = "2",
     as_json: JsonFlag = False,
+    out: OutDirOpt = None,
 ) -> None:
     """Mathis et al.: B = sqrt(3/(2bp)) / RTT, no timeouts, no window limit."""
     from farlink.models import mathis_throughput
@@ -193,7 +222,7 @@ def predict_mathis(
         "throughput_pkts_per_s": rate,
         "throughput_bps": rate * mss_bytes * 8,
     }
-    _emit(as_json, "mathis (Mathis et al. 1997)", payload)
+    _emit_prediction(as_json, "mathis (Mathis et al. 1997)", payload, out)
 
 
 @predict_app.command("short")
@@ -217,6 +246,7 @@ def predict_short(
         str, typer.Option(help=f"Mean delayed-ACK wait for the first segment {DurationOpt}")
     ] = "100ms",
     as_json: JsonFlag = False,
+    out: OutDirOpt = None,
 ) -> None:
     """Latency of a short transfer: Cardwell et al. and Sikdar et al. (seed 000 eqs. 15-23).
 
@@ -257,7 +287,7 @@ def predict_short(
         "sikdar_single_loss_timeout_share": sikdar.single_loss_timeout_share,
         "segments": params["size_pkts"],
     }
-    _emit(as_json, "short (Cardwell et al. 2000; Sikdar et al. 2003)", payload)
+    _emit_prediction(as_json, "short (Cardwell et al. 2000; Sikdar et al. 2003)", payload, out)
 
 
 @predict_app.command("stpd")
@@ -275,6 +305,7 @@ def predict_stpd(
         typer.Option(help="Reading of eqs. 4.1-4.11: published, printed or window (docs/stpd.md)."),
     ] = "published",
     as_json: JsonFlag = False,
+    out: OutDirOpt = None,
 ) -> None:
     """The ST-PD transient model (seed 003 section 4.3): poles and normalised throughput.
 
@@ -297,14 +328,17 @@ def predict_stpd(
         "stable": bool(stpd.is_stable(m, kp, kd, reading=reading)),
         "normalized_throughput": stpd.normalised_throughput(p, m, kp, kd, reading=reading),
     }
+    doc = _predicted(payload, out)
     if as_json:
-        print_json(payload)
+        print_json(doc)
         return
     rows = {f"pole {i + 1}": f"{re:+.4f} {im:+.4f}i" for i, (re, im) in enumerate(payload["poles"])}
     print_quantities(
         "stpd transient model (seed 003 section 4.3)",
         {**rows, **{k: v for k, v in payload.items() if k not in ("model", "inputs", "poles")}},
     )
+    if out is not None:
+        typer.echo(f"wrote {out / 'summary.json'}")
 
 
 @predict_app.command("iridium-rtt")
@@ -321,6 +355,7 @@ def predict_iridium_rtt(
     ] = None,
     prop: Annotated[str, typer.Option(help=f"One-way propagation {DurationOpt}")] = "0.5s",
     as_json: JsonFlag = False,
+    out: OutDirOpt = None,
 ) -> None:
     """Loaded RTT of an Iridium bundle, RTT = Q_P T_MP (seed 000 section 4.1.6).
 
@@ -353,7 +388,7 @@ def predict_iridium_rtt(
         "service_time_s": service,
         "clocking_time_s": clocking,
     }
-    _emit(as_json, "iridium-rtt (seed 000 section 4.1.6)", payload)
+    _emit_prediction(as_json, "iridium-rtt (seed 000 section 4.1.6)", payload, out)
 
 
 def _unit_interval(text: str) -> float:
@@ -377,29 +412,34 @@ def predict_drop_loss(
     segment: Annotated[str, typer.Option(help=f"Segment size P. {SizeOpt}")] = "1.5KB",
     wmax: Annotated[str, typer.Option(help=f"TCP window limit. {SizeOpt}")] = "47.9KB",
     as_json: JsonFlag = False,
+    out: OutDirOpt = None,
 ) -> None:
     """Packets lost by one call drop, (T_L R + 2 B_M + B_S) / P (seed 000 section 5.2)."""
     from farlink.models import packets_lost_per_call_drop
 
-    segment_bytes = read("--segment", units.parse_size_bytes, segment)
-    lost = packets_lost_per_call_drop(
-        read("--detect", lambda t: units.parse_duration_s(t, allow_zero=True), detect),
-        read("--rate", units.parse_bitrate_bps, rate),
-        read("--modem-buffer", lambda t: units.parse_size_bytes(t, allow_zero=True), modem_buffer),
-        read(
+    inputs = {
+        "detect_s": read("--detect", lambda t: units.parse_duration_s(t, allow_zero=True), detect),
+        "rate_bps": read("--rate", units.parse_bitrate_bps, rate),
+        "modem_buffer_bytes": read(
+            "--modem-buffer", lambda t: units.parse_size_bytes(t, allow_zero=True), modem_buffer
+        ),
+        "serial_buffer_bytes": read(
             "--serial-buffer", lambda t: units.parse_size_bytes(t, allow_zero=True), serial_buffer
         ),
-        segment_bytes,
-    )
+        "segment_bytes": read("--segment", units.parse_size_bytes, segment),
+    }
+    segment_bytes = inputs["segment_bytes"]
+    lost = packets_lost_per_call_drop(*inputs.values())
     wmax_bytes = read("--wmax", units.parse_size_bytes, wmax)
     payload = {
         "model": "drop-loss",
+        "inputs": {**inputs, "wmax_bytes": wmax_bytes},
         "packets_lost": lost,
         "bytes_lost": lost * segment_bytes,
         # RFC 6675 recovery cannot repair the loss of half a window or more (seed 000 section 5.2).
         "sack_times_out": lost * segment_bytes > wmax_bytes / 2,
     }
-    _emit(as_json, "drop-loss (seed 000 section 5.2)", payload)
+    _emit_prediction(as_json, "drop-loss (seed 000 section 5.2)", payload, out)
 
 
 @app.command("reproduce")
@@ -563,10 +603,11 @@ def simulate_command(
     written = result.to_parquet(folder)
     if pcap:
         written += write_pcaps(result, folder)
-    payload = {**headline(result), "scenario": name, "out": str(folder)}
     if as_json:
-        print_json({**payload, "flows": result.summary["flows"]})
+        # The result document itself: the same object summary.json holds (docs/results.md).
+        print_json(result.summary)
         return
+    payload = {**headline(result), "scenario": name, "out": str(folder)}
     print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
     for path in written:
         typer.echo(f"wrote {path}")

@@ -259,7 +259,7 @@ def _trace_section(directory: Path, manifest: dict[str, Any], wanted: str) -> st
     title = ", ".join(f"{a}={v}" for a, v in params.items()) or "the point"
     fig.suptitle(f"{title}, seed {row['seed']}", fontsize=10)
     fig.tight_layout()
-    recorded = [[m, row[m], result.summary.get("aggregate", {}).get(m)] for m in TRACE_METRICS]
+    recorded = [[m, row[m], result.summary.get(m)] for m in TRACE_METRICS]
     return (
         f"<h3>Run {escape(row['run_key'])} (point {escape(row['point_id'])}, replicate "
         f"{row['replicate']}, seed {row['seed']})</h3>"

@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from farlink.result_schema import write_document
+
 SCHEMA_VERSION = "1"
 
 
 @dataclass(frozen=True)
 class Result:
-    """A summary (JSON-ready dict) and traces (name → column name → NumPy array).
+    """A summary (the result document of docs/results.md) and traces (name → column → array).
 
     ``pcap`` holds a capture (pcap bytes) per tapped link; ``names`` the flow, link and node
     names in the order of the ``flow`` and ``link`` columns of the traces. The ``flow`` column
@@ -89,9 +91,7 @@ class Result:
             path = out / f"{name}.parquet"
             pq.write_table(self.to_arrow(name), path)
             written.append(path)
-        summary_path = out / "summary.json"
-        summary_path.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
-        written.append(summary_path)
+        written.append(write_document(self.summary, out))
         return written
 
 

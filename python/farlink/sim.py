@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from farlink import _core
+from farlink.result_schema import sim_document
 from farlink.results import Result
 from farlink.scenario import apply_overrides, load_scenario
 
-__all__ = ["headline", "simulate"]
+__all__ = ["HEADLINE_FIELDS", "headline", "simulate"]
 
 
 def simulate(
@@ -44,10 +45,9 @@ def simulate(
     started = time.perf_counter()
     raw = _core.run_scenario(json.dumps(doc))
     wall_time_s = time.perf_counter() - started
-    summary = json.loads(raw["summary"])
-    summary["wall_time_s"] = wall_time_s
+    name = doc.get("name") or (Path(scenario).stem if isinstance(scenario, str | Path) else None)
     return Result(
-        summary=summary,
+        summary=sim_document(json.loads(raw["summary"]), scenario=name, wall_time_s=wall_time_s),
         traces=raw["traces"],
         scenario=doc,
         engine="sim",
@@ -61,25 +61,22 @@ def simulate(
     )
 
 
-def headline(result: Result) -> dict[str, Any]:
-    """The figures ``farlink simulate --json`` prints first, from the aggregate of all flows.
+HEADLINE_FIELDS = (
+    "goodput_bps",
+    "normalized_goodput",
+    "delivered_bytes",
+    "transfer_time_s",
+    "retransmissions",
+    "timeouts",
+    "drops",
+    "events",
+    "sim_time_s",
+    "wall_time_s",
+)
+"""The figures ``farlink simulate`` prints as its table (``--json`` prints the whole result),
+and every sweep row carries."""
 
-    ``transfer_time_s`` is the time the last bulk transfer delivered its last byte, or None when
-    any flow is unfinished or no flow is a bulk transfer.
-    """
-    s = result.summary
-    agg = s["aggregate"]
-    times = [f.get("transfer_time_s") for f in s["flows"]]
-    finished = bool(times) and all(t is not None for t in times)
-    return {
-        "goodput_bps": agg["goodput_bps"],
-        "normalized_goodput": agg["normalized_goodput"],
-        "delivered_bytes": agg["delivered_bytes"],
-        "transfer_time_s": max(times) if finished else None,
-        "retransmissions": agg["retransmissions"],
-        "timeouts": agg["timeouts"],
-        "drops": agg["drops"],
-        "events": s["events"],
-        "sim_time_s": s["sim_time_s"],
-        "wall_time_s": s["wall_time_s"],
-    }
+
+def headline(result: Result) -> dict[str, Any]:
+    """The figures of a result's document that ``farlink simulate`` shows first."""
+    return {key: result.summary.get(key) for key in HEADLINE_FIELDS}

@@ -871,6 +871,9 @@ def _worker_provenance() -> dict[str, Any]:
 
 
 def _lookup(summary: Any, path: str) -> float | None:
+    # Result documents before schema 2 nested the aggregate; a sweep file written then still
+    # names `aggregate.<figure>`, now at the top level.
+    path = path.removeprefix("aggregate.")
     node = summary
     for step in _steps(path):
         if isinstance(step, int) and isinstance(node, list) and -len(node) <= step < len(node):
@@ -890,6 +893,7 @@ def run_point(scenario_json: str, extra_metrics: Sequence[str] = ()) -> dict[str
     Never raises for a run that fails: the row's ``error`` holds ``"<kind>: <message>"``.
     """
     from farlink import _core
+    from farlink.result_schema import sim_document
     from farlink.results import Result
     from farlink.sim import headline
 
@@ -902,8 +906,7 @@ def run_point(scenario_json: str, extra_metrics: Sequence[str] = ()) -> dict[str
     except Exception as err:  # the run fails, the sweep goes on; the row says why
         return {**row, "error": f"{type(err).__name__}: {err}"}
     wall_time_s = time.perf_counter() - started
-    summary = json.loads(raw["summary"])
-    summary["wall_time_s"] = wall_time_s
+    summary = sim_document(json.loads(raw["summary"]), scenario=None, wall_time_s=wall_time_s)
     top = headline(Result(summary=summary))
     drops = top.pop("drops")
     row.update(top)

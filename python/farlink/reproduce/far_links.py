@@ -245,9 +245,7 @@ def _goodput_kbps(preset: str) -> float:
     return float(
         np.mean(
             [
-                simulate(preset, duration="2h", seed=seed, sets=[NO_TRACES]).summary["aggregate"][
-                    "goodput_bps"
-                ]
+                simulate(preset, duration="2h", seed=seed, sets=[NO_TRACES]).summary["goodput_bps"]
                 / 1000
                 for seed in TABLE_SEEDS
             ]

@@ -63,7 +63,7 @@ def _mean_normalised_goodput(variant: str, p: float) -> tuple[float, float]:
             duration=DURATION,
             seed=seed,
             sets=[*(NS2_LIKE_TCP if variant in SEED_VARIANTS else MODERN_TCP), "trace={}"],
-        ).summary["aggregate"]["normalized_goodput"]
+        ).summary["normalized_goodput"]
         * PACKET_OVER_PAYLOAD
         for seed in SEEDS
     ]
