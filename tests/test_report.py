@@ -2,6 +2,8 @@
 
 import re
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
 from farlink import sweep as sw
@@ -117,3 +119,94 @@ def test_reproduce_all_writes_the_document(capsys, tmp_path):
 def test_reproduce_all_refuses_an_id_too(capsys):
     code, _, err = run(capsys, "reproduce", "zaghloul-sec-5.2", "--all")
     assert code == 2 and err.startswith("farlink: error: --all:")
+
+
+@pytest.fixture(scope="module")
+def controllers_dir(tmp_path_factory):
+    # Two seeds over three controllers and a lossy range: bands of two runs reach past zero
+    # and past the whole link, and only Reno is what the PFTK model describes.
+    out = tmp_path_factory.mktemp("sweep") / "cc"
+    code = main([
+        "sweep", "stpd-wireless", "--grid", "loss=0.001,0.01,0.1", "--grid", "tcp=reno,cubic,bbr",
+        "--seeds", "2", "--duration", "10s", "--out", str(out), "--no-progress",
+    ])  # fmt: skip
+    assert code == 0
+    return out
+
+
+@pytest.fixture()
+def figures(monkeypatch):
+    """The report's figures as matplotlib objects, by their title's first words."""
+    from farlink import report_html
+
+    drawn = {}
+
+    def keep(fig):
+        ax = fig.axes[0]
+        drawn[ax.get_title().split(" (")[0]] = fig
+        return ""
+
+    monkeypatch.setattr(report_html, "_png", keep)
+    yield drawn
+    for fig in drawn.values():
+        plt.close(fig)
+
+
+def test_the_reno_model_is_drawn_for_reno_only(controllers_dir, figures, tmp_path):
+    from farlink.report_html import write_report
+
+    page = write_report(controllers_dir, tmp_path / "r.html").read_text()
+    ax = figures["normalized_goodput against loss"].axes[0]
+    model = [line.get_label() for line in ax.get_lines() if "PFTK" in line.get_label()]
+    assert model == ["PFTK model (Reno only), tcp=reno"]
+    assert "it is not drawn for points running bbr, cubic" in page
+    # The table leaves the model's column empty where it does not apply.
+    summary = sw.summarize(controllers_dir)
+    cubic = next(p for p in summary.points if p["params"]["tcp"] == "cubic")
+    assert cubic["metrics"][sw.MODEL_COLUMN]["mean"] is not None  # the sweep computed one
+
+
+def test_a_categorical_axis_is_drawn_as_points_not_lines(controllers_dir, figures, tmp_path):
+    from farlink.report_html import write_report
+
+    write_report(controllers_dir, tmp_path / "r.html")
+    ax = figures["normalized_goodput against tcp"].axes[0]
+    data = [line for line in ax.get_lines() if len(line.get_xdata()) > 1]
+    assert data, "the points are drawn"
+    assert all(line.get_linestyle() == "None" for line in data)
+    assert sorted(t.get_text() for t in ax.get_xticklabels()) == ["bbr", "cubic", "reno"]
+    numeric = figures["normalized_goodput against loss"].axes[0]
+    assert any(line.get_linestyle() == "-" for line in numeric.get_lines())
+
+
+def test_bands_stay_in_the_physical_range_and_few_seeds_are_flagged(
+    controllers_dir, figures, tmp_path
+):
+    from farlink.report_html import write_report
+
+    page = write_report(controllers_dir, tmp_path / "r.html").read_text()
+    summary = sw.summarize(controllers_dir)
+    crossing = [
+        p for p in summary.points
+        if p["metrics"]["normalized_goodput"]["ci_low"] < 0
+        or p["metrics"]["normalized_goodput"]["ci_high"] > 1
+    ]  # fmt: skip
+    assert crossing, "two seeds give Student-t intervals past what a run can reach"
+    for title in ("normalized_goodput against loss", "normalized_goodput against tcp"):
+        ax = figures[title].axes[0]
+        ys = [
+            y
+            for artist in [*ax.collections, *ax.get_lines()]
+            for y in (
+                artist.get_ydata() if hasattr(artist, "get_ydata")
+                else np.concatenate([p.vertices[:, 1] for p in artist.get_paths()] or [[]])
+            )
+        ]  # fmt: skip
+        assert min(ys) >= 0 and max(ys) <= 1, title
+        caption = " ".join(t.get_text() for t in figures[title].texts)
+        assert "band clipped to [0, 1]" in caption and "too few seeds" in caption
+    assert "clipped to what a run can reach ([0, 1])" in page
+    assert "Bands from 2 runs per point are too wide to read" in page
+    retransmissions = figures["retransmissions against loss"].axes[0]
+    low = min(p.vertices[:, 1].min() for c in retransmissions.collections for p in c.get_paths())
+    assert low >= 0

@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from farlink.models import _arrays as ar
 
 __all__ = [
+    "MODELLED_CONTROLLERS",
     "expected_rounds_per_tdp",
     "expected_timeout_sequence_s",
     "expected_unconstrained_window",
@@ -39,6 +40,12 @@ __all__ = [
 ]
 
 DEFAULT_B = 2
+
+MODELLED_CONTROLLERS = frozenset({"reno"})
+"""The congestion controllers (scenario ``tcp.cc``) whose flows these models describe: Reno's
+loss-driven AIMD (one segment per round in congestion avoidance, the window halved at a triple
+duplicate ACK), under any of farlink's loss recoveries. Delay-based (Vegas, ST-PD), rate-based
+(BBR) and other window laws (CUBIC, BIC, Hybla, Westwood+) are outside them."""
 
 
 def expected_unconstrained_window(p: ArrayLike, b: ArrayLike = DEFAULT_B) -> np.ndarray:
