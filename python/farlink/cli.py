@@ -57,6 +57,20 @@ def _evaluate(option_names: str, compute: Callable[[], T]) -> T:
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 SizeOpt = f"Size ({units.SIZE_FORMS})."
 DurationOpt = f"({units.DURATION_FORMS})."
+BudgetEventsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-events",
+        help="Most events the run may take (default 1e9, a few minutes), e.g. 5e9.",
+    ),
+]
+BudgetMemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-memory",
+        help=f"Most memory the run may hold, traces included (default 2GiB). {SizeOpt}",
+    ),
+]
 
 
 def _emit(as_json: bool, title: str, payload: dict[str, Any]) -> None:
@@ -528,14 +542,26 @@ def simulate_command(
         bool,
         typer.Option("--pcap", help="Write captures of the links the scenario taps (all if none)."),
     ] = False,
+    budget_events: BudgetEventsOpt = None,
+    budget_memory: BudgetMemoryOpt = None,
+    estimate_only: Annotated[
+        bool,
+        typer.Option("--estimate", help="Print what the run would cost and the budget; run nothing."),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Simulate a scenario on the packet-level engine (Rust core)."""
+    """Simulate a scenario on the packet-level engine (Rust core).
+
+    The run is held to a budget (docs/scenarios.md, "Run budget"): one estimated over it is
+    refused, one that outgrows it stops with what it has. On a terminal a progress line shows
+    on stderr; Ctrl-C stops the run and keeps its partial result.
+    """
     from farlink import _core
     from farlink.results import write_pcaps
     from farlink.scenario import ScenarioError, load_scenario
-    from farlink.sim import headline, simulate
+    from farlink.sim import ProgressLine, estimate, headline, simulate
 
+    line = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
     try:
         doc = load_scenario(scenario)
         if pcap and not doc.get("pcap"):
@@ -543,33 +569,111 @@ def simulate_command(
                 link.get("name", f"{link.get('a')}-{link.get('b')}")
                 for link in doc.get("links", [])
             ]
-        result = simulate(
-            doc,
-            tcp=tcp,
-            loss=None if loss is None else read("--loss", _loss_rate, loss),
-            duration=None
+        overrides = {
+            "tcp": tcp,
+            "loss": None if loss is None else read("--loss", _loss_rate, loss),
+            "duration": None
             if duration is None
             else _checked("--duration", units.parse_duration_s, duration),
-            size=None if size is None else _checked("--size", units.parse_size_bytes, size),
-            seed=seed,
-            sets=set_ or (),
-        )
+            "size": None if size is None else _checked("--size", units.parse_size_bytes, size),
+            "seed": seed,
+            "sets": set_ or (),
+        }
+        budget = _budget(budget_events, budget_memory)
+        if estimate_only:
+            _print_estimate(estimate(doc, **overrides), budget, as_json)
+            return
+        result = simulate(doc, **overrides, **budget, progress=line)
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(f"SCENARIO: {err}") from None
+    except _core.BudgetError as err:
+        raise CliError(_budget_refusal(err)) from None
     except _core.ConservationError as err:
         raise CliError(f"conservation check failed (please report this scenario): {err}") from None
+    finally:
+        if line is not None:
+            line.close()
     name = str(result.scenario.get("name") or Path(scenario).stem)
     folder = out if out is not None else DEFAULT_OUT / "sim" / name
     written = result.to_parquet(folder)
     if pcap:
         written += write_pcaps(result, folder)
     payload = {**headline(result), "scenario": name, "out": str(folder)}
+    partial = result.summary.get("partial")
+    if partial is not None:
+        payload["partial"] = partial
     if as_json:
         print_json({**payload, "flows": result.summary["flows"]})
-        return
-    print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
-    for path in written:
-        typer.echo(f"wrote {path}")
+    else:
+        print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
+        for path in written:
+            typer.echo(f"wrote {path}")
+    if partial is not None:
+        _stopped_early(partial)
+
+
+def _budget(events: str | None, memory: str | None) -> dict[str, int | None]:
+    """The run budget options as ``simulate`` takes them; None keeps the default."""
+    return {
+        "budget_events": None if events is None else read("--budget-events", _events, events),
+        "budget_memory_bytes": None
+        if memory is None
+        else int(read("--budget-memory", units.parse_size_bytes, memory)),
+    }
+
+
+def _events(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise units.UnitError(f"cannot read {text!r}: expected a number of events") from None
+    if not (1 <= value < 2**64) or value != int(value):
+        raise units.UnitError(f"{text!r}: expected a whole number of events from 1 to 2**64 - 1")
+    return int(value)
+
+
+def _print_estimate(cost: dict[str, Any], budget: dict[str, int | None], as_json: bool) -> None:
+    events = budget["budget_events"] or cost.pop("default_max_events")
+    memory = budget["budget_memory_bytes"] or cost.pop("default_max_memory_bytes")
+    cost.pop("default_max_events", None)
+    cost.pop("default_max_memory_bytes", None)
+    payload = {
+        **cost,
+        "budget_events": events,
+        "budget_memory_bytes": memory,
+        "within_budget": cost["events"] <= events and cost["memory_bytes"] <= memory,
+    }
+    _emit(as_json, "simulate --estimate", payload)
+
+
+def _budget_refusal(err: Any) -> str:
+    """The line for a run refused on its estimate, naming the options that raise the budget."""
+    events = f"{_round_up(err.events):.0e}".replace("e+0", "e").replace("e+", "e")
+    memory = f"{_round_up(err.memory_bytes / 2**30):.0f}GiB"
+    return f"SCENARIO: {err} (--budget-events {events} --budget-memory {memory})"
+
+
+def _round_up(x: float) -> float:
+    """x rounded up to one significant digit (a budget a little above an estimate)."""
+    import math
+
+    if x <= 0:
+        return 1.0
+    scale = 10 ** math.floor(math.log10(x))
+    return math.ceil(x / scale) * scale
+
+
+def _stopped_early(partial: str) -> None:
+    """A run stopped before its end: a warning; exit 130 for an interrupt, 2 for the budget."""
+    if partial.startswith("interrupted"):
+        print(f"farlink: warning: run {partial}; the result written is partial", file=sys.stderr)
+        raise typer.Exit(130)
+    print(
+        f"farlink: error: run stopped: {partial}; the result written is partial "
+        "(raise the budget with --budget-events / --budget-memory)",
+        file=sys.stderr,
+    )
+    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _checked(option: str, parser: Callable[[str], float], text: str) -> str:

@@ -42,11 +42,13 @@
 //! [`RunError::Conservation`]); in debug builds the packet counts are also checked every 1024
 //! events.
 
+pub mod budget;
 mod bundles;
 pub mod capture;
 mod relay;
 mod summary;
 
+pub use budget::{Budget, Estimate, OverBudget};
 pub use capture::write_pcap;
 
 pub use summary::{
@@ -79,6 +81,29 @@ pub enum RunError {
     /// A packet or a byte was lost track of: the engine has a bug. Never a panic.
     #[error("conservation violated: {0}")]
     Conservation(String),
+    /// The run would cost more than its budget ([`budget`]); nothing was run.
+    #[error("{0}")]
+    OverBudget(#[from] OverBudget),
+}
+
+/// How a front end holds a run: its budget, and a hook called every
+/// [`budget::CHECK_EVERY_EVENTS`] events with the run's progress, which may ask it to stop.
+#[derive(Default)]
+pub struct RunControl<'a> {
+    /// `None`: no bound (the library's [`run`]); front ends pass [`Budget::default`] or the
+    /// user's.
+    pub budget: Option<Budget>,
+    /// Returns `false` to stop the run where it is (an interrupt); the result is then partial.
+    pub progress: Option<&'a mut dyn FnMut(Progress) -> bool>,
+}
+
+/// Where a run is, for a progress line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub now: SimTime,
+    /// The scenario's duration.
+    pub end: SimTime,
+    pub events: u64,
 }
 
 /// Everything a run produces.
@@ -126,7 +151,23 @@ pub struct FlowInfo {
 /// Runs `scenario` to its end and returns the summary, traces and taps. The same scenario
 /// (seed included) always gives bit-identical results.
 pub fn run(scenario: &Scenario) -> Result<RunResult, RunError> {
+    run_with(scenario, RunControl::default())
+}
+
+/// Runs `scenario` held by `control`: refused up front if its [`budget::estimate`] is over
+/// the budget; stopped where it is, with a partial result ([`Summary::partial`]), if it
+/// outgrows the budget while running or the progress hook asks to stop. The estimate and the
+/// checks change nothing in what the run computes.
+pub fn run_with<'a>(
+    scenario: &'a Scenario,
+    control: RunControl<'a>,
+) -> Result<RunResult, RunError> {
+    if let Some(b) = control.budget {
+        b.admit(budget::estimate(scenario))?;
+    }
     let mut world = World::build(scenario)?;
+    world.budget = control.budget;
+    world.progress = control.progress;
     world.run()?;
     world.finish()
 }
@@ -326,6 +367,10 @@ struct World<'s> {
     flow_conns: Vec<std::ops::Range<usize>>,
     /// The first inconsistency seen while running; reported at the next event boundary.
     fault: Option<String>,
+    budget: Option<Budget>,
+    progress: Option<&'s mut dyn FnMut(Progress) -> bool>,
+    /// Why the run stopped before its end, if it did.
+    stopped: Option<String>,
 }
 
 fn dir_index(hop: Hop) -> u32 {
@@ -534,6 +579,9 @@ impl<'s> World<'s> {
             relays,
             flow_conns,
             fault: None,
+            budget: None,
+            progress: None,
+            stopped: None,
         };
         world.start_bundles();
         Ok(world)
@@ -564,8 +612,44 @@ impl<'s> World<'s> {
             if let Some(msg) = self.fault.take() {
                 return Err(RunError::Conservation(msg));
             }
+            if let Some(why) = self.checkpoint() {
+                self.stopped = Some(format!(
+                    "{why} at {:.3} s of {:.3} s",
+                    now.as_secs_f64(),
+                    self.end.as_secs_f64()
+                ));
+                self.sim_end = now;
+                break;
+            }
         }
         Ok(())
+    }
+
+    /// Why the run must stop now, if it must: the event budget (checked every event), the
+    /// memory budget and the progress hook (every [`budget::CHECK_EVERY_EVENTS`]).
+    fn checkpoint(&mut self) -> Option<String> {
+        let events = self.queue.events_popped();
+        if let Some(b) = self.budget {
+            if events >= b.max_events {
+                return b.exceeded(events, 0);
+            }
+        }
+        if events % budget::CHECK_EVERY_EVENTS != 0 {
+            return None;
+        }
+        if let Some(b) = self.budget {
+            let held = budget::held_bytes(&self.traces, &self.taps);
+            if let Some(why) = b.exceeded(events, held) {
+                return Some(why);
+            }
+        }
+        let progress = Progress {
+            now: self.now,
+            end: self.end,
+            events,
+        };
+        let go_on = self.progress.as_mut().is_none_or(|hook| hook(progress));
+        (!go_on).then(|| "interrupted".to_owned())
     }
 
     fn handle(&mut self, event: Event) {
@@ -1318,6 +1402,7 @@ impl<'s> World<'s> {
             sim_time_s: sim_s,
             events: self.queue.events_popped(),
             all_finished: self.unfinished == 0,
+            partial: self.stopped.clone(),
             aggregate,
             flows,
             links,

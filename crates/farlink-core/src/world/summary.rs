@@ -26,6 +26,10 @@ pub struct Summary {
     pub events: u64,
     /// Every flow finished (see [`FlowSummary::finished`]).
     pub all_finished: bool,
+    /// The run stopped before its end (interrupted, or over its budget) and says why and
+    /// when; everything here is up to that instant. Absent for a run that ran its course.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
     pub aggregate: AggregateSummary,
     pub flows: Vec<FlowSummary>,
     pub links: Vec<LinkSummary>,
