@@ -146,9 +146,13 @@ pub struct AggregateSummary {
     /// Total delivered bytes * 8 over the span from the earliest start to the latest end of
     /// any flow's active time.
     pub goodput_bps: f64,
-    /// The slowest link direction on any flow's data path (for a dumbbell, the shared
-    /// bottleneck); `None` without flows.
+    /// The capacity the flows together can use: the sum of the rates of the distinct link
+    /// directions that are some flow's bottleneck (the slowest direction on its data path).
+    /// Flows sharing a bottleneck count it once (a dumbbell: the shared link's rate); flows on
+    /// separate paths add their bottlenecks. `None` without flows.
     pub bottleneck_bps: Option<u64>,
+    /// `goodput_bps / bottleneck_bps`: at most 1 (below it by the headers), since every
+    /// flow's bytes cross its bottleneck within the span.
     pub normalized_goodput: Option<f64>,
     pub retransmissions: u64,
     pub timeouts: u64,
