@@ -353,6 +353,16 @@ impl CapacityTrace {
 }
 
 impl GoodputTrace {
+    /// Makes room for exactly `rows` more rows, or says the allocator could not.
+    pub(crate) fn try_reserve_exact(
+        &mut self,
+        rows: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        self.time_ns.try_reserve_exact(rows)?;
+        self.flow.try_reserve_exact(rows)?;
+        self.delivered_bytes.try_reserve_exact(rows)
+    }
+
     #[inline]
     pub(crate) fn push(&mut self, at: SimTime, flow: u32, delivered: u64) {
         self.time_ns.push(at.as_nanos());

@@ -465,4 +465,41 @@ mod tests {
         assert_eq!(free.summary, held.summary);
         assert_eq!(free.traces, held.traces);
     }
+
+    #[test]
+    fn a_stalled_flow_cannot_fill_the_goodput_grid_past_the_memory_budget() {
+        // Nothing gets through, so the grid is filled at the end for the whole million
+        // seconds: 10^9 rows (20 GB) at once, where the estimate expected a transfer of a
+        // minute. The fill stops at the budget and the result says so.
+        let doc = json!({
+            "duration": "1e6s",
+            "nodes": ["S", "D"],
+            "links": [{"a": "S", "b": "D", "rate": "1Mbps", "delay": "10ms",
+                       "fwd": {"loss": {"model": "bernoulli", "p": 0.99999}}}],
+            "flows": [{"from": "S", "to": "D", "app": {"kind": "bulk", "size": "10KB"}}],
+            "trace": {"goodput": true, "goodput_interval": "1ms"},
+        });
+        let sc = parse_scenario_json(&doc.to_string()).unwrap();
+        let b = Budget {
+            max_events: DEFAULT_MAX_EVENTS,
+            max_memory_bytes: 64 << 20,
+        };
+        assert!(b.admit(estimate(&sc)).is_ok());
+        let r = crate::world::run_with(
+            &sc,
+            crate::world::RunControl {
+                budget: Some(b),
+                progress: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(r.summary.aggregate.delivered_bytes, 0);
+        let why = r.summary.partial.as_deref().unwrap();
+        assert_eq!(
+            why,
+            "memory budget of 64.0 MiB reached completing the goodput grid"
+        );
+        assert!(r.traces.heap_bytes() <= 64 << 20);
+        assert!(r.traces.goodput.time_ns.len() > 1_000_000);
+    }
 }

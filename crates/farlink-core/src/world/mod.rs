@@ -371,6 +371,8 @@ struct World<'s> {
     progress: Option<&'s mut dyn FnMut(Progress) -> bool>,
     /// Why the run stopped before its end, if it did.
     stopped: Option<String>,
+    /// A budget passed inside an event; the run stops after it.
+    halted: Option<String>,
 }
 
 fn dir_index(hop: Hop) -> u32 {
@@ -611,6 +613,7 @@ impl<'s> World<'s> {
             budget: None,
             progress: None,
             stopped: None,
+            halted: None,
         };
         world.start_bundles();
         Ok(world)
@@ -654,9 +657,50 @@ impl<'s> World<'s> {
         Ok(())
     }
 
-    /// Why the run must stop now, if it must: the event budget (checked every event), the
-    /// memory budget and the progress hook (every [`budget::CHECK_EVERY_EVENTS`]).
+    /// How many goodput grid points connection `f` may still write before `until` within the
+    /// memory budget. A long gap between deliveries (a stall, an outage) fills many points in
+    /// one event, more than the check every [`budget::CHECK_EVERY_EVENTS`] events can see
+    /// coming; past the budget the run stops ([`World::halted`]).
+    fn goodput_row_limit(&mut self, f: usize, until: SimTime) -> u64 {
+        const ROW_BYTES: u64 = 20;
+        const SMALL_FILL_ROWS: u64 = 4096;
+        let (Some(b), step) = (self.budget, self.tr.goodput_interval.as_nanos().max(1)) else {
+            return u64::MAX;
+        };
+        let rows = until
+            .saturating_since(self.flows[f].goodput_next)
+            .as_nanos()
+            / step
+            + 1;
+        if rows <= SMALL_FILL_ROWS {
+            return u64::MAX;
+        }
+        let held = budget::held_bytes(&self.traces, &self.taps);
+        let room = b.max_memory_bytes.saturating_sub(held) / ROW_BYTES;
+        let limit = rows.min(room);
+        // Exactly what is needed, so that the columns' doubling cannot overshoot the budget;
+        // fallible, so that an allocator that cannot give it stops the run instead of
+        // aborting the process.
+        let reserved =
+            usize::try_from(limit).is_ok_and(|n| self.traces.goodput.try_reserve_exact(n).is_ok());
+        if !reserved || rows > room {
+            self.halted
+                .get_or_insert_with(|| b.exceeded(0, u64::MAX).unwrap_or_default());
+        }
+        if reserved {
+            limit
+        } else {
+            0
+        }
+    }
+
+    /// Why the run must stop now, if it must: a bound passed inside an event, the event
+    /// budget (checked every event), the memory budget and the progress hook (every
+    /// [`budget::CHECK_EVERY_EVENTS`]).
     fn checkpoint(&mut self) -> Option<String> {
+        if let Some(why) = self.halted.take() {
+            return Some(why);
+        }
         let events = self.queue.events_popped();
         if let Some(b) = self.budget {
             if events >= b.max_events {
@@ -923,17 +967,21 @@ impl<'s> World<'s> {
             ));
             return;
         }
-        let fl = &mut self.flows[f];
-        fl.delivered += after - before;
         if self.tr.goodput {
             // Grid points strictly before `now` saw `before` bytes; the point at `now` (if any)
             // is written later and includes this delivery.
+            let limit = self.goodput_row_limit(f, now);
             let step = self.tr.goodput_interval;
-            while fl.goodput_next < now {
+            let fl = &mut self.flows[f];
+            let mut rows = 0;
+            while fl.goodput_next < now && rows < limit {
                 self.traces.goodput.push(fl.goodput_next, f as u32, before);
                 fl.goodput_next += step;
+                rows += 1;
             }
         }
+        let fl = &mut self.flows[f];
+        fl.delivered += after - before;
         fl.last_delivery = Some(now);
         self.check_finished(f);
     }
@@ -1203,13 +1251,21 @@ impl<'s> World<'s> {
         // Complete the goodput grid to the end of the run.
         if self.tr.goodput {
             let step = self.tr.goodput_interval;
-            for (f, fl) in self.flows.iter_mut().enumerate() {
-                while fl.goodput_next <= sim_end {
+            for f in 0..self.flows.len() {
+                let limit = self.goodput_row_limit(f, sim_end + step);
+                let fl = &mut self.flows[f];
+                let mut rows = 0;
+                while fl.goodput_next <= sim_end && rows < limit {
                     self.traces
                         .goodput
                         .push(fl.goodput_next, f as u32, fl.delivered);
                     fl.goodput_next += step;
+                    rows += 1;
                 }
+            }
+            if let Some(why) = self.halted.take() {
+                self.stopped
+                    .get_or_insert(format!("{why} completing the goodput grid"));
             }
         }
         let summary = self.summarize();
