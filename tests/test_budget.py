@@ -147,3 +147,13 @@ def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
     assert summary["partial"] == printed["partial"]
     assert 0 < summary["sim_time_s"] < 1e5
     assert summary["aggregate"]["delivered_bytes"] > 0
+
+
+def test_a_sweep_point_over_the_budget_is_a_failed_row():
+    from farlink.scenario import load_scenario
+    from farlink.sweep import run_point
+
+    doc = load_scenario("stpd-wired")
+    doc["duration"] = "1e8s"
+    row = run_point(json.dumps(doc))
+    assert row["error"].startswith("BudgetError: the run would take about 1.5e11 events")
