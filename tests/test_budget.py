@@ -44,7 +44,8 @@ def one_error_line(err: str) -> str:
             "flows[1].app.mean_interval: expected at least 1us, got 1ns",
         ),
         (
-            ["stpd-wired", "--set", "flows[0].tcp.min_rto=1ns", "--set", "flows[0].tcp.max_rto=1ns"],
+            ["stpd-wired", "--set", "flows[0].tcp.min_rto=1ns",
+             "--set", "flows[0].tcp.max_rto=1ns"],
             "flows[0].tcp.min_rto: expected at least 1ms, got 1ns",
         ),
         (

@@ -546,7 +546,7 @@ def simulate_command(
     budget_memory: BudgetMemoryOpt = None,
     estimate_only: Annotated[
         bool,
-        typer.Option("--estimate", help="Print what the run would cost and the budget; run nothing."),
+        typer.Option("--estimate", help="Print what the run would cost and the budget; no run."),
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
