@@ -158,3 +158,21 @@ def test_a_sweep_point_over_the_budget_is_a_failed_row():
     doc["duration"] = "1e8s"
     row = run_point(json.dumps(doc))
     assert row["error"].startswith("BudgetError: the run would take about 1.5e11 events")
+
+
+def test_a_run_that_outgrows_its_budget_stops_in_one_line_and_keeps_its_result(capsys, tmp_path):
+    # Nothing gets through, so the goodput grid of the whole 10^6 s (10^9 rows) would be
+    # written at the end, where the estimate expected a transfer of about a minute.
+    code, out, err = run(
+        capsys, "simulate", "stpd-wireless", "--loss", "0.99999", "--size", "10KB",
+        "--duration", "1e6s", "--set", 'trace={goodput=true, goodput_interval="1ms"}',
+        "--budget-memory", "64MiB", "--out", str(tmp_path), "--json",
+    )  # fmt: skip
+    assert code == 2
+    line = one_error_line(err)
+    assert line.startswith("farlink: error: run stopped: memory budget of 64.0 MiB reached")
+    assert "--budget-memory" in line
+    assert json.loads(out)["partial"].startswith("memory budget of 64.0 MiB reached")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["partial"].startswith("memory budget")
+    assert (tmp_path / "goodput.parquet").stat().st_size < 64 << 20
