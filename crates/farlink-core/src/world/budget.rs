@@ -157,9 +157,14 @@ pub fn estimate(sc: &Scenario) -> Estimate {
     }
     for link in sc.links() {
         if let Some(b) = &link.bundle {
-            // A drop, its detection, a redial and the modem's timers: a handful each.
+            // A drop, its detection, a redial and the modem's timers: a handful each; and
+            // dials that fail, one every dial time and retry delay at most.
             let drops: f64 = b.members.iter().map(|m| m.call_drop_rate_per_s).sum();
-            events += 8.0 * drops * duration_s + 8.0 * b.members.len() as f64;
+            let retry_s = (b.dial_time + b.modem.t_f).as_secs_f64().max(1e-3);
+            let failed_dials = b.dial_failure_prob * duration_s / retry_s;
+            events += 8.0 * drops * duration_s
+                + 4.0 * failed_dials * b.members.len() as f64
+                + 8.0 * b.members.len() as f64;
             if tr.member_state || tr.capacity {
                 rows += 8.0 * drops * duration_s + 4.0 * b.members.len() as f64;
             }
@@ -501,5 +506,23 @@ mod tests {
         );
         assert!(r.traces.heap_bytes() <= 64 << 20);
         assert!(r.traces.goodput.time_ns.len() > 1_000_000);
+    }
+
+    #[test]
+    fn dials_that_fail_over_and_over_are_priced() {
+        let doc = json!({
+            "duration": "1e7s",
+            "nodes": ["S", "D"],
+            "links": [{"a": "S", "b": "D", "bundle": {
+                "members": 8, "rate": "2400bps", "delay": "500ms", "start": "dialing",
+                "dial_time": "1ms", "dial_failure_prob": 1.0, "t_f": "1ms", "max_attempts": 0}}],
+            "flows": [{"from": "S", "to": "D", "app": {"kind": "bulk", "size": "10KB"},
+                       "tcp": {"max_rto": "64s"}}],
+        });
+        let sc = parse_scenario_json(&doc.to_string()).unwrap();
+        let e = estimate(&sc);
+        // 8 members redialling every 2 ms for 10^7 s.
+        assert!(e.events >= 4.0 * 8.0 * 5e9, "{e:?}");
+        assert!(Budget::default().admit(e).is_err());
     }
 }
