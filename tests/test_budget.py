@@ -69,6 +69,12 @@ def test_a_refusal_names_the_options_that_raise_the_budget(capsys, tmp_path):
     line = one_error_line(err)
     assert code == 2
     assert "--budget-events 2e9 --budget-memory 200GiB" in line, line
+    # Only the bound passed is named.
+    code, _, err = run(capsys, "simulate", "stpd-wired", "--duration", "1e6s", "--set",
+                       "trace.all=false", "--out", str(tmp_path))  # fmt: skip
+    line = one_error_line(err)
+    assert code == 2
+    assert line.endswith("raise the budget (--budget-events 2e9)"), line
 
 
 def test_a_raised_budget_admits_the_run(capsys, tmp_path):

@@ -648,9 +648,13 @@ def _print_estimate(cost: dict[str, Any], budget: dict[str, int | None], as_json
 
 def _budget_refusal(err: Any) -> str:
     """The line for a run refused on its estimate, naming the options that raise the budget."""
-    events = f"{_round_up(err.events):.0e}".replace("e+0", "e").replace("e+", "e")
-    memory = f"{_round_up(err.memory_bytes / 2**30):.0f}GiB"
-    return f"SCENARIO: {err} (--budget-events {events} --budget-memory {memory})"
+    options = []
+    if err.events > err.max_events:
+        events = f"{_round_up(err.events):.0e}".replace("e+0", "e").replace("e+", "e")
+        options.append(f"--budget-events {events}")
+    if err.memory_bytes > err.max_memory_bytes:
+        options.append(f"--budget-memory {_round_up(err.memory_bytes / 2**30):.0f}GiB")
+    return f"SCENARIO: {err} ({' '.join(options)})"
 
 
 def _round_up(x: float) -> float:
