@@ -557,6 +557,7 @@ def simulate_command(
     on stderr; Ctrl-C stops the run and keeps its partial result.
     """
     from farlink import _core
+    from farlink.budget import estimate_payload, refusal_options
     from farlink.results import write_pcaps
     from farlink.scenario import ScenarioError, load_scenario
     from farlink.sim import ProgressLine, estimate, headline, simulate
@@ -581,13 +582,14 @@ def simulate_command(
         }
         budget = _budget(budget_events, budget_memory)
         if estimate_only:
-            _print_estimate(estimate(doc, **overrides), budget, as_json)
+            cost = estimate(doc, **overrides)
+            _emit(as_json, "simulate --estimate", estimate_payload(cost, *budget.values()))
             return
         result = simulate(doc, **overrides, **budget, progress=line)
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(f"SCENARIO: {err}") from None
     except _core.BudgetError as err:
-        raise CliError(_budget_refusal(err)) from None
+        raise CliError(f"SCENARIO: {err} ({refusal_options(err)})") from None
     except _core.ConservationError as err:
         raise CliError(f"conservation check failed (please report this scenario): {err}") from None
     finally:
@@ -614,70 +616,25 @@ def simulate_command(
 
 def _budget(events: str | None, memory: str | None) -> dict[str, int | None]:
     """The run budget options as ``simulate`` takes them; None keeps the default."""
+    from farlink.budget import parse_event_count
+
     return {
-        "budget_events": None if events is None else read("--budget-events", _events, events),
+        "budget_events": None
+        if events is None
+        else read("--budget-events", parse_event_count, events),
         "budget_memory_bytes": None
         if memory is None
         else int(read("--budget-memory", units.parse_size_bytes, memory)),
     }
 
 
-def _events(text: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise units.UnitError(f"cannot read {text!r}: expected a number of events") from None
-    if not (1 <= value < 2**64) or value != int(value):
-        raise units.UnitError(f"{text!r}: expected a whole number of events from 1 to 2**64 - 1")
-    return int(value)
-
-
-def _print_estimate(cost: dict[str, Any], budget: dict[str, int | None], as_json: bool) -> None:
-    events = budget["budget_events"] or cost.pop("default_max_events")
-    memory = budget["budget_memory_bytes"] or cost.pop("default_max_memory_bytes")
-    cost.pop("default_max_events", None)
-    cost.pop("default_max_memory_bytes", None)
-    payload = {
-        **cost,
-        "budget_events": events,
-        "budget_memory_bytes": memory,
-        "within_budget": cost["events"] <= events and cost["memory_bytes"] <= memory,
-    }
-    _emit(as_json, "simulate --estimate", payload)
-
-
-def _budget_refusal(err: Any) -> str:
-    """The line for a run refused on its estimate, naming the options that raise the budget."""
-    options = []
-    if err.events > err.max_events:
-        events = f"{_round_up(err.events):.0e}".replace("e+0", "e").replace("e+", "e")
-        options.append(f"--budget-events {events}")
-    if err.memory_bytes > err.max_memory_bytes:
-        options.append(f"--budget-memory {_round_up(err.memory_bytes / 2**30):.0f}GiB")
-    return f"SCENARIO: {err} ({' '.join(options)})"
-
-
-def _round_up(x: float) -> float:
-    """x rounded up to one significant digit (a budget a little above an estimate)."""
-    import math
-
-    if x <= 0:
-        return 1.0
-    scale = 10 ** math.floor(math.log10(x))
-    return math.ceil(x / scale) * scale
-
-
 def _stopped_early(partial: str) -> None:
-    """A run stopped before its end: a warning; exit 130 for an interrupt, 2 for the budget."""
-    if partial.startswith("interrupted"):
-        print(f"farlink: warning: run {partial}; the result written is partial", file=sys.stderr)
-        raise typer.Exit(130)
-    print(
-        f"farlink: error: run stopped: {partial}; the result written is partial "
-        "(raise the budget with --budget-events / --budget-memory)",
-        file=sys.stderr,
-    )
-    raise typer.Exit(EXIT_BAD_INPUT)
+    """A run stopped before its end: exit 130 for an interrupt, 2 for its budget."""
+    from farlink.budget import EXIT_INTERRUPTED, stop_line
+
+    line, interrupted = stop_line(partial)
+    print(line, file=sys.stderr)
+    raise typer.Exit(EXIT_INTERRUPTED if interrupted else EXIT_BAD_INPUT)
 
 
 def _checked(option: str, parser: Callable[[str], float], text: str) -> str:
