@@ -182,3 +182,16 @@ def test_a_run_that_outgrows_its_budget_stops_in_one_line_and_keeps_its_result(c
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["partial"].startswith("memory budget")
     assert (tmp_path / "goodput.parquet").stat().st_size < 64 << 20
+
+
+def test_a_sweep_holds_each_run_to_the_budget_given(capsys, tmp_path):
+    args = ["sweep", "stpd-wired", "--duration", "5s", "--set", "trace={}", "--grid",
+            "tcp=reno,sack", "--workers", "1", "--no-progress", "--json"]  # fmt: skip
+    code, out, err = run(capsys, *args, "--out", str(tmp_path / "a"), "--budget-events", "100")
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["failed"] == 2
+    assert all(f["error"].startswith("BudgetError: ") for f in report["failures"])
+    code, out, err = run(capsys, *args, "--out", str(tmp_path / "b"), "--budget-events", "1e8")
+    assert code == 0, err
+    assert json.loads(out)["failed"] == 0

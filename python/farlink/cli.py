@@ -1002,11 +1002,14 @@ def sweep_command(
         bool, typer.Option("--retry-failed", help="Run again the runs recorded as failed.")
     ] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    budget_events: BudgetEventsOpt = None,
+    budget_memory: BudgetMemoryOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run a scenario over a grid of points x seeds; one Parquet row per run (docs/sweeps.md).
 
-    Runs already in --out are kept and not run again; exit status 1 if any run failed.
+    Runs already in --out are kept and not run again; exit status 1 if any run failed. Each
+    run is held to the run budget (docs/scenarios.md); a run over it is a failed run.
     """
     from farlink import sweep as sw
     from farlink.report import print_sweep_report
@@ -1019,6 +1022,7 @@ def sweep_command(
         else _checked("--duration", units.parse_duration_s, duration),
         "size": None if size is None else _checked("--size", units.parse_size_bytes, size),
     }
+    budget = tuple(_budget(budget_events, budget_memory).values())
     executor = _sweep_executor(workers, dask_local, dask)
     try:
         definition = sw.sweep_from_options(
@@ -1028,7 +1032,7 @@ def sweep_command(
         folder = out if out is not None else DEFAULT_OUT / "sweep" / definition.name
         report = sw.run_sweep(
             definition, folder, executor=executor, force=force, retry_failed=retry_failed,
-            progress=progress,
+            progress=progress, budget=budget,
         )  # fmt: skip
     except sw.SweepError as err:
         raise CliError(str(err)) from None
