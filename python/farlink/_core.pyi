@@ -1,5 +1,6 @@
 """Type stubs of the Rust extension ``farlink._core``."""
 
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 import numpy.typing as npt
@@ -23,6 +24,23 @@ class ScenarioError(ValueError):
     field)."""
     message: str
     """What was expected there."""
+
+class BudgetError(ValueError):
+    """A run refused before it started: its estimate is over the run budget.
+
+    ``str(err)`` gives the estimate, the budget and what to change.
+    """
+
+    events: float
+    """Estimated events of the run."""
+    trace_rows: float
+    """Estimated trace rows."""
+    memory_bytes: float
+    """Estimated memory, traces and captures included."""
+    max_events: int
+    """The budget's bound on events."""
+    max_memory_bytes: int
+    """The budget's bound on memory."""
 
 class ConservationError(RuntimeError):
     """A simulation lost track of a packet or a byte (conservation check failed).
@@ -85,7 +103,27 @@ class RunOutput(TypedDict):
     nodes: list[str]
     """Node names, in the scenario's order."""
 
-def run_scenario(scenario_json: str) -> RunOutput:
+class Estimate(TypedDict):
+    """What :func:`estimate_scenario` returns."""
+
+    events: float
+    trace_rows: float
+    memory_bytes: float
+    default_max_events: int
+    default_max_memory_bytes: int
+
+def estimate_scenario(scenario_json: str) -> Estimate:
+    """Validates a scenario and estimates what a run of it costs (events, trace rows, memory)
+    without running it; also gives the default budget. Raises ``ScenarioError`` like
+    :func:`run_scenario`."""
+
+def run_scenario(
+    scenario_json: str,
+    *,
+    max_events: int | None = None,
+    max_memory_bytes: int | None = None,
+    progress: Callable[[float, float, int], object] | None = None,
+) -> RunOutput:
     """Validates and runs one scenario in the simulation core.
 
     ``scenario_json`` is the scenario as JSON text, in the core's schema
@@ -97,8 +135,17 @@ def run_scenario(scenario_json: str) -> RunOutput:
     captures), so other Python threads keep running; the arrays are handed over afterwards
     without copying. A panic inside the core never crosses into Python.
 
+    The run is held to a budget, ``max_events`` and ``max_memory_bytes`` (default 10**9 events
+    and 2 GiB): refused with ``BudgetError`` if the core's estimate is over it, stopped where
+    it is if it outgrows it while running. About every 0.1 s of wall time the run takes the
+    GIL for a moment: Python's signal handlers run (a ``KeyboardInterrupt`` stops the run) and
+    ``progress(simulated_s, duration_s, events)`` is called (an exception it raises stops the
+    run and is raised here). A stopped run returns what it has; its summary's ``partial``
+    says why and when (absent for a run that ran its course).
+
     Raises:
         ScenarioError: the scenario is invalid; ``err.path`` names the field.
+        BudgetError: the run's estimate is over its budget; nothing was run.
         ConservationError: the engine lost track of a packet or a byte (an engine bug).
         RuntimeError: the core panicked (an engine bug; the message is the panic's).
     """

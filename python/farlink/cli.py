@@ -57,6 +57,20 @@ def _evaluate(option_names: str, compute: Callable[[], T]) -> T:
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 SizeOpt = f"Size ({units.SIZE_FORMS})."
 DurationOpt = f"({units.DURATION_FORMS})."
+BudgetEventsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-events",
+        help="Most events the run may take (default 1e9, a few minutes), e.g. 5e9.",
+    ),
+]
+BudgetMemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-memory",
+        help=f"Most memory the run may hold, traces included (default 2GiB). {SizeOpt}",
+    ),
+]
 
 
 OutDirOpt = Annotated[
@@ -568,14 +582,27 @@ def simulate_command(
         bool,
         typer.Option("--pcap", help="Write captures of the links the scenario taps (all if none)."),
     ] = False,
+    budget_events: BudgetEventsOpt = None,
+    budget_memory: BudgetMemoryOpt = None,
+    estimate_only: Annotated[
+        bool,
+        typer.Option("--estimate", help="Print what the run would cost and the budget; no run."),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Simulate a scenario on the packet-level engine (Rust core)."""
+    """Simulate a scenario on the packet-level engine (Rust core).
+
+    The run is held to a budget (docs/scenarios.md, "Run budget"): one estimated over it is
+    refused, one that outgrows it stops with what it has. On a terminal a progress line shows
+    on stderr; Ctrl-C stops the run and keeps its partial result.
+    """
     from farlink import _core
+    from farlink.budget import estimate_payload, refusal_options
     from farlink.results import write_pcaps
     from farlink.scenario import ScenarioError, load_scenario
-    from farlink.sim import headline, simulate
+    from farlink.sim import ProgressLine, estimate, headline, simulate
 
+    line = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
     try:
         doc = load_scenario(scenario)
         if pcap and not doc.get("pcap"):
@@ -583,34 +610,72 @@ def simulate_command(
                 link.get("name", f"{link.get('a')}-{link.get('b')}")
                 for link in doc.get("links", [])
             ]
-        result = simulate(
-            doc,
-            tcp=tcp,
-            loss=None if loss is None else read("--loss", _loss_rate, loss),
-            duration=None
+        overrides = {
+            "tcp": tcp,
+            "loss": None if loss is None else read("--loss", _loss_rate, loss),
+            "duration": None
             if duration is None
             else _checked("--duration", units.parse_duration_s, duration),
-            size=None if size is None else _checked("--size", units.parse_size_bytes, size),
-            seed=seed,
-            sets=set_ or (),
-        )
+            "size": None if size is None else _checked("--size", units.parse_size_bytes, size),
+            "seed": seed,
+            "sets": set_ or (),
+        }
+        budget = _budget(budget_events, budget_memory)
+        if estimate_only:
+            cost = estimate(doc, **overrides)
+            _emit(as_json, "simulate --estimate", estimate_payload(cost, *budget.values()))
+            return
+        result = simulate(doc, **overrides, **budget, progress=line)
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(f"SCENARIO: {err}") from None
+    except _core.BudgetError as err:
+        raise CliError(f"SCENARIO: {err} ({refusal_options(err)})") from None
     except _core.ConservationError as err:
         raise CliError(f"conservation check failed (please report this scenario): {err}") from None
+    finally:
+        if line is not None:
+            line.close()
     name = str(result.scenario.get("name") or Path(scenario).stem)
     folder = out if out is not None else DEFAULT_OUT / "sim" / name
     written = result.to_parquet(folder)
     if pcap:
         written += write_pcaps(result, folder)
+    partial = result.summary.get("partial")
     if as_json:
         # The result document itself: the same object summary.json holds (docs/results.md).
         print_json(result.summary)
-        return
-    payload = {**headline(result), "scenario": name, "out": str(folder)}
-    print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
-    for path in written:
-        typer.echo(f"wrote {path}")
+    else:
+        payload = {**headline(result), "scenario": name, "out": str(folder)}
+        if partial is not None:
+            payload["partial"] = partial
+        print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
+        for path in written:
+            typer.echo(f"wrote {path}")
+    if partial is not None:
+        _stopped_early(partial)
+
+
+def _budget(events: str | None, memory: str | None) -> dict[str, int | None]:
+    """The run budget options as ``simulate`` takes them; None keeps the default."""
+    from farlink.budget import parse_event_count
+
+    return {
+        "budget_events": None
+        if events is None
+        else read("--budget-events", parse_event_count, events),
+        "budget_memory_bytes": None
+        if memory is None
+        else int(read("--budget-memory", units.parse_size_bytes, memory)),
+    }
+
+
+def _stopped_early(partial: str) -> None:
+    """A run stopped before its end: exit 130 for an interrupt, 2 for its budget."""
+    from farlink.budget import EXIT_INTERRUPTED, stop_line
+
+    line, interrupted = stop_line(partial)
+    print(line, file=sys.stderr)
+    raise typer.Exit(EXIT_INTERRUPTED if interrupted else EXIT_BAD_INPUT)
 
 
 def _checked(option: str, parser: Callable[[str], float], text: str) -> str:
@@ -978,11 +1043,14 @@ def sweep_command(
         bool, typer.Option("--retry-failed", help="Run again the runs recorded as failed.")
     ] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    budget_events: BudgetEventsOpt = None,
+    budget_memory: BudgetMemoryOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run a scenario over a grid of points x seeds; one Parquet row per run (docs/sweeps.md).
 
-    Runs already in --out are kept and not run again; exit status 1 if any run failed.
+    Runs already in --out are kept and not run again; exit status 1 if any run failed. Each
+    run is held to the run budget (docs/scenarios.md); a run over it is a failed run.
     """
     from farlink import sweep as sw
     from farlink.report import print_sweep_report
@@ -995,6 +1063,7 @@ def sweep_command(
         else _checked("--duration", units.parse_duration_s, duration),
         "size": None if size is None else _checked("--size", units.parse_size_bytes, size),
     }
+    budget = tuple(_budget(budget_events, budget_memory).values())
     executor = _sweep_executor(workers, dask_local, dask)
     try:
         definition = sw.sweep_from_options(
@@ -1004,7 +1073,7 @@ def sweep_command(
         folder = out if out is not None else DEFAULT_OUT / "sweep" / definition.name
         report = sw.run_sweep(
             definition, folder, executor=executor, force=force, retry_failed=retry_failed,
-            progress=progress,
+            progress=progress, budget=budget,
         )  # fmt: skip
     except sw.SweepError as err:
         raise CliError(str(err)) from None

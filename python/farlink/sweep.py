@@ -100,6 +100,8 @@ MANIFEST = "manifest.json"
 POINTS = "points"
 SUPERSEDED = "superseded"
 
+# A run's budget: most events and most memory in bytes, None for the core's default.
+Budget = tuple[int | None, int | None]
 OPTION_AXES = ("tcp", "loss", "duration", "size")
 """``farlink simulate`` options that can be an axis or a fixed option (besides ``--set`` paths)."""
 
@@ -887,10 +889,14 @@ def _lookup(summary: Any, path: str) -> float | None:
     return float(node) if isinstance(node, int | float) else None
 
 
-def run_point(scenario_json: str, extra_metrics: Sequence[str] = ()) -> dict[str, Any]:
+def run_point(
+    scenario_json: str, extra_metrics: Sequence[str] = (), budget: Budget = (None, None)
+) -> dict[str, Any]:
     """Run one scenario on the core; the metrics and provenance of its row, or its error.
 
-    Never raises for a run that fails: the row's ``error`` holds ``"<kind>: <message>"``.
+    ``budget`` is the run budget, (events, memory bytes), None for the core's default; a run
+    refused on it fails with ``BudgetError``. Never raises for a run that fails: the row's
+    ``error`` holds ``"<kind>: <message>"``.
     """
     from farlink import _core
     from farlink.result_schema import sim_document
@@ -900,7 +906,7 @@ def run_point(scenario_json: str, extra_metrics: Sequence[str] = ()) -> dict[str
     row: dict[str, Any] = {"error": None, "core_version": None, **_worker_provenance()}
     started = time.perf_counter()
     try:
-        raw = _core.run_scenario(scenario_json)
+        raw = _core.run_scenario(scenario_json, max_events=budget[0], max_memory_bytes=budget[1])
     except _core.ScenarioError as err:
         return {**row, "error": f"ScenarioError: {err}"}
     except Exception as err:  # the run fails, the sweep goes on; the row says why
@@ -1242,13 +1248,14 @@ def run_task(
     extra_metrics: Sequence[str],
     identity: Mapping[str, Any],
     schema_bytes: bytes,
+    budget: Budget = (None, None),
 ) -> tuple[str | None, bytes]:
     """Run one run on a worker: its error (or None) and its row encoded as a Parquet file.
 
     The row is encoded here so that the workers share that work; the caller only writes the
     bytes to disk, so no file system need be shared with the workers.
     """
-    outcome = run_point(scenario_json, extra_metrics)
+    outcome = run_point(scenario_json, extra_metrics, budget)
     row = _full_row(identity, outcome, extra_metrics)
     return outcome["error"], _encode(_schema_from(schema_bytes), row)
 
@@ -1433,13 +1440,16 @@ def run_sweep(
     force: bool = False,
     retry_failed: bool = False,
     progress: bool = False,
+    budget: Budget = (None, None),
 ) -> SweepReport:
     """Run every run of ``sweep`` that ``out`` does not hold yet, writing each as it finishes.
 
     ``executor`` defaults to a :class:`ProcessPool` with one worker per core.
-    ``retry_failed`` runs again the runs recorded with an error. Raises :class:`SweepError` for
-    a definition that cannot be planned or a directory that holds another sweep (unless
-    ``force``), :class:`SweepAborted` if the executor breaks down.
+    ``retry_failed`` runs again the runs recorded with an error. ``budget`` is every run's
+    budget, (events, memory bytes), None for the core's default: a property of the runs, not
+    of the sweep's definition, so it does not change which runs are already done. Raises
+    :class:`SweepError` for a definition that cannot be planned or a directory that holds
+    another sweep (unless ``force``), :class:`SweepAborted` if the executor breaks down.
     """
     started = time.perf_counter()
     out = Path(out)
@@ -1451,7 +1461,7 @@ def run_sweep(
     if retry_failed:
         done -= {row["run_key"] for row in _failures(out)}
     todo = [task for task in tasks if task.run_key not in done]
-    failures = _execute(sweep, todo, executor, points_dir, _schema(sweep), progress)
+    failures = _execute(sweep, todo, executor, points_dir, _schema(sweep), progress, budget)
     if len(todo) < len(tasks):  # runs kept from before may have failed then
         reused = {task.run_key for task in tasks} - {task.run_key for task in todo}
         failures = _failures(out, reused) + failures
@@ -1467,7 +1477,9 @@ def run_sweep(
     )
 
 
-def _calls(sweep: Sweep, todo: Sequence[Task], schema) -> Iterator[tuple[Task, tuple]]:
+def _calls(
+    sweep: Sweep, todo: Sequence[Task], schema, budget: Budget
+) -> Iterator[tuple[Task, tuple]]:
     extra = tuple(sweep.extra_metrics)
     json_axes = _json_axes(sweep)
     schema_bytes = schema.serialize().to_pybytes()
@@ -1476,16 +1488,19 @@ def _calls(sweep: Sweep, todo: Sequence[Task], schema) -> Iterator[tuple[Task, t
         if task.point_id != point_id:  # one document per point, the seed set per replication
             doc, point_id = point_doc(sweep, task.params), task.point_id
         scenario_json = json.dumps({**doc, "seed": task.seed.seed})
-        yield task, (scenario_json, extra, _identity(sweep, json_axes, task), schema_bytes)
+        identity = _identity(sweep, json_axes, task)
+        yield task, (scenario_json, extra, identity, schema_bytes, budget)
 
 
-def _execute(sweep, todo, executor, points_dir, schema, progress: bool) -> list[dict[str, Any]]:
+def _execute(
+    sweep, todo, executor, points_dir, schema, progress: bool, budget: Budget
+) -> list[dict[str, Any]]:
     """Run ``todo``, storing each row as it comes; the identity and error of failed runs."""
     failures: list[dict[str, Any]] = []
     if not todo:
         return failures
     json_axes = _json_axes(sweep)
-    batches = _Batches(_calls(sweep, todo, schema), target_s=BATCH_SECONDS)
+    batches = _Batches(_calls(sweep, todo, schema, budget), target_s=BATCH_SECONDS)
     with _ProgressBar(progress, sweep.name, len(todo)) as advance:
         for tasks, outcome in executor.run(run_batch, batches):
             if isinstance(outcome, Lost):  # the executor could not run them; the rows say why

@@ -23,7 +23,7 @@ pub mod units;
 pub mod world;
 
 pub use scenario::{parse_scenario_json, Scenario, ScenarioError};
-pub use world::{run, RunError, RunResult};
+pub use world::{run, run_with, RunControl, RunError, RunResult};
 
 /// The version of the core, as recorded in every result for provenance.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -76,6 +76,9 @@ pub const DEFAULT_TXQUEUE_PKTS: u32 = 3;
 pub const DEFAULT_MP_HEADER_BYTES: u32 = 4;
 /// The most members a bundle may have (a fragment mask is 64 bits).
 pub const MAX_MEMBERS: u32 = 64;
+/// Storage reserved up front for a member's transmit queue; a larger `txqueue_pkts` grows it
+/// as packets actually queue, so a huge bound costs nothing until it is used.
+const MAX_RESERVED_TXQUEUE_PKTS: usize = 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Member states as traced
@@ -511,7 +514,9 @@ impl<L: LossModel> BundleDir<L> {
                 txqueue: m.txqueue_pkts as usize,
                 carrier: false,
                 usable: false,
-                void: VecDeque::with_capacity(m.txqueue_pkts as usize),
+                void: VecDeque::with_capacity(
+                    (m.txqueue_pkts as usize).min(MAX_RESERVED_TXQUEUE_PKTS),
+                ),
                 void_free_at: SimTime::ZERO,
             });
         }

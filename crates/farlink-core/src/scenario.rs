@@ -134,6 +134,7 @@
 //!   (MSS + 40 bytes of headers) of the flows whose data crosses it, or of 1500 bytes if none
 //!   does (seed 003's "average error burst of 8 packets").
 
+mod limits;
 mod split;
 
 pub use split::{RelaySpec, SegmentSpec, DEFAULT_RELAY_BUFFER_BYTES};
@@ -744,7 +745,7 @@ pub fn parse_scenario_json(text: &str) -> Result<Scenario, ScenarioError> {
     })?;
     de.end()
         .map_err(|e| ScenarioError::new("", e.to_string()))?;
-    validate(raw)
+    validate(raw).and_then(|sc| limits::check(&sc).map(|()| sc))
 }
 
 /// The path of a serde error in the grammar of `--set` paths: field names and `[index]`es

@@ -179,6 +179,73 @@ pub struct Traces {
     pub capacity: CapacityTrace,
 }
 
+/// Heap bytes a column holds (its capacity, not its length: what the allocator gave).
+fn column_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * std::mem::size_of::<T>()
+}
+
+impl Traces {
+    /// Heap bytes all tables hold, for the run budget.
+    pub fn heap_bytes(&self) -> usize {
+        let Traces {
+            cwnd,
+            seq,
+            ack,
+            rtt,
+            rto,
+            queue,
+            drops,
+            goodput,
+            member_state,
+            capacity,
+        } = self;
+        column_bytes(&cwnd.time_ns)
+            + column_bytes(&cwnd.flow)
+            + column_bytes(&cwnd.cwnd_bytes)
+            + column_bytes(&cwnd.ssthresh_bytes)
+            + column_bytes(&cwnd.effective_cwnd_bytes)
+            + column_bytes(&seq.time_ns)
+            + column_bytes(&seq.flow)
+            + column_bytes(&seq.seq)
+            + column_bytes(&seq.len_bytes)
+            + column_bytes(&seq.retransmission)
+            + column_bytes(&ack.time_ns)
+            + column_bytes(&ack.flow)
+            + column_bytes(&ack.ack)
+            + column_bytes(&rtt.time_ns)
+            + column_bytes(&rtt.flow)
+            + column_bytes(&rtt.rtt_ns)
+            + column_bytes(&rtt.srtt_ns)
+            + column_bytes(&rto.time_ns)
+            + column_bytes(&rto.flow)
+            + column_bytes(&rto.rto_ns)
+            + column_bytes(&queue.time_ns)
+            + column_bytes(&queue.link)
+            + column_bytes(&queue.forward)
+            + column_bytes(&queue.pkts)
+            + column_bytes(&queue.bytes)
+            + column_bytes(&drops.time_ns)
+            + column_bytes(&drops.link)
+            + column_bytes(&drops.forward)
+            + column_bytes(&drops.flow)
+            + column_bytes(&drops.ack_packet)
+            + column_bytes(&drops.seq)
+            + column_bytes(&drops.syn)
+            + column_bytes(&drops.cause)
+            + column_bytes(&goodput.time_ns)
+            + column_bytes(&goodput.flow)
+            + column_bytes(&goodput.delivered_bytes)
+            + column_bytes(&member_state.time_ns)
+            + column_bytes(&member_state.link)
+            + column_bytes(&member_state.member)
+            + column_bytes(&member_state.state)
+            + column_bytes(&capacity.time_ns)
+            + column_bytes(&capacity.link)
+            + column_bytes(&capacity.members_up)
+            + column_bytes(&capacity.capacity_bps)
+    }
+}
+
 impl CwndTrace {
     #[inline]
     pub(crate) fn push(&mut self, at: SimTime, flow: u32, cwnd: u64, ssthresh: u64, eff: u64) {
@@ -286,6 +353,16 @@ impl CapacityTrace {
 }
 
 impl GoodputTrace {
+    /// Makes room for exactly `rows` more rows, or says the allocator could not.
+    pub(crate) fn try_reserve_exact(
+        &mut self,
+        rows: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        self.time_ns.try_reserve_exact(rows)?;
+        self.flow.try_reserve_exact(rows)?;
+        self.delivered_bytes.try_reserve_exact(rows)
+    }
+
     #[inline]
     pub(crate) fn push(&mut self, at: SimTime, flow: u32, delivered: u64) {
         self.time_ns.push(at.as_nanos());

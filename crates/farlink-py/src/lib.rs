@@ -5,17 +5,23 @@
 //! with the GIL released and a panic caught, then converts under the GIL: trace columns move
 //! into NumPy arrays without a copy or a Python object per element. Errors are mapped to Python
 //! exceptions in one place, [`Failure::into_py_err`].
+//!
+//! A run is held to a budget (the core's default unless the caller gives one) and, every
+//! `CHECK_EVERY_EVENTS` events, at most every [`POLL_INTERVAL`] of wall time, takes the GIL
+//! back for a moment: to run Python's signal handlers (Ctrl-C stops the run, which keeps what
+//! it has) and to call the caller's progress callback.
 
 use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
 
 use farlink_core::trace::{
     AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
     RtoTrace, RttTrace, SeqTrace, Traces,
 };
-use farlink_core::world::{self, RunError, RunResult};
+use farlink_core::world::{self, Budget, Progress, RunControl, RunError, RunResult};
 use numpy::IntoPyArray;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -25,6 +31,14 @@ create_exception!(
     PyValueError,
     "An invalid scenario: `path` names the offending field (`links[1].fwd.loss.p`, empty for \
      the document as a whole), `message` says what was expected; str() is `path: message`."
+);
+create_exception!(
+    farlink._core,
+    BudgetError,
+    PyValueError,
+    "A run refused before it started: its estimated events or memory are over the budget. \
+     `events`, `trace_rows` and `memory_bytes` are the estimate, `max_events` and \
+     `max_memory_bytes` the budget."
 );
 create_exception!(
     farlink._core,
@@ -59,9 +73,15 @@ struct Output {
     nodes: Vec<String>,
 }
 
+/// How often at most a run takes the GIL back to check signals and report progress.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
 /// Why a run gave no [`Output`].
 enum Failure {
     Scenario(farlink_core::ScenarioError),
+    OverBudget(world::OverBudget),
+    /// The progress callback raised (other than the interrupt that stops a run).
+    Callback(PyErr),
     Conservation(RunError),
     /// A panic in the core, or a failure that only a bug can cause.
     Internal(String),
@@ -81,17 +101,42 @@ impl Failure {
                 }
                 err
             }
+            Failure::OverBudget(o) => {
+                let err = BudgetError::new_err(o.to_string());
+                let value = err.value(py);
+                let set = value
+                    .setattr("events", o.estimate.events)
+                    .and_then(|()| value.setattr("trace_rows", o.estimate.trace_rows))
+                    .and_then(|()| value.setattr("memory_bytes", o.estimate.memory_bytes))
+                    .and_then(|()| value.setattr("max_events", o.budget.max_events))
+                    .and_then(|()| value.setattr("max_memory_bytes", o.budget.max_memory_bytes));
+                if let Err(set) = set {
+                    return set;
+                }
+                err
+            }
+            Failure::Callback(e) => e,
             Failure::Conservation(e) => ConservationError::new_err(e.to_string()),
             Failure::Internal(message) => PyRuntimeError::new_err(message),
         }
     }
 }
 
-/// Parses, runs and serialises; the part of [`run_scenario`] that needs no Python.
-fn run_core(scenario_json: &str) -> Result<Output, Failure> {
+/// Parses, runs and serialises; the part of [`run_scenario`] that needs no Python but the
+/// moments `hook` takes the GIL.
+fn run_core(
+    scenario_json: &str,
+    budget: Budget,
+    hook: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Output, Failure> {
     let scenario = farlink_core::parse_scenario_json(scenario_json).map_err(Failure::Scenario)?;
-    let result = world::run(&scenario).map_err(|e| match e {
+    let control = RunControl {
+        budget: Some(budget),
+        progress: Some(hook),
+    };
+    let result = world::run_with(&scenario, control).map_err(|e| match e {
         RunError::Scenario(e) => Failure::Scenario(e),
+        RunError::OverBudget(o) => Failure::OverBudget(o),
         e @ RunError::Conservation(_) => Failure::Conservation(e),
     })?;
     let summary_json = serde_json::to_string(&result.summary)
@@ -168,19 +213,79 @@ fn traces_to_py(py: Python<'_>, traces: Traces) -> PyResult<Bound<'_, PyDict>> {
     ))
 }
 
+/// What a run of one scenario (JSON text) would cost, and the default budget; see `_core.pyi`.
+#[pyfunction]
+fn estimate_scenario<'py>(py: Python<'py>, scenario_json: &str) -> PyResult<Bound<'py, PyDict>> {
+    let scenario = farlink_core::parse_scenario_json(scenario_json)
+        .map_err(|e| Failure::Scenario(e).into_py_err(py))?;
+    let e = world::budget::estimate(&scenario);
+    let b = Budget::default();
+    let out = PyDict::new(py);
+    out.set_item("events", e.events)?;
+    out.set_item("trace_rows", e.trace_rows)?;
+    out.set_item("memory_bytes", e.memory_bytes)?;
+    out.set_item("default_max_events", b.max_events)?;
+    out.set_item("default_max_memory_bytes", b.max_memory_bytes)?;
+    Ok(out)
+}
+
 /// Runs one scenario (JSON text) in the core and returns its result; see `_core.pyi`.
 #[pyfunction]
-fn run_scenario<'py>(py: Python<'py>, scenario_json: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (scenario_json, *, max_events=None, max_memory_bytes=None, progress=None))]
+fn run_scenario<'py>(
+    py: Python<'py>,
+    scenario_json: &str,
+    max_events: Option<u64>,
+    max_memory_bytes: Option<u64>,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let defaults = Budget::default();
+    let budget = Budget {
+        max_events: max_events.unwrap_or(defaults.max_events),
+        max_memory_bytes: max_memory_bytes.unwrap_or(defaults.max_memory_bytes),
+    };
+    let progress = progress.map(Bound::unbind);
+    // An error the callback raised, to raise once the run has stopped (an interrupt only
+    // stops the run: its result is kept, marked partial).
+    let mut raised: Option<PyErr> = None;
+    let mut last_poll = Instant::now();
+    let mut hook = |p: Progress| -> bool {
+        if last_poll.elapsed() < POLL_INTERVAL {
+            return true;
+        }
+        last_poll = Instant::now();
+        let outcome = Python::attach(|py| {
+            py.check_signals()?;
+            if let Some(callback) = &progress {
+                callback.call1(py, (p.now.as_secs_f64(), p.end.as_secs_f64(), p.events))?;
+            }
+            Ok::<(), PyErr>(())
+        });
+        match outcome {
+            Ok(()) => true,
+            Err(e) => {
+                let interrupt = Python::attach(|py| e.is_instance_of::<PyKeyboardInterrupt>(py));
+                if !interrupt {
+                    raised = Some(e);
+                }
+                false
+            }
+        }
+    };
     let outcome = py.detach(|| {
-        panic::catch_unwind(AssertUnwindSafe(|| run_core(scenario_json))).unwrap_or_else(
-            |payload| {
-                Err(Failure::Internal(format!(
-                    "farlink core panicked (a bug; please report it with the scenario): {}",
-                    panic_message(&*payload)
-                )))
-            },
-        )
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            run_core(scenario_json, budget, &mut hook)
+        }))
+        .unwrap_or_else(|payload| {
+            Err(Failure::Internal(format!(
+                "farlink core panicked (a bug; please report it with the scenario): {}",
+                panic_message(&*payload)
+            )))
+        })
     });
+    if let Some(e) = raised {
+        return Err(Failure::Callback(e).into_py_err(py));
+    }
     let out = outcome.map_err(|f| f.into_py_err(py))?;
 
     let result = PyDict::new(py);
@@ -204,7 +309,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", farlink_core::VERSION)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_scenario, m)?)?;
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("ConservationError", py.get_type::<ConservationError>())?;
+    m.add("BudgetError", py.get_type::<BudgetError>())?;
     Ok(())
 }

@@ -45,12 +45,19 @@ pub const IS707_FRAME: SimDuration = SimDuration::from_millis(20);
 /// whose relative precision falls as 1/(f_d T). Seed 004 uses f_d T of 0.01, 0.1 and 1.0.
 pub const MIN_FD_T: f64 = 1e-4;
 
+/// Largest normalised Doppler accepted (our choice). At f_d T = 100 the correlation of
+/// successive frames is |J0(2 pi f_d T)| < 0.04: the frames are already as good as independent
+/// (a Bernoulli channel), and nothing physical lies beyond (a 20 ms frame would need a Doppler
+/// of 5 kHz). The bound also keeps [`bessel_j0`]'s cost, which grows with its argument, at a
+/// few hundred steps: f_d T = 1e12 would take hours.
+pub const MAX_FD_T: f64 = 100.0;
+
 /// Parameters of a [`MarkovFading`] channel.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MarkovFadingConfig {
     /// Average frame error rate P_e, in (0, 1).
     pub frame_error_rate: f64,
-    /// Normalised Doppler frequency f_d T, at least [`MIN_FD_T`].
+    /// Normalised Doppler frequency f_d T, from [`MIN_FD_T`] to [`MAX_FD_T`].
     pub fd_t: f64,
     /// The frame length T: the slot on which the chain steps.
     pub frame: SimDuration,
@@ -107,10 +114,12 @@ pub fn fading_transitions(
             format!("expected a frame error rate in (0, 1), got {pe}"),
         ));
     }
-    if !(fd_t.is_finite() && fd_t >= MIN_FD_T) {
+    if !(fd_t.is_finite() && (MIN_FD_T..=MAX_FD_T).contains(&fd_t)) {
         return Err(ConfigError::new(
             "fd_t",
-            format!("expected a normalised Doppler f_d*T >= {MIN_FD_T}, got {fd_t}"),
+            format!(
+                "expected a normalised Doppler f_d*T from {MIN_FD_T} to {MAX_FD_T}, got {fd_t}"
+            ),
         ));
     }
     // 1/F = -ln(1 - P_e)
@@ -459,5 +468,17 @@ mod tests {
                 .param,
             "frame"
         );
+    }
+
+    #[test]
+    fn doppler_beyond_the_physical_range_is_refused_at_once() {
+        // f_d T = 1e12 used to run a Bessel recurrence of 7.5e12 steps.
+        let t0 = std::time::Instant::now();
+        let e = fading_transitions(0.1, 1e12).unwrap_err();
+        assert_eq!(e.param, "fd_t");
+        assert!(e.message.contains("from 0.0001 to 100"), "{}", e.message);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        assert!(fading_transitions(0.1, MAX_FD_T).is_ok());
+        assert!(fading_transitions(0.1, 100.5).is_err());
     }
 }

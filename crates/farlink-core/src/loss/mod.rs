@@ -51,7 +51,8 @@ pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig};
 pub use gilbert_packets::GilbertPackets;
 pub use lcg16807::{Lcg16807, Lcg16807Loss, LCG16807_MODULUS, LCG16807_MULTIPLIER};
 pub use markov_fading::{
-    fading_transitions, FadingTransitions, MarkovFading, MarkovFadingConfig, IS707_FRAME, MIN_FD_T,
+    fading_transitions, FadingTransitions, MarkovFading, MarkovFadingConfig, IS707_FRAME, MAX_FD_T,
+    MIN_FD_T,
 };
 
 use crate::time::SimTime;

@@ -890,3 +890,18 @@ proptest! {
         prop_assert_eq!(got, accepted);
     }
 }
+
+#[test]
+fn a_huge_transmit_queue_bound_reserves_nothing_up_front() {
+    // txqueue_pkts = u32::MAX used to reserve 4 G slots (103 GB) per member and abort.
+    let mut c = dir_cfg(8, 2400, 500, None);
+    for m in &mut c.members {
+        m.txqueue_pkts = u32::MAX;
+    }
+    let mut d = up_dir(&c, no_loss(8));
+    for id in 0..50 {
+        assert!(d.offer(SimTime::ZERO, pkt(id, 100)).is_ok());
+    }
+    let delivered = run_until(&mut d, t_ms(60_000));
+    assert_eq!(delivered.len(), 50);
+}

@@ -42,11 +42,13 @@
 //! [`RunError::Conservation`]); in debug builds the packet counts are also checked every 1024
 //! events.
 
+pub mod budget;
 mod bundles;
 pub mod capture;
 mod relay;
 mod summary;
 
+pub use budget::{Budget, Estimate, OverBudget};
 pub use capture::write_pcap;
 
 pub use summary::{
@@ -79,6 +81,29 @@ pub enum RunError {
     /// A packet or a byte was lost track of: the engine has a bug. Never a panic.
     #[error("conservation violated: {0}")]
     Conservation(String),
+    /// The run would cost more than its budget ([`budget`]); nothing was run.
+    #[error("{0}")]
+    OverBudget(#[from] OverBudget),
+}
+
+/// How a front end holds a run: its budget, and a hook called every
+/// [`budget::CHECK_EVERY_EVENTS`] events with the run's progress, which may ask it to stop.
+#[derive(Default)]
+pub struct RunControl<'a> {
+    /// `None`: no bound (the library's [`run`]); front ends pass [`Budget::default`] or the
+    /// user's.
+    pub budget: Option<Budget>,
+    /// Returns `false` to stop the run where it is (an interrupt); the result is then partial.
+    pub progress: Option<&'a mut dyn FnMut(Progress) -> bool>,
+}
+
+/// Where a run is, for a progress line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub now: SimTime,
+    /// The scenario's duration.
+    pub end: SimTime,
+    pub events: u64,
 }
 
 /// Everything a run produces.
@@ -126,7 +151,23 @@ pub struct FlowInfo {
 /// Runs `scenario` to its end and returns the summary, traces and taps. The same scenario
 /// (seed included) always gives bit-identical results.
 pub fn run(scenario: &Scenario) -> Result<RunResult, RunError> {
+    run_with(scenario, RunControl::default())
+}
+
+/// Runs `scenario` held by `control`: refused up front if its [`budget::estimate`] is over
+/// the budget; stopped where it is, with a partial result ([`Summary::partial`]), if it
+/// outgrows the budget while running or the progress hook asks to stop. The estimate and the
+/// checks change nothing in what the run computes.
+pub fn run_with<'a>(
+    scenario: &'a Scenario,
+    control: RunControl<'a>,
+) -> Result<RunResult, RunError> {
+    if let Some(b) = control.budget {
+        b.admit(budget::estimate(scenario))?;
+    }
     let mut world = World::build(scenario)?;
+    world.budget = control.budget;
+    world.progress = control.progress;
     world.run()?;
     world.finish()
 }
@@ -326,6 +367,12 @@ struct World<'s> {
     flow_conns: Vec<std::ops::Range<usize>>,
     /// The first inconsistency seen while running; reported at the next event boundary.
     fault: Option<String>,
+    budget: Option<Budget>,
+    progress: Option<&'s mut dyn FnMut(Progress) -> bool>,
+    /// Why the run stopped before its end, if it did.
+    stopped: Option<String>,
+    /// A budget passed inside an event; the run stops after it.
+    halted: Option<String>,
 }
 
 fn dir_index(hop: Hop) -> u32 {
@@ -350,6 +397,35 @@ fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {
         .zip(counts)
         .map(|(name, n)| ((*name).to_owned(), n))
         .collect()
+}
+
+/// The rate all flows together can have at most: the sum of the rates of the distinct link
+/// directions that are some flow's bottleneck (the slowest direction on its data path, the
+/// first of equals). Flows sharing a bottleneck share its rate (a dumbbell: that link's
+/// rate); flows on separate paths add theirs. Every flow's bytes cross its bottleneck, so the
+/// aggregate goodput over this is at most 1. `None` without flows.
+fn aggregate_capacity_bps(sc: &Scenario) -> Option<u64> {
+    let mut bottlenecks: Vec<Hop> = Vec::new();
+    for f in sc.flows() {
+        let rate = |h: &Hop| sc.links()[h.link].direction(h.forward).rate_bps;
+        let mut slowest: Option<Hop> = None;
+        for h in &f.path {
+            if slowest.is_none_or(|s| rate(h) < rate(&s)) {
+                slowest = Some(*h);
+            }
+        }
+        if let Some(h) = slowest {
+            if !bottlenecks.contains(&h) {
+                bottlenecks.push(h);
+            }
+        }
+    }
+    (!sc.flows().is_empty()).then(|| {
+        bottlenecks
+            .iter()
+            .map(|h| sc.links()[h.link].direction(h.forward).rate_bps)
+            .sum()
+    })
 }
 
 /// The first point of the grid `k * interval` at or after `t`.
@@ -534,6 +610,10 @@ impl<'s> World<'s> {
             relays,
             flow_conns,
             fault: None,
+            budget: None,
+            progress: None,
+            stopped: None,
+            halted: None,
         };
         world.start_bundles();
         Ok(world)
@@ -564,8 +644,90 @@ impl<'s> World<'s> {
             if let Some(msg) = self.fault.take() {
                 return Err(RunError::Conservation(msg));
             }
+            if let Some(why) = self.checkpoint() {
+                self.stopped = Some(format!(
+                    "{why} at {:.3} s of {:.3} s",
+                    now.as_secs_f64(),
+                    self.end.as_secs_f64()
+                ));
+                self.sim_end = now;
+                break;
+            }
         }
         Ok(())
+    }
+
+    /// How many goodput grid points connection `f` may still write before `until` within the
+    /// memory budget. A long gap between deliveries (a stall, an outage) fills many points in
+    /// one event, more than the check every [`budget::CHECK_EVERY_EVENTS`] events can see
+    /// coming; past the budget the run stops ([`World::halted`]).
+    fn goodput_row_limit(&mut self, f: usize, until: SimTime) -> u64 {
+        const ROW_BYTES: u64 = 20;
+        const SMALL_FILL_ROWS: u64 = 4096;
+        let (Some(b), step) = (self.budget, self.tr.goodput_interval.as_nanos().max(1)) else {
+            return u64::MAX;
+        };
+        let rows = until
+            .saturating_since(self.flows[f].goodput_next)
+            .as_nanos()
+            / step
+            + 1;
+        if rows <= SMALL_FILL_ROWS {
+            return u64::MAX;
+        }
+        let held = budget::held_bytes(&self.traces, &self.taps);
+        let room = b.max_memory_bytes.saturating_sub(held) / ROW_BYTES;
+        let limit = rows.min(room);
+        // Exactly what is needed, so that the columns' doubling cannot overshoot the budget;
+        // fallible, so that an allocator that cannot give it stops the run instead of
+        // aborting the process.
+        let reserved =
+            usize::try_from(limit).is_ok_and(|n| self.traces.goodput.try_reserve_exact(n).is_ok());
+        if !reserved || rows > room {
+            self.halted
+                .get_or_insert_with(|| b.exceeded(0, u64::MAX).unwrap_or_default());
+        }
+        if reserved {
+            limit
+        } else {
+            0
+        }
+    }
+
+    /// Why the run must stop now, if it must: a bound passed inside an event, the event
+    /// budget (checked every event), the memory budget and the progress hook (every
+    /// [`budget::CHECK_EVERY_EVENTS`]).
+    fn checkpoint(&mut self) -> Option<String> {
+        if let Some(why) = self.halted.take() {
+            return Some(why);
+        }
+        let events = self.queue.events_popped();
+        if let Some(b) = self.budget {
+            if events >= b.max_events {
+                return b.exceeded(events, 0);
+            }
+        }
+        if events % budget::CHECK_EVERY_EVENTS != 0 {
+            return None;
+        }
+        if let Some(b) = self.budget {
+            // Traces and taps grow with the run; so do the packets in flight (bounded by the
+            // windows and queues) and the pending events.
+            let in_flight = self.slab.slots.capacity() * std::mem::size_of::<Option<InFlight>>()
+                + self.slab.free.capacity() * std::mem::size_of::<u32>()
+                + self.queue.len() * std::mem::size_of::<(SimTime, u64, Event)>();
+            let held = budget::held_bytes(&self.traces, &self.taps) + in_flight as u64;
+            if let Some(why) = b.exceeded(events, held) {
+                return Some(why);
+            }
+        }
+        let progress = Progress {
+            now: self.now,
+            end: self.end,
+            events,
+        };
+        let go_on = self.progress.as_mut().is_none_or(|hook| hook(progress));
+        (!go_on).then(|| "interrupted".to_owned())
     }
 
     fn handle(&mut self, event: Event) {
@@ -805,17 +967,21 @@ impl<'s> World<'s> {
             ));
             return;
         }
-        let fl = &mut self.flows[f];
-        fl.delivered += after - before;
         if self.tr.goodput {
             // Grid points strictly before `now` saw `before` bytes; the point at `now` (if any)
             // is written later and includes this delivery.
+            let limit = self.goodput_row_limit(f, now);
             let step = self.tr.goodput_interval;
-            while fl.goodput_next < now {
+            let fl = &mut self.flows[f];
+            let mut rows = 0;
+            while fl.goodput_next < now && rows < limit {
                 self.traces.goodput.push(fl.goodput_next, f as u32, before);
                 fl.goodput_next += step;
+                rows += 1;
             }
         }
+        let fl = &mut self.flows[f];
+        fl.delivered += after - before;
         fl.last_delivery = Some(now);
         self.check_finished(f);
     }
@@ -1085,13 +1251,21 @@ impl<'s> World<'s> {
         // Complete the goodput grid to the end of the run.
         if self.tr.goodput {
             let step = self.tr.goodput_interval;
-            for (f, fl) in self.flows.iter_mut().enumerate() {
-                while fl.goodput_next <= sim_end {
+            for f in 0..self.flows.len() {
+                let limit = self.goodput_row_limit(f, sim_end + step);
+                let fl = &mut self.flows[f];
+                let mut rows = 0;
+                while fl.goodput_next <= sim_end && rows < limit {
                     self.traces
                         .goodput
                         .push(fl.goodput_next, f as u32, fl.delivered);
                     fl.goodput_next += step;
+                    rows += 1;
                 }
+            }
+            if let Some(why) = self.halted.take() {
+                self.stopped
+                    .get_or_insert(format!("{why} completing the goodput grid"));
             }
         }
         let summary = self.summarize();
@@ -1247,7 +1421,7 @@ impl<'s> World<'s> {
         } else {
             0.0
         };
-        let bottleneck_bps = self.flows.iter().map(|f| f.bottleneck_bps).min();
+        let bottleneck_bps = aggregate_capacity_bps(sc);
         let aggregate = AggregateSummary {
             delivered_bytes: delivered,
             goodput_bps,
@@ -1318,6 +1492,7 @@ impl<'s> World<'s> {
             sim_time_s: sim_s,
             events: self.queue.events_popped(),
             all_finished: self.unfinished == 0,
+            partial: self.stopped.clone(),
             aggregate,
             flows,
             links,
@@ -1415,5 +1590,44 @@ mod tests {
         assert_eq!(s.live, 2);
         assert_eq!(s.slots.len(), 2);
         assert!(s.get(u64::from(b)).is_some() && s.get(99).is_none());
+    }
+
+    fn aggregate_of(doc: serde_json::Value) -> AggregateSummary {
+        let sc = parse_scenario_json(&doc.to_string()).unwrap();
+        run(&sc).unwrap().summary.aggregate
+    }
+
+    #[test]
+    fn flows_on_separate_paths_are_normalised_by_their_bottlenecks_together() {
+        // Two unbounded flows on links of 100 and 1 Mbit/s: the old aggregate divided their
+        // summed goodput by the slower link alone (about 97).
+        let agg = aggregate_of(serde_json::json!({
+            "duration": "20s",
+            "nodes": ["A", "B", "C", "D"],
+            "links": [{"a": "A", "b": "B", "rate": "100Mbps", "delay": "5ms", "queue_pkts": 500},
+                      {"a": "C", "b": "D", "rate": "1Mbps", "delay": "5ms"}],
+            "flows": [{"from": "A", "to": "B", "app": {"kind": "unbounded"},
+                       "tcp": {"receive_buffer": "4MiB"}},
+                      {"from": "C", "to": "D", "app": {"kind": "unbounded"}}],
+        }));
+        assert_eq!(agg.bottleneck_bps, Some(101_000_000));
+        let g = agg.normalized_goodput.unwrap();
+        assert!(g > 0.8 && g < 1.0, "{g}");
+    }
+
+    #[test]
+    fn flows_sharing_a_bottleneck_are_normalised_by_it_once() {
+        let agg = aggregate_of(serde_json::json!({
+            "duration": "20s",
+            "nodes": ["A", "C", "R", "D"],
+            "links": [{"a": "A", "b": "R", "rate": "10Mbps", "delay": "1ms"},
+                      {"a": "C", "b": "R", "rate": "10Mbps", "delay": "1ms"},
+                      {"a": "R", "b": "D", "rate": "1Mbps", "delay": "20ms"}],
+            "flows": [{"from": "A", "to": "D", "app": {"kind": "unbounded"}},
+                      {"from": "C", "to": "D", "app": {"kind": "unbounded"}}],
+        }));
+        assert_eq!(agg.bottleneck_bps, Some(1_000_000));
+        let g = agg.normalized_goodput.unwrap();
+        assert!(g > 0.8 && g < 1.0, "{g}");
     }
 }

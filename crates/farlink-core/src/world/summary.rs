@@ -26,6 +26,10 @@ pub struct Summary {
     pub events: u64,
     /// Every flow finished (see [`FlowSummary::finished`]).
     pub all_finished: bool,
+    /// The run stopped before its end (interrupted, or over its budget) and says why and
+    /// when; everything here is up to that instant. Absent for a run that ran its course.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
     pub aggregate: AggregateSummary,
     pub flows: Vec<FlowSummary>,
     pub links: Vec<LinkSummary>,
@@ -142,9 +146,13 @@ pub struct AggregateSummary {
     /// Total delivered bytes * 8 over the span from the earliest start to the latest end of
     /// any flow's active time.
     pub goodput_bps: f64,
-    /// The slowest link direction on any flow's data path (for a dumbbell, the shared
-    /// bottleneck); `None` without flows.
+    /// The capacity the flows together can use: the sum of the rates of the distinct link
+    /// directions that are some flow's bottleneck (the slowest direction on its data path).
+    /// Flows sharing a bottleneck count it once (a dumbbell: the shared link's rate); flows on
+    /// separate paths add their bottlenecks. `None` without flows.
     pub bottleneck_bps: Option<u64>,
+    /// `goodput_bps / bottleneck_bps`: at most 1 (below it by the headers), since every
+    /// flow's bytes cross its bottleneck within the span.
     pub normalized_goodput: Option<f64>,
     pub retransmissions: u64,
     pub timeouts: u64,
