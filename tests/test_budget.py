@@ -153,7 +153,7 @@ def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] == printed["partial"]
     assert 0 < summary["sim_time_s"] < 1e5
-    assert summary["aggregate"]["delivered_bytes"] > 0
+    assert summary["delivered_bytes"] > 0
 
 
 def test_a_sweep_point_over_the_budget_is_a_failed_row():
