@@ -9,6 +9,7 @@ in ``farlink/scenarios/``; each value cites the seed section it comes from.
 from __future__ import annotations
 
 import copy
+import json
 import re
 import tomllib
 from importlib import resources
@@ -21,6 +22,7 @@ __all__ = [
     "apply_overrides",
     "list_presets",
     "load_scenario",
+    "resolve",
     "set_path",
 ]
 
@@ -133,8 +135,11 @@ def _lossy_direction(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
         if isinstance(lossy, str)
         else (lossy.get("link"), lossy.get("direction", "fwd"))
     )
-    for link in doc.get("links", []):
-        if link.get("name", f"{link.get('a')}-{link.get('b')}") == name:
+    # Link names as the core gives them (a link without one is named after its ends); a
+    # scenario the core refuses raises its ScenarioError here, as the run would.
+    names = [link["name"] for link in resolve(doc)["links"]]
+    for link, link_name in zip(doc.get("links", []), names, strict=True):
+        if link_name == name:
             return link, direction
     raise ScenarioError(f"--loss: lossy_link {name!r} is not one of the scenario's links")
 
@@ -180,3 +185,19 @@ def apply_overrides(
             raise ScenarioError(f"--set {assignment!r}: expected path=value")
         set_path(doc, path.strip(), _parse_value(value.strip()))
     return doc
+
+
+def resolve(doc: dict[str, Any]) -> dict[str, Any]:
+    """The scenario as the core resolves it: every default filled, and listed in ``defaults``.
+
+    Link names, each flow's route (data and ACK hops), each link direction's rate, delay, queue
+    and analytic loss rate (``loss_rate``, and ``packet_loss_rate`` after link-layer ARQ), each
+    flow's TCP settings, base RTT and bottleneck: the format is documented in
+    ``docs/scenarios.md`` ("The resolved scenario") and ``farlink-core/src/scenario/resolved.rs``.
+    Anything a model, a report or the command line needs about a scenario is read from here,
+    never derived again in Python. Raises the core's ``ScenarioError`` (``path``, ``message``) for
+    a scenario the core refuses.
+    """
+    from farlink import _core
+
+    return json.loads(_core.resolve_scenario(json.dumps(doc)))

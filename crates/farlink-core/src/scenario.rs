@@ -147,12 +147,14 @@
 //! a quantity; `errors.rs` holds [`ScenarioError`].
 
 mod bundles;
+mod defaults;
 mod errors;
 mod flows;
 mod links;
 mod loss;
 mod quantity;
 mod raw;
+pub mod resolved;
 mod rlp;
 mod routes;
 mod split;
@@ -165,9 +167,10 @@ pub use bundles::{
 };
 pub use errors::ScenarioError;
 pub use flows::{AppSpec, FlowSpec, DEFAULT_TELNET_MESSAGE_BYTES};
-pub use links::{DirectionSpec, LinkSpec, DEFAULT_QUEUE_PKTS};
+pub use links::{default_link_name, DirectionSpec, LinkSpec, DEFAULT_QUEUE_PKTS};
 pub use loss::{LossSpec, DEFAULT_NOMINAL_PACKET_BYTES};
 pub use quantity::{MAX_DURATION_S, MAX_RATE_BPS};
+pub use resolved::{Resolved, RESOLVED_SCHEMA_VERSION};
 pub use rlp::RlpSpec;
 pub use routes::{Hop, LossyLink};
 pub use split::{RelaySpec, SegmentSpec, DEFAULT_RELAY_BUFFER_BYTES};
@@ -272,6 +275,17 @@ pub fn parse_scenario_json(text: &str) -> Result<Scenario, ScenarioError> {
     de.end()
         .map_err(|e| ScenarioError::new("", e.to_string()))?;
     validate(raw)
+}
+
+/// Reads and validates a scenario from JSON, and writes it out resolved: every default filled
+/// and marked, routes, rates, loss rates and base RTTs (see [`resolved`]). Fails as
+/// [`parse_scenario_json`] does.
+pub fn resolve_scenario_json(text: &str) -> Result<Resolved, ScenarioError> {
+    let scenario = parse_scenario_json(text)?;
+    // The document parsed as a scenario, so it parses as JSON.
+    let input: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ScenarioError::new("", e.to_string()))?;
+    Ok(Resolved::new(&scenario, &input))
 }
 
 /// The path of a serde error in the grammar of `--set` paths: field names and `[index]`es

@@ -198,12 +198,34 @@ fn run_scenario<'py>(py: Python<'py>, scenario_json: &str) -> PyResult<Bound<'py
     Ok(result)
 }
 
+/// Validates one scenario (JSON text) and returns it resolved, as JSON text; see `_core.pyi`.
+#[pyfunction]
+fn resolve_scenario(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+    let outcome = py.detach(|| {
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            let resolved = farlink_core::scenario::resolve_scenario_json(scenario_json)
+                .map_err(Failure::Scenario)?;
+            serde_json::to_string(&resolved).map_err(|e| {
+                Failure::Internal(format!("farlink core: resolved scenario to JSON: {e}"))
+            })
+        }))
+        .unwrap_or_else(|payload| {
+            Err(Failure::Internal(format!(
+                "farlink core panicked (a bug; please report it with the scenario): {}",
+                panic_message(&*payload)
+            )))
+        })
+    });
+    outcome.map_err(|f| f.into_py_err(py))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", farlink_core::VERSION)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("ConservationError", py.get_type::<ConservationError>())?;
     Ok(())
