@@ -533,16 +533,13 @@ def simulate_command(
     """Simulate a scenario on the packet-level engine (Rust core)."""
     from farlink import _core
     from farlink.results import write_pcaps
-    from farlink.scenario import ScenarioError, load_scenario
+    from farlink.scenario import ScenarioError, load_scenario, resolve
     from farlink.sim import headline, simulate
 
     try:
         doc = load_scenario(scenario)
         if pcap and not doc.get("pcap"):
-            doc["pcap"] = [
-                link.get("name", f"{link.get('a')}-{link.get('b')}")
-                for link in doc.get("links", [])
-            ]
+            doc["pcap"] = [link["name"] for link in resolve(doc)["links"]]
         result = simulate(
             doc,
             tcp=tcp,
