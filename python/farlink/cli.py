@@ -1028,6 +1028,9 @@ def results_summary(
     print_sweep_summary(summary, as_json)
 
 
+import farlink.cli_scenario  # noqa: E402, F401  (registers `farlink scenario`)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the command, turning bad input into one line and exit status 2."""
     command = typer.main.get_command(app)

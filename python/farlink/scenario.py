@@ -23,6 +23,7 @@ __all__ = [
     "list_presets",
     "load_scenario",
     "resolve",
+    "resolved_rows",
     "set_path",
 ]
 
@@ -201,3 +202,58 @@ def resolve(doc: dict[str, Any]) -> dict[str, Any]:
     from farlink import _core
 
     return json.loads(_core.resolve_scenario(json.dumps(doc)))
+
+
+# Fields of the resolved scenario the core derives rather than reads (resolved.rs's
+# DERIVED_FIELDS, less the bookkeeping ones that `resolved_rows` leaves out).
+_DERIVED = {
+    "link_type",
+    "index",
+    "loss_rate",
+    "loss_unit",
+    "packet_loss_rate",
+    "packet_bytes",
+    "route",
+    "rtt",
+    "base_rtt_s",
+    "bottleneck_bps",
+    "bottleneck_link",
+    "payload_bytes",
+    "data_packet_bytes",
+    "ack_packet_bytes",
+    "capacity_bps",
+    "segments",
+}
+
+
+def resolved_rows(resolved: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    """The resolved scenario as ``(path, value, origin)`` rows in document order.
+
+    ``origin`` is ``"default"`` for a path the core filled, ``"derived"`` for a value the core
+    computed (routes, rates, loss rates, RTTs), else ``""`` (given by the document). A route
+    is one row per direction, its hops written ``link fwd``.
+    """
+    defaults = set(resolved.get("defaults", ()))
+    rows: list[tuple[str, Any, str]] = []
+
+    def walk(node: Any, path: str, derived: bool) -> None:
+        if isinstance(node, dict) and "link" in node and "direction" in node and derived:
+            rows.append((path, f"{node['link']} {node['direction']}", "derived"))
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if not path and key in ("defaults", "resolved_schema_version", "scenario_schema"):
+                    continue
+                walk(value, f"{path}.{key}" if path else key, derived or key in _DERIVED)
+        elif isinstance(node, list) and any(isinstance(v, dict) for v in node):
+            if derived and all(isinstance(v, dict) and "link" in v for v in node):
+                hops = ", ".join(f"{v['link']} {v['direction']}" for v in node)
+                rows.append((path, hops, "derived"))
+                return
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]", derived)
+        else:
+            origin = "derived" if derived else ("default" if path in defaults else "")
+            rows.append((path, node, origin))
+
+    walk(resolved, "", False)
+    return rows

@@ -713,7 +713,7 @@ def pftk_inputs_resolved(resolved: Mapping[str, Any]) -> PftkInputs | None:
         return None
     flow = resolved["flows"][0]
     links = resolved["links"]
-    if any(links[hop["index"]]["kind"] != "link" for hop in flow["route"]["data"]):
+    if any(links[hop["index"]]["link_type"] != "link" for hop in flow["route"]["data"]):
         return None
     tcp = flow["tcp"]
     return PftkInputs(

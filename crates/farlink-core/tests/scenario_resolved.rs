@@ -94,7 +94,7 @@ fn a_bundle_gives_its_members_and_their_sum() {
             "flows": [{"from": "A", "to": "B", "app": {"kind": "unbounded"}}]}"#,
     );
     let l = &r["links"][0];
-    assert_eq!(l["kind"], "bundle");
+    assert_eq!(l["link_type"], "bundle");
     assert_eq!(l["fwd"]["rate_bps"], 7200);
     assert_eq!(l["bundle"]["members"].as_array().unwrap().len(), 3);
     assert_eq!(l["bundle"]["members"][2]["rate_bps"], 2400);

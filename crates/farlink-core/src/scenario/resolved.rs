@@ -64,7 +64,7 @@ pub const DERIVED_FIELDS: &[&str] = &[
     "resolved_schema_version",
     "scenario_schema",
     "defaults",
-    "kind",
+    "link_type",
     "index",
     "loss_rate",
     "loss_unit",
@@ -106,7 +106,7 @@ pub struct RLink {
     pub a: String,
     pub b: String,
     /// `"link"`, `"bundle"` or `"rlp"`.
-    pub kind: &'static str,
+    pub link_type: &'static str,
     pub fwd: RDirection,
     pub rev: RDirection,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -350,7 +350,7 @@ impl Resolved {
 }
 
 fn link(s: &Scenario, i: usize, l: &LinkSpec) -> RLink {
-    let kind = if l.bundle.is_some() {
+    let link_type = if l.bundle.is_some() {
         "bundle"
     } else if l.rlp.is_some() {
         "rlp"
@@ -411,7 +411,7 @@ fn link(s: &Scenario, i: usize, l: &LinkSpec) -> RLink {
         name: l.name.clone(),
         a: s.nodes[l.a].clone(),
         b: s.nodes[l.b].clone(),
-        kind,
+        link_type,
         fwd: direction(s, i, l, true),
         rev: direction(s, i, l, false),
         bundle,
