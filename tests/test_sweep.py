@@ -371,7 +371,7 @@ W = 'scenario = "stpd-wireless"\n'
         (W + "[fixed]\ntcp = 3\n", "fixed.tcp: expected a TCP name"),
         ('scenario = "stpd-wired"\n[grid]\nloss = [0.1]\n', "grid.loss: the scenario names no"),
         (W + "grid = 3\n", "grid: expected a table"),
-        ("scenario = \n", "line 1"),
+        ("scenario = \n", "bad.toml:1:12: Invalid value"),
     ],
 )
 def test_bad_sweep_files_get_one_line_errors(capsys, tmp_path, text, fragment):

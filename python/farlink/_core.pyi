@@ -116,3 +116,11 @@ def resolve_scenario(scenario_json: str) -> str:
             :func:`run_scenario` raises it).
         RuntimeError: the core panicked (an engine bug).
     """
+
+def toml_line(text: str, path: str) -> int | None:
+    """The 1-based line of scenario path ``path`` (``links[1].fwd.loss.p``) in TOML ``text``.
+
+    The line of the path's deepest part that the text gives (its key, an array-of-tables
+    header, a value in an inline table or array); None when the text is not TOML or holds no
+    part of the path.
+    """

@@ -533,7 +533,7 @@ def simulate_command(
     """Simulate a scenario on the packet-level engine (Rust core)."""
     from farlink import _core
     from farlink.results import write_pcaps
-    from farlink.scenario import ScenarioError, load_scenario, resolve
+    from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
     from farlink.sim import headline, simulate
 
     try:
@@ -552,7 +552,7 @@ def simulate_command(
             sets=set_ or (),
         )
     except (ScenarioError, _core.ScenarioError) as err:
-        raise CliError(f"SCENARIO: {err}") from None
+        raise CliError(describe_error(scenario, err)) from None
     except _core.ConservationError as err:
         raise CliError(f"conservation check failed (please report this scenario): {err}") from None
     name = str(result.scenario.get("name") or Path(scenario).stem)

@@ -20,12 +20,18 @@ app.add_typer(scenario_app, name="scenario")
 
 def _resolved(scenario: str, sets: list[str] | None) -> dict[str, Any]:
     from farlink import _core
-    from farlink.scenario import ScenarioError, apply_overrides, load_scenario, resolve
+    from farlink.scenario import (
+        ScenarioError,
+        apply_overrides,
+        describe_error,
+        load_scenario,
+        resolve,
+    )
 
     try:
         return resolve(apply_overrides(load_scenario(scenario), sets=sets or ()))
     except (ScenarioError, _core.ScenarioError) as err:
-        raise CliError(f"{scenario}: {err}") from None
+        raise CliError(describe_error(scenario, err)) from None
 
 
 def _text(value: Any) -> str:

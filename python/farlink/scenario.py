@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import tomllib
 from importlib import resources
@@ -20,11 +21,14 @@ __all__ = [
     "RECOVERY_NAMES",
     "ScenarioError",
     "apply_overrides",
+    "describe_error",
     "list_presets",
     "load_scenario",
     "resolve",
     "resolved_rows",
+    "scenario_source",
     "set_path",
+    "to_core_json",
 ]
 
 RECOVERY_NAMES = ("tahoe", "reno", "newreno", "sack")
@@ -33,7 +37,16 @@ over SACK-based recovery."""
 
 
 class ScenarioError(ValueError):
-    """A scenario that cannot be read or edited; the message names the place."""
+    """A scenario that cannot be read or edited; the message names the place.
+
+    ``path`` and ``message`` are set when the place is a field of the document (as on the
+    core's ScenarioError), else None.
+    """
+
+    def __init__(self, text: str, *, path: str | None = None, message: str | None = None):
+        super().__init__(text)
+        self.path = path
+        self.message = message
 
 
 def _preset_dir():
@@ -50,28 +63,65 @@ def list_presets() -> list[tuple[str, str]]:
     return presets
 
 
-def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
-    """Read a scenario from a TOML file, or a preset by name (``farlink presets`` lists them)."""
+def scenario_source(name_or_path: str | Path) -> tuple[str, str]:
+    """Where a scenario comes from and its TOML text: ``(file name, text)``.
+
+    A preset's file name is its path inside the package.
+    """
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         try:
-            text = path.read_text(encoding="utf-8")
+            return str(path), path.read_text(encoding="utf-8")
         except OSError as err:
             raise ScenarioError(f"{path}: cannot read the scenario file ({err.strerror})") from None
-        source = str(path)
-    else:
-        preset = _preset_dir() / f"{name_or_path}.toml"
-        if not preset.is_file():
-            names = ", ".join(name for name, _ in list_presets())
-            raise ScenarioError(
-                f"{name_or_path!r} is neither a scenario file nor a preset (presets: {names})"
-            )
-        text = preset.read_text(encoding="utf-8")
-        source = f"preset {name_or_path}"
+    preset = _preset_dir() / f"{name_or_path}.toml"
+    if not preset.is_file():
+        names = ", ".join(name for name, _ in list_presets())
+        raise ScenarioError(
+            f"{name_or_path!r} is neither a scenario file nor a preset (presets: {names})"
+        )
+    return str(preset), preset.read_text(encoding="utf-8")
+
+
+_TOML_POSITION = re.compile(r"^(?P<message>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
+
+
+def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
+    """Read a scenario from a TOML file, or a preset by name (``farlink presets`` lists them).
+
+    A TOML syntax error reads ``FILE:LINE:COLUMN: message``.
+    """
+    source, text = scenario_source(name_or_path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise ScenarioError(f"{source}: {err}") from None
+        found = _TOML_POSITION.match(str(err))
+        if found is None:
+            raise ScenarioError(f"{source}: {err}") from None
+        raise ScenarioError(
+            f"{source}:{found['line']}:{found['column']}: {found['message']}"
+        ) from None
+
+
+def describe_error(name_or_path: str | Path, err: Exception) -> str:
+    """A scenario error as ``FILE:LINE: path: message`` for a scenario read from a file.
+
+    ``err`` is the core's ``ScenarioError`` (its ``path`` is looked up in the file's TOML; a
+    value the file does not give, set on the command line, has no line) or this module's (its
+    message already names its place).
+    """
+    path, message = getattr(err, "path", None), getattr(err, "message", None)
+    if isinstance(name_or_path, dict) or path is None or message is None:
+        return str(err)
+    try:
+        source, text = scenario_source(name_or_path)
+    except ScenarioError:
+        return str(err)
+    from farlink import _core
+
+    line = _core.toml_line(text, path) if path else None
+    where = f"{source}:{line}" if line is not None else source
+    return f"{where}: {path}: {message}" if path else f"{where}: {message}"
 
 
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -161,7 +211,7 @@ def apply_overrides(
     if tcp is not None:
         for flow in flows:
             options = flow.setdefault("tcp", {})
-            if tcp in RECOVERY_NAMES:
+            if tcp.lower() in RECOVERY_NAMES:  # names are case-insensitive, as in the core
                 options["recovery"] = tcp
             else:
                 # A controller named on the command line runs over SACK-based recovery (the
@@ -201,7 +251,34 @@ def resolve(doc: dict[str, Any]) -> dict[str, Any]:
     """
     from farlink import _core
 
-    return json.loads(_core.resolve_scenario(json.dumps(doc)))
+    return json.loads(_core.resolve_scenario(to_core_json(doc)))
+
+
+def _non_finite(node: Any, path: str) -> tuple[str, float] | None:
+    """The path and value of the first NaN or infinity in ``node``, or None."""
+    if isinstance(node, float):
+        return None if math.isfinite(node) else (path, node)
+    if isinstance(node, dict):
+        steps = [(f"{path}.{k}" if path else str(k), v) for k, v in node.items()]
+    elif isinstance(node, list):
+        steps = [(f"{path}[{i}]", v) for i, v in enumerate(node)]
+    else:
+        return None
+    return next((x for p, v in steps if (x := _non_finite(v, p)) is not None), None)
+
+
+def to_core_json(doc: dict[str, Any]) -> str:
+    """The document as the JSON text the core reads.
+
+    JSON has no NaN or infinity (TOML has ``nan`` and ``inf``): such a value is refused here
+    with its path, before the core would see an unreadable document.
+    """
+    found = _non_finite(doc, "")
+    if found is not None:
+        path, value = found
+        message = f"expected a finite number, got {value} (nan and inf are not accepted)"
+        raise ScenarioError(f"{path}: {message}", path=path, message=message)
+    return json.dumps(doc, allow_nan=False)
 
 
 # Fields of the resolved scenario the core derives rather than reads (resolved.rs's

@@ -14,7 +14,7 @@ from typing import Any
 
 from farlink import _core
 from farlink.results import Result
-from farlink.scenario import apply_overrides, load_scenario
+from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = ["headline", "simulate"]
 
@@ -42,7 +42,7 @@ def simulate(
         doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
     )
     started = time.perf_counter()
-    raw = _core.run_scenario(json.dumps(doc))
+    raw = _core.run_scenario(to_core_json(doc))
     wall_time_s = time.perf_counter() - started
     summary = json.loads(raw["summary"])
     summary["wall_time_s"] = wall_time_s

@@ -257,6 +257,12 @@ pub fn parse_scenario_json(text: &str) -> Result<Scenario, ScenarioError> {
             ));
         }
     }
+    // A list where a table belongs would be read by serde as the table's fields in order.
+    if let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) {
+        if let Some(e) = errors::list_where_a_table_belongs(&doc) {
+            return Err(e);
+        }
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let raw: RawScenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = error_path(e.path());
@@ -270,7 +276,7 @@ pub fn parse_scenario_json(text: &str) -> Result<Scenario, ScenarioError> {
                 message = stripped.to_owned();
             }
         }
-        ScenarioError::new(path, message)
+        ScenarioError::new(path, errors::plain_words(&message))
     })?;
     de.end()
         .map_err(|e| ScenarioError::new("", e.to_string()))?;

@@ -6,6 +6,8 @@
 //! into NumPy arrays without a copy or a Python object per element. Errors are mapped to Python
 //! exceptions in one place, [`Failure::into_py_err`].
 
+mod toml_lines;
+
 use std::panic::{self, AssertUnwindSafe};
 
 use farlink_core::trace::{
@@ -219,6 +221,12 @@ fn resolve_scenario(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
     outcome.map_err(|f| f.into_py_err(py))
 }
 
+/// The 1-based line of a scenario path in TOML text, or None; see `_core.pyi`.
+#[pyfunction]
+fn toml_line(text: &str, path: &str) -> Option<usize> {
+    toml_lines::line_of(text, path)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -226,6 +234,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(toml_line, m)?)?;
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("ConservationError", py.get_type::<ConservationError>())?;
     Ok(())

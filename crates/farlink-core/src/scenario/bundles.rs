@@ -289,7 +289,7 @@ fn dialing(
             )
         }
     };
-    let dial_failure_prob = b.dial_failure_prob.unwrap_or(0.0);
+    let dial_failure_prob = b.dial_failure_prob.map_or(0.0, |v| v.0);
     if !(0.0..=1.0).contains(&dial_failure_prob) {
         return err(
             at(p, "dial_failure_prob"),

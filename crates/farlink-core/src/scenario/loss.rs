@@ -137,9 +137,9 @@ pub(super) fn loss_spec(
     let config_err = |e: ConfigError| ScenarioError::new(at(p, field(e.param)), e.message);
     let spec = match model {
         "none" => LossSpec::None,
-        "bernoulli" => LossSpec::Bernoulli { p: need("p", r.p)? },
+        "bernoulli" => LossSpec::Bernoulli { p: need("p", r.p.map(|v| v.0))? },
         "gilbert_elliott" => {
-            let rate = need("rate", r.rate)?;
+            let rate = need("rate", r.rate.map(|v| v.0))?;
             let time = opt_duration(
                 p,
                 ("mean_burst", &r.mean_burst),
@@ -166,20 +166,20 @@ pub(super) fn loss_spec(
             LossSpec::GilbertElliott(cfg)
         }
         "gilbert_packets" => LossSpec::GilbertPackets {
-            rate: need("rate", r.rate)?,
+            rate: need("rate", r.rate.map(|v| v.0))?,
             mean_burst_pkts: need("mean_burst_pkts", r.mean_burst_pkts)?,
         },
         "markov_fading" => {
             let frame = opt_duration(p, ("frame", &r.frame), ("frame_s", &r.frame_s), false)?
                 .unwrap_or(IS707_FRAME);
             LossSpec::MarkovFading(MarkovFadingConfig {
-                frame_error_rate: need("pe", r.pe)?,
+                frame_error_rate: need("pe", r.pe.map(|v| v.0))?,
                 fd_t: need("fd_t", r.fd_t)?,
                 frame,
             })
         }
         "lcg16807" => LossSpec::Lcg16807 {
-            rate: need("rate", r.rate)?,
+            rate: need("rate", r.rate.map(|v| v.0))?,
             seed: r.seed.unwrap_or(Lcg16807Loss::EMULATOR_SEED),
         },
         "drop_list" => LossSpec::DropList {

@@ -79,6 +79,37 @@ impl<'de, K: UnitKind> Deserialize<'de> for UnitText<K> {
     }
 }
 
+/// A probability: a number, or a string as on the command line (`"0.1%"`, `"5e-4"`).
+#[derive(Clone, Copy)]
+pub(super) struct Prob(pub(super) f64);
+
+impl<'de> Deserialize<'de> for Prob {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Prob;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a probability: a number such as 0.001, or a string such as \"0.1%\"")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Prob, E> {
+                Ok(Prob(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Prob, E> {
+                Ok(Prob(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Prob, E> {
+                Ok(Prob(v as f64))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Prob, E> {
+                units::parse_probability(s)
+                    .map(Prob)
+                    .map_err(|e| E::custom(e.message))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// A bare number whose unit is in its field's name (`delay_s`, `rate_bps`).
 #[derive(Clone)]
 pub(super) struct Bare(pub(super) f64);
@@ -160,7 +191,7 @@ pub(super) struct RawRlp {
     pub(super) frame_bytes: Option<u64>,
     pub(super) payload: Option<UnitText<Size>>,
     pub(super) payload_bytes: Option<u64>,
-    pub(super) pe: Option<f64>,
+    pub(super) pe: Option<Prob>,
     pub(super) fd_t: Option<f64>,
 }
 
@@ -211,7 +242,7 @@ pub(super) struct RawBundle {
     pub(super) detection_delay_s: Option<Bare>,
     pub(super) dial_time: Option<UnitText<Duration>>,
     pub(super) dial_time_s: Option<Bare>,
-    pub(super) dial_failure_prob: Option<f64>,
+    pub(super) dial_failure_prob: Option<Prob>,
     pub(super) t_d: Option<UnitText<Duration>>,
     pub(super) t_d_s: Option<Bare>,
     pub(super) t_f: Option<UnitText<Duration>>,
@@ -300,12 +331,12 @@ pub(super) struct RawDir {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLoss {
     pub(super) model: String,
-    pub(super) p: Option<f64>,
+    pub(super) p: Option<Prob>,
     pub(super) mean_burst: Option<UnitText<Duration>>,
     pub(super) mean_burst_s: Option<Bare>,
     pub(super) mean_burst_pkts: Option<f64>,
-    pub(super) rate: Option<f64>,
-    pub(super) pe: Option<f64>,
+    pub(super) rate: Option<Prob>,
+    pub(super) pe: Option<Prob>,
     pub(super) fd_t: Option<f64>,
     pub(super) frame: Option<UnitText<Duration>>,
     pub(super) frame_s: Option<Bare>,

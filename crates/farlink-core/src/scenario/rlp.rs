@@ -92,7 +92,7 @@ pub(super) fn rlp_spec(p: &str, r: &RawRlp) -> Result<RlpSpec, ScenarioError> {
         ("nak_timer_s", &r.nak_timer_s),
         false,
     )?;
-    let channel = match (r.pe, r.fd_t) {
+    let channel = match (r.pe.map(|v| v.0), r.fd_t) {
         (Some(pe), Some(fd_t)) => Some((pe, fd_t)),
         (None, None) => None,
         (Some(_), None) => {

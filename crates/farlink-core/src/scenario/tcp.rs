@@ -240,13 +240,16 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
 fn control(p: &str, t: &RawTcp) -> Result<(LossRecovery, CcConfig), ScenarioError> {
     let recovery = match &t.recovery {
         None => LossRecovery::default(),
+        // Names are case-insensitive (`"NewReno"`, `--tcp SACK`).
         Some(name) => name
+            .to_ascii_lowercase()
             .parse::<LossRecovery>()
             .map_err(|e| ScenarioError::new(at(p, "recovery"), e.to_string()))?,
     };
     let mut cc = match &t.cc {
         None => CcConfig::default(),
         Some(name) => name
+            .to_ascii_lowercase()
             .parse::<CcConfig>()
             .map_err(|e| ScenarioError::new(at(p, "cc"), e.to_string()))?,
     };
