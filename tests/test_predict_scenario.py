@@ -75,9 +75,8 @@ def test_pftk_reads_the_same_inputs_as_the_sweep(capsys):
 
 @pytest.mark.parametrize("model", ["pftk", "mathis"])
 def test_every_model_is_bounded(capsys, model):
-    code, out, err = run(
-        capsys, "predict", model, "--rtt", "10ms", "--loss", "1e-6", "--link-rate", "1Mbps", "--json"
-    )
+    argv = ["--rtt", "10ms", "--loss", "1e-6", "--link-rate", "1Mbps", "--json"]
+    code, out, err = run(capsys, "predict", model, *argv)
     assert code == 0, err
     result = json.loads(out)
     assert result["capacity_binds"] is True

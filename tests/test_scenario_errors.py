@@ -89,3 +89,17 @@ def test_toml_syntax_error_reads_file_line_column(capsys, tmp_path):
     path.write_text('duration = "1s"\nnodes = = 1\n', encoding="utf-8")
     message = error_of(capsys, "simulate", path)
     assert message == f"{path}:2:9: Invalid value"
+
+
+def test_a_sweep_over_loss_of_an_invalid_scenario_is_one_line(capsys, tmp_path):
+    path = write(tmp_path, queue="-5")
+    text = path.read_text(encoding="utf-8").replace(
+        'nodes = ["S", "D"]', 'nodes = ["S", "D"]\nlossy_link = "S-D"'
+    )
+    path.write_text(text, encoding="utf-8")
+    message = error_of(
+        capsys, "sweep", path, "--grid", "loss=0.1", "--out", tmp_path / "out", "--no-progress"
+    )
+    assert message.endswith(
+        "links[0].queue_pkts: expected a whole number from 0 to 4294967295, got -5"
+    )

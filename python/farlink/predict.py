@@ -88,16 +88,20 @@ def path_inputs(resolved: Mapping[str, Any]) -> PathInputs:
     flow = flows[0]
     tcp = flow["tcp"]
     links = resolved["links"]
-    keep = 1.0
-    for hop in flow["route"]["data"]:
-        keep *= 1.0 - links[hop["index"]][hop["direction"]]["packet_loss_rate"]
+    hop_losses = [
+        q
+        for hop in flow["route"]["data"]
+        if (q := links[hop["index"]][hop["direction"]]["packet_loss_rate"]) > 0
+    ]
+    # One lossy hop (the usual case) keeps its rate exactly; several combine independently.
+    p = hop_losses[0] if len(hop_losses) == 1 else 1.0 - math.prod(1.0 - q for q in hop_losses)
     bottleneck = next(link for link in links if link["name"] == flow["bottleneck_link"])
     bundle = bottleneck.get("bundle")
     members = bundle["members"] if bundle else []
     app = flow["app"]
     return PathInputs(
         rtt_s=flow["base_rtt_s"],
-        p=1.0 - keep,
+        p=p,
         t0_s=tcp["min_rto_s"],
         mss_bytes=tcp["payload_bytes"],
         wire_bytes=tcp["data_packet_bytes"],

@@ -188,7 +188,11 @@ def _lossy_direction(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
     )
     # Link names as the core gives them (a link without one is named after its ends); a
     # scenario the core refuses raises its ScenarioError here, as the run would.
-    names = [link["name"] for link in resolve(doc)["links"]]
+    try:
+        names = [link["name"] for link in resolve(doc)["links"]]
+    except ValueError as err:  # the core's ScenarioError, carried as this module's
+        path, message = getattr(err, "path", None), getattr(err, "message", None)
+        raise ScenarioError(str(err), path=path, message=message) from None
     for link, link_name in zip(doc.get("links", []), names, strict=True):
         if link_name == name:
             return link, direction
