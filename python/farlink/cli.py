@@ -122,7 +122,12 @@ def _pick(
     if scenario_value is not None:
         return scenario_value
     if default is None:
-        raise CliError(f"{option}: missing: give {option} or a scenario to read it from")
+        raise CliError(
+            f"{option}: missing: give {option}, or a scenario whose first flow gives it "
+            "(a bulk transfer gives its size)"
+            if option == "--size"
+            else f"{option}: missing: give {option} or a scenario to read it from"
+        )
     return read(option, parser, default)
 
 
