@@ -65,7 +65,7 @@ def test_iridium_rtt_worked_example(capsys):
         (["predict", "calldrop", "--size", "1MB", "--rtt", "3 parsecs"], "--rtt: unknown"),
         (["predict", "calldrop", "--size", "1MB", "--drop-rate", "often"], "--drop-rate"),
         (["predict", "calldrop", "--size", "1MB", "--links", "0"], "--links"),
-        (["predict", "calldrop"], "Missing option '--size'"),
+        (["predict", "calldrop"], "--size: missing: give --size, or a scenario"),
         (["predict", "pftk", "--rtt", "1s", "--loss", "0.1", "--bogus"], "No such option: --bogus"),
         (["predict", "iridium-rtt", "--frame-size", "100B"], "--frame-size"),
         (["predict", "short", "--size", "1KB", "--rtt", "1s", "--loss", "0.6"], "short: p must"),

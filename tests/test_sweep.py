@@ -316,8 +316,9 @@ def test_model_column_is_the_full_pftk_model_in_one_call(monkeypatch):
     tasks = plan(sweep)
     assert len(calls) == 1 and len(calls[0][0]) == 6
     # stpd-wireless: S-R 10 Mbps 0.1 ms, R-D 1.5 Mbps 80 ms, MSS 960 with timestamps (948 bytes
-    # of payload, 1000 on the wire), delayed ACKs (b = 2), min RTO 1 s, 128 KiB receive buffer.
-    rtt = 2 * (0.0001 + 0.08) + 8000 / 10e6 + 8000 / 1.5e6
+    # of payload, 1000 on the wire), delayed ACKs (b = 2), min RTO 1 s, 128 KiB receive buffer;
+    # the base RTT carries one full segment out and its 52-byte ACK (with timestamps) back.
+    rtt = 2 * (0.0001 + 0.08) + (8000 + 416) / 10e6 + (8000 + 416) / 1.5e6
     rate = pftk_full_throughput(0.01, rtt, 1.0, 2, 131072 / 948)
     expected = min(rate * 948, 1.5e6 / 8 * 0.948) / (1.5e6 / 8)
     by_loss = {t.params["loss"]: t.model for t in tasks}
@@ -370,7 +371,7 @@ W = 'scenario = "stpd-wireless"\n'
         (W + "[fixed]\ntcp = 3\n", "fixed.tcp: expected a TCP name"),
         ('scenario = "stpd-wired"\n[grid]\nloss = [0.1]\n', "grid.loss: the scenario names no"),
         (W + "grid = 3\n", "grid: expected a table"),
-        ("scenario = \n", "line 1"),
+        ("scenario = \n", "bad.toml:1:12: Invalid value"),
     ],
 )
 def test_bad_sweep_files_get_one_line_errors(capsys, tmp_path, text, fragment):

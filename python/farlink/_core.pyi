@@ -149,3 +149,25 @@ def run_scenario(
         ConservationError: the engine lost track of a packet or a byte (an engine bug).
         RuntimeError: the core panicked (an engine bug; the message is the panic's).
     """
+
+def resolve_scenario(scenario_json: str) -> str:
+    """Validates one scenario and returns it resolved, as JSON text (``json.loads`` it).
+
+    The resolved scenario has every default filled (``defaults`` lists the paths that took
+    one), link names, each flow's route, each link direction's rate, delay, queue and
+    analytic loss rate, each flow's TCP settings, base RTT and bottleneck rate;
+    ``resolved_schema_version`` is its format's version. Documented in ``docs/scenarios.md``.
+
+    Raises:
+        ScenarioError: the scenario is invalid; ``err.path`` names the field (as
+            :func:`run_scenario` raises it).
+        RuntimeError: the core panicked (an engine bug).
+    """
+
+def toml_line(text: str, path: str) -> int | None:
+    """The 1-based line of scenario path ``path`` (``links[1].fwd.loss.p``) in TOML ``text``.
+
+    The line of the path's deepest part that the text gives (its key, an array-of-tables
+    header, a value in an inline table or array); None when the text is not TOML or holds no
+    part of the path.
+    """

@@ -15,6 +15,15 @@ import numpy as np
 import typer
 
 from farlink import units
+from farlink.predict import (
+    CALLDROP_BUNDLE_ONLY,
+    CALLDROP_DEFAULTS,
+    WIRE_OVERHEAD_BYTES,
+    Bounded,
+    PathInputs,
+    bound,
+    path_inputs,
+)
 from farlink.report import print_json, print_quantities, print_reproduction
 
 app = typer.Typer(
@@ -106,47 +115,203 @@ def _emit(as_json: bool, title: str, payload: dict[str, Any]) -> None:
         print_quantities(title, {k: v for k, v in payload.items() if k not in ("inputs", "model")})
 
 
+ScenarioArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="A scenario file or preset: its first flow and path give every input (the core's "
+        "resolved scenario); options given replace them.",
+        show_default=False,
+    ),
+]
+LinkRateOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Bit rate of one link (one bundle member): with --links, the capacity that bounds "
+        "the prediction. From the scenario if one is given."
+    ),
+]
+
+
+def _scenario_inputs(scenario: str | None) -> PathInputs | None:
+    """The models' inputs from a scenario, or None without one."""
+    if scenario is None:
+        return None
+    from farlink import _core
+    from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
+
+    try:
+        resolved = resolve(load_scenario(scenario))
+    except (ScenarioError, _core.ScenarioError) as err:
+        raise CliError(describe_error(scenario, err)) from None
+    try:
+        return path_inputs(resolved)
+    except ValueError as err:
+        raise CliError(f"{scenario}: {err}") from None
+
+
+def _pick(
+    option: str,
+    text: str | None,
+    parser: Callable[[str], T],
+    scenario_value: T | None,
+    default: str | None = None,
+) -> T:
+    """An input: the option given, else the scenario's value, else the built-in default."""
+    if text is not None:
+        return read(option, parser, text)
+    if scenario_value is not None:
+        return scenario_value
+    if default is None:
+        raise CliError(
+            f"{option}: missing: give {option}, or a scenario whose first flow gives it "
+            "(a bulk transfer gives its size)"
+            if option == "--size"
+            else f"{option}: missing: give {option} or a scenario to read it from"
+        )
+    return read(option, parser, default)
+
+
+def _loss_of(text: str | None, path: PathInputs | None, default: str | None = None) -> float:
+    p = _pick("--loss", text, units.parse_probability, path.p if path else None, default)
+    if not 0 < p < 1:
+        raise CliError(
+            f"--loss: the scenario's data path loses no packets after ARQ (p = {p:g}); the "
+            "models need a loss rate in (0, 1): give --loss"
+        )
+    return p
+
+
+def _warn(message: str) -> None:
+    typer.echo(f"farlink: warning: {message}", err=True)
+
+
+def _capacity(
+    path: PathInputs | None, links: float | None, link_rate: str | None, mss_bytes: float
+) -> tuple[float | None, str]:
+    """The path's capacity in payload bit/s and what it is, or None when nothing gives it."""
+    if link_rate is None and path is not None and links in (None, path.n_links):
+        return path.capacity_bps, f"bottleneck {path.bottleneck}"
+    rate = None if link_rate is None else read("--link-rate", units.parse_bitrate_bps, link_rate)
+    if rate is None and path is not None:
+        rate = path.link_rate_bps
+    if rate is None:
+        return None, "unknown (give --link-rate or a scenario)"
+    n = links if links is not None else 1
+    share = mss_bytes / (mss_bytes + WIRE_OVERHEAD_BYTES)
+    return n * rate * share, f"{n:g} x {rate:g} bit/s"
+
+
+def _bounded_payload(
+    payload: dict[str, Any], mss_bytes: float, capacity: tuple[float | None, str]
+) -> Bounded:
+    """Bound the payload's throughput by the capacity; add what the bound did."""
+    bounded = bound(payload["throughput_bps"], capacity[0])
+    payload["model_throughput_bps"] = bounded.model_throughput_bps
+    payload["throughput_bps"] = bounded.throughput_bps
+    payload["throughput_pkts_per_s"] = bounded.throughput_bps / (mss_bytes * 8)
+    payload["capacity_bps"] = bounded.capacity_bps
+    payload["capacity"] = capacity[1]
+    payload["capacity_binds"] = bounded.binds
+    return bounded
+
+
+def _emit_bounded(
+    as_json: bool, title: str, payload: dict[str, Any], bounded: Bounded, out: Path | None
+) -> None:
+    _emit_prediction(as_json, title, payload, out)
+    if as_json:
+        return
+    if bounded.binds:
+        typer.echo(
+            f"bounded by the path's capacity: {bounded.throughput_bps:,.0f} bit/s of payload "
+            f"({payload['capacity']}); the model alone gives {bounded.model_throughput_bps:,.0f}"
+        )
+    elif bounded.capacity_bps is None:
+        typer.echo(f"not bounded: the path's capacity is {payload['capacity']}")
+
+
 @predict_app.command("calldrop")
 def predict_calldrop(
-    size: Annotated[str, typer.Option(help=f"File size. {SizeOpt}")],
-    links: Annotated[str, typer.Option(help="Members in the bundle (n).")] = "8",
-    rtt: Annotated[str, typer.Option(help=f"Mean loaded RTT {DurationOpt}")] = "19s",
+    scenario: ScenarioArg = None,
+    size: Annotated[
+        str | None, typer.Option(help=f"File size (the scenario's bulk size). {SizeOpt}")
+    ] = None,
+    links: Annotated[
+        str | None, typer.Option(help="Members in the bundle (n). [default: 8]")
+    ] = None,
+    link_rate: LinkRateOpt = None,
+    rtt: Annotated[
+        str | None, typer.Option(help=f"Mean loaded RTT {DurationOpt} [default: 19s]")
+    ] = None,
     loss: Annotated[
-        str, typer.Option(help=f"Packet loss rate p left by the ARQ ({units.PROBABILITY_FORMS}).")
-    ] = "5e-4",
+        str | None,
+        typer.Option(
+            help=f"Packet loss rate p left by the ARQ ({units.PROBABILITY_FORMS}). [default: 5e-4]"
+        ),
+    ] = None,
     drop_rate: Annotated[
-        str, typer.Option(help=f"Call-drop rate per member, beta ({units.EVENT_RATE_FORMS}).")
-    ] = "1/50min",
+        str | None,
+        typer.Option(
+            help=f"Call-drop rate per member, beta ({units.EVENT_RATE_FORMS}). [default: 1/50min]"
+        ),
+    ] = None,
     t0: Annotated[
-        str, typer.Option(help=f"Initial retransmission timeout T0 {DurationOpt}")
-    ] = "60s",
-    mss: Annotated[str, typer.Option(help=f"Segment size. {SizeOpt}")] = "1448",
+        str | None,
+        typer.Option(help=f"Initial retransmission timeout T0 {DurationOpt} [default: 60s]"),
+    ] = None,
+    mss: Annotated[
+        str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")
+    ] = None,
     wmax: Annotated[
-        str, typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt}")
-    ] = "47.9KB",
+        str | None,
+        typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt} [default: 47.9KB]"),
+    ] = None,
     b: Annotated[
-        str, typer.Option("--b", help="Segments acknowledged per ACK (2: delayed ACK).")
-    ] = "2",
+        str | None,
+        typer.Option("--b", help="Segments acknowledged per ACK (2: delayed ACK). [default: 2]"),
+    ] = None,
     as_json: JsonFlag = False,
     out: OutDirOpt = None,
 ) -> None:
     """Transfer time over an n-member bundle with Poisson call drops (seed 000 eq. 36).
 
-    Defaults are the Greenland-Kansas 8-modem bundle of seed 000 Table 6.1.
+    Without a scenario, defaults are the Greenland-Kansas 8-modem bundle of seed 000 Table 6.1
+    (2.4 kbit/s members); with one, its first flow and its bottleneck give every input.
     """
     from farlink.models import calldrop_prediction
 
+    path = _scenario_inputs(scenario)
+    d = CALLDROP_DEFAULTS if path is None else dict.fromkeys(CALLDROP_DEFAULTS)
+    n_links = _pick("--links", links, units.parse_count, path and path.n_links, d["links"])
+    if path is None and n_links != 8:
+        given = {"rtt": rtt, "wmax": wmax, "t0": t0}
+        kept = [f"--{k} {CALLDROP_DEFAULTS[k]}" for k in CALLDROP_BUNDLE_ONLY if given[k] is None]
+        if kept:
+            _warn(
+                f"{', '.join(kept)} are the 8-modem bundle's (seed 000 Table 6.1), not those of "
+                f"{n_links} link{'s' if n_links != 1 else ''}: give them, or name a scenario "
+                f"(farlink predict calldrop iridium-{n_links})"
+            )
+    size_bytes = _pick("--size", size, units.parse_size_bytes, path and path.size_bytes)
+    mss_bytes = _pick("--mss", mss, units.parse_size_bytes, path and path.mss_bytes, d["mss"])
     inputs = {
-        "size_bytes": read("--size", units.parse_size_bytes, size),
-        "n_links": read("--links", units.parse_count, links),
-        "rtt_s": read("--rtt", units.parse_duration_s, rtt),
-        "p": read("--loss", units.parse_probability, loss),
-        "beta_per_s": read("--drop-rate", units.parse_event_rate_per_s, drop_rate),
-        "t0_s": read("--t0", units.parse_duration_s, t0),
-        "mss_bytes": read("--mss", units.parse_size_bytes, mss),
-        "wmax_bytes": _window(wmax),
-        "b": read("--b", units.parse_count, b),
+        "size_bytes": size_bytes,
+        "n_links": n_links,
+        "rtt_s": _pick("--rtt", rtt, units.parse_duration_s, path and path.rtt_s, d["rtt"]),
+        "p": _loss_of(loss, path, d["loss"]),
+        "beta_per_s": _pick(
+            "--drop-rate",
+            drop_rate,
+            units.parse_event_rate_per_s,
+            path and path.beta_per_s,
+            d["drop_rate"],
+        ),
+        "t0_s": _pick("--t0", t0, units.parse_duration_s, path and path.t0_s, d["t0"]),
+        "mss_bytes": mss_bytes,
+        "wmax_bytes": _window_of(wmax if path is not None else wmax or d["wmax"], path),
+        "b": _pick("--b", b, units.parse_count, path and path.b, d["b"]),
     }
+    capacity = _capacity(path, n_links, link_rate or d["link_rate"], mss_bytes)
     result = _evaluate("calldrop", lambda: calldrop_prediction(**inputs))
     payload = {
         "model": "calldrop",
@@ -162,7 +327,11 @@ def predict_calldrop(
         "window_limited": result.window_limited,
         "timeout_dominated": result.timeout_dominated,
     }
-    _emit_prediction(as_json, "calldrop (seed 000 eq. 36)", payload, out)
+    bounded = _bounded_payload(payload, mss_bytes, capacity)
+    payload["model_transfer_time_s"] = float(result.transfer_time_s)
+    payload["transfer_time_s"] = size_bytes * 8 / bounded.throughput_bps
+    payload["transfer_time_min"] = payload["transfer_time_s"] / 60
+    _emit_bounded(as_json, "calldrop (seed 000 eq. 36)", payload, bounded, out)
 
 
 def _window(text: str) -> float:
@@ -171,16 +340,35 @@ def _window(text: str) -> float:
     return read("--wmax", units.parse_size_bytes, text)
 
 
+def _window_of(text: str | None, path: PathInputs | None) -> float:
+    """--wmax given, else the scenario's receive buffer, else no limit."""
+    if text is not None:
+        return _window(text)
+    return path.wmax_bytes if path is not None else float("inf")
+
+
 @predict_app.command("pftk")
 def predict_pftk(
-    rtt: Annotated[str, typer.Option(help=f"Mean RTT {DurationOpt}")],
-    loss: Annotated[str, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")],
-    t0: Annotated[str, typer.Option(help=f"Initial timeout T0 {DurationOpt}")] = "1s",
-    mss: Annotated[str, typer.Option(help=f"Segment size. {SizeOpt}")] = "1448",
+    scenario: ScenarioArg = None,
+    rtt: Annotated[str | None, typer.Option(help=f"Mean RTT {DurationOpt}")] = None,
+    loss: Annotated[
+        str | None, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")
+    ] = None,
+    t0: Annotated[
+        str | None, typer.Option(help=f"Initial timeout T0 {DurationOpt} [default: 1s]")
+    ] = None,
+    mss: Annotated[
+        str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")
+    ] = None,
     wmax: Annotated[
-        str, typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt}")
-    ] = "none",
-    b: Annotated[str, typer.Option("--b", help="Segments acknowledged per ACK.")] = "2",
+        str | None,
+        typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt} [default: none]"),
+    ] = None,
+    b: Annotated[
+        str | None, typer.Option("--b", help="Segments acknowledged per ACK. [default: 2]")
+    ] = None,
+    links: Annotated[str | None, typer.Option(help="Parallel links of --link-rate.")] = None,
+    link_rate: LinkRateOpt = None,
     as_json: JsonFlag = False,
     out: OutDirOpt = None,
 ) -> None:
@@ -192,12 +380,15 @@ def predict_pftk(
         pftk_no_timeout_throughput,
     )
 
-    rtt_s = read("--rtt", units.parse_duration_s, rtt)
-    p = read("--loss", units.parse_probability, loss)
-    t0_s = read("--t0", units.parse_duration_s, t0)
-    mss_bytes = read("--mss", units.parse_size_bytes, mss)
-    wmax_bytes = _window(wmax)
-    b_ = read("--b", units.parse_count, b)
+    path = _scenario_inputs(scenario)
+    rtt_s = _pick("--rtt", rtt, units.parse_duration_s, path and path.rtt_s)
+    p = _loss_of(loss, path)
+    t0_s = _pick("--t0", t0, units.parse_duration_s, path and path.t0_s, "1s")
+    mss_bytes = _pick("--mss", mss, units.parse_size_bytes, path and path.mss_bytes, "1448")
+    wmax_bytes = _window_of(wmax, path)
+    b_ = _pick("--b", b, units.parse_count, path and path.b, "2")
+    n_links = None if links is None else read("--links", units.parse_count, links)
+    capacity = _capacity(path, n_links, link_rate, mss_bytes)
     wmax_pkts = wmax_bytes / mss_bytes
     full = _evaluate("pftk", lambda: pftk_full_throughput(p, rtt_s, t0_s, b_, wmax_pkts))
     payload = {
@@ -210,25 +401,38 @@ def predict_pftk(
         "mathis_throughput_pkts_per_s": mathis_throughput(p, rtt_s, b_),
         "wmax_pkts": wmax_pkts,
     }
-    _emit_prediction(as_json, "pftk (Padhye et al. 2000)", payload, out)
+    bounded = _bounded_payload(payload, mss_bytes, capacity)
+    _emit_bounded(as_json, "pftk (Padhye et al. 2000)", payload, bounded, out)
 
 
 @predict_app.command("mathis")
 def predict_mathis(
-    rtt: Annotated[str, typer.Option(help=f"Mean RTT {DurationOpt}")],
-    loss: Annotated[str, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")],
-    mss: Annotated[str, typer.Option(help=f"Segment size. {SizeOpt}")] = "1448",
-    b: Annotated[str, typer.Option("--b", help="Segments acknowledged per ACK.")] = "2",
+    scenario: ScenarioArg = None,
+    rtt: Annotated[str | None, typer.Option(help=f"Mean RTT {DurationOpt}")] = None,
+    loss: Annotated[
+        str | None, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")
+    ] = None,
+    mss: Annotated[
+        str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")
+    ] = None,
+    b: Annotated[
+        str | None, typer.Option("--b", help="Segments acknowledged per ACK. [default: 2]")
+    ] = None,
+    links: Annotated[str | None, typer.Option(help="Parallel links of --link-rate.")] = None,
+    link_rate: LinkRateOpt = None,
     as_json: JsonFlag = False,
     out: OutDirOpt = None,
 ) -> None:
     """Mathis et al.: B = sqrt(3/(2bp)) / RTT, no timeouts, no window limit."""
     from farlink.models import mathis_throughput
 
-    rtt_s = read("--rtt", units.parse_duration_s, rtt)
-    p = read("--loss", units.parse_probability, loss)
-    mss_bytes = read("--mss", units.parse_size_bytes, mss)
-    b_ = read("--b", units.parse_count, b)
+    path = _scenario_inputs(scenario)
+    rtt_s = _pick("--rtt", rtt, units.parse_duration_s, path and path.rtt_s)
+    p = _loss_of(loss, path)
+    mss_bytes = _pick("--mss", mss, units.parse_size_bytes, path and path.mss_bytes, "1448")
+    b_ = _pick("--b", b, units.parse_count, path and path.b, "2")
+    n_links = None if links is None else read("--links", units.parse_count, links)
+    capacity = _capacity(path, n_links, link_rate, mss_bytes)
     rate = mathis_throughput(p, rtt_s, b_)
     payload = {
         "model": "mathis",
@@ -236,22 +440,34 @@ def predict_mathis(
         "throughput_pkts_per_s": rate,
         "throughput_bps": rate * mss_bytes * 8,
     }
-    _emit_prediction(as_json, "mathis (Mathis et al. 1997)", payload, out)
+    bounded = _bounded_payload(payload, mss_bytes, capacity)
+    _emit_bounded(as_json, "mathis (Mathis et al. 1997)", payload, bounded, out)
 
 
 @predict_app.command("short")
 def predict_short(
-    size: Annotated[str, typer.Option(help=f"Transfer size. {SizeOpt}")],
-    rtt: Annotated[str, typer.Option(help=f"Mean RTT {DurationOpt}")],
-    loss: Annotated[str, typer.Option(help=f"Loss rate p, below 0.5 ({units.PROBABILITY_FORMS}).")],
+    scenario: ScenarioArg = None,
+    size: Annotated[
+        str | None, typer.Option(help=f"Transfer size (the scenario's bulk size). {SizeOpt}")
+    ] = None,
+    rtt: Annotated[str | None, typer.Option(help=f"Mean RTT {DurationOpt}")] = None,
+    loss: Annotated[
+        str | None, typer.Option(help=f"Loss rate p, below 0.5 ({units.PROBABILITY_FORMS}).")
+    ] = None,
     t0: Annotated[
-        str, typer.Option(help=f"Initial retransmission timeout T0 {DurationOpt}")
-    ] = "1s",
-    mss: Annotated[str, typer.Option(help=f"Segment size. {SizeOpt}")] = "1448",
+        str | None,
+        typer.Option(help=f"Initial retransmission timeout T0 {DurationOpt} [default: 1s]"),
+    ] = None,
+    mss: Annotated[
+        str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")
+    ] = None,
     wmax: Annotated[
-        str, typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt}")
-    ] = "none",
-    b: Annotated[str, typer.Option("--b", help="Segments acknowledged per ACK.")] = "2",
+        str | None,
+        typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt} [default: none]"),
+    ] = None,
+    b: Annotated[
+        str | None, typer.Option("--b", help="Segments acknowledged per ACK. [default: 2]")
+    ] = None,
     initial_window: Annotated[
         str, typer.Option(help="Initial window w1 in segments (Cardwell).")
     ] = "1",
@@ -259,6 +475,8 @@ def predict_short(
     delack: Annotated[
         str, typer.Option(help=f"Mean delayed-ACK wait for the first segment {DurationOpt}")
     ] = "100ms",
+    links: Annotated[str | None, typer.Option(help="Parallel links of --link-rate.")] = None,
+    link_rate: LinkRateOpt = None,
     as_json: JsonFlag = False,
     out: OutDirOpt = None,
 ) -> None:
@@ -266,22 +484,26 @@ def predict_short(
 
     Both include connection set-up with SYN losses, slow start with delayed ACKs and the
     correlated-loss assumption of the text; see docs/models.md for the corrections to the seed.
+    The latency is at least the size over the path's capacity.
     """
     from farlink.models import cardwell_components, sikdar_components
 
-    mss_bytes = read("--mss", units.parse_size_bytes, mss)
-    size_bytes = read("--size", units.parse_size_bytes, size)
+    path = _scenario_inputs(scenario)
+    mss_bytes = _pick("--mss", mss, units.parse_size_bytes, path and path.mss_bytes, "1448")
+    size_bytes = _pick("--size", size, units.parse_size_bytes, path and path.size_bytes)
     params = {
         "size_pkts": float(np.ceil(size_bytes / mss_bytes)),
-        "p": read("--loss", units.parse_probability, loss),
-        "rtt_s": read("--rtt", units.parse_duration_s, rtt),
-        "t0_s": read("--t0", units.parse_duration_s, t0),
-        "b": read("--b", units.parse_count, b),
-        "wmax_pkts": _window(wmax) / mss_bytes,
+        "p": _loss_of(loss, path),
+        "rtt_s": _pick("--rtt", rtt, units.parse_duration_s, path and path.rtt_s),
+        "t0_s": _pick("--t0", t0, units.parse_duration_s, path and path.t0_s, "1s"),
+        "b": _pick("--b", b, units.parse_count, path and path.b, "2"),
+        "wmax_pkts": _window_of(wmax, path) / mss_bytes,
         "ts_s": read("--syn-timeout", units.parse_duration_s, syn_timeout),
         "delack_s": read("--delack", lambda t: units.parse_duration_s(t, allow_zero=True), delack),
     }
     w1 = read("--initial-window", units.parse_count, initial_window)
+    n_links = None if links is None else read("--links", units.parse_count, links)
+    capacity = _capacity(path, n_links, link_rate, mss_bytes)
     cardwell = _evaluate("short", lambda: cardwell_components(**params, w1_pkts=w1))
     sikdar = _evaluate("short", lambda: sikdar_components(**params))
     payload = {
@@ -300,8 +522,14 @@ def predict_short(
         "sikdar_multi_loss_s": sikdar.multi_loss_s,
         "sikdar_single_loss_timeout_share": sikdar.single_loss_timeout_share,
         "segments": params["size_pkts"],
+        "throughput_bps": size_bytes * 8 / float(cardwell.total_s),
     }
-    _emit_prediction(as_json, "short (Cardwell et al. 2000; Sikdar et al. 2003)", payload, out)
+    bounded = _bounded_payload(payload, mss_bytes, capacity)
+    payload["model_transfer_time_s"] = float(cardwell.total_s)
+    payload["transfer_time_s"] = size_bytes * 8 / bounded.throughput_bps
+    _emit_bounded(
+        as_json, "short (Cardwell et al. 2000; Sikdar et al. 2003)", payload, bounded, out
+    )
 
 
 @predict_app.command("stpd")
@@ -599,17 +827,14 @@ def simulate_command(
     from farlink import _core
     from farlink.budget import estimate_payload, refusal_options
     from farlink.results import write_pcaps
-    from farlink.scenario import ScenarioError, load_scenario
+    from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
     from farlink.sim import ProgressLine, estimate, headline, simulate
 
     line = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
     try:
         doc = load_scenario(scenario)
         if pcap and not doc.get("pcap"):
-            doc["pcap"] = [
-                link.get("name", f"{link.get('a')}-{link.get('b')}")
-                for link in doc.get("links", [])
-            ]
+            doc["pcap"] = [link["name"] for link in resolve(doc)["links"]]
         overrides = {
             "tcp": tcp,
             "loss": None if loss is None else read("--loss", _loss_rate, loss),
@@ -627,9 +852,9 @@ def simulate_command(
             return
         result = simulate(doc, **overrides, **budget, progress=line)
     except (ScenarioError, _core.ScenarioError) as err:
-        raise CliError(f"SCENARIO: {err}") from None
+        raise CliError(describe_error(scenario, err)) from None
     except _core.BudgetError as err:
-        raise CliError(f"SCENARIO: {err} ({refusal_options(err)})") from None
+        raise CliError(f"{scenario}: {err} ({refusal_options(err)})") from None
     except _core.ConservationError as err:
         raise CliError(f"conservation check failed (please report this scenario): {err}") from None
     finally:
@@ -1139,6 +1364,9 @@ def results_summary(
     except sw.SweepError as err:
         raise CliError(str(err)) from None
     print_sweep_summary(summary, as_json)
+
+
+import farlink.cli_scenario  # noqa: E402, F401  (registers `farlink scenario`)
 
 
 def main(argv: list[str] | None = None) -> int:

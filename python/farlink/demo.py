@@ -155,7 +155,9 @@ def _bundle_simulated_beside_predicted(console: Console) -> None:
 def _simulation_beside_prediction(console: Console, out: Path) -> None:
     """The packet engine on seed 003's lossy wireless path, beside the closed-form models."""
     from farlink.models import mathis_throughput, pftk_full_throughput
+    from farlink.scenario import apply_overrides, load_scenario
     from farlink.sim import simulate
+    from farlink.sweep import pftk_inputs
 
     loss = 0.01
     table = Table(
@@ -175,12 +177,13 @@ def _simulation_beside_prediction(console: Console, out: Path) -> None:
             f"{agg['timeouts']:,}",
             f"{s['events'] / s['wall_time_s']:,.0f}",
         )
-    # Base RTT: two 80.1 ms propagation legs plus serialising 1000 B at 1.5 and 10 Mbps;
-    # delayed ACKs (b = 2) and T0 = 1 s as in the preset's TCP.
-    rtt_s = 2 * 80.1e-3 + 1000 * 8 / 1.5e6 + 1000 * 8 / 10e6
-    to_normalised = 1000 * 8 / 1.5e6
-    pftk = float(pftk_full_throughput(loss, rtt_s, 1.0, 2, 61.0)) * to_normalised
-    mathis = float(mathis_throughput(loss, rtt_s, 2)) * to_normalised
+    # The models' inputs as the core resolves the same scenario (base RTT, T0, b, W_max).
+    x = pftk_inputs(apply_overrides(load_scenario("stpd-wireless"), loss=loss))
+    if x is None:
+        raise RuntimeError("stpd-wireless no longer has a single flow over a lossy link")
+    to_normalised = x.wire_bytes * 8 / x.bottleneck_bps
+    pftk = float(pftk_full_throughput(x.p, x.rtt_s, x.t0_s, x.b, x.wmax_pkts)) * to_normalised
+    mathis = float(mathis_throughput(x.p, x.rtt_s, x.b)) * to_normalised
     table.add_row("PFTK (predicted)", f"{min(pftk, 1.0):.3f}", "", "", "", style="italic")
     table.add_row("Mathis (predicted)", f"{min(mathis, 1.0):.3f}", "", "", "", style="italic")
     console.print(table)

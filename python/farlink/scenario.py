@@ -9,6 +9,8 @@ in ``farlink/scenarios/``; each value cites the seed section it comes from.
 from __future__ import annotations
 
 import copy
+import json
+import math
 import re
 import tomllib
 from importlib import resources
@@ -19,9 +21,14 @@ __all__ = [
     "RECOVERY_NAMES",
     "ScenarioError",
     "apply_overrides",
+    "describe_error",
     "list_presets",
     "load_scenario",
+    "resolve",
+    "resolved_rows",
+    "scenario_source",
     "set_path",
+    "to_core_json",
 ]
 
 RECOVERY_NAMES = ("tahoe", "reno", "newreno", "sack")
@@ -30,7 +37,16 @@ over SACK-based recovery."""
 
 
 class ScenarioError(ValueError):
-    """A scenario that cannot be read or edited; the message names the place."""
+    """A scenario that cannot be read or edited; the message names the place.
+
+    ``path`` and ``message`` are set when the place is a field of the document (as on the
+    core's ScenarioError), else None.
+    """
+
+    def __init__(self, text: str, *, path: str | None = None, message: str | None = None):
+        super().__init__(text)
+        self.path = path
+        self.message = message
 
 
 def _preset_dir():
@@ -47,28 +63,65 @@ def list_presets() -> list[tuple[str, str]]:
     return presets
 
 
-def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
-    """Read a scenario from a TOML file, or a preset by name (``farlink presets`` lists them)."""
+def scenario_source(name_or_path: str | Path) -> tuple[str, str]:
+    """Where a scenario comes from and its TOML text: ``(file name, text)``.
+
+    A preset's file name is its path inside the package.
+    """
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         try:
-            text = path.read_text(encoding="utf-8")
+            return str(path), path.read_text(encoding="utf-8")
         except OSError as err:
             raise ScenarioError(f"{path}: cannot read the scenario file ({err.strerror})") from None
-        source = str(path)
-    else:
-        preset = _preset_dir() / f"{name_or_path}.toml"
-        if not preset.is_file():
-            names = ", ".join(name for name, _ in list_presets())
-            raise ScenarioError(
-                f"{name_or_path!r} is neither a scenario file nor a preset (presets: {names})"
-            )
-        text = preset.read_text(encoding="utf-8")
-        source = f"preset {name_or_path}"
+    preset = _preset_dir() / f"{name_or_path}.toml"
+    if not preset.is_file():
+        names = ", ".join(name for name, _ in list_presets())
+        raise ScenarioError(
+            f"{name_or_path!r} is neither a scenario file nor a preset (presets: {names})"
+        )
+    return str(preset), preset.read_text(encoding="utf-8")
+
+
+_TOML_POSITION = re.compile(r"^(?P<message>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
+
+
+def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
+    """Read a scenario from a TOML file, or a preset by name (``farlink presets`` lists them).
+
+    A TOML syntax error reads ``FILE:LINE:COLUMN: message``.
+    """
+    source, text = scenario_source(name_or_path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise ScenarioError(f"{source}: {err}") from None
+        found = _TOML_POSITION.match(str(err))
+        if found is None:
+            raise ScenarioError(f"{source}: {err}") from None
+        raise ScenarioError(
+            f"{source}:{found['line']}:{found['column']}: {found['message']}"
+        ) from None
+
+
+def describe_error(name_or_path: str | Path, err: Exception) -> str:
+    """A scenario error as ``FILE:LINE: path: message`` for a scenario read from a file.
+
+    ``err`` is the core's ``ScenarioError`` (its ``path`` is looked up in the file's TOML; a
+    value the file does not give, set on the command line, has no line) or this module's (its
+    message already names its place).
+    """
+    path, message = getattr(err, "path", None), getattr(err, "message", None)
+    if isinstance(name_or_path, dict) or path is None or message is None:
+        return str(err)
+    try:
+        source, text = scenario_source(name_or_path)
+    except ScenarioError:
+        return str(err)
+    from farlink import _core
+
+    line = _core.toml_line(text, path) if path else None
+    where = f"{source}:{line}" if line is not None else source
+    return f"{where}: {path}: {message}" if path else f"{where}: {message}"
 
 
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -133,8 +186,15 @@ def _lossy_direction(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
         if isinstance(lossy, str)
         else (lossy.get("link"), lossy.get("direction", "fwd"))
     )
-    for link in doc.get("links", []):
-        if link.get("name", f"{link.get('a')}-{link.get('b')}") == name:
+    # Link names as the core gives them (a link without one is named after its ends); a
+    # scenario the core refuses raises its ScenarioError here, as the run would.
+    try:
+        names = [link["name"] for link in resolve(doc)["links"]]
+    except ValueError as err:  # the core's ScenarioError, carried as this module's
+        path, message = getattr(err, "path", None), getattr(err, "message", None)
+        raise ScenarioError(str(err), path=path, message=message) from None
+    for link, link_name in zip(doc.get("links", []), names, strict=True):
+        if link_name == name:
             return link, direction
     raise ScenarioError(f"--loss: lossy_link {name!r} is not one of the scenario's links")
 
@@ -155,7 +215,7 @@ def apply_overrides(
     if tcp is not None:
         for flow in flows:
             options = flow.setdefault("tcp", {})
-            if tcp in RECOVERY_NAMES:
+            if tcp.lower() in RECOVERY_NAMES:  # names are case-insensitive, as in the core
                 options["recovery"] = tcp
             else:
                 # A controller named on the command line runs over SACK-based recovery (the
@@ -180,3 +240,101 @@ def apply_overrides(
             raise ScenarioError(f"--set {assignment!r}: expected path=value")
         set_path(doc, path.strip(), _parse_value(value.strip()))
     return doc
+
+
+def resolve(doc: dict[str, Any]) -> dict[str, Any]:
+    """The scenario as the core resolves it: every default filled, and listed in ``defaults``.
+
+    Link names, each flow's route (data and ACK hops), each link direction's rate, delay, queue
+    and analytic loss rate (``loss_rate``, and ``packet_loss_rate`` after link-layer ARQ), each
+    flow's TCP settings, base RTT and bottleneck: the format is documented in
+    ``docs/scenarios.md`` ("The resolved scenario") and ``farlink-core/src/scenario/resolved.rs``.
+    Anything a model, a report or the command line needs about a scenario is read from here,
+    never derived again in Python. Raises the core's ``ScenarioError`` (``path``, ``message``) for
+    a scenario the core refuses.
+    """
+    from farlink import _core
+
+    return json.loads(_core.resolve_scenario(to_core_json(doc)))
+
+
+def _non_finite(node: Any, path: str) -> tuple[str, float] | None:
+    """The path and value of the first NaN or infinity in ``node``, or None."""
+    if isinstance(node, float):
+        return None if math.isfinite(node) else (path, node)
+    if isinstance(node, dict):
+        steps = [(f"{path}.{k}" if path else str(k), v) for k, v in node.items()]
+    elif isinstance(node, list):
+        steps = [(f"{path}[{i}]", v) for i, v in enumerate(node)]
+    else:
+        return None
+    return next((x for p, v in steps if (x := _non_finite(v, p)) is not None), None)
+
+
+def to_core_json(doc: dict[str, Any]) -> str:
+    """The document as the JSON text the core reads.
+
+    JSON has no NaN or infinity (TOML has ``nan`` and ``inf``): such a value is refused here
+    with its path, before the core would see an unreadable document.
+    """
+    found = _non_finite(doc, "")
+    if found is not None:
+        path, value = found
+        message = f"expected a finite number, got {value} (nan and inf are not accepted)"
+        raise ScenarioError(f"{path}: {message}", path=path, message=message)
+    return json.dumps(doc, allow_nan=False)
+
+
+# Fields of the resolved scenario the core derives rather than reads (resolved.rs's
+# DERIVED_FIELDS, less the bookkeeping ones that `resolved_rows` leaves out).
+_DERIVED = {
+    "link_type",
+    "index",
+    "loss_rate",
+    "loss_unit",
+    "packet_loss_rate",
+    "packet_bytes",
+    "route",
+    "rtt",
+    "base_rtt_s",
+    "bottleneck_bps",
+    "bottleneck_link",
+    "payload_bytes",
+    "data_packet_bytes",
+    "ack_packet_bytes",
+    "capacity_bps",
+    "segments",
+}
+
+
+def resolved_rows(resolved: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    """The resolved scenario as ``(path, value, origin)`` rows in document order.
+
+    ``origin`` is ``"default"`` for a path the core filled, ``"derived"`` for a value the core
+    computed (routes, rates, loss rates, RTTs), else ``""`` (given by the document). A route
+    is one row per direction, its hops written ``link fwd``.
+    """
+    defaults = set(resolved.get("defaults", ()))
+    rows: list[tuple[str, Any, str]] = []
+
+    def walk(node: Any, path: str, derived: bool) -> None:
+        if isinstance(node, dict) and "link" in node and "direction" in node and derived:
+            rows.append((path, f"{node['link']} {node['direction']}", "derived"))
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if not path and key in ("defaults", "resolved_schema_version", "scenario_schema"):
+                    continue
+                walk(value, f"{path}.{key}" if path else key, derived or key in _DERIVED)
+        elif isinstance(node, list) and any(isinstance(v, dict) for v in node):
+            if derived and all(isinstance(v, dict) and "link" in v for v in node):
+                hops = ", ".join(f"{v['link']} {v['direction']}" for v in node)
+                rows.append((path, hops, "derived"))
+                return
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]", derived)
+        else:
+            origin = "derived" if derived else ("default" if path in defaults else "")
+            rows.append((path, node, origin))
+
+    walk(resolved, "", False)
+    return rows

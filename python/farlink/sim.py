@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from farlink import _core
 from farlink.result_schema import sim_document
 from farlink.results import Result
-from farlink.scenario import apply_overrides, load_scenario
+from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = ["HEADLINE_FIELDS", "ProgressLine", "estimate", "headline", "simulate"]
 
@@ -59,7 +59,7 @@ def simulate(
     )
     started = time.perf_counter()
     raw = _core.run_scenario(
-        json.dumps(doc),
+        to_core_json(doc),
         max_events=budget_events,
         max_memory_bytes=budget_memory_bytes,
         progress=progress,

@@ -39,7 +39,6 @@ import socket
 import subprocess
 import time
 import tomllib
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +54,7 @@ from farlink.scenario import (
     _steps,
     apply_overrides,
     load_scenario,
+    resolve,
     set_path,
 )
 
@@ -157,11 +157,6 @@ BATCH_SECONDS = 0.05
 
 _U64 = 2**64
 _MAX_SEEDS = 1_000_000
-
-# Sizes on the wire of a full data segment: IPv4 and TCP headers (20 + 20 bytes) outside the
-# MSS, and the timestamps option (12 bytes) inside it when negotiated (docs/scenarios.md).
-_HEADER_BYTES = 40
-_TIMESTAMPS_BYTES = 12
 
 
 class SweepError(ValueError):
@@ -690,112 +685,49 @@ class PftkInputs:
     bottleneck_bps: float
 
 
-def _quantity(table: Mapping[str, Any], name: str, suffix: str, parse: Callable) -> float | None:
-    if name in table:
-        return parse(str(table[name]))
-    if f"{name}_{suffix}" in table:
-        return float(table[f"{name}_{suffix}"])
-    return None
-
-
-def _duration(text: str) -> float:
-    return units.parse_duration_s(text, allow_zero=True)
-
-
-def _directed(link: Mapping[str, Any], direction: str, name: str, suffix: str, parse) -> float:
-    value = _quantity(link.get(direction) or {}, name, suffix, parse)
-    value = _quantity(link, name, suffix, parse) if value is None else value
-    if value is None:
-        raise KeyError(name)
-    return value
-
-
-def _link_name(link: Mapping[str, Any]) -> str:
-    return str(link.get("name", f"{link.get('a')}-{link.get('b')}"))
-
-
-def _route(doc: Mapping[str, Any], src: str, dst: str) -> list[tuple[Mapping[str, Any], str]]:
-    """The fewest-hop route, as (link, direction the data takes) hops; breadth-first."""
-    previous: dict[str, tuple[str, Mapping[str, Any], str] | None] = {src: None}
-    frontier = deque([src])
-    while frontier and dst not in previous:
-        node = frontier.popleft()
-        for link in doc.get("links", []):
-            for here, there, direction in (
-                (link["a"], link["b"], "fwd"),
-                (link["b"], link["a"], "rev"),
-            ):
-                if here == node and there not in previous:
-                    previous[there] = (node, link, direction)
-                    frontier.append(there)
-    hops = []
-    node = dst
-    while previous.get(node) is not None:
-        parent, link, direction = previous[node]  # type: ignore[misc]
-        hops.append((link, direction))
-        node = parent
-    if node != src:
-        raise KeyError("route")
-    return hops[::-1]
-
-
-def _loss_rate(doc: Mapping[str, Any]) -> float:
-    lossy = doc["lossy_link"]
-    name, direction = (
-        (lossy, "fwd") if isinstance(lossy, str) else (lossy["link"], lossy.get("direction", "fwd"))
-    )
-    link = next(link for link in doc["links"] if _link_name(link) == name)
-    loss = (link.get(direction) or {}).get("loss")
-    if loss is None or loss.get("model") == "none":
-        return 0.0
-    key = {
-        "bernoulli": "p",
-        "gilbert_elliott": "rate",
-        "gilbert_packets": "rate",
-        "lcg16807": "rate",
-    }[loss["model"]]
-    return float(loss[key])
-
-
 def pftk_inputs(doc: Mapping[str, Any]) -> PftkInputs | None:
     """The model's inputs for a single-flow scenario with a ``lossy_link``, else None.
 
-    p is the lossy link's loss rate in its direction (Bernoulli ``p``; the overall ``rate`` of
-    the Gilbert-Elliott and LCG models; 0 without loss). The base RTT is the sum of both
-    directions' propagation delays along the flow's fewest-hop route plus the serialisation of
-    one MSS-sized packet (MSS + 40 bytes of headers) on every hop of the data direction. T0 is
-    the flow's ``min_rto``, b is 2 with delayed ACKs and 1 without, W_max the receive buffer in
-    segments of payload. Any field that cannot be read (the core will say why) gives None.
+    Every input is read from the core's resolved scenario (:func:`farlink.scenario.resolve`),
+    never derived here: p is the lossy link direction's ``packet_loss_rate`` (the mean rate of
+    its loss model per packet), the RTT the flow's ``base_rtt_s`` (propagation both ways, one
+    full-sized data packet on every data hop and its ACK on every ACK hop), T0 the flow's
+    ``min_rto_s``, b 2 with delayed ACKs and 1 without, W_max the receive buffer in segments of
+    payload (``payload_bytes``: the MSS less the timestamps option), and the bottleneck the
+    smallest rate on the data path. The model applies to plain links only: a route through a
+    bundle (call drops, ARQ) or a radio hop gives None, and so does a scenario the core refuses
+    (its run will say why).
     """
     flows = doc.get("flows") or []
     if len(flows) != 1 or not doc.get("lossy_link"):
         return None
-    flow = flows[0]
-    tcp = flow.get("tcp") or {}
     try:
-        mss = _quantity(tcp, "mss", "bytes", units.parse_size_bytes) or 1460.0
-        payload = mss - (_TIMESTAMPS_BYTES if tcp.get("timestamps", True) else 0)
-        wire = mss + _HEADER_BYTES
-        hops = _route(doc, flow["from"], flow["to"])
-        rates = [_directed(link, d, "rate", "bps", units.parse_bitrate_bps) for link, d in hops]
-        rtt = sum(
-            _directed(link, d, "delay", "s", _duration)
-            + _directed(link, "rev" if d == "fwd" else "fwd", "delay", "s", _duration)
-            for link, d in hops
-        ) + sum(wire * 8 / rate for rate in rates)
-        receive = _quantity(tcp, "receive_buffer", "bytes", units.parse_size_bytes) or 131072.0
-        return PftkInputs(
-            p=_loss_rate(doc),
-            rtt_s=rtt,
-            t0_s=_quantity(tcp, "min_rto", "s", _duration) or 1.0,
-            b=2.0 if tcp.get("delayed_ack", True) else 1.0,
-            wmax_pkts=receive / payload,
-            payload_bytes=payload,
-            wire_bytes=wire,
-            bottleneck_bps=min(rates),
-        )
-    except (KeyError, TypeError, ValueError, StopIteration, AttributeError):
+        resolved = resolve(dict(doc))
+    except ValueError:  # the core's ScenarioError
         return None
+    return pftk_inputs_resolved(resolved)
+
+
+def pftk_inputs_resolved(resolved: Mapping[str, Any]) -> PftkInputs | None:
+    """:func:`pftk_inputs` of a scenario already resolved by the core."""
+    lossy = resolved.get("lossy_link")
+    if len(resolved["flows"]) != 1 or lossy is None:
+        return None
+    flow = resolved["flows"][0]
+    links = resolved["links"]
+    if any(links[hop["index"]]["link_type"] != "link" for hop in flow["route"]["data"]):
+        return None
+    tcp = flow["tcp"]
+    return PftkInputs(
+        p=links[lossy["index"]][lossy["direction"]]["packet_loss_rate"],
+        rtt_s=flow["base_rtt_s"],
+        t0_s=tcp["min_rto_s"],
+        b=2.0 if tcp["delayed_ack"] else 1.0,
+        wmax_pkts=tcp["receive_buffer_bytes"] / tcp["payload_bytes"],
+        payload_bytes=tcp["payload_bytes"],
+        wire_bytes=tcp["data_packet_bytes"],
+        bottleneck_bps=flow["bottleneck_bps"],
+    )
 
 
 def model_normalized_goodput(docs: Sequence[Mapping[str, Any]]) -> np.ndarray:

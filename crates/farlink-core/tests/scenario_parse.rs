@@ -346,7 +346,7 @@ fn negative_and_zero_quantities() {
     rejects(
         |v| v["links"][1]["queue_pkts"] = json!(-1),
         "links[1].queue_pkts",
-        "expected u32",
+        "expected a whole number from 0 to 4294967295, got -1",
     );
 }
 
@@ -416,7 +416,7 @@ fn drop_list_numbers_are_checked_with_their_path() {
     rejects(
         |v| v["links"][1]["fwd"]["loss"] = json!({"model": "drop_list", "packets": [4, 1.5]}),
         "links[1].fwd.loss.packets[1]",
-        "expected u64",
+        "expected a whole number of 0 or more, got 1.5",
     );
     rejects(
         |v| v["links"][1]["fwd"]["loss"] = json!({"model": "drop_list", "packets": [1], "p": 0.1}),
@@ -453,10 +453,48 @@ fn gilbert_packets_parameters_are_checked_with_their_path() {
 #[test]
 fn loss_parameter_type_is_checked_with_its_path() {
     rejects(
-        |v| v["links"][1]["fwd"]["loss"]["p"] = json!("0.01"),
+        |v| v["links"][1]["fwd"]["loss"]["p"] = json!(true),
         "links[1].fwd.loss.p",
-        "expected f64",
+        "expected a probability: a number such as 0.001, or a string such as \"0.1%\"",
     );
+    rejects(
+        |v| v["links"][1]["fwd"]["loss"]["p"] = json!("a lot"),
+        "links[1].fwd.loss.p",
+        "cannot read probability 'a lot'",
+    );
+}
+
+#[test]
+fn a_probability_is_written_as_on_the_command_line() {
+    let mut v = base();
+    v["links"][1]["fwd"]["loss"]["p"] = json!("0.1%");
+    assert_eq!(
+        parse(&v).unwrap().links()[1].fwd.loss,
+        LossSpec::Bernoulli { p: 0.001 }
+    );
+}
+
+#[test]
+fn a_wrong_type_is_named_in_words_not_rust_types() {
+    rejects(
+        |v| v["flows"][0]["app"] = json!([{"kind": "unbounded"}]),
+        "flows[0].app",
+        "expected a table (in TOML a [section] or { ... }), got a list (an array; in TOML [[...]] makes one)",
+    );
+    rejects(
+        |v| v["links"][1]["queue_pkts"] = json!("30"),
+        "links[1].queue_pkts",
+        "got the string \"30\" (a number is written without quotes)",
+    );
+}
+
+#[test]
+fn controller_and_recovery_names_ignore_case() {
+    let mut v = base();
+    v["flows"][0]["tcp"] = json!({"cc": "CUBIC", "recovery": "NewReno"});
+    let s = parse(&v).unwrap();
+    assert_eq!(s.flows()[0].tcp.cc.name(), "cubic");
+    assert_eq!(s.flows()[0].tcp.recovery.name(), "newreno");
 }
 
 #[test]

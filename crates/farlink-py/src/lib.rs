@@ -11,6 +11,8 @@
 //! back for a moment: to run Python's signal handlers (Ctrl-C stops the run, which keeps what
 //! it has) and to call the caller's progress callback.
 
+mod toml_lines;
+
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -303,6 +305,33 @@ fn run_scenario<'py>(
     Ok(result)
 }
 
+/// Validates one scenario (JSON text) and returns it resolved, as JSON text; see `_core.pyi`.
+#[pyfunction]
+fn resolve_scenario(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+    let outcome = py.detach(|| {
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            let resolved = farlink_core::scenario::resolve_scenario_json(scenario_json)
+                .map_err(Failure::Scenario)?;
+            serde_json::to_string(&resolved).map_err(|e| {
+                Failure::Internal(format!("farlink core: resolved scenario to JSON: {e}"))
+            })
+        }))
+        .unwrap_or_else(|payload| {
+            Err(Failure::Internal(format!(
+                "farlink core panicked (a bug; please report it with the scenario): {}",
+                panic_message(&*payload)
+            )))
+        })
+    });
+    outcome.map_err(|f| f.into_py_err(py))
+}
+
+/// The 1-based line of a scenario path in TOML text, or None; see `_core.pyi`.
+#[pyfunction]
+fn toml_line(text: &str, path: &str) -> Option<usize> {
+    toml_lines::line_of(text, path)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -310,6 +339,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(toml_line, m)?)?;
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("ConservationError", py.get_type::<ConservationError>())?;
     m.add("BudgetError", py.get_type::<BudgetError>())?;

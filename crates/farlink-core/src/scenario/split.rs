@@ -15,10 +15,13 @@
 //! flow's path is their concatenation. A quantity given in either spelling in a segment
 //! (`receive_buffer` or `receive_buffer_bytes`) replaces both spellings of the flow's.
 
-use super::{
-    at, err, node_err, opt_bytes, shortest_path, tcp_spec, FlowSpec, Hop, RawFlow, RawTcp,
-    ScenarioError, TcpSpec,
-};
+use super::errors::{at, err, ScenarioError};
+use super::flows::FlowSpec;
+use super::links::node_err;
+use super::quantity::opt_bytes;
+use super::raw::{RawFlow, RawTcp};
+use super::routes::{shortest_path, Hop};
+use super::tcp::{tcp_spec, TcpSpec};
 
 /// Default bytes a relay holds between its connections: Linux's default send buffer
 /// (`tcp_wmem` default, 16 KiB) is far below a satellite hop's bandwidth-delay product, so the

@@ -1,0 +1,299 @@
+//! Links: nodes at both ends, rate, delay and queue per direction; bundles and radio hops
+//! are resolved by their own phases. Loss models wait for the flows (`loss.rs`).
+
+use std::collections::BTreeMap;
+
+use super::bundles::{self, BundleSpec};
+use super::errors::{at, err, ScenarioError};
+use super::loss::LossSpec;
+use super::quantity::{check_name, one_of, opt_bytes, opt_duration, rate_from};
+use super::raw::{Bare, BitRate, Duration, RawDir, RawLink, RawLoss, Size, UnitText};
+use super::rlp::{self, RlpSpec};
+use crate::link::QueueLimit;
+use crate::time::SimDuration;
+
+/// The default queue bound when a link gives none (ns-3's default `MaxSize` of 100 packets).
+pub const DEFAULT_QUEUE_PKTS: u32 = 100;
+
+/// A duplex link between two nodes.
+#[derive(Clone, Debug)]
+pub struct LinkSpec {
+    pub name: String,
+    /// Index into [`Scenario::nodes`] of end `a`; the forward direction runs a -> b.
+    pub a: usize,
+    pub b: usize,
+    pub fwd: DirectionSpec,
+    pub rev: DirectionSpec,
+    /// The link is a multilink PPP bundle; then each direction's `rate_bps` is the sum of the
+    /// members' rates, `delay` the largest member delay, `queue` the MLPPP queue and `loss`
+    /// each member's error model.
+    pub bundle: Option<BundleSpec>,
+    /// The link is an IS-707 radio hop in both directions (see [`crate::rlp`]).
+    pub rlp: Option<RlpSpec>,
+}
+
+impl LinkSpec {
+    pub fn direction(&self, forward: bool) -> &DirectionSpec {
+        if forward {
+            &self.fwd
+        } else {
+            &self.rev
+        }
+    }
+}
+
+/// One direction of a link: serializer, propagation, queue at the sending end, loss.
+#[derive(Clone, Debug)]
+pub struct DirectionSpec {
+    pub rate_bps: u64,
+    pub delay: SimDuration,
+    pub queue: QueueLimit,
+    pub loss: LossSpec,
+}
+
+pub(super) struct DirParts {
+    pub rate_bps: Option<u64>,
+    pub delay: Option<SimDuration>,
+    pub queue: Option<QueueLimit>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn dir_parts(
+    parent: &str,
+    rate: &Option<UnitText<BitRate>>,
+    rate_bps: &Option<Bare>,
+    delay: &Option<UnitText<Duration>>,
+    delay_s: &Option<Bare>,
+    queue: &Option<UnitText<Size>>,
+    queue_bytes: Option<u64>,
+    queue_pkts: Option<u32>,
+) -> Result<DirParts, ScenarioError> {
+    let rate_bps = one_of(parent, ("rate", rate), ("rate_bps", rate_bps))?
+        .map(|(v, path)| rate_from(&path, v))
+        .transpose()?;
+    let delay = opt_duration(parent, ("delay", delay), ("delay_s", delay_s), true)?;
+    let bytes = opt_bytes(parent, ("queue", queue), ("queue_bytes", queue_bytes))?;
+    let queue = match (bytes, queue_pkts) {
+        (Some((_, path)), Some(_)) => {
+            return err(
+                path,
+                "give the queue bound either in packets (queue_pkts) or in bytes, not both",
+            )
+        }
+        (Some((b, _)), None) => Some(QueueLimit::Bytes(b)),
+        (None, Some(n)) => Some(QueueLimit::Packets(n)),
+        (None, None) => None,
+    };
+    Ok(DirParts {
+        rate_bps,
+        delay,
+        queue,
+    })
+}
+
+pub(super) fn link_names(links: &[LinkSpec]) -> String {
+    links
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The scenario's nodes, by name.
+pub(super) struct Nodes<'r> {
+    pub names: &'r [String],
+    index: BTreeMap<&'r str, usize>,
+}
+
+impl<'r> Nodes<'r> {
+    /// At least one node; names valid and distinct.
+    pub fn new(names: &'r [String]) -> Result<Self, ScenarioError> {
+        if names.is_empty() {
+            return err("nodes", "expected at least one node");
+        }
+        let mut index = BTreeMap::new();
+        for (i, n) in names.iter().enumerate() {
+            let path = format!("nodes[{i}]");
+            check_name(&path, n)?;
+            if index.insert(n.as_str(), i).is_some() {
+                return err(path, format!("duplicate node name \"{n}\""));
+            }
+        }
+        Ok(Nodes { names, index })
+    }
+
+    /// The index of node `name`, given at `path`.
+    pub fn get(&self, path: String, name: &str) -> Result<usize, ScenarioError> {
+        self.index
+            .get(name)
+            .copied()
+            .ok_or_else(|| node_err(path, name, self.names))
+    }
+}
+
+/// An unknown node's error, naming the nodes there are.
+pub(super) fn node_err(path: String, name: &str, nodes: &[String]) -> ScenarioError {
+    ScenarioError::new(
+        path,
+        format!(
+            "unknown node \"{name}\"; expected one of: {}",
+            nodes.join(", ")
+        ),
+    )
+}
+
+/// A link validated but for its loss models, which may need the flows' packet sizes.
+pub(super) struct PendingLink<'r> {
+    pub name: String,
+    pub a: usize,
+    pub b: usize,
+    /// Per direction (fwd, rev): rate, delay and queue (all present), the loss model as
+    /// written and its path.
+    pub dirs: [(DirParts, Option<&'r RawLoss>, String); 2],
+    pub bundle: Option<BundleSpec>,
+    pub rlp: Option<RlpSpec>,
+}
+
+/// Link names to indices.
+pub(super) type LinkIndex = BTreeMap<String, usize>;
+
+/// Every link, in order, and the index of their names.
+pub(super) fn links<'r>(
+    raw: &'r [RawLink],
+    nodes: &Nodes,
+) -> Result<(Vec<PendingLink<'r>>, LinkIndex), ScenarioError> {
+    let mut pending = Vec::with_capacity(raw.len());
+    let mut link_index = BTreeMap::new();
+    for (i, l) in raw.iter().enumerate() {
+        let p = format!("links[{i}]");
+        let a = nodes.get(at(&p, "a"), &l.a)?;
+        let b = nodes.get(at(&p, "b"), &l.b)?;
+        if a == b {
+            return err(
+                at(&p, "b"),
+                format!("a link joins two different nodes, got \"{}\" twice", l.b),
+            );
+        }
+        let name = match &l.name {
+            Some(n) => {
+                check_name(&at(&p, "name"), n)?;
+                n.clone()
+            }
+            None => default_link_name(&l.a, &l.b),
+        };
+        if link_index.insert(name.clone(), i).is_some() {
+            return err(
+                at(&p, "name"),
+                format!("duplicate link name \"{name}\" (give each link a distinct name)"),
+            );
+        }
+        pending.push(link(&p, l, name, a, b)?);
+    }
+    Ok((pending, link_index))
+}
+
+/// The name of a link that gives none.
+pub fn default_link_name(a: &str, b: &str) -> String {
+    format!("{a}-{b}")
+}
+
+/// One link at `p`, its ends and name already checked.
+fn link<'r>(
+    p: &str,
+    l: &'r RawLink,
+    name: String,
+    a: usize,
+    b: usize,
+) -> Result<PendingLink<'r>, ScenarioError> {
+    let common = dir_parts(
+        p,
+        &l.rate,
+        &l.rate_bps,
+        &l.delay,
+        &l.delay_s,
+        &l.queue,
+        l.queue_bytes,
+        l.queue_pkts,
+    )?;
+    let bundle = match &l.bundle {
+        Some(rb) => {
+            bundles::no_rate_or_delay_of_its_own(p, l)?;
+            Some(bundles::bundle_spec(&at(p, "bundle"), rb)?)
+        }
+        None => None,
+    };
+    let rlp = match &l.rlp {
+        Some(_) if bundle.is_some() => {
+            return err(
+                at(p, "rlp"),
+                "a link is either a bundle or a radio hop with RLP, not both",
+            )
+        }
+        Some(r) => Some(rlp::rlp_spec(&at(p, "rlp"), r)?),
+        None => None,
+    };
+    let fwd = direction(p, "fwd", l.fwd.as_ref(), &common, bundle.as_ref())?;
+    let rev = direction(p, "rev", l.rev.as_ref(), &common, bundle.as_ref())?;
+    Ok(PendingLink {
+        name,
+        a,
+        b,
+        dirs: [fwd, rev],
+        bundle,
+        rlp,
+    })
+}
+
+/// Direction `key` of the link at `p`: its own rate, delay and queue, else the link's, else
+/// the bundle's (members' rates summed, the largest member delay), else the default queue.
+fn direction<'r>(
+    p: &str,
+    key: &str,
+    d: Option<&'r RawDir>,
+    common: &DirParts,
+    bundle: Option<&BundleSpec>,
+) -> Result<(DirParts, Option<&'r RawLoss>, String), ScenarioError> {
+    let dp = at(p, key);
+    let empty = RawDir::default();
+    let raw = d.unwrap_or(&empty);
+    let own = dir_parts(
+        &dp,
+        &raw.rate,
+        &raw.rate_bps,
+        &raw.delay,
+        &raw.delay_s,
+        &raw.queue,
+        raw.queue_bytes,
+        raw.queue_pkts,
+    )?;
+    let rate_bps = own
+        .rate_bps
+        .or(common.rate_bps)
+        .or(bundle.map(BundleSpec::capacity_bps));
+    let delay = own
+        .delay
+        .or(common.delay)
+        .or(bundle.and_then(|b| b.members.iter().map(|m| m.delay).max()));
+    if rate_bps.is_none() {
+        return err(
+            at(&dp, "rate"),
+            "missing: give rate (\"1.5Mbps\") or rate_bps on the link or in this direction",
+        );
+    }
+    if delay.is_none() {
+        return err(
+            at(&dp, "delay"),
+            "missing: give delay (\"80ms\") or delay_s on the link or in this direction",
+        );
+    }
+    let parts = DirParts {
+        rate_bps,
+        delay,
+        queue: Some(
+            own.queue
+                .or(common.queue)
+                .unwrap_or(QueueLimit::Packets(DEFAULT_QUEUE_PKTS)),
+        ),
+    };
+    Ok((parts, d.and_then(|x| x.loss.as_ref()), at(&dp, "loss")))
+}

@@ -1,0 +1,472 @@
+//! The scenario document as serde reads it: every field optional where the schema allows,
+//! quantities still in the spelling the user chose (`UnitText` for `"80ms"`, `Bare` for
+//! `delay_s`). The phases beside this module validate these into the typed specs.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+
+use crate::units::{self, UnitError};
+
+/// A value written as a string with a unit, parsed by `crate::units` into its base unit.
+pub(super) struct UnitText<K>(pub(super) f64, PhantomData<K>);
+
+impl<K> Clone for UnitText<K> {
+    fn clone(&self) -> Self {
+        UnitText(self.0, PhantomData)
+    }
+}
+
+pub(super) trait UnitKind {
+    const EXPECTING: &'static str;
+    fn parse(text: &str) -> Result<f64, UnitError>;
+}
+
+pub(super) struct BitRate;
+pub(super) struct Duration;
+pub(super) struct Size;
+pub(super) struct EventRate;
+
+impl UnitKind for BitRate {
+    const EXPECTING: &'static str = "a bit rate as a string with its unit, such as \"1.5Mbps\" \
+        (a bare number of bit/s goes in the field whose name ends in _bps)";
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        units::parse_bitrate_bps(text)
+    }
+}
+
+impl UnitKind for Duration {
+    const EXPECTING: &'static str = "a duration as a string with its unit, such as \"80ms\" \
+        (a bare number of seconds goes in the field whose name ends in _s)";
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        units::parse_duration_s(text, true)
+    }
+}
+
+impl UnitKind for Size {
+    const EXPECTING: &'static str = "a size as a string with its unit, such as \"64KiB\" \
+        (a bare number of bytes goes in the field whose name ends in _bytes)";
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        units::parse_size_bytes(text, true)
+    }
+}
+
+impl UnitKind for EventRate {
+    const EXPECTING: &'static str = "an event rate as a string such as \"1/50min\" (a bare \
+        number of events per second goes in the field whose name ends in _per_s)";
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        units::parse_event_rate_per_s(text, true)
+    }
+}
+
+impl<'de, K: UnitKind> Deserialize<'de> for UnitText<K> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<K>(PhantomData<K>);
+        impl<K: UnitKind> Visitor<'_> for V<K> {
+            type Value = UnitText<K>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(K::EXPECTING)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                K::parse(s)
+                    .map(|v| UnitText(v, PhantomData))
+                    .map_err(|e| E::custom(e.message))
+            }
+        }
+        d.deserialize_str(V(PhantomData))
+    }
+}
+
+/// A probability: a number, or a string as on the command line (`"0.1%"`, `"5e-4"`).
+#[derive(Clone, Copy)]
+pub(super) struct Prob(pub(super) f64);
+
+impl<'de> Deserialize<'de> for Prob {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Prob;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a probability: a number such as 0.001, or a string such as \"0.1%\"")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Prob, E> {
+                Ok(Prob(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Prob, E> {
+                Ok(Prob(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Prob, E> {
+                Ok(Prob(v as f64))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Prob, E> {
+                units::parse_probability(s)
+                    .map(Prob)
+                    .map_err(|e| E::custom(e.message))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A bare number whose unit is in its field's name (`delay_s`, `rate_bps`).
+#[derive(Clone)]
+pub(super) struct Bare(pub(super) f64);
+
+impl<'de> Deserialize<'de> for Bare {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Bare;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a number in the unit the field's name ends with (write a string with a \
+                     unit under the name without the suffix)",
+                )
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Bare, E> {
+                Ok(Bare(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Bare, E> {
+                Ok(Bare(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Bare, E> {
+                Ok(Bare(v as f64))
+            }
+        }
+        d.deserialize_f64(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub(super) schema: Option<u32>,
+    pub(super) name: Option<String>,
+    #[allow(dead_code)]
+    pub(super) description: Option<String>,
+    pub(super) seed: Option<u64>,
+    pub(super) duration: Option<UnitText<Duration>>,
+    pub(super) duration_s: Option<Bare>,
+    pub(super) nodes: Vec<String>,
+    pub(super) links: Vec<RawLink>,
+    #[serde(default)]
+    pub(super) flows: Vec<RawFlow>,
+    pub(super) lossy_link: Option<RawLossyLink>,
+    pub(super) trace: Option<RawTrace>,
+    #[serde(default)]
+    pub(super) pcap: Vec<String>,
+    #[allow(dead_code)]
+    pub(super) extra: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLink {
+    pub(super) name: Option<String>,
+    pub(super) a: String,
+    pub(super) b: String,
+    pub(super) rate: Option<UnitText<BitRate>>,
+    pub(super) rate_bps: Option<Bare>,
+    pub(super) delay: Option<UnitText<Duration>>,
+    pub(super) delay_s: Option<Bare>,
+    pub(super) queue: Option<UnitText<Size>>,
+    pub(super) queue_bytes: Option<u64>,
+    pub(super) queue_pkts: Option<u32>,
+    pub(super) fwd: Option<RawDir>,
+    pub(super) rev: Option<RawDir>,
+    pub(super) bundle: Option<RawBundle>,
+    pub(super) rlp: Option<RawRlp>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRlp {
+    pub(super) idle_frames: Option<RawIdle>,
+    pub(super) nak_rounds: Option<u32>,
+    pub(super) nak_timer: Option<UnitText<Duration>>,
+    pub(super) nak_timer_s: Option<Bare>,
+    pub(super) frame: Option<UnitText<Size>>,
+    pub(super) frame_bytes: Option<u64>,
+    pub(super) payload: Option<UnitText<Size>>,
+    pub(super) payload_bytes: Option<u64>,
+    pub(super) pe: Option<Prob>,
+    pub(super) fd_t: Option<f64>,
+}
+
+/// `"none"`, `"unlimited"` or a number of idle frames.
+pub(super) enum RawIdle {
+    Count(u64),
+    Name(String),
+}
+
+impl<'de> Deserialize<'de> for RawIdle {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawIdle;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"none\", \"unlimited\" or a number of idle frames")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawIdle, E> {
+                Ok(RawIdle::Count(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawIdle, E> {
+                u64::try_from(v).map(RawIdle::Count).map_err(|_| {
+                    E::custom(format!(
+                        "expected \"none\", \"unlimited\" or a number of idle frames, got {v}"
+                    ))
+                })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawIdle, E> {
+                Ok(RawIdle::Name(v.to_owned()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBundle {
+    pub(super) members: RawMembers,
+    pub(super) rate: Option<UnitText<BitRate>>,
+    pub(super) rate_bps: Option<Bare>,
+    pub(super) delay: Option<UnitText<Duration>>,
+    pub(super) delay_s: Option<Bare>,
+    pub(super) txqueue_pkts: Option<u32>,
+    pub(super) call_drop_rate: Option<UnitText<EventRate>>,
+    pub(super) call_drop_rate_per_s: Option<Bare>,
+    pub(super) detection_delay: Option<UnitText<Duration>>,
+    pub(super) detection_delay_s: Option<Bare>,
+    pub(super) dial_time: Option<UnitText<Duration>>,
+    pub(super) dial_time_s: Option<Bare>,
+    pub(super) dial_failure_prob: Option<Prob>,
+    pub(super) t_d: Option<UnitText<Duration>>,
+    pub(super) t_d_s: Option<Bare>,
+    pub(super) t_f: Option<UnitText<Duration>>,
+    pub(super) t_f_s: Option<Bare>,
+    pub(super) max_attempts: Option<u32>,
+    pub(super) blocked_for: Option<UnitText<Duration>>,
+    pub(super) blocked_for_s: Option<Bare>,
+    pub(super) primary: Option<bool>,
+    pub(super) start: Option<String>,
+    pub(super) fragment: Option<bool>,
+    pub(super) mp_header: Option<UnitText<Size>>,
+    pub(super) mp_header_bytes: Option<u32>,
+    pub(super) reassembly_timeout: Option<UnitText<Duration>>,
+    pub(super) reassembly_timeout_s: Option<Bare>,
+    pub(super) arq: Option<RawArq>,
+}
+
+/// `8` or `[MEMBER, ...]`.
+pub(super) enum RawMembers {
+    Count(u64),
+    List(Vec<RawMember>),
+}
+
+impl<'de> Deserialize<'de> for RawMembers {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawMembers;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number of members, or a list of member tables")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawMembers, E> {
+                Ok(RawMembers::Count(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawMembers, E> {
+                u64::try_from(v)
+                    .map(RawMembers::Count)
+                    .map_err(|_| E::custom(format!("expected a number of members, got {v}")))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<RawMembers, A::Error> {
+                Vec::<RawMember>::deserialize(de::value::SeqAccessDeserializer::new(seq))
+                    .map(RawMembers::List)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMember {
+    pub(super) name: Option<String>,
+    pub(super) rate: Option<UnitText<BitRate>>,
+    pub(super) rate_bps: Option<Bare>,
+    pub(super) delay: Option<UnitText<Duration>>,
+    pub(super) delay_s: Option<Bare>,
+    pub(super) txqueue_pkts: Option<u32>,
+    pub(super) call_drop_rate: Option<UnitText<EventRate>>,
+    pub(super) call_drop_rate_per_s: Option<Bare>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawArq {
+    pub(super) mode: String,
+    pub(super) frame: Option<UnitText<Size>>,
+    pub(super) frame_bytes: Option<u32>,
+    pub(super) max_tries: Option<u32>,
+    pub(super) window_frames: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDir {
+    pub(super) rate: Option<UnitText<BitRate>>,
+    pub(super) rate_bps: Option<Bare>,
+    pub(super) delay: Option<UnitText<Duration>>,
+    pub(super) delay_s: Option<Bare>,
+    pub(super) queue: Option<UnitText<Size>>,
+    pub(super) queue_bytes: Option<u64>,
+    pub(super) queue_pkts: Option<u32>,
+    pub(super) loss: Option<RawLoss>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoss {
+    pub(super) model: String,
+    pub(super) p: Option<Prob>,
+    pub(super) mean_burst: Option<UnitText<Duration>>,
+    pub(super) mean_burst_s: Option<Bare>,
+    pub(super) mean_burst_pkts: Option<f64>,
+    pub(super) rate: Option<Prob>,
+    pub(super) pe: Option<Prob>,
+    pub(super) fd_t: Option<f64>,
+    pub(super) frame: Option<UnitText<Duration>>,
+    pub(super) frame_s: Option<Bare>,
+    pub(super) seed: Option<u32>,
+    pub(super) packets: Option<Vec<u64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFlow {
+    pub(super) name: Option<String>,
+    pub(super) from: String,
+    pub(super) to: String,
+    pub(super) start: Option<UnitText<Duration>>,
+    pub(super) start_s: Option<Bare>,
+    pub(super) stop: Option<UnitText<Duration>>,
+    pub(super) stop_s: Option<Bare>,
+    pub(super) tcp: Option<RawTcp>,
+    pub(super) app: RawApp,
+    pub(super) relays: Option<Vec<String>>,
+    pub(super) relay_buffer: Option<UnitText<Size>>,
+    pub(super) relay_buffer_bytes: Option<u64>,
+    pub(super) segments: Option<Vec<RawSegment>>,
+}
+
+/// One connection of a split flow (`scenario/split.rs`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSegment {
+    pub(super) tcp: Option<RawTcp>,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTcp {
+    pub(super) mss: Option<UnitText<Size>>,
+    pub(super) mss_bytes: Option<u32>,
+    pub(super) initial_window_segments: Option<u32>,
+    pub(super) receive_buffer: Option<UnitText<Size>>,
+    pub(super) receive_buffer_bytes: Option<u64>,
+    pub(super) send_buffer: Option<UnitText<Size>>,
+    pub(super) send_buffer_bytes: Option<u64>,
+    pub(super) window_scaling: Option<bool>,
+    pub(super) sack: Option<bool>,
+    pub(super) timestamps: Option<bool>,
+    pub(super) delayed_ack: Option<bool>,
+    pub(super) delayed_ack_timeout: Option<UnitText<Duration>>,
+    pub(super) delayed_ack_timeout_s: Option<Bare>,
+    pub(super) initial_rto: Option<UnitText<Duration>>,
+    pub(super) initial_rto_s: Option<Bare>,
+    pub(super) min_rto: Option<UnitText<Duration>>,
+    pub(super) min_rto_s: Option<Bare>,
+    pub(super) max_rto: Option<UnitText<Duration>>,
+    pub(super) max_rto_s: Option<Bare>,
+    pub(super) recovery: Option<String>,
+    pub(super) cc: Option<String>,
+    pub(super) growth: Option<String>,
+    pub(super) dup_thresh: Option<u32>,
+    pub(super) limited_transmit: Option<bool>,
+    pub(super) handshake: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawApp {
+    pub(super) kind: String,
+    pub(super) size: Option<UnitText<Size>>,
+    pub(super) size_bytes: Option<u64>,
+    pub(super) mean_interval: Option<UnitText<Duration>>,
+    pub(super) mean_interval_s: Option<Bare>,
+    pub(super) message: Option<UnitText<Size>>,
+    pub(super) message_bytes: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTrace {
+    pub(super) all: Option<bool>,
+    pub(super) cwnd: Option<bool>,
+    pub(super) seq: Option<bool>,
+    pub(super) ack: Option<bool>,
+    pub(super) rtt: Option<bool>,
+    pub(super) rto: Option<bool>,
+    pub(super) queue: Option<bool>,
+    pub(super) drops: Option<bool>,
+    pub(super) goodput: Option<bool>,
+    pub(super) member_state: Option<bool>,
+    pub(super) capacity: Option<bool>,
+    pub(super) goodput_interval: Option<UnitText<Duration>>,
+    pub(super) goodput_interval_s: Option<Bare>,
+}
+
+/// `"R-D"` or `{"link": "R-D", "direction": "fwd"}`.
+pub(super) struct RawLossyLink {
+    pub(super) link: String,
+    pub(super) direction: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLossyLinkObject {
+    pub(super) link: String,
+    pub(super) direction: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawLossyLink {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawLossyLink;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a link name, or an object {\"link\": NAME, \"direction\": \"fwd\" | \"rev\"}",
+                )
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawLossyLink, E> {
+                Ok(RawLossyLink {
+                    link: s.to_owned(),
+                    direction: None,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawLossyLink, A::Error> {
+                let o =
+                    RawLossyLinkObject::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawLossyLink {
+                    link: o.link,
+                    direction: o.direction,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

@@ -1,0 +1,287 @@
+//! TCP settings of a flow (or of one connection of a split flow).
+
+use super::errors::{at, err, ScenarioError};
+use super::quantity::{opt_bytes, opt_duration};
+use super::raw::RawTcp;
+use crate::tcp::cc::reno::ABC_LIMIT_SEGMENTS;
+use crate::tcp::cc::{CcConfig, WindowGrowth};
+use crate::tcp::receiver::{
+    DelayedAck, ReceiverConfig, ACK_EVERY_SEGMENTS, DEFAULT_MAX_OOO_RANGES,
+    DEFAULT_RECEIVE_BUFFER_BYTES, DELAYED_ACK_TIMEOUT,
+};
+use crate::tcp::recovery::{LossRecovery, DUP_THRESH};
+use crate::tcp::rtt::{RttConfig, CLOCK_GRANULARITY, INITIAL_RTO, MAX_RTO, MIN_RTO};
+use crate::tcp::sender::{
+    AppSource, SenderConfig, DEFAULT_INITIAL_WINDOW_SEGMENTS, DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
+};
+use crate::tcp::TcpOptions;
+
+/// Default MSS option: an Ethernet MTU of 1500 bytes less 40 bytes of IPv4 and TCP headers.
+pub const DEFAULT_MSS_BYTES: u32 = 1460;
+/// Bounds of the MSS option: above the 12 bytes of per-segment options with room to spare,
+/// and at most an IPv4 total length of 65535 less 40 bytes of headers.
+pub const MSS_RANGE_BYTES: (u32, u32) = (64, 65_495);
+/// The largest window TCP can announce: 65535 << 14 (RFC 7323 section 2.3).
+pub const MAX_RECEIVE_BUFFER_BYTES: u64 = 65_535 << 14;
+/// Headers of a full-sized data segment beyond its MSS: IPv4 and TCP (20 + 20); with
+/// timestamps the 12 option bytes come out of the MSS (RFC 6691).
+pub(super) const DATA_HEADER_BYTES: u32 = 40;
+
+/// TCP settings of a flow; both ends use the same options.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpSpec {
+    pub options: TcpOptions,
+    pub initial_window_segments: u32,
+    pub receive_buffer_bytes: u64,
+    /// The sender's socket buffer; `None`: unbounded (see [`SenderConfig::send_buffer_bytes`]).
+    pub send_buffer_bytes: Option<u64>,
+    pub delayed_ack: DelayedAck,
+    pub rtt: RttConfig,
+    pub recovery: LossRecovery,
+    pub cc: CcConfig,
+    pub dup_thresh: u32,
+    pub limited_transmit: bool,
+    /// Simulate the three-way handshake (`Sender::connect`, `Receiver::listen`); otherwise
+    /// both ends start established with what the handshake would have agreed.
+    pub handshake: bool,
+}
+
+impl TcpSpec {
+    /// The sender's configuration for application source `app`.
+    pub fn sender_config(&self, app: AppSource) -> SenderConfig {
+        SenderConfig {
+            options: self.options,
+            initial_window_segments: self.initial_window_segments,
+            recovery: self.recovery,
+            congestion_control: self.cc,
+            rtt: self.rtt,
+            app,
+            dup_thresh: self.dup_thresh,
+            limited_transmit: self.limited_transmit,
+            scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
+            send_buffer_bytes: self.send_buffer_bytes,
+            nagle: false,
+        }
+    }
+
+    /// The receiver's configuration; `reads_on_demand` for a relay's receiver.
+    pub fn receiver_config(&self, reads_on_demand: bool) -> ReceiverConfig {
+        ReceiverConfig {
+            options: self.options,
+            receive_buffer_bytes: self.receive_buffer_bytes,
+            delayed_ack: self.delayed_ack,
+            max_ooo_ranges: DEFAULT_MAX_OOO_RANGES,
+            reads_on_demand,
+        }
+    }
+
+    /// Bytes on the wire of a full-sized data segment (MSS + 40).
+    pub fn full_packet_bytes(&self) -> u32 {
+        self.options.mss_bytes + DATA_HEADER_BYTES
+    }
+}
+
+pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
+    let mss = match opt_bytes(
+        p,
+        ("mss", &t.mss),
+        ("mss_bytes", t.mss_bytes.map(u64::from)),
+    )? {
+        Some((v, path)) => {
+            let (lo, hi) = MSS_RANGE_BYTES;
+            if v < u64::from(lo) || v > u64::from(hi) {
+                return err(
+                    path,
+                    format!("expected an MSS of {lo} to {hi} bytes, got {v}"),
+                );
+            }
+            v as u32
+        }
+        None => DEFAULT_MSS_BYTES,
+    };
+    let options = TcpOptions {
+        mss_bytes: mss,
+        sack: t.sack.unwrap_or(true),
+        timestamps: t.timestamps.unwrap_or(true),
+        window_scaling: t.window_scaling.unwrap_or(true),
+    };
+    let initial_window_segments = t
+        .initial_window_segments
+        .unwrap_or(DEFAULT_INITIAL_WINDOW_SEGMENTS);
+    if initial_window_segments == 0 {
+        return err(
+            at(p, "initial_window_segments"),
+            "expected at least 1 segment, got 0",
+        );
+    }
+    let (receive_buffer_bytes, send_buffer_bytes) = buffers(p, t, mss)?;
+    let (delayed_ack, rtt) = timers(p, t)?;
+    let (recovery, cc) = control(p, t)?;
+    let dup_thresh = t.dup_thresh.unwrap_or(DUP_THRESH);
+    if dup_thresh == 0 {
+        return err(at(p, "dup_thresh"), "expected at least 1, got 0");
+    }
+    Ok(TcpSpec {
+        options,
+        initial_window_segments,
+        receive_buffer_bytes,
+        send_buffer_bytes,
+        delayed_ack,
+        rtt,
+        recovery,
+        cc,
+        dup_thresh,
+        limited_transmit: t.limited_transmit.unwrap_or(true),
+        handshake: t.handshake.unwrap_or(false),
+    })
+}
+
+/// The receive buffer (at least the MSS; default the receiver's, raised to one MSS) and the
+/// send buffer (default unbounded).
+fn buffers(p: &str, t: &RawTcp, mss: u32) -> Result<(u64, Option<u64>), ScenarioError> {
+    let receive_buffer_bytes = match opt_bytes(
+        p,
+        ("receive_buffer", &t.receive_buffer),
+        ("receive_buffer_bytes", t.receive_buffer_bytes),
+    )? {
+        Some((v, path)) => {
+            if v < u64::from(mss) || v > MAX_RECEIVE_BUFFER_BYTES {
+                return err(
+                    path,
+                    format!(
+                        "expected a receive buffer of at least the MSS ({mss} bytes) and at most {MAX_RECEIVE_BUFFER_BYTES} bytes, got {v}"
+                    ),
+                );
+            }
+            v
+        }
+        None => DEFAULT_RECEIVE_BUFFER_BYTES.max(u64::from(mss)),
+    };
+    let send_buffer_bytes = match opt_bytes(
+        p,
+        ("send_buffer", &t.send_buffer),
+        ("send_buffer_bytes", t.send_buffer_bytes),
+    )? {
+        Some((v, path)) => {
+            if v < u64::from(mss) {
+                return err(
+                    path,
+                    format!("expected a send buffer of at least the MSS ({mss} bytes), got {v}"),
+                );
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    Ok((receive_buffer_bytes, send_buffer_bytes))
+}
+
+/// Delayed ACKs and the retransmission timer's bounds.
+fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError> {
+    let delack_timeout = opt_duration(
+        p,
+        ("delayed_ack_timeout", &t.delayed_ack_timeout),
+        ("delayed_ack_timeout_s", &t.delayed_ack_timeout_s),
+        false,
+    )?;
+    let delayed_ack = if t.delayed_ack.unwrap_or(true) {
+        DelayedAck::On {
+            timeout: delack_timeout.unwrap_or(DELAYED_ACK_TIMEOUT),
+            every_segments: ACK_EVERY_SEGMENTS,
+        }
+    } else {
+        if delack_timeout.is_some() {
+            return err(
+                at(p, "delayed_ack_timeout"),
+                "given while delayed_ack is false",
+            );
+        }
+        DelayedAck::Off
+    };
+    let initial_rto = opt_duration(
+        p,
+        ("initial_rto", &t.initial_rto),
+        ("initial_rto_s", &t.initial_rto_s),
+        false,
+    )?
+    .unwrap_or(INITIAL_RTO);
+    let min_rto = opt_duration(
+        p,
+        ("min_rto", &t.min_rto),
+        ("min_rto_s", &t.min_rto_s),
+        false,
+    )?
+    .unwrap_or(MIN_RTO);
+    let max_rto = opt_duration(
+        p,
+        ("max_rto", &t.max_rto),
+        ("max_rto_s", &t.max_rto_s),
+        false,
+    )?
+    .unwrap_or(MAX_RTO);
+    if max_rto < min_rto {
+        return err(
+            at(p, "max_rto"),
+            format!("expected max_rto >= min_rto ({min_rto}), got {max_rto}"),
+        );
+    }
+    Ok((
+        delayed_ack,
+        RttConfig {
+            initial_rto,
+            min_rto,
+            max_rto,
+            clock_granularity: CLOCK_GRANULARITY,
+        },
+    ))
+}
+
+/// Loss recovery and the congestion controller (with its window growth).
+fn control(p: &str, t: &RawTcp) -> Result<(LossRecovery, CcConfig), ScenarioError> {
+    let recovery = match &t.recovery {
+        None => LossRecovery::default(),
+        // Names are case-insensitive (`"NewReno"`, `--tcp SACK`).
+        Some(name) => name
+            .to_ascii_lowercase()
+            .parse::<LossRecovery>()
+            .map_err(|e| ScenarioError::new(at(p, "recovery"), e.to_string()))?,
+    };
+    let mut cc = match &t.cc {
+        None => CcConfig::default(),
+        Some(name) => name
+            .to_ascii_lowercase()
+            .parse::<CcConfig>()
+            .map_err(|e| ScenarioError::new(at(p, "cc"), e.to_string()))?,
+    };
+    if let Some(growth) = &t.growth {
+        let g = match growth.as_str() {
+            "per-ack" => WindowGrowth::PerAck,
+            "byte-counting" => WindowGrowth::ByteCounting {
+                limit_segments: ABC_LIMIT_SEGMENTS,
+            },
+            other => {
+                return err(
+                    at(p, "growth"),
+                    format!(
+                    "unknown window growth \"{other}\"; expected one of: per-ack, byte-counting"
+                ),
+                )
+            }
+        };
+        match &mut cc {
+            CcConfig::Reno(r) => r.growth = g,
+            // The other controllers grow per ACK by their own rules; only Reno counts bytes.
+            _ if g == WindowGrowth::PerAck => {}
+            other => {
+                return err(
+                    at(p, "growth"),
+                    format!(
+                        "byte-counting growth is implemented for cc \"reno\" only, not \"{}\"",
+                        other.name()
+                    ),
+                )
+            }
+        }
+    }
+    Ok((recovery, cc))
+}

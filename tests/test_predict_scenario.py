@@ -1,0 +1,89 @@
+"""`farlink predict MODEL [SCENARIO]`: inputs from the resolved scenario, bounded by capacity."""
+
+import json
+
+import pytest
+
+from farlink.cli import main
+from farlink.scenario import apply_overrides, load_scenario, resolve
+from farlink.sweep import pftk_inputs
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_one_modem_is_not_predicted_above_its_rate(capsys):
+    code, out, err = run(capsys, "predict", "calldrop", "--size", "5MB", "--links", "1", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["throughput_bps"] <= 2400
+    assert result["model_throughput_bps"] > 2400 and result["capacity_binds"] is True
+    assert result["transfer_time_s"] == pytest.approx(5e6 * 8 / result["throughput_bps"])
+    # RTT, W_max and T0 are the 8-modem bundle's: said on one line of stderr.
+    assert err.startswith("farlink: warning: --rtt 19s, --wmax 47.9KB, --t0 60s")
+    assert err.count("\n") == 1
+
+
+def test_the_bound_is_said_in_the_text(capsys):
+    code, out, _ = run(capsys, "predict", "calldrop", "--size", "5MB", "--links", "1")
+    assert code == 0
+    assert "bounded by the path's capacity: 2,317 bit/s of payload" in out
+
+
+def test_eight_modems_keep_the_published_prediction(capsys):
+    code, out, err = run(capsys, "predict", "calldrop", "--size", "20.6MB", "--json")
+    assert code == 0 and err == ""
+    result = json.loads(out)
+    assert result["capacity_binds"] is False
+    assert result["transfer_time_s"] / 60 == pytest.approx(187, rel=0.01)  # Table 6.1
+
+
+def test_calldrop_reads_a_scenario(capsys):
+    code, out, err = run(capsys, "predict", "calldrop", "iridium-3", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    resolved = resolve(load_scenario("iridium-3"))
+    flow = resolved["flows"][0]
+    members = resolved["links"][0]["bundle"]["members"]
+    inputs = result["inputs"]
+    assert inputs["n_links"] == len(members) == 3
+    assert inputs["rtt_s"] == pytest.approx(flow["base_rtt_s"])
+    assert inputs["size_bytes"] == flow["app"]["size_bytes"]
+    assert inputs["mss_bytes"] == flow["tcp"]["payload_bytes"]
+    assert inputs["beta_per_s"] == pytest.approx(members[0]["call_drop_rate_per_s"])
+    capacity = 3 * 2400 * flow["tcp"]["payload_bytes"] / flow["tcp"]["data_packet_bytes"]
+    assert result["capacity_bps"] == pytest.approx(capacity)
+    assert result["throughput_bps"] <= capacity
+
+
+def test_pftk_reads_the_same_inputs_as_the_sweep(capsys):
+    code, out, err = run(capsys, "predict", "pftk", "stpd-wireless", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    x = pftk_inputs(apply_overrides(load_scenario("stpd-wireless"), loss=0.01))
+    assert x is not None
+    assert result["inputs"]["rtt_s"] == pytest.approx(x.rtt_s)
+    assert result["inputs"]["p"] == pytest.approx(x.p)
+    assert result["inputs"]["t0_s"] == x.t0_s and result["wmax_pkts"] == pytest.approx(x.wmax_pkts)
+    # An option replaces the scenario's value.
+    code, out, _ = run(capsys, "predict", "pftk", "stpd-wireless", "--rtt", "1s", "--json")
+    assert json.loads(out)["inputs"]["rtt_s"] == 1.0
+
+
+@pytest.mark.parametrize("model", ["pftk", "mathis"])
+def test_every_model_is_bounded(capsys, model):
+    argv = ["--rtt", "10ms", "--loss", "1e-6", "--link-rate", "1Mbps", "--json"]
+    code, out, err = run(capsys, "predict", model, *argv)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["capacity_binds"] is True
+    assert result["throughput_bps"] == pytest.approx(1e6 * 1448 / 1500)
+
+
+def test_without_rtt_or_scenario_the_error_says_what_to_give(capsys):
+    code, _, err = run(capsys, "predict", "pftk", "--loss", "0.01")
+    assert code == 2
+    assert err == "farlink: error: --rtt: missing: give --rtt or a scenario to read it from\n"
