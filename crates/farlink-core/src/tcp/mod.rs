@@ -27,7 +27,9 @@
 //! 2^32; nothing inside the simulator needs modular sequence arithmetic.
 
 pub mod cc;
+pub mod detection;
 pub mod handshake;
+pub mod limits;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;

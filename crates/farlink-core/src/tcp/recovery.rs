@@ -139,7 +139,7 @@ pub struct RecoveryDecision {
 }
 
 /// The rule of RFC 6675 `NextSeg()` that chose a retransmission.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NextSegRule {
     /// (1): the lowest unSACKed segment above HighRxt and below the highest SACKed octet that
     /// `IsLost()`; after a timeout, any lost segment above HighRxt.
