@@ -528,13 +528,35 @@ def simulate_command(
         bool,
         typer.Option("--pcap", help="Write captures of the links the scenario taps (all if none)."),
     ] = False,
+    interval: Annotated[
+        str | None,
+        typer.Option(
+            help="Also print, per flow, the goodput and the congestion window of every interval "
+            f"of this length (switches the goodput and cwnd traces on). {DurationOpt}"
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Simulate a scenario on the packet-level engine (Rust core)."""
+    """Simulate a scenario on the packet-level engine (Rust core).
+
+    Prints the aggregate figures, then one line per flow: goodput, retransmissions, timeouts and
+    what limited its sender most of the time (application, receive window, send buffer,
+    congestion window or link) with its share of the time.
+    """
     from farlink import _core
+    from farlink.report import print_rows
     from farlink.results import write_pcaps
     from farlink.scenario import ScenarioError, load_scenario
-    from farlink.sim import headline, simulate
+    from farlink.sim import flow_rows, headline, interval_rows, simulate
+
+    sets = list(set_ or ())
+    if interval is not None:
+        _checked("--interval", units.parse_duration_s, interval)
+        sets += [
+            "trace.goodput=true",
+            "trace.cwnd=true",
+            f'trace.goodput_interval="{interval}"',
+        ]
 
     try:
         doc = load_scenario(scenario)
@@ -552,7 +574,7 @@ def simulate_command(
             else _checked("--duration", units.parse_duration_s, duration),
             size=None if size is None else _checked("--size", units.parse_size_bytes, size),
             seed=seed,
-            sets=set_ or (),
+            sets=sets,
         )
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(f"SCENARIO: {err}") from None
@@ -564,10 +586,32 @@ def simulate_command(
     if pcap:
         written += write_pcaps(result, folder)
     payload = {**headline(result), "scenario": name, "out": str(folder)}
+    intervals = interval_rows(result) if interval is not None else None
     if as_json:
-        print_json({**payload, "flows": result.summary["flows"]})
+        extra = {} if intervals is None else {"intervals": intervals}
+        print_json({**payload, "flows": result.summary["flows"], **extra})
         return
     print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
+    flows = flow_rows(result)
+    print_rows(
+        ["flow", "goodput_bps", "retransmits", "timeouts", "limited by", "share"],
+        [
+            (
+                r["flow"],
+                r["goodput_bps"],
+                r["retransmissions"],
+                r["timeouts"],
+                r["limited_by"] or "-",
+                "-" if r["limited_share"] is None else f"{r['limited_share']:.0%}",
+            )
+            for r in flows
+        ],
+    )
+    if intervals is not None:
+        print_rows(
+            ["flow", "start_s", "end_s", "goodput_bps", "cwnd_bytes"],
+            [tuple(r.values()) for r in intervals],
+        )
     for path in written:
         typer.echo(f"wrote {path}")
 
