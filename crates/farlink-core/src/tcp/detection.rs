@@ -176,11 +176,15 @@ impl LossDetector {
         }
     }
 
-    /// Without SACK information, recovery decided to retransmit the segment at `SND.UNA`: the
-    /// duplicate ACKs (or the partial ACK) alone presume it lost. Marks it, adds it to
-    /// [`LossDetector::lost`], and returns its bytes (0 if it was already presumed lost, or
-    /// nothing is outstanding).
+    /// Recovery decided to retransmit the segment at `SND.UNA` on an ACK. Without SACK-based
+    /// recovery, the duplicate ACKs (or the partial ACK) alone presume it lost: marks it, adds
+    /// it to [`LossDetector::lost`] and returns its bytes. With SACK-based recovery `IsLost()`
+    /// alone decides, and nothing changes. 0 if it was already presumed lost, or nothing is
+    /// outstanding.
     pub fn presume_head_lost(&mut self, scoreboard: &mut Scoreboard) -> u64 {
+        if self.sack_based {
+            return 0;
+        }
         let Some(head) = scoreboard.get(0).copied() else {
             return 0;
         };
@@ -333,6 +337,12 @@ mod tests {
         assert_eq!(d.presume_head_lost(&mut sb), SMSS);
         assert_eq!(d.lost().len(), 1);
         assert_eq!(d.presume_head_lost(&mut sb), 0, "once");
+        // With SACK-based recovery the scoreboard decides, not the retransmission.
+        let mut sb = board(6);
+        let mut d = detector(true);
+        d.on_ack(at(100), &sack(0, 1, 2), before(0, 6), &mut sb);
+        assert_eq!(d.presume_head_lost(&mut sb), 0);
+        assert!(!sb.get(0).unwrap().lost);
     }
 
     #[test]

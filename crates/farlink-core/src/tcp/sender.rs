@@ -25,11 +25,12 @@ use super::cc::{
     AckBatch, AckEcho, Acked, CcConfig, CongestionController, CongestionEvent, ControllerInit,
     Detection, Reduction, SentPacket,
 };
-use super::detection::{BeforeAck, LossDetector};
+use super::detection::{AckOutcome, BeforeAck, LossDetector};
 use super::handshake::{self, RTO_AFTER_SYN_LOSS};
 use super::limits::{Limit, LimitClock};
 use super::recovery::{
-    AckInfo, LossRecovery, NextSeg, NextSegRule, Recovery, RecoveryState, DUP_THRESH,
+    AckInfo, LossRecovery, NextSeg, NextSegRule, Recovery, RecoveryDecision, RecoveryState,
+    DUP_THRESH,
 };
 use super::rtt::{RttConfig, RttEstimator};
 use super::scoreboard::Scoreboard;
@@ -833,7 +834,9 @@ impl Sender {
         seg
     }
 
-    /// An ACK arrives (or, during the handshake, the SYN-ACK).
+    /// An ACK arrives (or, during the handshake, the SYN-ACK). In order: the window update,
+    /// loss detection (what the ACK told), loss recovery (what to do), the congestion
+    /// controller, the retransmission timer.
     pub fn on_ack(&mut self, now: SimTime, seg: &Segment) {
         self.limits.advance(now);
         if self.state != State::Established || seg.flags.contains(Flags::SYN) {
@@ -855,16 +858,7 @@ impl Sender {
             self.ts_recent = ts.tsval;
         }
         let prior_in_flight = self.in_flight_bytes();
-
-        // RFC 9293 3.10.7.4 window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window
-        // should be updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =<
-        // SEG.ACK)), set SND.WND <- SEG.WND". The peer sends no data, so SEG.SEQ never changes.
-        let window = seg.window_bytes(self.window_shift);
-        let window_changed = window != self.snd_wnd;
-        if ack >= self.snd_wl2 {
-            self.snd_wnd = window;
-            self.snd_wl2 = ack;
-        }
+        let window_changed = self.update_window(seg);
 
         // Loss detection says what the ACK told: acknowledged, SACKed, lost, duplicate, RTT.
         let before = BeforeAck {
@@ -875,42 +869,91 @@ impl Sender {
         let outcome = self
             .detection
             .on_ack(now, seg, before, &mut self.scoreboard);
-        let newly_acked = outcome.newly_acked_bytes;
-        self.snd_una = ack;
-        self.snd_nxt = self.snd_nxt.max(ack);
-        if newly_acked > 0 {
-            self.stats.bytes_acked += newly_acked;
+        self.take_outcome(&outcome);
+
+        // Loss recovery decides what to do about it.
+        let was_in_fast_recovery = self.recovery.state() == RecoveryState::FastRecovery;
+        let decision = self.recovery.on_ack(
+            &AckInfo {
+                ack,
+                snd_max: self.snd_max,
+                newly_acked_bytes: outcome.newly_acked_bytes,
+                is_dupack: outcome.duplicate,
+                smss_bytes: self.smss_bytes,
+            },
+            &self.scoreboard,
+        );
+        self.act_on(now, &decision);
+
+        // The controller hears which segment the ACK answers, then about the ACK in one batch.
+        if let Some(echo) = self.ack_echo(now, ack, outcome.newly_acked_bytes, outcome.duplicate) {
+            self.cc.on_ack_echo(now, &echo);
+        }
+        let batch = AckBatch {
+            acked: self.detection.acked(),
+            lost: self.detection.lost(),
+            newly_acked_bytes: outcome.newly_acked_bytes,
+            newly_sacked_bytes: outcome.newly_sacked_bytes,
+            prior_in_flight_bytes: prior_in_flight,
+            in_flight_bytes: self.in_flight_bytes(),
+            in_recovery: was_in_fast_recovery
+                || self.recovery.state() == RecoveryState::FastRecovery,
+            rtt_sample: outcome.rtt_sample,
+            smss_bytes: self.smss_bytes,
+        };
+        self.cc.on_ack_batch(now, &batch, &self.rtt);
+
+        if self.snd_una == self.snd_max {
+            // RFC 6298 (5.2): "When all outstanding data has been acknowledged, turn off the
+            // retransmission timer."
+            self.rto_deadline = None;
+        } else if outcome.newly_acked_bytes > 0 && !decision.hold_timer {
+            // RFC 6298 (5.3): "When an ACK is received that acknowledges new data, restart the
+            // retransmission timer so that it will expire after RTO seconds (for the current
+            // value of RTO)."
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// RFC 9293 3.10.7.4 window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window
+    /// should be updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =<
+    /// SEG.ACK)), set SND.WND <- SEG.WND". The peer sends no data, so SEG.SEQ never changes.
+    /// Returns whether the ACK announced another window than the one held.
+    fn update_window(&mut self, seg: &Segment) -> bool {
+        let window = seg.window_bytes(self.window_shift);
+        let changed = window != self.snd_wnd;
+        if seg.ack >= self.snd_wl2 {
+            self.snd_wnd = window;
+            self.snd_wl2 = seg.ack;
+        }
+        changed
+    }
+
+    /// The sequence space, statistics, RTT estimator and limit clock take in what detection
+    /// found.
+    fn take_outcome(&mut self, outcome: &AckOutcome) {
+        self.snd_una = outcome.ack;
+        self.snd_nxt = self.snd_nxt.max(outcome.ack);
+        if outcome.newly_acked_bytes > 0 {
+            self.stats.bytes_acked += outcome.newly_acked_bytes;
             self.timeouts_without_progress = 0;
         }
         if let Some(r) = outcome.rtt_sample {
             self.rtt.on_sample(r);
             self.limits.on_rtt_sample(r);
         }
-        self.limits.on_ack(ack, self.snd_max);
-        let is_dupack = outcome.duplicate;
-        if is_dupack {
+        self.limits.on_ack(outcome.ack, self.snd_max);
+        if outcome.duplicate {
             self.stats.dupacks_received += 1;
         }
+    }
 
-        // Loss recovery decides.
-        let was_in_fast_recovery = self.recovery.state() == RecoveryState::FastRecovery;
-        let decision = self.recovery.on_ack(
-            &AckInfo {
-                ack,
-                snd_max: self.snd_max,
-                newly_acked_bytes: newly_acked,
-                is_dupack,
-                smss_bytes: self.smss_bytes,
-            },
-            &self.scoreboard,
-        );
+    /// Carries out recovery's decision on an ACK: the retransmission of the head, going back
+    /// N, and on entering recovery the controller's congestion event.
+    fn act_on(&mut self, now: SimTime, decision: &RecoveryDecision) {
         if decision.retransmit_head {
             self.retransmit_head = Some(Retransmit::Fast);
-            if self.recovery.algorithm() != LossRecovery::Sack {
-                // Without SACK the segment at SND.UNA is presumed lost by the duplicate ACKs
-                // (or the partial ACK) alone.
-                self.detection.presume_head_lost(&mut self.scoreboard);
-            }
+            self.detection.presume_head_lost(&mut self.scoreboard);
         }
         if decision.go_back_n {
             self.snd_nxt = self.snd_una;
@@ -938,39 +981,9 @@ impl Sender {
             };
             self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
         }
-
         if self.recovery.dupacks() == 0 || decision.enter.is_some() {
             // The duplicate ACKs stopped (or were acted on): a later run starts afresh.
             self.limited_transmit_sent_bytes = 0;
-        }
-
-        // The controller hears which segment the ACK answers, then about the ACK in one batch.
-        if let Some(echo) = self.ack_echo(now, ack, newly_acked, is_dupack) {
-            self.cc.on_ack_echo(now, &echo);
-        }
-        let batch = AckBatch {
-            acked: self.detection.acked(),
-            lost: self.detection.lost(),
-            newly_acked_bytes: newly_acked,
-            newly_sacked_bytes: outcome.newly_sacked_bytes,
-            prior_in_flight_bytes: prior_in_flight,
-            in_flight_bytes: self.in_flight_bytes(),
-            in_recovery: was_in_fast_recovery
-                || self.recovery.state() == RecoveryState::FastRecovery,
-            rtt_sample: outcome.rtt_sample,
-            smss_bytes: self.smss_bytes,
-        };
-        self.cc.on_ack_batch(now, &batch, &self.rtt);
-
-        if self.snd_una == self.snd_max {
-            // RFC 6298 (5.2): "When all outstanding data has been acknowledged, turn off the
-            // retransmission timer."
-            self.rto_deadline = None;
-        } else if newly_acked > 0 && !decision.hold_timer {
-            // RFC 6298 (5.3): "When an ACK is received that acknowledges new data, restart the
-            // retransmission timer so that it will expire after RTO seconds (for the current
-            // value of RTO)."
-            self.rto_deadline = Some(now + self.rtt.rto());
         }
     }
 
@@ -1119,15 +1132,15 @@ impl Sender {
             repeated_timeout,
         };
         self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
-        // Recovery restarts from SND.UNA.
-        self.recovery.on_timeout(self.snd_una, self.snd_max);
-        if self.recovery.algorithm() != LossRecovery::Sack {
-            // Without SACK information: go back N.
+        // Recovery restarts from SND.UNA: (5.4) "Retransmit the earliest segment that has not
+        // been acknowledged by the TCP receiver", and without SACK go back N.
+        let decision = self.recovery.on_timeout(self.snd_una, self.snd_max);
+        if decision.go_back_n {
             self.snd_nxt = self.snd_una;
         }
-        // (5.4) "Retransmit the earliest segment that has not been acknowledged by the TCP
-        // receiver."
-        self.retransmit_head = Some(Retransmit::Timeout);
+        if decision.retransmit_head {
+            self.retransmit_head = Some(Retransmit::Timeout);
+        }
         // (5.5) "The host MUST set RTO <- RTO * 2 ("back off the timer")."
         self.rtt.back_off();
         // (5.6) "Start the retransmission timer, such that it expires after RTO seconds (for
