@@ -12,8 +12,9 @@
 //! (one after the highest ever sent). They differ only when the sender goes back N after a
 //! timeout without SACK (`SND.NXT` returns to `SND.UNA`, as in BSD).
 //!
-//! Sans-I/O: [`Sender::poll_transmit`] hands out the next segment the sender may send now
-//! (call it until `None`); [`Sender::on_ack`] takes an ACK; [`Sender::next_timeout`] and
+//! Sans-I/O: [`Sender::poll_transmit`] hands out the next segment the sender may send now and
+//! what kind it is, a [`Transmission`] (call it until `None`); [`Sender::on_ack`] takes an ACK
+//! (what it told is `detection.rs`'s to say, what to do `recovery.rs`'s); [`Sender::next_timeout`] and
 //! [`Sender::on_timeout`] run the retransmission timer. [`Sender::new`] starts established
 //! with a [`Negotiated`] value the caller computed; [`Sender::connect`] starts in SYN-SENT:
 //! `poll_transmit` hands out the SYN (again after each expiry of its timer), `on_ack` takes
