@@ -816,9 +816,20 @@ def simulate_command(
         bool,
         typer.Option("--estimate", help="Print what the run would cost and the budget; no run."),
     ] = False,
+    interval: Annotated[
+        str | None,
+        typer.Option(
+            help="Also print, per flow, the goodput and the congestion window of every interval "
+            f"of this length (switches the goodput and cwnd traces on). {DurationOpt}"
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Simulate a scenario on the packet-level engine (Rust core).
+
+    Prints the aggregate figures, then one line per flow: goodput, retransmissions, timeouts and
+    what limited its sender most of the time (application, receive window, send buffer,
+    congestion window or link) with its share of the time.
 
     The run is held to a budget (docs/scenarios.md, "Run budget"): one estimated over it is
     refused, one that outgrows it stops with what it has. On a terminal a progress line shows
@@ -828,7 +839,16 @@ def simulate_command(
     from farlink.budget import estimate_payload, refusal_options
     from farlink.results import write_pcaps
     from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
-    from farlink.sim import ProgressLine, estimate, headline, simulate
+    from farlink.sim import ProgressLine, estimate, interval_rows, simulate
+
+    sets = list(set_ or ())
+    if interval is not None:
+        _checked("--interval", units.parse_duration_s, interval)
+        sets += [
+            "trace.goodput=true",
+            "trace.cwnd=true",
+            f'trace.goodput_interval="{interval}"',
+        ]
 
     line = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
     try:
@@ -843,7 +863,7 @@ def simulate_command(
             else _checked("--duration", units.parse_duration_s, duration),
             "size": None if size is None else _checked("--size", units.parse_size_bytes, size),
             "seed": seed,
-            "sets": set_ or (),
+            "sets": sets,
         }
         budget = _budget(budget_events, budget_memory)
         if estimate_only:
@@ -866,18 +886,55 @@ def simulate_command(
     if pcap:
         written += write_pcaps(result, folder)
     partial = result.summary.get("partial")
+    intervals = interval_rows(result) if interval is not None else None
     if as_json:
         # The result document itself: the same object summary.json holds (docs/results.md).
-        print_json(result.summary)
+        extra = {} if intervals is None else {"intervals": intervals}
+        print_json({**result.summary, **extra})
     else:
-        payload = {**headline(result), "scenario": name, "out": str(folder)}
-        if partial is not None:
-            payload["partial"] = partial
-        print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
-        for path in written:
-            typer.echo(f"wrote {path}")
+        _print_simulation(name, result, folder, partial, intervals, written)
     if partial is not None:
         _stopped_early(partial)
+
+
+def _print_simulation(
+    name: str,
+    result: Any,
+    folder: Path,
+    partial: str | None,
+    intervals: list[dict[str, Any]] | None,
+    written: list[Path],
+) -> None:
+    """The text output of ``simulate``: the headline figures, one row per flow, the intervals,
+    the files written."""
+    from farlink.report import print_rows
+    from farlink.sim import flow_rows, headline
+
+    payload = {**headline(result), "scenario": name, "out": str(folder)}
+    if partial is not None:
+        payload["partial"] = partial
+    print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
+    print_rows(
+        ["flow", "goodput_bps", "retransmits", "timeouts", "limited by", "share"],
+        [
+            (
+                r["flow"],
+                r["goodput_bps"],
+                r["retransmissions"],
+                r["timeouts"],
+                r["limited_by"] or "-",
+                "-" if r["limited_share"] is None else f"{r['limited_share']:.0%}",
+            )
+            for r in flow_rows(result)
+        ],
+    )
+    if intervals is not None:
+        print_rows(
+            ["flow", "start_s", "end_s", "goodput_bps", "cwnd_bytes"],
+            [tuple(r.values()) for r in intervals],
+        )
+    for path in written:
+        typer.echo(f"wrote {path}")
 
 
 def _budget(events: str | None, memory: str | None) -> dict[str, int | None]:

@@ -18,12 +18,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 from farlink import _core
 from farlink.result_schema import sim_document
 from farlink.results import Result
 from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
-__all__ = ["HEADLINE_FIELDS", "ProgressLine", "estimate", "headline", "simulate"]
+__all__ = [
+    "HEADLINE_FIELDS",
+    "ProgressLine",
+    "estimate",
+    "flow_rows",
+    "headline",
+    "interval_rows",
+    "simulate",
+]
 
 ProgressCallback = Callable[[float, float, int], None]
 
@@ -97,7 +107,7 @@ def estimate(
     doc = apply_overrides(
         doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
     )
-    return dict(_core.estimate_scenario(json.dumps(doc)))
+    return dict(_core.estimate_scenario(to_core_json(doc)))
 
 
 HEADLINE_FIELDS = (
@@ -145,3 +155,77 @@ class ProgressLine:
         if self.width:
             self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
+
+
+#: How a flow summary's ``limited_by`` cause reads in a table.
+LIMIT_WORDS = {
+    "application": "application",
+    "receive_window": "receive window",
+    "send_buffer": "send buffer",
+    "congestion_window": "congestion window",
+    "link": "link",
+}
+
+
+def flow_rows(result: Result) -> list[dict[str, Any]]:
+    """One row per flow, as ``farlink simulate`` prints them (iperf3's habit): goodput,
+    retransmissions, timeouts, and what limited the sender most of the time with its share of
+    the time counted (``limited_by`` and ``limited_s`` of the flow summary)."""
+    rows = []
+    for f in result.summary["flows"]:
+        limited = f.get("limited_s", {})
+        total = sum(limited.values())
+        cause = f.get("limited_by")
+        rows.append(
+            {
+                "flow": f["name"],
+                "goodput_bps": f["goodput_bps"],
+                "retransmissions": f["retransmissions"],
+                "timeouts": f["timeouts"],
+                "limited_by": LIMIT_WORDS.get(cause, cause) if cause else None,
+                "limited_share": limited[cause] / total if cause and total > 0 else None,
+            }
+        )
+    return rows
+
+
+def interval_rows(result: Result) -> list[dict[str, Any]]:
+    """Per flow and per interval of the scenario's ``trace.goodput_interval``: the goodput in
+    the interval and the congestion window at its end (of the source's connection for a flow
+    split at relays), from the ``goodput`` and ``cwnd`` traces, which must be on. Intervals
+    start at the flow's start; the last one ends with the run."""
+    goodput = result.trace("goodput")
+    cwnd = result.trace("cwnd")
+    rows = []
+    for index, f in enumerate(result.summary["flows"]):
+        conns = result.connections_of(index)
+        at_dest = goodput["flow"] == conns[-1]
+        times_ns = goodput["time_ns"][at_dest]
+        delivered = goodput["delivered_bytes"][at_dest]
+        of_source = cwnd["flow"] == conns[0]
+        cwnd_times = cwnd["time_ns"][of_source]
+        cwnd_bytes = cwnd["cwnd_bytes"][of_source]
+        start_ns = round(f["start_s"] * 1e9)
+        previous_ns, previous_bytes = start_ns, 0
+        # The grid ends at the last multiple of the interval; a run that ended between two
+        # (every flow finished) gets a last, shorter interval up to its end, as iperf3 does.
+        end_ns = round(result.summary["sim_time_s"] * 1e9)
+        samples = [*zip(times_ns.tolist(), delivered.tolist(), strict=True)]
+        if not samples or samples[-1][0] < end_ns:
+            samples.append((end_ns, f["delivered_bytes"]))
+        for t_ns, d in samples:
+            if t_ns <= previous_ns:
+                continue
+            k = int(np.searchsorted(cwnd_times, t_ns, side="right")) - 1
+            rows.append(
+                {
+                    "flow": f["name"],
+                    "start_s": previous_ns / 1e9,
+                    "end_s": t_ns / 1e9,
+                    "goodput_bps": (d - previous_bytes) * 8e9 / (t_ns - previous_ns),
+                    "cwnd_bytes": int(cwnd_bytes[k]) if k >= 0 else None,
+                }
+            )
+            previous_ns, previous_bytes = t_ns, d
+    rows.sort(key=lambda r: r["end_s"])  # stable: flows in scenario order within an instant
+    return rows

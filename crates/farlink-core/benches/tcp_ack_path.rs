@@ -62,7 +62,7 @@ fn endpoints(w: &Workload) -> (Sender, Receiver) {
 }
 
 fn drain(s: &mut Sender, now: SimTime, out: &mut Vec<Segment>) {
-    while let Some(seg) = s.poll_transmit(now) {
+    while let Some(seg) = s.poll_transmit(now).map(|t| t.segment) {
         out.push(seg);
     }
 }

@@ -131,7 +131,7 @@ impl Pair {
 
     /// Hands everything the sender may send now to the data link.
     fn transmit(&mut self) {
-        while let Some(seg) = self.sender.poll_transmit(self.now) {
+        while let Some(seg) = self.sender.poll_transmit(self.now).map(|t| t.segment) {
             let seen_before = self.log.sent.iter().any(|&(_, s)| s == seg.seq);
             if seen_before {
                 self.log.retransmitted.push((self.now, seg.seq));

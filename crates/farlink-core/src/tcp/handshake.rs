@@ -281,7 +281,7 @@ mod endpoint_tests {
     }
 
     fn drain(s: &mut Sender, now: SimTime) -> Vec<Segment> {
-        std::iter::from_fn(|| s.poll_transmit(now)).collect()
+        std::iter::from_fn(|| s.poll_transmit(now).map(|t| t.segment)).collect()
     }
 
     #[test]

@@ -8,11 +8,13 @@
 //!   timestamps), RFC 3465 (appropriate byte counting), RFC 6928 (initial window),
 //!   RFC 6691 (MSS and options).
 //!
-//! What this layer owns, in three roles that never reach into one another (the seam of the
+//! What this layer owns, in roles that never reach into one another (the seam of the
 //! design; see `README.md` in this directory):
 //! - error control: [`sender::Sender`] owns the send sequence space, the [`scoreboard`] and the
 //!   retransmission timer with the [`rtt::RttEstimator`]; [`receiver::Receiver`] owns in-order
 //!   delivery, the out-of-order ranges, delayed ACK, SACK blocks and timestamp echo;
+//! - loss detection: [`detection::LossDetector`] says what an ACK or a timeout told the sender
+//!   (acknowledged, SACKed, lost, duplicate, RTT sample) as an [`detection::AckOutcome`];
 //! - loss recovery: [`recovery::Recovery`] decides *that* the sender enters or leaves recovery
 //!   and *what* to retransmit (Tahoe, Reno, NewReno, SACK);
 //! - congestion control: a [`cc::CongestionController`] decides the window; it is handed
@@ -27,7 +29,9 @@
 //! 2^32; nothing inside the simulator needs modular sequence arithmetic.
 
 pub mod cc;
+pub mod detection;
 pub mod handshake;
+pub mod limits;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;

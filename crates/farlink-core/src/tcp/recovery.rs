@@ -129,7 +129,7 @@ pub struct RecoveryDecision {
     pub enter: Option<Entry>,
     /// Retransmit the first unacknowledged segment now, whatever the window.
     pub retransmit_head: bool,
-    /// Set `SND.NXT` back to `SND.UNA` (Tahoe).
+    /// Set `SND.NXT` back to `SND.UNA` (Tahoe; a timeout without SACK).
     pub go_back_n: bool,
     /// Fast recovery ended with this ACK.
     pub exited: bool,
@@ -139,7 +139,7 @@ pub struct RecoveryDecision {
 }
 
 /// The rule of RFC 6675 `NextSeg()` that chose a retransmission.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NextSegRule {
     /// (1): the lowest unSACKed segment above HighRxt and below the highest SACKed octet that
     /// `IsLost()`; after a timeout, any lost segment above HighRxt.
@@ -405,8 +405,9 @@ impl Recovery {
         d.exited = true;
     }
 
-    /// The retransmission timer expired.
-    pub fn on_timeout(&mut self, snd_una: u64, snd_max: u64) {
+    /// The retransmission timer expired: the head is retransmitted, and without SACK the
+    /// sender goes back N (the scoreboard knows nothing above the hole).
+    pub fn on_timeout(&mut self, snd_una: u64, snd_max: u64) -> RecoveryDecision {
         // RFC 6582 3.2 ("Retransmit timeouts") and section 4: after a retransmit timeout,
         // record the highest sequence number transmitted in `recover`. RFC 6675 section 5.1: "Once an RTO occurs
         // during loss recovery ..., RecoveryPoint MUST be set to HighData ... the loss
@@ -420,6 +421,11 @@ impl Recovery {
         // start.
         self.high_rxt = snd_una;
         self.rescue_rxt = None;
+        RecoveryDecision {
+            retransmit_head: true,
+            go_back_n: self.algorithm != LossRecovery::Sack,
+            ..RecoveryDecision::default()
+        }
     }
 
     /// The sender retransmitted the first unacknowledged segment ending at `end` because of

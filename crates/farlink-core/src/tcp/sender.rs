@@ -12,8 +12,9 @@
 //! (one after the highest ever sent). They differ only when the sender goes back N after a
 //! timeout without SACK (`SND.NXT` returns to `SND.UNA`, as in BSD).
 //!
-//! Sans-I/O: [`Sender::poll_transmit`] hands out the next segment the sender may send now
-//! (call it until `None`); [`Sender::on_ack`] takes an ACK; [`Sender::next_timeout`] and
+//! Sans-I/O: [`Sender::poll_transmit`] hands out the next segment the sender may send now and
+//! what kind it is, a [`Transmission`] (call it until `None`); [`Sender::on_ack`] takes an ACK
+//! (what it told is `detection.rs`'s to say, what to do `recovery.rs`'s); [`Sender::next_timeout`] and
 //! [`Sender::on_timeout`] run the retransmission timer. [`Sender::new`] starts established
 //! with a [`Negotiated`] value the caller computed; [`Sender::connect`] starts in SYN-SENT:
 //! `poll_transmit` hands out the SYN (again after each expiry of its timer), `on_ack` takes
@@ -23,13 +24,18 @@
 
 use super::cc::{
     AckBatch, AckEcho, Acked, CcConfig, CongestionController, CongestionEvent, ControllerInit,
-    Detection, Lost, Reduction, SentPacket,
+    Detection, Reduction, SentPacket,
 };
+use super::detection::{AckOutcome, BeforeAck, LossDetector};
 use super::handshake::{self, RTO_AFTER_SYN_LOSS};
-use super::recovery::{AckInfo, LossRecovery, NextSeg, Recovery, RecoveryState, DUP_THRESH};
+use super::limits::{Limit, LimitClock};
+use super::recovery::{
+    AckInfo, LossRecovery, NextSeg, NextSegRule, Recovery, RecoveryDecision, RecoveryState,
+    DUP_THRESH,
+};
 use super::rtt::{RttConfig, RttEstimator};
 use super::scoreboard::Scoreboard;
-use super::segment::{timestamp_clock, Flags, Options, Segment, Timestamps, TIMESTAMP_TICK};
+use super::segment::{timestamp_clock, Flags, Options, Segment, Timestamps};
 use super::{Negotiated, State, TcpOptions};
 use crate::time::{SimDuration, SimTime};
 
@@ -126,6 +132,57 @@ pub struct SenderStats {
     pub handshake_acks_sent: u64,
 }
 
+/// Why a segment is sent again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Retransmit {
+    /// The first unacknowledged segment, presumed lost by DupThresh duplicate ACKs or the
+    /// SACK scoreboard (RFC 5681 3.2, RFC 6675 (4.3)), or by a partial ACK (RFC 6582 3.2).
+    Fast,
+    /// The first unacknowledged segment after the retransmission timer expired
+    /// (RFC 6298 (5.4)).
+    Timeout,
+    /// Going back N from `SND.NXT` after a timeout or Tahoe's fast retransmit, without
+    /// SACK: the receiver may hold the segment already.
+    GoBackN,
+    /// Chosen by RFC 6675 `NextSeg()` during SACK-based recovery, by this rule.
+    NextSeg(NextSegRule),
+}
+
+/// What kind of segment [`Sender::poll_transmit`] hands out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TransmissionKind {
+    /// The SYN of an active open, first or again after its timer expired.
+    Syn { retransmission: bool },
+    /// The pure ACK that answers the peer's SYN-ACK when no data can carry it.
+    HandshakeAck,
+    /// A zero-window probe of the persist timer (no data).
+    WindowProbe,
+    /// Data never sent before; `limited_transmit`: only RFC 3042 let it out.
+    NewData { limited_transmit: bool },
+    /// Data sent before.
+    Retransmission(Retransmit),
+}
+
+impl TransmissionKind {
+    /// A data segment (new or again), counted in the sender's segment statistics.
+    pub fn carries_data(self) -> bool {
+        matches!(
+            self,
+            TransmissionKind::NewData { .. } | TransmissionKind::Retransmission(_)
+        )
+    }
+    pub fn is_retransmission(self) -> bool {
+        matches!(self, TransmissionKind::Retransmission(_))
+    }
+}
+
+/// One segment the sender hands out, and what it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmission {
+    pub segment: Segment,
+    pub kind: TransmissionKind,
+}
+
 /// What a sender in SYN-SENT keeps until the SYN-ACK arrives ([`Sender::connect`]).
 #[derive(Debug)]
 struct ActiveOpen {
@@ -189,8 +246,8 @@ pub struct Sender {
     /// The retransmission timer (RFC 6298 section 5).
     rto_deadline: Option<SimTime>,
     /// The first unacknowledged segment must go out next, whatever the window (fast
-    /// retransmit, partial ACK, RFC 6298 (5.4)).
-    retransmit_head: bool,
+    /// retransmit, partial ACK, RFC 6298 (5.4)), and why.
+    retransmit_head: Option<Retransmit>,
     /// Timer expiries since the cumulative ACK last advanced; more than one means the
     /// segment the timer retransmitted timed out again (RFC 5681 3.1 holds ssthresh).
     timeouts_without_progress: u32,
@@ -204,9 +261,11 @@ pub struct Sender {
     /// The last `poll_transmit` held a segment back for pacing: the world must wake the
     /// sender at `next_send_at`.
     pacing_blocked: bool,
-    /// Per-ACK scratch for the controller's batch, reused.
-    acked: Vec<Acked>,
-    lost: Vec<Lost>,
+    /// Loss detection: what each ACK and timeout told, and the per-ACK lists of segments
+    /// newly acknowledged and newly lost that the controller's batch hands on.
+    detection: LossDetector,
+    /// Time spent limited by each cause (summaries: what limited the flow).
+    limits: LimitClock,
     stats: SenderStats,
 }
 
@@ -268,14 +327,20 @@ impl Sender {
             cc,
             rtt: RttEstimator::new(config.rtt),
             rto_deadline: None,
-            retransmit_head: false,
+            retransmit_head: None,
             timeouts_without_progress: 0,
             last_reduction: None,
             echo_end: 0,
             next_send_at: SimTime::ZERO,
             pacing_blocked: false,
-            acked: Vec::with_capacity(config.scoreboard_capacity_segments),
-            lost: Vec::with_capacity(config.scoreboard_capacity_segments),
+            detection: LossDetector::new(
+                recovery == LossRecovery::Sack,
+                config.dup_thresh,
+                smss_bytes,
+                negotiated.timestamps,
+                config.scoreboard_capacity_segments,
+            ),
+            limits: LimitClock::default(),
             stats: SenderStats::default(),
         }
     }
@@ -424,18 +489,25 @@ impl Sender {
         (self.app_limit_bytes != u64::MAX).then_some(self.app_limit_bytes)
     }
 
-    /// The next segment to send now, if any. Call until it returns `None`.
-    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
-        if self.state != State::Established || self.ack_owed {
-            return self.poll_opening(now);
+    /// The next segment to send now, if any, and what kind of transmission it is. Call until
+    /// it returns `None`.
+    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Transmission> {
+        self.limits.advance(now);
+        let out = if self.state != State::Established || self.ack_owed {
+            self.poll_opening(now)
+        } else {
+            self.poll_data(now)
+        };
+        if out.is_none() {
+            self.limits.set(self.limit_now());
         }
-        self.poll_data(now)
+        out
     }
 
     /// The handshake's part of `poll_transmit`: the SYN when due in SYN-SENT; once
     /// established, the ACK the SYN-ACK is owed, carried by the first data segment if one may
     /// leave, else alone.
-    fn poll_opening(&mut self, now: SimTime) -> Option<Segment> {
+    fn poll_opening(&mut self, now: SimTime) -> Option<Transmission> {
         if self.state == State::SynSent {
             let open = self.opening.as_mut()?;
             if !open.syn_due {
@@ -445,7 +517,8 @@ impl Sender {
             open.syn_transmissions += 1;
             open.first_sent.get_or_insert(now);
             self.stats.syn_sent += 1;
-            if open.syn_transmissions > 1 {
+            let retransmission = open.syn_transmissions > 1;
+            if retransmission {
                 self.stats.syn_retransmissions += 1;
             }
             let syn = handshake::syn(&open.config.options, now);
@@ -453,16 +526,22 @@ impl Sender {
             if self.rto_deadline.is_none() {
                 self.rto_deadline = Some(now + self.rtt.rto());
             }
-            return Some(syn);
+            return Some(Transmission {
+                segment: syn,
+                kind: TransmissionKind::Syn { retransmission },
+            });
         }
         self.ack_owed = false;
-        if let Some(seg) = self.poll_data(now) {
-            return Some(seg);
+        if let Some(t) = self.poll_data(now) {
+            return Some(t);
         }
         self.stats.handshake_acks_sent += 1;
         // SND.MAX as the sequence number: never below the receiver's RCV.NXT, so the receiver
         // does not take it for a window probe.
-        Some(self.pure_ack(now, self.snd_max))
+        Some(Transmission {
+            segment: self.pure_ack(now, self.snd_max),
+            kind: TransmissionKind::HandshakeAck,
+        })
     }
 
     /// A segment without data or SYN at sequence number `seq`: the ACK that completes the
@@ -486,7 +565,7 @@ impl Sender {
     }
 
     /// `poll_transmit` of an established connection.
-    fn poll_data(&mut self, now: SimTime) -> Option<Segment> {
+    fn poll_data(&mut self, now: SimTime) -> Option<Transmission> {
         self.update_persist(now);
         if self.probe_due {
             self.probe_due = false;
@@ -501,12 +580,11 @@ impl Sender {
         }
         // RFC 5681 3.2 (3), RFC 6582 3.2 step 3, RFC 6675 (4.3) and RFC 6298 (5.4): "Retransmit
         // the earliest segment that has not been acknowledged", whatever the window.
-        if self.retransmit_head {
-            self.retransmit_head = false;
+        if let Some(why) = self.retransmit_head.take() {
             if !self.scoreboard.is_empty() {
-                let seg = self.retransmit(0, now);
-                self.recovery.on_retransmitted_head(seg.end_seq());
-                return Some(seg);
+                let t = self.retransmit(0, now, why);
+                self.recovery.on_retransmitted_head(t.segment.end_seq());
+                return Some(t);
             }
         }
         let new_len = self.new_data_len();
@@ -521,11 +599,12 @@ impl Sender {
                 .next_seg(&self.scoreboard, self.snd_una, new_len.is_some());
             return match (next, new_len) {
                 (NextSeg::Retransmit { index, rule }, _) => {
-                    let seg = self.retransmit(index, now);
-                    self.recovery.on_next_seg_retransmitted(rule, seg.end_seq());
-                    Some(seg)
+                    let t = self.retransmit(index, now, Retransmit::NextSeg(rule));
+                    self.recovery
+                        .on_next_seg_retransmitted(rule, t.segment.end_seq());
+                    Some(t)
                 }
-                (NextSeg::NewData, Some(len)) => Some(self.send_new(len, now)),
+                (NextSeg::NewData, Some(len)) => Some(self.send_new(len, now, false)),
                 _ => None,
             };
         }
@@ -539,17 +618,73 @@ impl Sender {
             if seg.end > limit {
                 return None;
             }
-            return Some(self.retransmit(index, now));
+            return Some(self.retransmit(index, now, Retransmit::GoBackN));
         }
         let len = new_len?;
         if self.snd_max + len > limit + self.limited_transmit_bytes() {
             return None;
         }
-        if self.snd_max + len > limit {
+        let limited_transmit = self.snd_max + len > limit;
+        if limited_transmit {
             // Only Limited Transmit lets this segment out.
             self.limited_transmit_sent_bytes += len;
         }
-        Some(self.send_new(len, now))
+        Some(self.send_new(len, now, limited_transmit))
+    }
+
+    /// What holds the sender back once `poll_transmit` has nothing more to hand out; `None`
+    /// while opening. A transfer whose every byte is acknowledged is held back by its
+    /// application (a telnet source between messages); the caller ends the count where the
+    /// application's activity ends.
+    fn limit_now(&self) -> Option<Limit> {
+        if self.state != State::Established {
+            return None;
+        }
+        if self.pacing_blocked {
+            return Some(Limit::CongestionWindow);
+        }
+        if self.persist_deadline.is_some() {
+            return Some(Limit::ReceiveWindow);
+        }
+        let remaining = self.app_limit_bytes - self.snd_max;
+        if self.recovery.uses_pipe() {
+            if self.cc.window() < self.scoreboard.pipe_bytes() + self.smss_bytes {
+                return Some(Limit::CongestionWindow);
+            }
+        } else if self.snd_nxt < self.snd_max {
+            // Going back N, held by the window.
+            return Some(self.window_limit());
+        }
+        if remaining == 0 {
+            return Some(Limit::Application);
+        }
+        let len = remaining.min(self.smss_bytes);
+        if self.nagle && len < self.smss_bytes && self.snd_max > self.snd_una {
+            return Some(Limit::Application);
+        }
+        if self.snd_max + len > self.snd_una + self.snd_wnd.min(self.send_buffer_bytes) {
+            return Some(if self.send_buffer_bytes < self.snd_wnd {
+                Limit::SendBuffer
+            } else {
+                Limit::ReceiveWindow
+            });
+        }
+        Some(self.window_limit())
+    }
+
+    /// The smaller of the congestion window (with recovery's inflation) and the peer's.
+    fn window_limit(&self) -> Limit {
+        if self.effective_cwnd_bytes() <= self.snd_wnd {
+            Limit::CongestionWindow
+        } else {
+            Limit::ReceiveWindow
+        }
+    }
+
+    /// Nanoseconds the sender has spent held back by each cause up to `now`, in
+    /// [`Limit::ALL`]'s order (`limits.rs`).
+    pub fn limited_nanos(&self, now: SimTime) -> [u64; 5] {
+        self.limits.nanos_until(now)
     }
 
     /// Whether the peer's window alone holds back the next new segment while nothing is
@@ -583,13 +718,16 @@ impl Sender {
 
     /// A zero-window probe: an empty segment one byte below `SND.UNA`, which the receiver must
     /// answer with an ACK carrying its window (what Linux's `tcp_xmit_probe_skb` sends).
-    fn window_probe(&mut self, now: SimTime) -> Option<Segment> {
+    fn window_probe(&mut self, now: SimTime) -> Option<Transmission> {
         if self.snd_una == 0 {
             // Nothing was ever acknowledged, so the window is the initial one, never zero.
             return None;
         }
         self.stats.window_probes += 1;
-        Some(self.pure_ack(now, self.snd_una - 1))
+        Some(Transmission {
+            segment: self.pure_ack(now, self.snd_una - 1),
+            kind: TransmissionKind::WindowProbe,
+        })
     }
 
     /// RFC 3042 section 2: while no recovery is under way, each of the first two duplicate
@@ -627,15 +765,18 @@ impl Sender {
         (self.snd_max + len <= self.snd_una + room).then_some(len)
     }
 
-    fn send_new(&mut self, len: u64, now: SimTime) -> Segment {
+    fn send_new(&mut self, len: u64, now: SimTime, limited_transmit: bool) -> Transmission {
         let start = self.snd_max;
         self.scoreboard.on_sent_new(start, start + len, now);
         self.snd_max = start + len;
         self.snd_nxt = self.snd_max;
-        self.on_data_sent(now, start, len, false)
+        Transmission {
+            segment: self.on_data_sent(now, start, len, false),
+            kind: TransmissionKind::NewData { limited_transmit },
+        }
     }
 
-    fn retransmit(&mut self, index: usize, now: SimTime) -> Segment {
+    fn retransmit(&mut self, index: usize, now: SimTime, why: Retransmit) -> Transmission {
         let seg = *self
             .scoreboard
             .get(index)
@@ -646,7 +787,10 @@ impl Sender {
         }
         self.stats.retransmitted_segments += 1;
         self.stats.retransmitted_bytes += seg.len_bytes();
-        self.on_data_sent(now, seg.start, seg.len_bytes(), true)
+        Transmission {
+            segment: self.on_data_sent(now, seg.start, seg.len_bytes(), true),
+            kind: TransmissionKind::Retransmission(why),
+        }
     }
 
     fn on_data_sent(&mut self, now: SimTime, seq: u64, len: u64, retransmission: bool) -> Segment {
@@ -691,8 +835,11 @@ impl Sender {
         seg
     }
 
-    /// An ACK arrives (or, during the handshake, the SYN-ACK).
+    /// An ACK arrives (or, during the handshake, the SYN-ACK). In order: the window update,
+    /// loss detection (what the ACK told), loss recovery (what to do), the congestion
+    /// controller, the retransmission timer.
     pub fn on_ack(&mut self, now: SimTime, seg: &Segment) {
+        self.limits.advance(now);
         if self.state != State::Established || seg.flags.contains(Flags::SYN) {
             self.on_syn_ack(now, seg);
             return;
@@ -711,116 +858,103 @@ impl Sender {
         if let (true, Some(ts)) = (self.timestamps, seg.options.timestamps) {
             self.ts_recent = ts.tsval;
         }
-        let had_outstanding = self.snd_max > self.snd_una;
         let prior_in_flight = self.in_flight_bytes();
+        let window_changed = self.update_window(seg);
 
-        // RFC 9293 3.10.7.4 window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window
-        // should be updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =<
-        // SEG.ACK)), set SND.WND <- SEG.WND". The peer sends no data, so SEG.SEQ never changes.
-        let window = seg.window_bytes(self.window_shift);
-        let window_changed = window != self.snd_wnd;
-        if ack >= self.snd_wl2 {
-            self.snd_wnd = window;
-            self.snd_wl2 = ack;
-        }
-
-        // RFC 6675 Update(): record the SACK blocks.
-        let newly_sacked = self.scoreboard.on_sack(seg.options.sack.as_slice());
-
-        // The cumulative ACK.
-        self.acked.clear();
-        self.lost.clear();
-        let cumulative = self.scoreboard.on_cumulative_ack(ack, &mut self.acked);
-        let newly_acked = ack - self.snd_una;
-        debug_assert_eq!(cumulative.newly_acked_bytes, newly_acked);
-        self.snd_una = ack;
-        self.snd_nxt = self.snd_nxt.max(ack);
-        if newly_acked > 0 {
-            self.stats.bytes_acked += newly_acked;
-            self.timeouts_without_progress = 0;
-        }
-
-        // RFC 6675 IsLost(), applied to the scoreboard.
-        if self.recovery.algorithm() == LossRecovery::Sack {
-            self.scoreboard.detect_losses(
-                self.recovery.dup_thresh(),
-                self.smss_bytes,
-                &mut self.lost,
-            );
-        }
-
-        // RTT. RFC 6298 section 3 (Karn): no sample from an ACK of a retransmitted segment;
-        // RFC 7323 4.1: with timestamps the echoed TSval times the segment that advanced the
-        // left edge, retransmission or not. The segment's own send time is exact to the
-        // nanosecond and preferred; timestamps (1 ms ticks) resolve the ambiguous case.
-        let rtt_sample = if newly_acked == 0 {
-            None
-        } else if let Some(sent) = cumulative.rtt_sent_time {
-            Some(now - sent)
-        } else if let (true, Some(ts)) = (self.timestamps, seg.options.timestamps) {
-            let ticks = timestamp_clock(now).wrapping_sub(ts.tsecr);
-            Some(SimDuration::from_nanos(
-                u64::from(ticks) * TIMESTAMP_TICK.as_nanos(),
-            ))
-        } else {
-            None
+        // Loss detection says what the ACK told: acknowledged, SACKed, lost, duplicate, RTT.
+        let before = BeforeAck {
+            snd_una: self.snd_una,
+            snd_max: self.snd_max,
+            window_changed,
         };
-        if let Some(r) = rtt_sample {
-            self.rtt.on_sample(r);
-        }
+        let outcome = self
+            .detection
+            .on_ack(now, seg, before, &mut self.scoreboard);
+        self.take_outcome(&outcome);
 
-        // RFC 5681 section 2, DUPLICATE ACKNOWLEDGMENT: "(a) the receiver of the ACK has
-        // outstanding data, (b) the incoming acknowledgment carries no data, (c) the SYN and
-        // FIN bits are both off, (d) the acknowledgment number is equal to the greatest
-        // acknowledgment received on the given connection (TCP.UNA from [RFC793]) and (e) the
-        // advertised window in the incoming acknowledgment equals the advertised window in
-        // the last incoming acknowledgment." RFC 6675 section 2: with SACK, "a segment that
-        // arrives carrying a SACK block that identifies previously unacknowledged and
-        // un-SACKed octets between HighACK and HighData".
-        let rfc5681_dupack = had_outstanding
-            && newly_acked == 0
-            && seg.payload_bytes == 0
-            && !seg.flags.contains(Flags::SYN)
-            && !seg.flags.contains(Flags::FIN)
-            && !window_changed;
-        let is_dupack =
-            if self.recovery.algorithm() == LossRecovery::Sack && !seg.options.sack.is_empty() {
-                newly_sacked > 0
-            } else {
-                rfc5681_dupack
-            };
-        if is_dupack {
-            self.stats.dupacks_received += 1;
-        }
-
-        // Loss recovery decides.
+        // Loss recovery decides what to do about it.
         let was_in_fast_recovery = self.recovery.state() == RecoveryState::FastRecovery;
         let decision = self.recovery.on_ack(
             &AckInfo {
                 ack,
                 snd_max: self.snd_max,
-                newly_acked_bytes: newly_acked,
-                is_dupack,
+                newly_acked_bytes: outcome.newly_acked_bytes,
+                is_dupack: outcome.duplicate,
                 smss_bytes: self.smss_bytes,
             },
             &self.scoreboard,
         );
+        self.act_on(now, &decision);
+
+        // The controller hears which segment the ACK answers, then about the ACK in one batch.
+        if let Some(echo) = self.ack_echo(now, ack, outcome.newly_acked_bytes, outcome.duplicate) {
+            self.cc.on_ack_echo(now, &echo);
+        }
+        let batch = AckBatch {
+            acked: self.detection.acked(),
+            lost: self.detection.lost(),
+            newly_acked_bytes: outcome.newly_acked_bytes,
+            newly_sacked_bytes: outcome.newly_sacked_bytes,
+            prior_in_flight_bytes: prior_in_flight,
+            in_flight_bytes: self.in_flight_bytes(),
+            in_recovery: was_in_fast_recovery
+                || self.recovery.state() == RecoveryState::FastRecovery,
+            rtt_sample: outcome.rtt_sample,
+            smss_bytes: self.smss_bytes,
+        };
+        self.cc.on_ack_batch(now, &batch, &self.rtt);
+
+        if self.snd_una == self.snd_max {
+            // RFC 6298 (5.2): "When all outstanding data has been acknowledged, turn off the
+            // retransmission timer."
+            self.rto_deadline = None;
+        } else if outcome.newly_acked_bytes > 0 && !decision.hold_timer {
+            // RFC 6298 (5.3): "When an ACK is received that acknowledges new data, restart the
+            // retransmission timer so that it will expire after RTO seconds (for the current
+            // value of RTO)."
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// RFC 9293 3.10.7.4 window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window
+    /// should be updated. If (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =<
+    /// SEG.ACK)), set SND.WND <- SEG.WND". The peer sends no data, so SEG.SEQ never changes.
+    /// Returns whether the ACK announced another window than the one held.
+    fn update_window(&mut self, seg: &Segment) -> bool {
+        let window = seg.window_bytes(self.window_shift);
+        let changed = window != self.snd_wnd;
+        if seg.ack >= self.snd_wl2 {
+            self.snd_wnd = window;
+            self.snd_wl2 = seg.ack;
+        }
+        changed
+    }
+
+    /// The sequence space, statistics, RTT estimator and limit clock take in what detection
+    /// found.
+    fn take_outcome(&mut self, outcome: &AckOutcome) {
+        self.snd_una = outcome.ack;
+        self.snd_nxt = self.snd_nxt.max(outcome.ack);
+        if outcome.newly_acked_bytes > 0 {
+            self.stats.bytes_acked += outcome.newly_acked_bytes;
+            self.timeouts_without_progress = 0;
+        }
+        if let Some(r) = outcome.rtt_sample {
+            self.rtt.on_sample(r);
+            self.limits.on_rtt_sample(r);
+        }
+        self.limits.on_ack(outcome.ack, self.snd_max);
+        if outcome.duplicate {
+            self.stats.dupacks_received += 1;
+        }
+    }
+
+    /// Carries out recovery's decision on an ACK: the retransmission of the head, going back
+    /// N, and on entering recovery the controller's congestion event.
+    fn act_on(&mut self, now: SimTime, decision: &RecoveryDecision) {
         if decision.retransmit_head {
-            self.retransmit_head = true;
-            if self.recovery.algorithm() != LossRecovery::Sack {
-                // Without SACK the segment at SND.UNA is presumed lost by the duplicate ACKs
-                // (or the partial ACK) alone.
-                if let Some(head) = self.scoreboard.get(0).copied() {
-                    if !head.lost {
-                        self.scoreboard.mark_lost(0);
-                        self.lost.push(Lost {
-                            seq: head.start,
-                            bytes: head.len_bytes(),
-                            sent_time: head.last_sent,
-                        });
-                    }
-                }
-            }
+            self.retransmit_head = Some(Retransmit::Fast);
+            self.detection.presume_head_lost(&mut self.scoreboard);
         }
         if decision.go_back_n {
             self.snd_nxt = self.snd_una;
@@ -830,7 +964,7 @@ impl Sender {
             if self.recovery.state() == RecoveryState::FastRecovery {
                 self.stats.fast_recoveries += 1;
             }
-            let lost_bytes = self.lost.iter().map(|l| l.bytes).sum();
+            let lost_bytes = self.detection.lost().iter().map(|l| l.bytes).sum();
             // RFC 5681 3.2 step 2: ssthresh from equation (4) on the third duplicate ACK, and
             // "When [RFC3042] is in use, additional data sent in limited transmit MUST NOT be
             // included in this calculation."
@@ -848,39 +982,9 @@ impl Sender {
             };
             self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
         }
-
         if self.recovery.dupacks() == 0 || decision.enter.is_some() {
             // The duplicate ACKs stopped (or were acted on): a later run starts afresh.
             self.limited_transmit_sent_bytes = 0;
-        }
-
-        // The controller hears which segment the ACK answers, then about the ACK in one batch.
-        if let Some(echo) = self.ack_echo(now, ack, newly_acked, is_dupack) {
-            self.cc.on_ack_echo(now, &echo);
-        }
-        let batch = AckBatch {
-            acked: &self.acked,
-            lost: &self.lost,
-            newly_acked_bytes: newly_acked,
-            newly_sacked_bytes: newly_sacked,
-            prior_in_flight_bytes: prior_in_flight,
-            in_flight_bytes: self.in_flight_bytes(),
-            in_recovery: was_in_fast_recovery
-                || self.recovery.state() == RecoveryState::FastRecovery,
-            rtt_sample,
-            smss_bytes: self.smss_bytes,
-        };
-        self.cc.on_ack_batch(now, &batch, &self.rtt);
-
-        if self.snd_una == self.snd_max {
-            // RFC 6298 (5.2): "When all outstanding data has been acknowledged, turn off the
-            // retransmission timer."
-            self.rto_deadline = None;
-        } else if newly_acked > 0 && !decision.hold_timer {
-            // RFC 6298 (5.3): "When an ACK is received that acknowledges new data, restart the
-            // retransmission timer so that it will expire after RTO seconds (for the current
-            // value of RTO)."
-            self.rto_deadline = Some(now + self.rtt.rto());
         }
     }
 
@@ -943,12 +1047,12 @@ impl Sender {
             // The segment that filled the hole (or simply arrived): sent last among those
             // covered that no SACK had reported (those already made their own ACKs).
             let newest = |a: &&Acked| a.sent_time;
-            let seg = self
-                .acked
+            let acked = self.detection.acked();
+            let seg = acked
                 .iter()
                 .filter(|a| !a.was_sacked)
                 .max_by_key(newest)
-                .or_else(|| self.acked.iter().max_by_key(newest))?;
+                .or_else(|| acked.iter().max_by_key(newest))?;
             return Some(AckEcho {
                 rtt: now - seg.sent_time,
                 duplicate: false,
@@ -978,6 +1082,7 @@ impl Sender {
 
     /// The retransmission timer: acts if its deadline has come.
     pub fn on_timeout(&mut self, now: SimTime) {
+        self.limits.advance(now);
         if self.state == State::SynSent {
             self.on_syn_timeout(now);
             return;
@@ -1012,27 +1117,31 @@ impl Sender {
         } else {
             self.flight_size_bytes()
         };
+        // Every unSACKed segment is presumed lost.
+        let flight_now_bytes = self.flight_size_bytes();
+        let lost_bytes = self
+            .detection
+            .on_timeout(&mut self.scoreboard, flight_now_bytes);
         // RFC 5681 3.1: ssthresh = max (FlightSize / 2, 2*SMSS) (held on a repeated timeout)
         // and cwnd = LW, decided by the controller.
         let event = CongestionEvent {
             detection: Detection::RetransmissionTimeout,
             flight_size_bytes,
-            lost_bytes: self.flight_size_bytes() - self.scoreboard.sacked_bytes(),
+            lost_bytes,
             smss_bytes: self.smss_bytes,
             restart_slow_start: true,
             repeated_timeout,
         };
         self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
-        // Every unSACKed segment is presumed lost; recovery restarts from SND.UNA.
-        self.scoreboard.on_timeout();
-        self.recovery.on_timeout(self.snd_una, self.snd_max);
-        if self.recovery.algorithm() != LossRecovery::Sack {
-            // Without SACK information: go back N.
+        // Recovery restarts from SND.UNA: (5.4) "Retransmit the earliest segment that has not
+        // been acknowledged by the TCP receiver", and without SACK go back N.
+        let decision = self.recovery.on_timeout(self.snd_una, self.snd_max);
+        if decision.go_back_n {
             self.snd_nxt = self.snd_una;
         }
-        // (5.4) "Retransmit the earliest segment that has not been acknowledged by the TCP
-        // receiver."
-        self.retransmit_head = true;
+        if decision.retransmit_head {
+            self.retransmit_head = Some(Retransmit::Timeout);
+        }
         // (5.5) "The host MUST set RTO <- RTO * 2 ("back off the timer")."
         self.rtt.back_off();
         // (5.6) "Start the retransmission timer, such that it expires after RTO seconds (for
@@ -1057,6 +1166,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::limits::Limit;
     use crate::tcp::segment::SackBlock;
 
     const MSS: u32 = 1000;
@@ -1091,7 +1201,7 @@ mod tests {
     }
 
     fn drain(s: &mut Sender, now: SimTime) -> Vec<Segment> {
-        std::iter::from_fn(|| s.poll_transmit(now)).collect()
+        std::iter::from_fn(|| s.poll_transmit(now).map(|t| t.segment)).collect()
     }
 
     fn ack_of(ack: u64, s: &Sender) -> Segment {
@@ -1432,8 +1542,9 @@ mod tests {
         drain(&mut t, at(0));
         t.on_ack(at(100), &ack_of(seg(1), &t));
         drain(&mut t, at(100));
-        t.acked.clear();
-        t.scoreboard.on_cumulative_ack(seg(4), &mut t.acked);
+        t.detection.acked.clear();
+        t.scoreboard
+            .on_cumulative_ack(seg(4), &mut t.detection.acked);
         let echo = t.ack_echo(at(200), seg(4), seg(3), false).unwrap();
         assert_eq!(echo.rtt, at(200) - at(0));
         assert!(!echo.duplicate && !echo.ambiguous);
@@ -1455,7 +1566,7 @@ mod tests {
             1 << 20,
         );
         let rate = s.cc().pacing_rate_bps().unwrap();
-        let first = s.poll_transmit(at(0)).unwrap();
+        let first = s.poll_transmit(at(0)).unwrap().segment;
         assert_eq!(s.next_send_time(), None, "nothing held back yet");
         assert!(s.poll_transmit(at(0)).is_none(), "paced");
         let gap_ns = (u64::from(first.wire_bytes()) * 8 * 1_000_000_000).div_ceil(rate);
@@ -1465,7 +1576,7 @@ mod tests {
         assert_eq!(s.next_timeout(), Some(at(1000)), "the RTO itself unchanged");
         let just_before = SimTime::from_nanos(due.as_nanos() - 1);
         assert!(s.poll_transmit(just_before).is_none());
-        let second = s.poll_transmit(due).unwrap();
+        let second = s.poll_transmit(due).unwrap().segment;
         assert_eq!(second.seq, first.end_seq());
     }
 
@@ -1503,6 +1614,163 @@ mod tests {
         );
         s.on_ack(at(100), &ack_of(seg(1), &s));
         assert_eq!(drain(&mut s, at(100)).len(), 1);
+    }
+
+    fn kinds(s: &mut Sender, now: SimTime) -> Vec<TransmissionKind> {
+        std::iter::from_fn(|| s.poll_transmit(now).map(|t| t.kind)).collect()
+    }
+
+    #[test]
+    fn poll_transmit_says_what_it_sends() {
+        use TransmissionKind::*;
+        let fresh = NewData {
+            limited_transmit: false,
+        };
+        // NewReno without SACK: new data, Limited Transmit, the fast retransmit of the head,
+        // then after a timeout the head and going back N.
+        let mut s = sender(LossRecovery::NewReno, false);
+        assert_eq!(kinds(&mut s, at(0)), vec![fresh; 10]);
+        s.on_ack(at(100), &ack_of(seg(1), &s));
+        assert_eq!(kinds(&mut s, at(100)), vec![fresh; 2]);
+        s.on_ack(at(101), &ack_of(seg(1), &s));
+        assert_eq!(
+            kinds(&mut s, at(101)),
+            vec![NewData {
+                limited_transmit: true
+            }]
+        );
+        s.on_ack(at(102), &ack_of(seg(1), &s));
+        s.on_ack(at(103), &ack_of(seg(1), &s));
+        assert_eq!(
+            kinds(&mut s, at(103)),
+            vec![Retransmission(Retransmit::Fast)]
+        );
+        let deadline = s.next_timeout().unwrap();
+        s.on_timeout(deadline);
+        assert_eq!(
+            kinds(&mut s, deadline),
+            vec![Retransmission(Retransmit::Timeout)]
+        );
+        let ack = s.snd_una() + s.smss_bytes();
+        s.on_ack(deadline + SimDuration::from_millis(100), &ack_of(ack, &s));
+        let after = kinds(&mut s, deadline + SimDuration::from_millis(100));
+        assert_eq!(after, vec![Retransmission(Retransmit::GoBackN); 2]);
+        assert!(after
+            .iter()
+            .all(|k| k.carries_data() && k.is_retransmission()));
+
+        // SACK: the head on entering recovery, then what NextSeg() chooses.
+        let mut s = sender(LossRecovery::Sack, false);
+        drain(&mut s, at(0));
+        // Segments 0 and 1 lost, 2..6 SACKed.
+        for i in 2..7 {
+            s.on_ack(at(100 + i), &sack_of(0, seg(2), seg(i + 1), &s));
+        }
+        assert_eq!(
+            kinds(&mut s, at(107))[..2],
+            [
+                Retransmission(Retransmit::Fast),
+                Retransmission(Retransmit::NextSeg(NextSegRule::Lost))
+            ]
+        );
+
+        // The persist timer's probe.
+        let mut s = sender(LossRecovery::Sack, false);
+        drain(&mut s, at(0));
+        let mut closed = ack_of(seg(10), &s);
+        closed.window_field = 0;
+        s.on_ack(at(100), &closed);
+        assert!(kinds(&mut s, at(100)).is_empty());
+        let probe_at = s.next_timeout().unwrap();
+        s.on_timeout(probe_at);
+        let probe = kinds(&mut s, probe_at);
+        assert_eq!(probe, vec![WindowProbe]);
+        assert!(!probe[0].carries_data());
+
+        // The handshake: the SYN, again after its timer, and the pure ACK of the SYN-ACK.
+        let config = SenderConfig {
+            options: options(true, false),
+            initial_window_segments: 1,
+            ..SenderConfig::default()
+        };
+        let mut s = Sender::connect(&config);
+        assert_eq!(
+            kinds(&mut s, at(0)),
+            vec![Syn {
+                retransmission: false
+            }]
+        );
+        s.on_timeout(at(1000));
+        let syn = s.poll_transmit(at(1000)).unwrap();
+        assert_eq!(
+            syn.kind,
+            Syn {
+                retransmission: true
+            }
+        );
+        let mut receiver = crate::tcp::receiver::Receiver::listen(
+            &crate::tcp::receiver::ReceiverConfig {
+                options: options(true, false),
+                ..Default::default()
+            },
+            RttConfig::default(),
+        );
+        let syn_ack = receiver.on_segment(at(1100), &syn.segment).unwrap();
+        s.on_ack(at(1200), &syn_ack);
+        assert_eq!(kinds(&mut s, at(1200)), vec![fresh]);
+        s.on_ack(at(1300), &syn_ack);
+        assert_eq!(kinds(&mut s, at(1300)), vec![HandshakeAck]);
+    }
+
+    #[test]
+    fn the_sender_names_what_holds_it_back() {
+        // The peer's window of 3 segments binds; then the congestion window after a timeout.
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(false, false),
+                app: AppSource::Bulk {
+                    total_bytes: seg(20),
+                },
+                ..SenderConfig::default()
+            },
+            seg(3),
+        );
+        drain(&mut s, at(0));
+        s.on_ack(at(100), &ack_of(seg(1), &s));
+        drain(&mut s, at(100));
+        let ns = |s: &Sender, t| s.limited_nanos(at(t));
+        let i = |l: Limit| l as usize;
+        assert_eq!(
+            ns(&s, 150)[i(Limit::ReceiveWindow)],
+            SimDuration::from_millis(150).as_nanos()
+        );
+        s.on_timeout(s.next_timeout().unwrap());
+        let t = s.next_timeout().unwrap();
+        drain(&mut s, at(1100));
+        let before = ns(&s, 1100)[i(Limit::CongestionWindow)];
+        assert_eq!(
+            ns(&s, 1300)[i(Limit::CongestionWindow)] - before,
+            SimDuration::from_millis(200).as_nanos(),
+            "one segment of cwnd after the timeout"
+        );
+        assert!(t > at(1300), "no timer event in between");
+        // Everything handed over is sent: the application holds the sender back.
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(false, false),
+                app: AppSource::Bulk {
+                    total_bytes: seg(3),
+                },
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        );
+        drain(&mut s, at(0));
+        assert_eq!(
+            ns(&s, 500),
+            [SimDuration::from_millis(500).as_nanos(), 0, 0, 0, 0],
+            "all of it: application"
+        );
     }
 
     #[test]

@@ -67,7 +67,7 @@ use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
 use crate::sched::EventQueue;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::segment::{Flags, Segment};
-use crate::tcp::sender::{AppSource, Sender, SenderConfig};
+use crate::tcp::sender::{AppSource, Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
 use crate::trace::{TapLink, TapRecord, Traces, DROP_CAUSE_NAMES, N_DROP_CAUSES};
@@ -849,19 +849,16 @@ impl<'s> World<'s> {
         if !self.flows[f].started {
             return;
         }
-        loop {
-            let fl = &mut self.flows[f];
-            let stats = fl.sender.stats();
-            let (retx_before, acks_before) =
-                (stats.retransmitted_segments, stats.handshake_acks_sent);
-            let Some(seg) = fl.sender.poll_transmit(now) else {
-                break;
-            };
+        while let Some(Transmission { segment: seg, kind }) =
+            self.flows[f].sender.poll_transmit(now)
+        {
             // The SYN and a handshake's pure ACK are not data: not in the seq trace.
-            let control = seg.flags.contains(Flags::SYN)
-                || fl.sender.stats().handshake_acks_sent != acks_before;
+            let control = matches!(
+                kind,
+                TransmissionKind::Syn { .. } | TransmissionKind::HandshakeAck
+            );
             if self.tr.seq && !control {
-                let retx = fl.sender.stats().retransmitted_segments != retx_before;
+                let retx = kind.is_retransmission();
                 self.traces
                     .seq
                     .push(now, f as u32, seg.seq, seg.payload_bytes, retx);
@@ -1339,6 +1336,7 @@ impl<'s> World<'s> {
         };
         let active = fl.started.then_some((fl.start, active_end));
         let rtt = fl.sender.rtt();
+        let (limited_s, limited_by) = summary::limit_fields(fl.sender.limited_nanos(active_end));
         let summary = FlowSummary {
             name: self.conn_name(c),
             from: nodes[from].clone(),
@@ -1377,6 +1375,8 @@ impl<'s> World<'s> {
             final_srtt_s: rtt.srtt().map(SimDuration::as_secs_f64),
             final_rto_s: rtt.rto().as_secs_f64(),
             min_rtt_s: rtt.min_rtt().map(SimDuration::as_secs_f64),
+            limited_s,
+            limited_by,
             handshake: self.conn_ends(c).2.handshake.then(|| {
                 let r = fl.receiver.stats();
                 HandshakeSummary {

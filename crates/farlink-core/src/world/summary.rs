@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::tcp::limits::Limit;
+
 /// The version of this summary's shape; bump on any change of field meaning.
 pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
 
@@ -91,6 +93,15 @@ pub struct FlowSummary {
     pub final_srtt_s: Option<f64>,
     pub final_rto_s: f64,
     pub min_rtt_s: Option<f64>,
+    /// Seconds the sender spent held back by each cause, every cause present (zero
+    /// included): `application` (nothing to send), `receive_window` (the peer's window),
+    /// `send_buffer`, `congestion_window` (the controller's window or pacing rate), `link` (a
+    /// window or the pacing rate while the RTT shows a standing queue at the bottleneck).
+    /// Counted by the sender from its first transmission to the end of the flow's active
+    /// time (that of `goodput_bps`); the handshake is not counted. `tcp/limits.rs`.
+    pub limited_s: BTreeMap<String, f64>,
+    /// The cause of `limited_s` with the most time; `None` if none was counted.
+    pub limited_by: Option<String>,
     /// The simulated three-way handshake (`tcp.handshake`); absent when the connection
     /// started established.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -297,4 +308,22 @@ pub struct LossyLinkSummary {
     pub direction: &'static str,
     pub loss_model: &'static str,
     pub analytic_loss_rate: f64,
+}
+
+/// `limited_s` and `limited_by` of a [`FlowSummary`] from a sender's nanoseconds per cause
+/// (in [`Limit::ALL`]'s order). Ties go to the cause listed first.
+pub fn limit_fields(nanos: [u64; 5]) -> (BTreeMap<String, f64>, Option<String>) {
+    let seconds = Limit::ALL
+        .iter()
+        .zip(nanos)
+        .map(|(l, ns)| (l.name().to_owned(), ns as f64 / 1e9))
+        .collect();
+    let most = Limit::ALL.iter().zip(nanos).filter(|&(_, ns)| ns > 0).fold(
+        None,
+        |best: Option<(Limit, u64)>, (&l, ns)| match best {
+            Some((_, b)) if b >= ns => best,
+            _ => Some((l, ns)),
+        },
+    );
+    (seconds, most.map(|(l, _)| l.name().to_owned()))
 }
