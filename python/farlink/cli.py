@@ -15,6 +15,7 @@ import numpy as np
 import typer
 
 from farlink import units
+from farlink.emulate_cli import emulate_command
 from farlink.report import print_json, print_quantities, print_reproduction
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ predict_app = typer.Typer(
     help="Closed-form predictions (the model engine). Throughputs in packets/s and bit/s.",
 )
 app.add_typer(predict_app, name="predict")
+app.command("emulate")(emulate_command)
 
 T = TypeVar("T")
 EXIT_BAD_INPUT = 2

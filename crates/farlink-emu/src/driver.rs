@@ -60,6 +60,8 @@ pub(crate) struct DriverStats {
     pub(crate) spins: u64,
     /// CPU time the driver's thread spent in its loop, user and system.
     pub(crate) cpu_ns: u64,
+    /// The driver ran SCHED_FIFO.
+    pub(crate) realtime: bool,
 }
 
 /// CPU time of the calling thread so far.
@@ -174,9 +176,19 @@ impl Driver {
     }
 
     /// Runs until `stop` is set or `end` (emulated time) is reached.
-    pub(crate) fn run(&mut self, end: SimTime, stop: impl Fn() -> bool) -> Result<(), EmuError> {
+    pub(crate) fn run(
+        &mut self,
+        end: SimTime,
+        realtime: bool,
+        stop: impl Fn() -> bool,
+    ) -> Result<(), EmuError> {
         let cpu_before = thread_cpu_ns();
+        let rt = realtime
+            .then(|| crate::sched::Realtime::enter(10))
+            .flatten();
+        self.stats.realtime = rt.is_some();
         let result = self.run_loop(end, stop);
+        drop(rt);
         self.stats.cpu_ns = thread_cpu_ns().saturating_sub(cpu_before);
         result
     }

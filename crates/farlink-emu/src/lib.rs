@@ -29,6 +29,8 @@ mod report;
 #[cfg(target_os = "linux")]
 mod run;
 #[cfg(target_os = "linux")]
+mod sched;
+#[cfg(target_os = "linux")]
 mod slab;
 #[cfg(target_os = "linux")]
 mod tcpinfo;
@@ -47,8 +49,11 @@ pub struct EmuOptions {
     pub tcp: Option<String>,
     /// Wake this long before a deadline and spin to it (0: the timerfd alone).
     pub spin_us: u64,
-    /// Record each delivered packet's loss-model index, for tests comparing engines.
+    /// Record, per link direction, the loss-model ordinals of the packets lost, for tests
+    /// comparing engines.
     pub record_deliveries: bool,
+    /// Run the driver's thread SCHED_FIFO while it runs, where permitted.
+    pub realtime: bool,
 }
 
 impl Default for EmuOptions {
@@ -57,6 +62,7 @@ impl Default for EmuOptions {
             tcp: None,
             spin_us: 50,
             record_deliveries: false,
+            realtime: true,
         }
     }
 }

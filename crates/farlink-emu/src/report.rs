@@ -117,6 +117,8 @@ pub struct Emulator {
     pub spin_us: u64,
     pub timer_wakeups: u64,
     pub spins: u64,
+    /// The driver's thread ran SCHED_FIFO.
+    pub realtime: bool,
     /// CPU the driver's thread spent, and that over the run's wall time.
     pub cpu_s: f64,
     pub cpu_fraction: f64,
@@ -347,6 +349,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
             spin_us: o.spin_us,
             timer_wakeups: s.timer_wakeups,
             spins: s.spins,
+            realtime: s.realtime,
             cpu_s: secs(s.cpu_ns),
             cpu_fraction: if wall_s > 0.0 {
                 secs(s.cpu_ns) / wall_s

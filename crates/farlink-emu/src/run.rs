@@ -313,7 +313,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     let started = setup();
     let end = SimTime::ZERO + sc.duration();
     let ran = started.and_then(|()| {
-        driver.run(end, || {
+        driver.run(end, opts.realtime, || {
             interrupted.load(Ordering::Relaxed)
                 || (!senders.is_empty() && senders.iter().all(|h| h.is_finished()))
         })

@@ -8,6 +8,8 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
+mod emulate;
+
 use farlink_core::trace::{
     AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
     RtoTrace, RttTrace, SeqTrace, Traces,
@@ -206,5 +208,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("ConservationError", py.get_type::<ConservationError>())?;
+    emulate::register(m)?;
     Ok(())
 }
