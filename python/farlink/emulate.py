@@ -54,7 +54,7 @@ def emulate(
     size: str | None = None,
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
-    spin_us: int = 50,
+    spin_us: int = 10,
     record_deliveries: bool = False,
     realtime: bool = True,
 ) -> Result:
