@@ -17,6 +17,7 @@ use nix::sys::time::TimeVal;
 use crate::tcpinfo::TcpInfo;
 
 const POLL: Duration = Duration::from_millis(100);
+const WRITE_POLL: Duration = Duration::from_millis(10);
 /// How often `TCP_INFO` is sampled.
 pub(crate) const SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 
@@ -27,6 +28,8 @@ pub(crate) struct SenderPlan {
     pub(crate) size_bytes: u64,
     /// Monotonic ns at which to connect.
     pub(crate) start_ns: u64,
+    /// Monotonic ns at which the application stops writing, if it does.
+    pub(crate) stop_ns: Option<u64>,
     pub(crate) congestion: String,
     pub(crate) send_buffer_bytes: Option<u64>,
 }
@@ -46,6 +49,8 @@ pub(crate) struct SenderOutcome {
     pub(crate) connected_ns: Option<u64>,
     pub(crate) connect_started_ns: u64,
     pub(crate) written_bytes: u64,
+    /// The application stopped writing at its stop time (before `size_bytes`).
+    pub(crate) stopped: bool,
     pub(crate) samples: Vec<Sample>,
     pub(crate) last: Option<TcpInfo>,
     pub(crate) error: Option<String>,
@@ -171,8 +176,8 @@ pub(crate) fn sender(
             sockopt::TcpCongestion,
             &std::ffi::OsString::from(&plan.congestion),
         )?;
-        // Bounds connect() and every write.
-        socket::setsockopt(&fd, sockopt::SendTimeout, &timeval(POLL))?;
+        // Bounds connect() and every write, so the application's stop time is kept within it.
+        socket::setsockopt(&fd, sockopt::SendTimeout, &timeval(WRITE_POLL))?;
         let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
         loop {
             match socket::connect(raw, &SockaddrIn::from(plan.peer)) {
@@ -236,6 +241,10 @@ fn transfer(
         while out.written_bytes < plan.size_bytes {
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
+            }
+            if plan.stop_ns.is_some_and(|s| now_ns() >= s) {
+                out.stopped = true;
+                break;
             }
             let want = (plan.size_bytes - out.written_bytes).min(chunk.len() as u64) as usize;
             if out.first_write_ns.is_none() {

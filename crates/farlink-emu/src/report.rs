@@ -194,9 +194,11 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
     for (k, f) in sc.flows().iter().enumerate() {
         let snd = o.senders.get(k);
         let sink = o.sinks.get(k);
+        // What the application wrote: a bulk transfer's size, or what an unbounded source had
+        // written when it stopped (unknown while it writes).
         let size = match f.app {
             AppSpec::Bulk { size_bytes } => Some(size_bytes),
-            _ => None,
+            _ => snd.filter(|x| x.stopped).map(|x| x.written_bytes),
         };
         let delivered = sink.map_or(0, |x| x.received_bytes);
         let start_ns = snd.and_then(|x| x.first_write_ns);

@@ -300,6 +300,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
                 peer: SocketAddrV4::new(addr(f.to), ports[k]),
                 size_bytes,
                 start_ns: t0 + f.start.as_nanos(),
+                stop_ns: f.stop.map(|s| t0 + s.as_nanos()),
                 congestion: congestion[k].clone(),
                 send_buffer_bytes: f.tcp.send_buffer_bytes,
             };
