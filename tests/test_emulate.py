@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from farlink import units
 from farlink.cli import main
+from farlink.emulate import emulate
 
 NETNS = Path("/run/netns")
 
@@ -80,7 +82,28 @@ def test_a_short_bulk_transfer_over_the_wireless_path(tmp_path, capsys):
     (flow,) = payload["flows"]
     assert flow["finished"] and flow["congestion"] == "cubic"
     assert flow["retransmissions"] >= 0 and flow["timeouts"] >= 0
+    settings = flow["kernel_settings"]
+    assert settings["applied"]["congestion"] == "TCP_CONGESTION cubic"
+    assert settings["applied"]["initial_window_segments"].startswith("route initcwnd")
+    assert "recovery" in settings["not_applied"]
     assert (out / "summary.json").exists() and (out / "tcp_info.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    ("preset", "size", "far_link"),
+    [("iridium-4", "6KB", "iridium"), ("is707", "4KB", "radio")],
+)
+def test_bundles_and_radio_hops_carry_kernel_tcp(preset, size, far_link):
+    result = emulate(preset, tcp="reno", size=size, duration="60s")
+    (flow,) = result.summary["flows"]
+    assert flow["finished"], flow
+    assert flow["delivered_bytes"] == units.parse_size_bytes(size)
+    assert 0.1 < flow["normalized_goodput"] <= 1.0, flow
+    (link,) = [link for link in result.summary["links"] if link["name"] == far_link]
+    fwd = link["fwd"]
+    assert fwd["delivered_pkts"] > 0
+    accounted = fwd["delivered_pkts"] + sum(fwd["drops"].values()) + fwd["in_flight_pkts"]
+    assert fwd["offered_pkts"] == accounted, fwd
 
 
 def test_a_controller_the_kernel_lacks_is_one_line_naming_those_it_has(capsys):

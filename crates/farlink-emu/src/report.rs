@@ -31,6 +31,14 @@ pub struct Kernel {
     pub congestion: Vec<String>,
 }
 
+/// Which of a flow's TCP settings the kernel was given (and how), and which it could not take
+/// (and why).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowSettings {
+    pub applied: BTreeMap<String, String>,
+    pub not_applied: BTreeMap<String, String>,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Aggregate {
     pub delivered_bytes: u64,
@@ -68,6 +76,7 @@ pub struct Flow {
     pub final_cwnd_bytes: Option<u64>,
     pub final_srtt_s: Option<f64>,
     pub final_rto_s: Option<f64>,
+    pub kernel_settings: FlowSettings,
     pub error: Option<String>,
 }
 
@@ -164,6 +173,7 @@ pub(crate) struct Outcomes<'a> {
     pub(crate) senders: &'a [SenderOutcome],
     pub(crate) sinks: &'a [SinkOutcome],
     pub(crate) congestion: &'a [String],
+    pub(crate) settings: Vec<FlowSettings>,
     pub(crate) interrupted: bool,
     pub(crate) run_id: String,
     pub(crate) removed_stale: Vec<String>,
@@ -278,6 +288,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
             final_cwnd_bytes: last.map(|i| u64::from(i.snd_cwnd_pkts) * mss),
             final_srtt_s: last.map(|i| f64::from(i.rtt_us) / 1e6),
             final_rto_s: last.map(|i| f64::from(i.rto_us) / 1e6),
+            kernel_settings: o.settings.get(k).cloned().unwrap_or_default(),
             error,
         });
     }

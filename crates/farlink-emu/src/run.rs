@@ -1,14 +1,14 @@
 //! One emulation: checks, namespaces and devices, the driver and the workload, the result,
 //! and the clean-up, whatever ends the run.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use farlink_core::path;
 use farlink_core::pcap::NodeAddresses;
-use farlink_core::scenario::{AppSpec, Scenario};
+use farlink_core::scenario::{AppSpec, FlowSpec, Scenario, TcpSpec};
 use farlink_core::tcp::receiver::DelayedAck;
 use farlink_core::time::SimTime;
 use farlink_core::ScenarioError;
@@ -16,7 +16,7 @@ use farlink_core::ScenarioError;
 use crate::bulk::{self, SenderPlan};
 use crate::driver::{monotonic_ns, Driver, Route};
 use crate::netns::{self, Netns, RunLock};
-use crate::report::{self, EmuResult, Kernel};
+use crate::report::{self, EmuResult, FlowSettings, Kernel};
 use crate::tun::Tun;
 use crate::{EmuError, EmuOptions};
 
@@ -123,6 +123,124 @@ fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
     Ok(())
 }
 
+/// Which of flow `f`'s TCP settings the kernel was given, and which it could not take.
+/// `ns_tcp` is the TCP settings whose sysctls the flow's namespaces got (the first flow's).
+fn flow_settings(f: &FlowSpec, ns_tcp: &TcpSpec, congestion: &str, mtu: u32) -> FlowSettings {
+    let t = &f.tcp;
+    let mut applied = BTreeMap::new();
+    let mut not_applied = BTreeMap::new();
+    let mut put = |ok: bool, key: &str, text: String| {
+        if ok {
+            applied.insert(key.to_owned(), text);
+        } else {
+            not_applied.insert(key.to_owned(), text);
+        }
+    };
+    put(true, "congestion", format!("TCP_CONGESTION {congestion}"));
+    put(
+        true,
+        "mss_bytes",
+        format!(
+            "TUN MTU {mtu}: MSS {}, less 12 bytes a segment with timestamps",
+            mtu - 40
+        ),
+    );
+    put(
+        true,
+        "receive_buffer_bytes",
+        format!("SO_RCVBUF {} on the listener", t.receive_buffer_bytes),
+    );
+    match t.send_buffer_bytes {
+        Some(b) => put(true, "send_buffer_bytes", format!("SO_SNDBUF {b}")),
+        None => put(
+            true,
+            "send_buffer_bytes",
+            "kernel autotuning (unbounded)".into(),
+        ),
+    }
+    for (key, mine, ns) in [
+        ("sack", t.options.sack, ns_tcp.options.sack),
+        (
+            "timestamps",
+            t.options.timestamps,
+            ns_tcp.options.timestamps,
+        ),
+        (
+            "window_scaling",
+            t.options.window_scaling,
+            ns_tcp.options.window_scaling,
+        ),
+    ] {
+        if mine == ns {
+            put(
+                true,
+                key,
+                format!("net.ipv4.tcp_{key} = {}", u8::from(mine)),
+            );
+        } else {
+            put(
+                false,
+                key,
+                "the namespace's sysctl is the first flow's".into(),
+            );
+        }
+    }
+    if t.dup_thresh == ns_tcp.dup_thresh {
+        put(
+            true,
+            "dup_thresh",
+            format!("net.ipv4.tcp_reordering = {}", t.dup_thresh),
+        );
+    } else {
+        put(
+            false,
+            "dup_thresh",
+            "the namespace's sysctl is the first flow's".into(),
+        );
+    }
+    put(
+        true,
+        "initial_window_segments",
+        format!("route initcwnd {}", t.initial_window_segments),
+    );
+    put(
+        true,
+        "min_rto",
+        format!(
+            "route rto_min {}ms",
+            t.rtt.min_rto.as_nanos().div_ceil(1_000_000)
+        ),
+    );
+    match t.delayed_ack {
+        DelayedAck::Off => put(true, "delayed_ack", "route quickack 1".into()),
+        DelayedAck::On { .. } => put(
+            false,
+            "delayed_ack_timeout",
+            "the kernel's delayed-ACK timer is its own (adaptive, 40 ms to 200 ms)".into(),
+        ),
+    }
+    put(
+        false,
+        "recovery",
+        format!(
+            "the kernel's own loss recovery (RACK, SACK or NewReno), not {}",
+            t.recovery.name()
+        ),
+    );
+    put(false, "initial_rto", "the kernel's 1 s".into());
+    put(false, "max_rto", "the kernel's 120 s".into());
+    put(false, "limited_transmit", "always on in the kernel".into());
+    put(
+        false,
+        "handshake",
+        "the kernel always connects; transfer time runs from the first write".into(),
+    );
+    FlowSettings {
+        applied,
+        not_applied,
+    }
+}
+
 /// Signal flags for SIGINT and SIGTERM, unregistered when dropped.
 struct Signals {
     ids: Vec<signal_hook::SigId>,
@@ -184,17 +302,19 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         let dev = device.clone();
         tuns.push(ns.run(move || Tun::create(&dev))??);
         let o = first.options;
-        let flag = |b: bool| if b { "1" } else { "0" };
-        let sysctls = [
+        let flag = |b: bool| String::from(if b { "1" } else { "0" });
+        let sysctls: Vec<(&'static str, String)> = vec![
             ("net.ipv4.tcp_sack", flag(o.sack)),
             ("net.ipv4.tcp_timestamps", flag(o.timestamps)),
             ("net.ipv4.tcp_window_scaling", flag(o.window_scaling)),
+            ("net.ipv4.tcp_reordering", first.dup_thresh.to_string()),
             // Each run starts from nothing the kernel remembered of earlier ones.
-            ("net.ipv4.tcp_no_metrics_save", "1"),
+            ("net.ipv4.tcp_no_metrics_save", flag(true)),
             // Only the scenario's IPv4 packets cross the links.
-            ("net.ipv6.conf.all.disable_ipv6", "1"),
-            ("net.ipv6.conf.default.disable_ipv6", "1"),
+            ("net.ipv6.conf.all.disable_ipv6", flag(true)),
+            ("net.ipv6.conf.default.disable_ipv6", flag(true)),
         ];
+        let written = sysctls.clone();
         ns.run(move || {
             sysctls
                 .iter()
@@ -205,9 +325,9 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         ns.ip(&["link", "set", &device, "mtu", &mtu.to_string(), "up"])?;
         namespaces.push(ns);
         if kernel.sysctls.is_empty() {
-            kernel.sysctls = sysctls
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            kernel.sysctls = written
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
                 .collect();
         }
     }
@@ -257,6 +377,12 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         }
     }
     kernel.congestion = congestion.clone();
+    let settings: Vec<FlowSettings> = sc
+        .flows()
+        .iter()
+        .zip(&congestion)
+        .map(|(f, c)| flow_settings(f, first, c, mtu))
+        .collect();
 
     let links = path::build(sc)?;
     let ports: Vec<u16> = (0..sc.flows().len())
@@ -339,6 +465,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             senders: &sender_outcomes,
             sinks: &sink_outcomes,
             congestion: &congestion,
+            settings,
             interrupted: interrupted.load(Ordering::Relaxed),
             run_id: lock.id.clone(),
             removed_stale,
