@@ -12,6 +12,7 @@
 //! * `netns`: namespaces, their clean-up (on exit, on signals, stale ones at the next start);
 //! * `tun`: a TUN device opened inside a namespace;
 //! * `driver`: the real-time loop (epoll, timerfd, a short spin before each deadline);
+//! * `kernel`: the congestion controllers the kernel has, and which TCP settings it takes;
 //! * `bulk`: the built-in workload, one kernel TCP bulk transfer per flow, TCP_INFO sampled;
 //! * `report`: the result in `simulate`'s shape plus the emulator's own figures.
 
@@ -22,6 +23,8 @@ pub use error::EmuError;
 mod bulk;
 #[cfg(target_os = "linux")]
 mod driver;
+#[cfg(target_os = "linux")]
+mod kernel;
 #[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
