@@ -13,11 +13,7 @@ Needs CAP_NET_ADMIN and ``/dev/net/tun``; raises ``_core.EmulatorError`` (``kind
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +24,6 @@ from farlink.results import Result
 from farlink.scenario import apply_overrides, load_scenario
 
 __all__ = ["emulate", "headline"]
-
-
-@contextlib.contextmanager
-def _interrupt_ends_the_run() -> Iterator[None]:
-    """Ctrl-C while the emulator runs ends the run (the core sees the signal, cleans up and
-    returns a result saying ``interrupted``) instead of raising KeyboardInterrupt after it, so
-    the result is kept."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def emulate(
@@ -75,8 +56,9 @@ def emulate(
         "record_deliveries": record_deliveries,
         "realtime": realtime,
     }
-    with _interrupt_ends_the_run():
-        summary = json.loads(_core.emulate(json.dumps(doc), json.dumps(options)))
+    # While it runs, the core handles Ctrl-C and SIGTERM itself (it ends the run, cleans up and
+    # says `interrupted`), then gives the process its handlers back.
+    summary = json.loads(_core.emulate(json.dumps(doc), json.dumps(options)))
     tcp_info = summary.pop("tcp_info")
     traces = {"tcp_info": {name: np.asarray(column) for name, column in tcp_info.items()}}
     return Result(

@@ -34,6 +34,8 @@ mod run;
 #[cfg(target_os = "linux")]
 mod sched;
 #[cfg(target_os = "linux")]
+mod signals;
+#[cfg(target_os = "linux")]
 mod slab;
 #[cfg(target_os = "linux")]
 mod tcpinfo;

@@ -18,6 +18,7 @@ use crate::driver::{monotonic_ns, Driver, Route};
 use crate::kernel;
 use crate::netns::{self, Netns, RunLock};
 use crate::report::{self, EmuResult, FlowSettings, Kernel};
+use crate::signals::Signals;
 use crate::tun::Tun;
 use crate::{EmuError, EmuOptions};
 
@@ -81,32 +82,6 @@ fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
     Ok(())
 }
 
-/// Signal flags for SIGINT and SIGTERM, unregistered when dropped.
-struct Signals {
-    ids: Vec<signal_hook::SigId>,
-}
-
-impl Signals {
-    fn register(flag: &Arc<AtomicBool>) -> Result<Signals, EmuError> {
-        let mut ids = Vec::new();
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            ids.push(
-                signal_hook::flag::register(sig, Arc::clone(flag))
-                    .map_err(|e| EmuError::sys("install signal handler", e))?,
-            );
-        }
-        Ok(Signals { ids })
-    }
-}
-
-impl Drop for Signals {
-    fn drop(&mut self) {
-        for id in self.ids.drain(..) {
-            signal_hook::low_level::unregister(id);
-        }
-    }
-}
-
 /// Runs `sc` on the emulator: real kernel TCP between namespaces, through the scenario's
 /// links in real time. Everything this made is removed before it returns, whatever happened.
 pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> {
@@ -115,8 +90,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     let congestion = kernel::controllers(sc, opts)?;
     // Before anything of ours exists: what a killed run left behind.
     let removed_stale = netns::remove_stale();
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let _signals = Signals::register(&interrupted)?;
+    let signals = Signals::install()?;
     let lock = RunLock::acquire()?;
 
     let nodes = sc.nodes();
@@ -281,7 +255,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     let end = SimTime::ZERO + sc.duration();
     let ran = started.and_then(|()| {
         driver.run(end, opts.realtime, || {
-            interrupted.load(Ordering::Relaxed)
+            signals.interrupted()
                 || (!senders.is_empty() && senders.iter().all(|h| h.is_finished()))
         })
     });
@@ -306,7 +280,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             sinks: &sink_outcomes,
             congestion: &congestion,
             settings,
-            interrupted: interrupted.load(Ordering::Relaxed),
+            interrupted: signals.interrupted(),
             run_id: lock.id.clone(),
             removed_stale,
             spin_us: opts.spin_us,

@@ -24,12 +24,17 @@ fn cannot_emulate() -> Option<String> {
     None
 }
 
+/// One emulation at a time in this test binary: each run takes a share of two small CPUs, and
+/// the signal test must see no other run's handlers.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 macro_rules! need_host {
     () => {
         if let Some(why) = cannot_emulate() {
             eprintln!("skipped: {why}");
             return;
         }
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     };
 }
 
@@ -76,6 +81,8 @@ fn a_short_bulk_transfer_over_the_wireless_path_completes_with_sane_figures() {
         "{e:?}"
     );
     assert_eq!(e.unroutable_pkts, 0);
+    // The slab's first slots were enough: nothing was allocated for packets while running.
+    assert_eq!(e.slab_growths, 0);
     // What went into the links came out of them or was dropped with a cause.
     let rd = &r.links[1].fwd;
     let dropped: u64 = rd.drops.values().sum();
@@ -205,4 +212,29 @@ fn a_namespace_left_by_a_killed_run_is_removed_at_the_next_start() {
         .removed_stale
         .iter()
         .all(|n| !n.contains(&format!("farlink-{:x}", std::process::id()))));
+}
+
+/// Whether this process catches `sig` (its bit in /proc/self/status's SigCgt).
+fn catches(sig: u32) -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let caught = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    caught & (1 << (sig - 1)) != 0
+}
+
+#[test]
+fn a_run_gives_back_the_processs_sigterm_disposition() {
+    need_host!();
+    const SIGTERM: u32 = 15;
+    let before = catches(SIGTERM);
+    let sc = parse_scenario_json(&wireless("10KB", r#"{"model": "none"}"#, "10s")).unwrap();
+    emulate(&sc, &EmuOptions::default()).unwrap();
+    assert_eq!(
+        catches(SIGTERM),
+        before,
+        "SIGTERM would be ignored after a run"
+    );
 }
