@@ -106,6 +106,17 @@ def test_bundles_and_radio_hops_carry_kernel_tcp(preset, size, far_link):
     assert fwd["offered_pkts"] == accounted, fwd
 
 
+def test_captures_at_both_ends_are_read_by_analyze(tmp_path, capsys):
+    args = ["emulate", "stpd-wireless", "--size", "50KB", "--duration", "20s"]
+    assert main([*args, "--pcap", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    for node in ("S", "D"):
+        capture = str(tmp_path / f"{node}.pcap")
+        assert main(["analyze", capture, "--json", "--out", str(tmp_path / node)]) == 0
+        (conn,) = json.loads(capsys.readouterr().out)["connections"]
+        assert conn["delivered_bytes"] == 50_000, conn
+
+
 def test_a_controller_the_kernel_lacks_is_one_line_naming_those_it_has(capsys):
     assert main(["emulate", "stpd-wireless", "--tcp", "stpd", "--size", "10KB"]) == 2
     err = capsys.readouterr().err.strip()

@@ -38,6 +38,7 @@ def emulate(
     spin_us: int = 10,
     record_deliveries: bool = False,
     realtime: bool = True,
+    pcap_dir: str | Path | None = None,
 ) -> Result:
     """Run a scenario (a preset name, a TOML path or a parsed document) on the emulator.
 
@@ -46,7 +47,9 @@ def emulate(
     ``spin_us``: the driver wakes this long before each deadline and spins to it (0: timerfd
     alone). ``record_deliveries`` adds, per link direction, the loss-model ordinals of the
     packets lost (``lost_ordinals``). ``realtime``: run the driver's thread SCHED_FIFO while it
-    runs, where permitted (``emulator.realtime`` says whether it did).
+    runs, where permitted (``emulator.realtime`` says whether it did). ``pcap_dir``: write what
+    crossed each end node's TUN device, both ways, as ``<pcap_dir>/<node>.pcap`` (LINKTYPE_RAW,
+    nanosecond timestamps).
     """
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(doc, loss=loss, duration=duration, size=size, seed=seed, sets=sets)
@@ -55,6 +58,7 @@ def emulate(
         "spin_us": spin_us,
         "record_deliveries": record_deliveries,
         "realtime": realtime,
+        "pcap_dir": None if pcap_dir is None else str(pcap_dir),
     }
     # While it runs, the core handles Ctrl-C and SIGTERM itself (it ends the run, cleans up and
     # says `interrupted`), then gives the process its handlers back.

@@ -37,7 +37,13 @@ def emulate_command(
         list[str] | None,
         typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Folder for summary and traces.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for summary, traces and captures.")
+    ] = None,
+    pcap: Annotated[
+        bool,
+        typer.Option("--pcap", help="Capture each end node's TUN device as <out>/<node>.pcap."),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of a table.")
     ] = False,
@@ -52,6 +58,8 @@ def emulate_command(
 
     try:
         doc = load_scenario(scenario)
+        name = str(doc.get("name") or Path(scenario).stem)
+        folder = out if out is not None else DEFAULT_OUT / "emulate" / name
         result = emulate(
             doc,
             tcp=tcp,
@@ -62,6 +70,7 @@ def emulate_command(
             size=None if size is None else _checked("--size", units.parse_size_bytes, size),
             seed=seed,
             sets=set_ or (),
+            pcap_dir=folder if pcap else None,
         )
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(f"SCENARIO: {err}") from None
@@ -70,9 +79,9 @@ def emulate_command(
             raise CliError(str(err)) from None
         typer.echo(f"farlink: error: emulate: {err}", err=True)
         raise typer.Exit(EXIT_FAILED) from None
-    name = str(result.scenario.get("name") or Path(scenario).stem)
-    folder = out if out is not None else DEFAULT_OUT / "emulate" / name
     written = result.to_parquet(folder)
+    if pcap:
+        written += sorted(folder.glob("*.pcap"))
     payload = {**headline(result), "scenario": name, "out": str(folder)}
     if as_json:
         print_json({**payload, "flows": result.summary["flows"]})

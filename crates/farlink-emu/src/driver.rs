@@ -14,10 +14,13 @@
 //! epoll over the TUNs and the timer; then a busy wait to the deadline that keeps reading the
 //! TUNs. With `spin = 0` the timerfd alone.
 
+use std::fs::File;
+use std::io::BufWriter;
 use std::os::fd::AsFd;
 
 use farlink_core::link::{DropCause, LinkEvent, Packet};
 use farlink_core::path::{BundleEvent, BundleOutput, LinkDir, PathLinks};
+use farlink_core::pcap::{PcapConfig, PcapWriter};
 use farlink_core::time::SimTime;
 use farlink_core::trace::{drop_cause_code, N_DROP_CAUSES};
 use hdrhistogram::Histogram;
@@ -62,6 +65,8 @@ pub(crate) struct DriverStats {
     pub(crate) cpu_ns: u64,
     /// The driver ran SCHED_FIFO.
     pub(crate) realtime: bool,
+    /// Packets a capture could not take.
+    pub(crate) pcap_errors: u64,
 }
 
 /// CPU time of the calling thread so far.
@@ -109,6 +114,10 @@ pub(crate) struct Driver {
     /// or not), and the ordinals of those lost, if recorded.
     outcomes: Vec<u64>,
     pub(crate) lost_ordinals: Option<Vec<Vec<u64>>>,
+    /// Per TUN, the capture of what crossed it (both ways), if asked for.
+    pcap: Vec<Option<PcapWriter<BufWriter<File>>>>,
+    /// Emulated time zero in Unix ns, for the captures' timestamps.
+    t0_unix_ns: u64,
 }
 
 /// CLOCK_MONOTONIC in ns: the driver's clock, and the workload's.
@@ -124,10 +133,12 @@ fn both_dirs(dirs: &mut [LinkDir], link: usize) -> [&mut LinkDir; 2] {
 }
 
 impl Driver {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         links: PathLinks,
         routes: Vec<Route>,
         tuns: Vec<Tun>,
+        pcap: Vec<Option<File>>,
         slot_bytes: usize,
         flow_ports: Vec<u16>,
         spin_ns: u64,
@@ -153,8 +164,26 @@ impl Driver {
                 .map_err(|e| EmuError::Internal(e.to_string()))?,
             outcomes: vec![0; n_dirs],
             lost_ordinals: record_lost.then(|| vec![Vec::new(); n_dirs]),
+            pcap: Vec::new(),
+            t0_unix_ns: 0,
         };
         d.t0_ns = monotonic_ns();
+        let unix = clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
+            .map_err(|e| EmuError::sys("clock_gettime", e))?;
+        d.t0_unix_ns = unix.tv_sec() as u64 * 1_000_000_000 + unix.tv_nsec() as u64;
+        let config = PcapConfig {
+            time_origin_unix_secs: (d.t0_unix_ns / 1_000_000_000) as u32,
+            ..PcapConfig::default()
+        };
+        for file in pcap {
+            d.pcap.push(match file {
+                Some(f) => Some(
+                    PcapWriter::with_config(BufWriter::new(f), config)
+                        .map_err(|e| EmuError::sys("pcap", e))?,
+                ),
+                None => None,
+            });
+        }
         for b in 0..d.links.bundles.len() {
             d.drive_bundle(b, Step::Start, SimTime::ZERO);
         }
@@ -282,6 +311,7 @@ impl Driver {
                     }
                 };
                 n += 1;
+                self.capture(t, slot, len);
                 self.stats.read_pkts += 1;
                 self.stats.read_bytes += len as u64;
                 let Some((route, flow)) = self.classify(t, slot, len) else {
@@ -304,6 +334,29 @@ impl Driver {
         }
         self.stats.slab_growths = self.slab.grown;
         Ok(n)
+    }
+
+    /// Writes the packet in `slot` (its first `len` bytes) to TUN `t`'s capture, if any.
+    fn capture(&mut self, t: usize, slot: u32, len: usize) {
+        if !matches!(self.pcap.get(t), Some(Some(_))) {
+            return;
+        }
+        let now = self.now().as_nanos();
+        if let Some(Some(w)) = self.pcap.get_mut(t) {
+            let at = SimTime::from_nanos(self.t0_unix_ns % 1_000_000_000 + now);
+            if w.write_packet(at, &self.slab.slot(slot)[..len]).is_err() {
+                self.stats.pcap_errors += 1;
+            }
+        }
+    }
+
+    /// Flushes the captures.
+    pub(crate) fn finish_captures(&mut self) {
+        for w in self.pcap.iter_mut().flatten() {
+            if w.flush().is_err() {
+                self.stats.pcap_errors += 1;
+            }
+        }
     }
 
     /// The route of an IPv4 packet read from TUN `t`, and its flow (by the receiver's port).
@@ -423,6 +476,7 @@ impl Driver {
         let late_ns = self.now().as_nanos().saturating_sub(at.as_nanos());
         match self.tuns[out].send(self.slab.packet(slot)) {
             Ok(()) => {
+                self.capture(out, slot, meta.len as usize);
                 self.stats.written_pkts += 1;
                 self.stats.written_bytes += u64::from(meta.len);
                 self.departure_error_ns.saturating_record(late_ns.max(1));

@@ -62,6 +62,8 @@ pub struct EmuOptions {
     pub record_deliveries: bool,
     /// Run the driver's thread SCHED_FIFO while it runs, where permitted.
     pub realtime: bool,
+    /// Write a capture of each end node's TUN device (both ways) as `<dir>/<node>.pcap`.
+    pub pcap_dir: Option<String>,
 }
 
 impl Default for EmuOptions {
@@ -71,6 +73,7 @@ impl Default for EmuOptions {
             spin_us: 10,
             record_deliveries: false,
             realtime: true,
+            pcap_dir: None,
         }
     }
 }

@@ -203,10 +203,22 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         .map(|k| BASE_PORT + k as u16)
         .collect();
     let slot_bytes = (mtu as usize).max(2048);
+    let mut captures = Vec::with_capacity(ends.len());
+    for &n in &ends {
+        captures.push(match &opts.pcap_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| EmuError::sys(dir, e))?;
+                let path = std::path::Path::new(dir).join(format!("{}.pcap", nodes[n]));
+                Some(std::fs::File::create(&path).map_err(|e| EmuError::sys(path.display(), e))?)
+            }
+            None => None,
+        });
+    }
     let mut driver = Driver::new(
         links,
         routes,
         tuns,
+        captures,
         slot_bytes,
         ports.clone(),
         opts.spin_us * 1000,
@@ -260,6 +272,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         })
     });
     let end_ns = monotonic_ns().saturating_sub(t0);
+    driver.finish_captures();
     stop.store(true, Ordering::Relaxed);
     let sink_outcomes: Vec<_> = sinks
         .into_iter()
