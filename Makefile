@@ -10,9 +10,16 @@ CORE_STAMP := $(VENV)/.core-built
 IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
-.PHONY: demo test setup rust-test python-test lint bench validate validate-ns3 clean
+.PHONY: demo test setup system-deps rust-test python-test lint bench bench-emu validate validate-ns3 clean
 
-setup: $(CORE_STAMP)
+setup: $(CORE_STAMP) system-deps
+
+# The emulator's tests make namespaces and routes with iproute2 (`ip`, `tc`); as root, install it
+# where it is missing.
+system-deps:
+	@command -v ip >/dev/null && command -v tc >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq iproute2; } || \
+		echo "iproute2 missing: the emulator's tests will be skipped"
 
 $(DEPS_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +53,10 @@ bench: setup
 	$(PY) bench/bench_models.py
 	$(PY) bench/bench_engine.py
 	cargo bench -p farlink-core --bench queue --bench tcp_ack_path -- --quick
+
+# The emulator's clock: departure-time error at 10 and 100 Mbit/s (root: namespaces, TUN).
+bench-emu: setup
+	$(PY) bench/bench_emu.py
 
 # The engine beside ns-3 on seed 003's wireless path; reads bench/ns3/results (make ns3-reference)
 # and writes docs/validation.md.

@@ -171,3 +171,20 @@ def toml_line(text: str, path: str) -> int | None:
     header, a value in an inline table or array); None when the text is not TOML or holds no
     part of the path.
     """
+
+class EmulatorError(RuntimeError):
+    """The emulator could not run, in one line; ``kind`` says why."""
+
+    kind: str
+    """``usage`` (a bad option, e.g. a congestion controller the kernel lacks), ``unsupported``
+    (no CAP_NET_ADMIN, no /dev/net/tun, not Linux), ``system`` (a system call or ``ip``
+    failed) or ``internal`` (a bug)."""
+
+def emulate(scenario_json: str, options_json: str) -> str:
+    """Run a scenario (JSON text) on the emulator with options (JSON: ``tcp``, ``spin_us``,
+    ``record_deliveries``); the result as JSON text (see ``farlink.emulate``).
+
+    Raises:
+        ScenarioError: the scenario is invalid, or asks what the emulator cannot do yet.
+        EmulatorError: the emulator could not run (``kind`` says why).
+    """

@@ -15,6 +15,7 @@ import numpy as np
 import typer
 
 from farlink import units
+from farlink.emulate_cli import emulate_command
 from farlink.predict import (
     CALLDROP_BUNDLE_ONLY,
     CALLDROP_DEFAULTS,
@@ -37,6 +38,7 @@ predict_app = typer.Typer(
     help="Closed-form predictions (the model engine). Throughputs in packets/s and bit/s.",
 )
 app.add_typer(predict_app, name="predict")
+app.command("emulate")(emulate_command)
 
 T = TypeVar("T")
 EXIT_BAD_INPUT = 2

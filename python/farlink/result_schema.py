@@ -20,6 +20,7 @@ from typing import Any
 __all__ = [
     "AGGREGATE_FIELDS",
     "SCHEMA_VERSION",
+    "emulate_document",
     "model_document",
     "sim_document",
     "write_document",
@@ -59,13 +60,27 @@ def sim_document(
     them); only the aggregate moves up a level, and what the core leaves to the front end is
     added: ``transfer_time_s``, ``wall_time_s`` (the core reads no clock) and the names.
     """
+    return _engine_document("sim", core_summary, scenario=scenario, wall_time_s=wall_time_s)
+
+
+def emulate_document(
+    emu_summary: dict[str, Any], *, scenario: str | None, wall_time_s: float
+) -> dict[str, Any]:
+    """The result document of an emulation, from the summary the emulator returns: the same
+    shape as :func:`sim_document`'s, with the emulator's own figures under ``emulator``."""
+    return _engine_document("emulate", emu_summary, scenario=scenario, wall_time_s=wall_time_s)
+
+
+def _engine_document(
+    engine: str, core_summary: dict[str, Any], *, scenario: str | None, wall_time_s: float
+) -> dict[str, Any]:
     core = dict(core_summary)
     core.pop("schema_version", None)
     aggregate = core.pop("aggregate")
     name = core.pop("scenario_name", None)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "engine": "sim",
+        "engine": engine,
         "scenario": name if name is not None else scenario,
     }
     doc.update(aggregate)

@@ -11,6 +11,7 @@ pub mod link;
 pub mod loss;
 pub mod mlppp;
 pub mod modem;
+pub mod path;
 pub mod pcap;
 pub mod rlp;
 pub mod rng;

@@ -16,6 +16,8 @@ mod toml_lines;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
+mod emulate;
+
 use farlink_core::trace::{
     AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
     RtoTrace, RttTrace, SeqTrace, Traces,
@@ -344,5 +346,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("ConservationError", py.get_type::<ConservationError>())?;
     m.add("BudgetError", py.get_type::<BudgetError>())?;
+    emulate::register(m)?;
     Ok(())
 }

@@ -57,11 +57,12 @@ pub use summary::{
     Summary, SUMMARY_SCHEMA_VERSION,
 };
 
-use bundles::{BundleRt, DirLink};
+use bundles::BundleRt;
 
 use std::collections::BTreeMap;
 
-use crate::link::{DropCause, Link, LinkConfig, LinkEvent, Packet};
+use crate::link::{DropCause, LinkEvent, Packet};
+use crate::path::{self, BundleEvent, LinkDir};
 use crate::rng::StreamRng;
 use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
 use crate::sched::EventQueue;
@@ -189,15 +190,8 @@ enum Event {
     Message { flow: u32 },
     /// A bundle's control plane has something due (a drop noticed, a modem timer).
     BundleTimer { bundle: u32, gen: u32 },
-    /// The call of a bundle member (connection `conn`) drops.
-    CallDrop { bundle: u32, member: u32, conn: u32 },
-    /// A bundle member's dial answers.
-    DialDone {
-        bundle: u32,
-        member: u32,
-        attempt: u32,
-        ok: bool,
-    },
+    /// Something a bundle's driver scheduled (a call drop, a dial's answer).
+    Bundle { bundle: u32, event: BundleEvent },
 }
 
 /// A lazily armed timer: at most one live event, identified by `gen`.
@@ -240,7 +234,7 @@ impl Timer {
 /// One direction of a link.
 #[derive(Debug)]
 struct Dir {
-    link: DirLink,
+    link: LinkDir,
     timer: Timer,
     link_index: u32,
     forward: bool,
@@ -376,16 +370,10 @@ struct World<'s> {
 }
 
 fn dir_index(hop: Hop) -> u32 {
-    (hop.link * 2 + usize::from(!hop.forward)) as u32
+    path::dir_index(hop) as u32
 }
 
-fn direction_name(forward: bool) -> &'static str {
-    if forward {
-        "fwd"
-    } else {
-        "rev"
-    }
-}
+use path::direction_name;
 
 fn cause_index(cause: DropCause) -> usize {
     usize::from(crate::trace::drop_cause_code(cause))
@@ -437,52 +425,26 @@ fn grid_at_or_after(t: SimTime, interval: SimDuration) -> SimTime {
 impl<'s> World<'s> {
     fn build(sc: &'s Scenario) -> Result<World<'s>, RunError> {
         let seed = sc.seed();
-        let mut dirs = Vec::with_capacity(sc.links().len() * 2);
-        let mut bundles = Vec::new();
-        for (i, l) in sc.links().iter().enumerate() {
-            bundles.extend(BundleRt::new(seed, i, l)?);
-            let mut radio = match l.rlp {
-                Some(_) => bundles::rlp_dirs(seed, i, l)?.map(Some),
-                None => [None, None],
-            };
-            for forward in [true, false] {
-                let spec = l.direction(forward);
-                let d = direction_name(forward);
-                let mut link = if l.bundle.is_some() {
-                    bundles::bundle_dir(seed, i, l, forward)?
-                } else if let Some(dir) = radio[usize::from(!forward)].take() {
-                    dir
-                } else {
-                    let rng = StreamRng::derive(seed, &format!("link:{}:{d}:loss", l.name));
-                    let loss = spec.loss.build(rng).map_err(|e| {
-                        ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string())
-                    })?;
-                    DirLink::Link(
-                        Link::new(
-                            LinkConfig {
-                                rate_bps: spec.rate_bps,
-                                delay: spec.delay,
-                                queue_limit: spec.queue,
-                            },
-                            loss,
-                        )
-                        .map_err(|e| {
-                            ScenarioError::new(format!("links[{i}].{d}"), e.to_string())
-                        })?,
-                    )
-                };
+        let built = path::build(sc)?;
+        let bundles = built.bundles.into_iter().map(BundleRt::new).collect();
+        let dirs = built
+            .dirs
+            .into_iter()
+            .enumerate()
+            .map(|(d, mut link)| {
+                let i = d / 2;
                 let tapped = sc.pcap_links().contains(&i);
                 link.set_departure_log(tapped);
-                dirs.push(Dir {
+                Dir {
                     link,
                     timer: Timer::default(),
                     link_index: i as u32,
-                    forward,
+                    forward: d % 2 == 0,
                     tapped,
                     traced_queue: (0, 0),
-                });
-            }
-        }
+                }
+            })
+            .collect();
 
         let end = SimTime::ZERO + sc.duration();
         let mut queue = EventQueue::with_capacity(1024);
@@ -758,17 +720,7 @@ impl<'s> World<'s> {
             Event::Stop { flow } => self.stop_flow(flow as usize),
             Event::Message { flow } => self.write_message(flow as usize),
             Event::BundleTimer { bundle, gen } => self.on_bundle_timer(bundle as usize, gen),
-            Event::CallDrop {
-                bundle,
-                member,
-                conn,
-            } => self.on_call_drop(bundle as usize, member, conn),
-            Event::DialDone {
-                bundle,
-                member,
-                attempt,
-                ok,
-            } => self.on_dial_done(bundle as usize, member, attempt, ok),
+            Event::Bundle { bundle, event } => self.on_bundle_event(bundle as usize, event),
         }
     }
 

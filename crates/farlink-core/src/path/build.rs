@@ -1,0 +1,153 @@
+//! Builds every link direction and bundle driver of a validated scenario, for either engine.
+
+use super::bundle::BundleDriver;
+use super::dir::LinkDir;
+use crate::link::{Link, LinkConfig};
+use crate::loss::AnyLoss;
+use crate::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
+use crate::rlp::{RlpLink, SharedChannel};
+use crate::rng::StreamRng;
+use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError};
+
+/// The links of a scenario at run time.
+#[derive(Debug)]
+pub struct PathLinks {
+    /// Both directions of every link, indexed by [`dir_index`]: link `i` forward at `2i`,
+    /// reverse at `2i + 1`.
+    pub dirs: Vec<LinkDir>,
+    /// One driver per bundle link, in the order of the scenario's links.
+    pub bundles: Vec<BundleDriver>,
+}
+
+/// The index in [`PathLinks::dirs`] of a hop's link direction.
+pub fn dir_index(hop: Hop) -> usize {
+    hop.link * 2 + usize::from(!hop.forward)
+}
+
+/// `fwd` or `rev`, as in stream names and summaries.
+pub fn direction_name(forward: bool) -> &'static str {
+    if forward {
+        "fwd"
+    } else {
+        "rev"
+    }
+}
+
+/// Builds every link direction of `sc` and a driver for each of its bundles. Each component
+/// draws from its own stream, derived from the scenario's seed and the component's stable name
+/// (`link:<name>:<fwd|rev>:loss`, ...), so both engines draw the same losses for one seed.
+pub fn build(sc: &Scenario) -> Result<PathLinks, ScenarioError> {
+    let seed = sc.seed();
+    let mut dirs = Vec::with_capacity(sc.links().len() * 2);
+    let mut bundles = Vec::new();
+    for (i, l) in sc.links().iter().enumerate() {
+        bundles.extend(BundleDriver::new(seed, i, l)?);
+        let mut radio = match l.rlp {
+            Some(_) => rlp_dirs(seed, i, l)?.map(Some),
+            None => [None, None],
+        };
+        for forward in [true, false] {
+            let link = if l.bundle.is_some() {
+                bundle_dir(seed, i, l, forward)?
+            } else if let Some(dir) = radio[usize::from(!forward)].take() {
+                dir
+            } else {
+                plain_dir(seed, i, l, forward)?
+            };
+            dirs.push(link);
+        }
+    }
+    Ok(PathLinks { dirs, bundles })
+}
+
+/// Direction `forward` of plain link `l` (index `i`).
+fn plain_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir, ScenarioError> {
+    let spec = l.direction(forward);
+    let d = direction_name(forward);
+    let rng = StreamRng::derive(seed, &format!("link:{}:{d}:loss", l.name));
+    let loss: AnyLoss = spec
+        .loss
+        .build(rng)
+        .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
+    let link = Link::new(
+        LinkConfig {
+            rate_bps: spec.rate_bps,
+            delay: spec.delay,
+            queue_limit: spec.queue,
+        },
+        loss,
+    )
+    .map_err(|e| ScenarioError::new(format!("links[{i}].{d}"), e.to_string()))?;
+    Ok(LinkDir::Link(link))
+}
+
+/// Both directions of radio hop `l` (index `i`), forward first. Each direction of the air
+/// interface is one channel (`link:<name>:<dir>:loss`), crossed by that direction's data frames
+/// and by the NAKs of the other direction's receiver.
+fn rlp_dirs(seed: u64, i: usize, l: &LinkSpec) -> Result<[LinkDir; 2], ScenarioError> {
+    let Some(r) = &l.rlp else {
+        return Err(ScenarioError::new(
+            format!("links[{i}]"),
+            "internal: not a radio hop",
+        ));
+    };
+    let channel = |forward: bool| -> Result<SharedChannel<AnyLoss>, ScenarioError> {
+        let d = direction_name(forward);
+        let loss = l
+            .direction(forward)
+            .loss
+            .build(StreamRng::derive(
+                seed,
+                &format!("link:{}:{d}:loss", l.name),
+            ))
+            .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
+        Ok(SharedChannel::new(loss))
+    };
+    let (fwd, rev) = (channel(true)?, channel(false)?);
+    let dir = |forward: bool, data: &SharedChannel<AnyLoss>, naks: &SharedChannel<AnyLoss>| {
+        RlpLink::new(r.config(l.direction(forward)), data.clone(), naks.clone())
+            .map(|link| LinkDir::Rlp(Box::new(link)))
+            .map_err(|e| ScenarioError::new(format!("links[{i}].rlp.{}", e.param), e.message))
+    };
+    Ok([dir(true, &fwd, &rev)?, dir(false, &rev, &fwd)?])
+}
+
+/// The data plane of direction `forward` of bundle link `l` (index `i`).
+fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir, ScenarioError> {
+    let Some(b) = &l.bundle else {
+        return Err(ScenarioError::new(
+            format!("links[{i}]"),
+            "internal: not a bundle",
+        ));
+    };
+    let d = direction_name(forward);
+    let spec = l.direction(forward);
+    let mut losses = Vec::with_capacity(b.members.len());
+    for k in 0..b.members.len() {
+        let rng = StreamRng::derive(seed, &format!("link:{}:{d}:member{k}:loss", l.name));
+        losses.push(
+            spec.loss
+                .build(rng)
+                .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?,
+        );
+    }
+    let cfg = BundleDirConfig {
+        members: b
+            .members
+            .iter()
+            .map(|m| MemberDirConfig {
+                rate_bps: m.rate_bps,
+                delay: m.delay,
+                txqueue_pkts: m.txqueue_pkts,
+                arq: m.arq,
+            })
+            .collect(),
+        queue_limit: spec.queue,
+        fragment: b.fragment,
+        mp_header_bytes: b.mp_header_bytes,
+        reassembly_timeout: b.reassembly_timeout,
+    };
+    let dir = BundleDir::new(&cfg, losses)
+        .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
+    Ok(LinkDir::Bundle(Box::new(dir)))
+}

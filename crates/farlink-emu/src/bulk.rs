@@ -1,0 +1,271 @@
+//! The built-in workload: one kernel TCP bulk transfer per flow, from a thread in the sender's
+//! namespace to a sink in the receiver's, with `TCP_INFO` sampled on the sender's socket.
+//!
+//! Every blocking call has a 100 ms timeout and looks at the run's stop flag between calls, so
+//! a run that is stopped (Ctrl-C, the end of its duration) never waits on a socket.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
+use nix::sys::time::TimeVal;
+
+use crate::tcpinfo::TcpInfo;
+
+const POLL: Duration = Duration::from_millis(100);
+const WRITE_POLL: Duration = Duration::from_millis(10);
+/// How often `TCP_INFO` is sampled.
+pub(crate) const SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What one flow's sender does.
+#[derive(Clone, Debug)]
+pub(crate) struct SenderPlan {
+    pub(crate) peer: SocketAddrV4,
+    pub(crate) size_bytes: u64,
+    /// Monotonic ns at which to connect.
+    pub(crate) start_ns: u64,
+    /// Monotonic ns at which the application stops writing, if it does.
+    pub(crate) stop_ns: Option<u64>,
+    pub(crate) congestion: String,
+    pub(crate) send_buffer_bytes: Option<u64>,
+}
+
+/// One `TCP_INFO` sample.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sample {
+    pub(crate) at_ns: u64,
+    pub(crate) info: TcpInfo,
+}
+
+/// What the sender of one flow saw.
+#[derive(Debug, Default)]
+pub(crate) struct SenderOutcome {
+    /// Monotonic ns of the first write (after the connection is up).
+    pub(crate) first_write_ns: Option<u64>,
+    pub(crate) connected_ns: Option<u64>,
+    pub(crate) connect_started_ns: u64,
+    pub(crate) written_bytes: u64,
+    /// The application stopped writing at its stop time (before `size_bytes`).
+    pub(crate) stopped: bool,
+    pub(crate) samples: Vec<Sample>,
+    pub(crate) last: Option<TcpInfo>,
+    pub(crate) error: Option<String>,
+}
+
+/// What the sink of one flow saw.
+#[derive(Debug, Default)]
+pub(crate) struct SinkOutcome {
+    pub(crate) received_bytes: u64,
+    pub(crate) last_byte_ns: Option<u64>,
+    pub(crate) eof: bool,
+    pub(crate) error: Option<String>,
+}
+
+fn timeval(d: Duration) -> TimeVal {
+    TimeVal::new(d.as_secs() as _, d.subsec_micros() as _)
+}
+
+/// The sink: accepts one connection on `addr`, reads to the end, counts. Runs in the receiver's
+/// namespace; `receive_buffer_bytes` is set on the listener so the connection inherits it
+/// before its window is first advertised.
+pub(crate) fn sink(
+    addr: SocketAddrV4,
+    receive_buffer_bytes: Option<u64>,
+    ready: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    now_ns: fn() -> u64,
+) -> SinkOutcome {
+    let mut out = SinkOutcome::default();
+    let result = (|| -> std::io::Result<()> {
+        let fd = socket::socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )?;
+        socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+        if let Some(b) = receive_buffer_bytes {
+            socket::setsockopt(&fd, sockopt::RcvBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
+        }
+        socket::setsockopt(&fd, sockopt::ReceiveTimeout, &timeval(POLL))?;
+        socket::bind(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            &SockaddrIn::from(addr),
+        )?;
+        socket::listen(&fd, socket::Backlog::new(4).map_err(std::io::Error::from)?)?;
+        let listener = TcpListener::from(fd);
+        ready.store(true, Ordering::Release);
+        let mut conn = loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            match listener.accept() {
+                Ok((c, _)) => break c,
+                Err(e) if is_timeout(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        conn.set_read_timeout(Some(POLL))?;
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            match conn.read(&mut buf) {
+                Ok(0) => {
+                    out.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    out.received_bytes += n as u64;
+                    out.last_byte_ns = Some(now_ns());
+                }
+                Err(e) if is_timeout(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    })();
+    if let Err(e) = result {
+        out.error = Some(format!("sink: {e}"));
+    }
+    out
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// The sender: connects, writes `size_bytes`, closes its side, waits for the sink to close,
+/// sampling `TCP_INFO` all along. Runs in the sender's namespace.
+pub(crate) fn sender(
+    plan: SenderPlan,
+    stop: Arc<AtomicBool>,
+    now_ns: fn() -> u64,
+) -> SenderOutcome {
+    let mut out = SenderOutcome::default();
+    while now_ns() < plan.start_ns {
+        if stop.load(Ordering::Relaxed) {
+            return out;
+        }
+        std::thread::sleep(Duration::from_nanos(
+            (plan.start_ns - now_ns()).min(10_000_000),
+        ));
+    }
+    out.connect_started_ns = now_ns();
+    let result = (|| -> std::io::Result<()> {
+        let fd = socket::socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )?;
+        if let Some(b) = plan.send_buffer_bytes {
+            socket::setsockopt(&fd, sockopt::SndBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
+        }
+        socket::setsockopt(
+            &fd,
+            sockopt::TcpCongestion,
+            &std::ffi::OsString::from(&plan.congestion),
+        )?;
+        // Bounds connect() and every write, so the application's stop time is kept within it.
+        socket::setsockopt(&fd, sockopt::SendTimeout, &timeval(WRITE_POLL))?;
+        let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+        loop {
+            match socket::connect(raw, &SockaddrIn::from(plan.peer)) {
+                Ok(()) => break,
+                Err(nix::errno::Errno::EINPROGRESS | nix::errno::Errno::EALREADY) => {
+                    // Timed out while the handshake goes on: wait for it.
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(nix::errno::Errno::EISCONN) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        out.connected_ns = Some(now_ns());
+        let mut conn = TcpStream::from(fd);
+        conn.set_read_timeout(Some(POLL))?;
+        let chunk = vec![0u8; 64 * 1024];
+        // A thread of its own samples TCP_INFO: writes block while the send buffer is full.
+        let sampling = Arc::new(AtomicBool::new(true));
+        let sampler = {
+            let conn = conn.try_clone()?;
+            let sampling = Arc::clone(&sampling);
+            std::thread::spawn(move || {
+                let mut samples = Vec::with_capacity(4096);
+                while sampling.load(Ordering::Relaxed) {
+                    if let Ok(info) = TcpInfo::read(conn.as_fd()) {
+                        samples.push(Sample {
+                            at_ns: now_ns(),
+                            info,
+                        });
+                    }
+                    std::thread::sleep(SAMPLE_INTERVAL);
+                }
+                samples
+            })
+        };
+        let result = transfer(&plan, &mut conn, &chunk, &stop, &mut out, now_ns);
+        sampling.store(false, Ordering::Relaxed);
+        out.samples = sampler.join().unwrap_or_default();
+        out.last = TcpInfo::read(conn.as_fd()).ok();
+        result
+    })();
+    if let Err(e) = result {
+        out.error = Some(format!("sender: {e}"));
+    }
+    out
+}
+
+/// Writes the flow's bytes, closes the sending side and waits for the sink to close.
+fn transfer(
+    plan: &SenderPlan,
+    conn: &mut TcpStream,
+    chunk: &[u8],
+    stop: &AtomicBool,
+    out: &mut SenderOutcome,
+    now_ns: fn() -> u64,
+) -> std::io::Result<()> {
+    {
+        while out.written_bytes < plan.size_bytes {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            if plan.stop_ns.is_some_and(|s| now_ns() >= s) {
+                out.stopped = true;
+                break;
+            }
+            let want = (plan.size_bytes - out.written_bytes).min(chunk.len() as u64) as usize;
+            if out.first_write_ns.is_none() {
+                out.first_write_ns = Some(now_ns());
+            }
+            match conn.write(&chunk[..want]) {
+                Ok(n) => out.written_bytes += n as u64,
+                Err(e) if is_timeout(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        conn.shutdown(Shutdown::Write)?;
+        let mut scratch = [0u8; 512];
+        while !stop.load(Ordering::Relaxed) {
+            match conn.read(&mut scratch) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,506 @@
+//! The real-time driver: the path runtime ([`farlink_core::path`]) driven by the wall clock.
+//!
+//! Every IP packet the kernel writes into a TUN device is read into a slot of the [`Slab`] and
+//! offered, as a `Packet` carrying only the slot index and the size, to the first link
+//! direction of its route at the current instant; a packet a link delivers goes to the next
+//! link of the route at the instant the model gives, or, at the last one, is written to the
+//! other end's TUN at once. Link events are handled in time order across all links (the
+//! earliest due first), exactly as the event queue of the simulator would, so every offer a
+//! link sees is at the instant the model's own schedule says, never at the instant the loop
+//! happened to look. Only the final write is late, and by how much is recorded: the
+//! departure-time error of each delivered packet against the model's schedule.
+//!
+//! Waiting: a timerfd (absolute, CLOCK_MONOTONIC) armed `spin` before the next deadline and an
+//! epoll over the TUNs and the timer; then a busy wait to the deadline that keeps reading the
+//! TUNs. With `spin = 0` the timerfd alone.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::os::fd::AsFd;
+
+use farlink_core::link::{DropCause, LinkEvent, Packet};
+use farlink_core::path::{BundleEvent, BundleOutput, LinkDir, PathLinks};
+use farlink_core::pcap::{PcapConfig, PcapWriter};
+use farlink_core::time::SimTime;
+use farlink_core::trace::{drop_cause_code, N_DROP_CAUSES};
+use hdrhistogram::Histogram;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use nix::time::clock_gettime;
+
+use crate::slab::{Meta, Slab};
+use crate::tun::Tun;
+use crate::EmuError;
+
+/// Packets from one end node to another, through these link directions.
+#[derive(Clone, Debug)]
+pub(crate) struct Route {
+    pub(crate) from_tun: usize,
+    pub(crate) to_addr: [u8; 4],
+    pub(crate) to_tun: usize,
+    pub(crate) dirs: Vec<usize>,
+}
+
+/// What the driver counted.
+#[derive(Debug, Default)]
+pub(crate) struct DriverStats {
+    pub(crate) read_pkts: u64,
+    pub(crate) read_bytes: u64,
+    pub(crate) written_pkts: u64,
+    pub(crate) written_bytes: u64,
+    /// Packets the kernel sent that no route takes (not IPv4, or to no end node).
+    pub(crate) unroutable_pkts: u64,
+    pub(crate) write_errors: u64,
+    /// Link drops by cause code, all flows.
+    pub(crate) drops: [u64; N_DROP_CAUSES],
+    /// Per flow: drops by cause code.
+    pub(crate) flow_drops: Vec<[u64; N_DROP_CAUSES]>,
+    /// Times the slab grew past its initial size.
+    pub(crate) slab_growths: u64,
+    /// Wake-ups by the timer, and deadlines reached by spinning.
+    pub(crate) timer_wakeups: u64,
+    pub(crate) spins: u64,
+    /// CPU time the driver's thread spent in its loop, user and system.
+    pub(crate) cpu_ns: u64,
+    /// The driver ran SCHED_FIFO.
+    pub(crate) realtime: bool,
+    /// Packets a capture could not take.
+    pub(crate) pcap_errors: u64,
+}
+
+/// CPU time of the calling thread so far.
+fn thread_cpu_ns() -> u64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_THREAD).map_or(0, |u| {
+        let ns = |t: nix::sys::time::TimeVal| {
+            t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1000
+        };
+        ns(u.user_time()) + ns(u.system_time())
+    })
+}
+
+/// Where the next thing due is.
+#[derive(Clone, Copy)]
+enum Step {
+    Start,
+    Timer,
+    Event(BundleEvent),
+}
+
+#[derive(Clone, Copy)]
+enum Due {
+    Dir(usize),
+    BundleTimer(usize),
+    BundleEvent(usize),
+}
+
+pub(crate) struct Driver {
+    links: PathLinks,
+    /// Events the bundle drivers scheduled: (instant, bundle, event).
+    pending: Vec<(SimTime, usize, BundleEvent)>,
+    routes: Vec<Route>,
+    tuns: Vec<Tun>,
+    slab: Slab,
+    t0_ns: u64,
+    vnow: SimTime,
+    spin_ns: u64,
+    /// Receiver port of each flow (the data direction's destination port).
+    flow_ports: Vec<u16>,
+    pub(crate) stats: DriverStats,
+    /// Departure-time error of delivered packets, ns.
+    pub(crate) departure_error_ns: Histogram<u64>,
+    /// Per link direction: loss-model outcomes seen (packets that reached the far end, intact
+    /// or not), and the ordinals of those lost, if recorded.
+    outcomes: Vec<u64>,
+    pub(crate) lost_ordinals: Option<Vec<Vec<u64>>>,
+    /// Per TUN, the capture of what crossed it (both ways), if asked for.
+    pcap: Vec<Option<PcapWriter<BufWriter<File>>>>,
+    /// Emulated time zero in Unix ns, for the captures' timestamps.
+    t0_unix_ns: u64,
+}
+
+/// CLOCK_MONOTONIC in ns: the driver's clock, and the workload's.
+pub(crate) fn monotonic_ns() -> u64 {
+    let t = clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap_or(TimeSpec::new(0, 0));
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+/// Both directions of link `link`, forward first.
+fn both_dirs(dirs: &mut [LinkDir], link: usize) -> [&mut LinkDir; 2] {
+    let (fwd, rest) = dirs[link * 2..].split_at_mut(1);
+    [&mut fwd[0], &mut rest[0]]
+}
+
+impl Driver {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        links: PathLinks,
+        routes: Vec<Route>,
+        tuns: Vec<Tun>,
+        pcap: Vec<Option<File>>,
+        slot_bytes: usize,
+        flow_ports: Vec<u16>,
+        spin_ns: u64,
+        record_lost: bool,
+    ) -> Result<Driver, EmuError> {
+        let n_dirs = links.dirs.len();
+        let n_flows = flow_ports.len();
+        let mut d = Driver {
+            links,
+            pending: Vec::with_capacity(64),
+            routes,
+            tuns,
+            slab: Slab::new(slot_bytes, 4096),
+            t0_ns: 0,
+            vnow: SimTime::ZERO,
+            spin_ns,
+            flow_ports,
+            stats: DriverStats {
+                flow_drops: vec![[0; N_DROP_CAUSES]; n_flows],
+                ..DriverStats::default()
+            },
+            departure_error_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .map_err(|e| EmuError::Internal(e.to_string()))?,
+            outcomes: vec![0; n_dirs],
+            lost_ordinals: record_lost.then(|| vec![Vec::new(); n_dirs]),
+            pcap: Vec::new(),
+            t0_unix_ns: 0,
+        };
+        d.t0_ns = monotonic_ns();
+        let unix = clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
+            .map_err(|e| EmuError::sys("clock_gettime", e))?;
+        d.t0_unix_ns = unix.tv_sec() as u64 * 1_000_000_000 + unix.tv_nsec() as u64;
+        let config = PcapConfig {
+            time_origin_unix_secs: (d.t0_unix_ns / 1_000_000_000) as u32,
+            ..PcapConfig::default()
+        };
+        for file in pcap {
+            d.pcap.push(match file {
+                Some(f) => Some(
+                    PcapWriter::with_config(BufWriter::new(f), config)
+                        .map_err(|e| EmuError::sys("pcap", e))?,
+                ),
+                None => None,
+            });
+        }
+        for b in 0..d.links.bundles.len() {
+            d.drive_bundle(b, Step::Start, SimTime::ZERO);
+        }
+        Ok(d)
+    }
+
+    /// The emulated instant now.
+    fn now(&self) -> SimTime {
+        SimTime::from_nanos(monotonic_ns().saturating_sub(self.t0_ns))
+    }
+
+    pub(crate) fn links(&self) -> &PathLinks {
+        &self.links
+    }
+
+    /// Packets inside the links now.
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.slab.live
+    }
+
+    /// Runs until `stop` is set or `end` (emulated time) is reached.
+    pub(crate) fn run(
+        &mut self,
+        end: SimTime,
+        realtime: bool,
+        stop: impl Fn() -> bool,
+    ) -> Result<(), EmuError> {
+        let cpu_before = thread_cpu_ns();
+        let rt = realtime
+            .then(|| crate::sched::Realtime::enter(10))
+            .flatten();
+        self.stats.realtime = rt.is_some();
+        let result = self.run_loop(end, stop);
+        drop(rt);
+        self.stats.cpu_ns = thread_cpu_ns().saturating_sub(cpu_before);
+        result
+    }
+
+    /// Monotonic ns of emulated time zero.
+    pub(crate) fn t0_ns(&self) -> u64 {
+        self.t0_ns
+    }
+
+    fn run_loop(&mut self, end: SimTime, stop: impl Fn() -> bool) -> Result<(), EmuError> {
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)
+            .map_err(|e| EmuError::sys("epoll_create", e))?;
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .map_err(|e| EmuError::sys("timerfd_create", e))?;
+        for (i, tun) in self.tuns.iter().enumerate() {
+            epoll
+                .add(tun.fd(), EpollEvent::new(EpollFlags::EPOLLIN, i as u64))
+                .map_err(|e| EmuError::sys("epoll_ctl", e))?;
+        }
+        epoll
+            .add(
+                timer.as_fd(),
+                EpollEvent::new(EpollFlags::EPOLLIN, u64::MAX),
+            )
+            .map_err(|e| EmuError::sys("epoll_ctl", e))?;
+        let mut events = [EpollEvent::empty(); 8];
+        while !stop() {
+            let now = self.now();
+            if now >= end {
+                break;
+            }
+            self.advance(now);
+            self.read_all(now)?;
+            let deadline = self.next_due().map(|(t, _)| t).filter(|&t| t < end);
+            let now = self.now();
+            match deadline {
+                Some(t) if t <= now => continue,
+                Some(t) if t.as_nanos() - now.as_nanos() <= self.spin_ns => {
+                    self.stats.spins += 1;
+                    while self.now() < t {
+                        if self.read_all(self.now())? > 0 {
+                            break;
+                        }
+                    }
+                }
+                Some(t) => {
+                    let wake_ns = self.t0_ns + t.as_nanos() - self.spin_ns;
+                    let at = TimeSpec::new(
+                        (wake_ns / 1_000_000_000) as libc::time_t,
+                        (wake_ns % 1_000_000_000) as libc::c_long,
+                    );
+                    timer
+                        .set(
+                            Expiration::OneShot(at),
+                            TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+                        )
+                        .map_err(|e| EmuError::sys("timerfd_settime", e))?;
+                    // At most 100 ms, to notice `stop`.
+                    let n = epoll.wait(&mut events, 100u16).unwrap_or(0);
+                    if events[..n].iter().any(|e| e.data() == u64::MAX) {
+                        self.stats.timer_wakeups += 1;
+                    }
+                }
+                None => {
+                    let _ = timer.unset();
+                    let _ = epoll.wait(&mut events, 100u16);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every packet waiting on every TUN and offers it at `now`; returns how many.
+    fn read_all(&mut self, now: SimTime) -> Result<u64, EmuError> {
+        let mut n = 0;
+        for t in 0..self.tuns.len() {
+            loop {
+                let (slot, buf) = self.slab.take();
+                let len = match self.tuns[t].recv(buf) {
+                    Ok(Some(len)) => len,
+                    Ok(None) => {
+                        self.slab.untake(slot);
+                        break;
+                    }
+                    Err(e) => {
+                        self.slab.untake(slot);
+                        return Err(EmuError::sys("read from TUN", e));
+                    }
+                };
+                n += 1;
+                self.capture(t, slot, len);
+                self.stats.read_pkts += 1;
+                self.stats.read_bytes += len as u64;
+                let Some((route, flow)) = self.classify(t, slot, len) else {
+                    self.stats.unroutable_pkts += 1;
+                    self.slab.untake(slot);
+                    continue;
+                };
+                self.slab.hold(
+                    slot,
+                    Meta {
+                        len: len as u32,
+                        route: route as u16,
+                        hop: 0,
+                        flow,
+                    },
+                );
+                let first = self.routes[route].dirs[0];
+                self.offer(first, slot, now);
+            }
+        }
+        self.stats.slab_growths = self.slab.grown;
+        Ok(n)
+    }
+
+    /// Writes the packet in `slot` (its first `len` bytes) to TUN `t`'s capture, if any.
+    fn capture(&mut self, t: usize, slot: u32, len: usize) {
+        if !matches!(self.pcap.get(t), Some(Some(_))) {
+            return;
+        }
+        let now = self.now().as_nanos();
+        if let Some(Some(w)) = self.pcap.get_mut(t) {
+            let at = SimTime::from_nanos(self.t0_unix_ns % 1_000_000_000 + now);
+            if w.write_packet(at, &self.slab.slot(slot)[..len]).is_err() {
+                self.stats.pcap_errors += 1;
+            }
+        }
+    }
+
+    /// Flushes the captures.
+    pub(crate) fn finish_captures(&mut self) {
+        for w in self.pcap.iter_mut().flatten() {
+            if w.flush().is_err() {
+                self.stats.pcap_errors += 1;
+            }
+        }
+    }
+
+    /// The route of an IPv4 packet read from TUN `t`, and its flow (by the receiver's port).
+    fn classify(&self, t: usize, slot: u32, len: usize) -> Option<(usize, Option<u16>)> {
+        let buf = &self.slab.slot(slot)[..len];
+        if len < 20 || buf[0] >> 4 != 4 {
+            return None;
+        }
+        let dst: [u8; 4] = buf[16..20].try_into().ok()?;
+        let route = self
+            .routes
+            .iter()
+            .position(|r| r.from_tun == t && r.to_addr == dst)?;
+        let ihl = usize::from(buf[0] & 0x0f) * 4;
+        let flow = if buf[9] == 6 && len >= ihl + 4 {
+            let sport = u16::from_be_bytes([buf[ihl], buf[ihl + 1]]);
+            let dport = u16::from_be_bytes([buf[ihl + 2], buf[ihl + 3]]);
+            self.flow_ports
+                .iter()
+                .position(|&p| p == dport || p == sport)
+                .map(|f| f as u16)
+        } else {
+            None
+        };
+        Some((route, flow))
+    }
+
+    /// Offers the packet in `slot` to link direction `d` at `at`.
+    fn offer(&mut self, d: usize, slot: u32, at: SimTime) {
+        let pkt = Packet {
+            id: u64::from(slot),
+            size_bytes: self.slab.meta_mut(slot).len,
+        };
+        if let Err(cause) = self.links.dirs[d].offer(at, pkt) {
+            self.dropped(slot, cause);
+        }
+    }
+
+    fn dropped(&mut self, slot: u32, cause: DropCause) {
+        let c = usize::from(drop_cause_code(cause));
+        self.stats.drops[c] += 1;
+        if let Some(f) = self.slab.meta_mut(slot).flow {
+            self.stats.flow_drops[usize::from(f)][c] += 1;
+        }
+        self.slab.release(slot);
+    }
+
+    /// The earliest thing due: a link direction, a bundle's timer, a bundle's event.
+    fn next_due(&self) -> Option<(SimTime, Due)> {
+        let mut best: Option<(SimTime, Due)> = None;
+        let mut consider = |t: Option<SimTime>, due: Due| {
+            if let Some(t) = t {
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, due));
+                }
+            }
+        };
+        for (d, dir) in self.links.dirs.iter().enumerate() {
+            consider(dir.next_wakeup(), Due::Dir(d));
+        }
+        for (b, bundle) in self.links.bundles.iter().enumerate() {
+            consider(bundle.next_wakeup(), Due::BundleTimer(b));
+        }
+        for (i, &(t, _, _)) in self.pending.iter().enumerate() {
+            consider(Some(t), Due::BundleEvent(i));
+        }
+        best
+    }
+
+    /// Handles, in time order, everything due at or before `until`.
+    fn advance(&mut self, until: SimTime) {
+        while let Some((t, due)) = self.next_due().filter(|&(t, _)| t <= until) {
+            self.vnow = self.vnow.max(t);
+            let now = self.vnow;
+            match due {
+                Due::Dir(d) => self.service(d, now),
+                Due::BundleTimer(b) => self.drive_bundle(b, Step::Timer, now),
+                Due::BundleEvent(i) => {
+                    let (_, b, event) = self.pending.swap_remove(i);
+                    self.drive_bundle(b, Step::Event(event), now);
+                }
+            }
+        }
+    }
+
+    fn service(&mut self, d: usize, now: SimTime) {
+        while let Some(event) = self.links.dirs[d].poll(now) {
+            match event {
+                LinkEvent::Delivered { at, pkt } => {
+                    self.outcomes[d] += 1;
+                    self.delivered(pkt.id as u32, at);
+                }
+                LinkEvent::Dropped { pkt, cause, .. } => {
+                    if cause == DropCause::Corruption {
+                        if let Some(lost) = &mut self.lost_ordinals {
+                            lost[d].push(self.outcomes[d]);
+                        }
+                        self.outcomes[d] += 1;
+                    }
+                    self.dropped(pkt.id as u32, cause);
+                }
+            }
+        }
+    }
+
+    /// A link delivered the packet in `slot` at `at`: on to the next hop, or out.
+    fn delivered(&mut self, slot: u32, at: SimTime) {
+        let meta = *self.slab.meta_mut(slot);
+        let route = &self.routes[usize::from(meta.route)];
+        let next = usize::from(meta.hop) + 1;
+        if let Some(&d) = route.dirs.get(next) {
+            self.slab.meta_mut(slot).hop = next as u16;
+            self.offer(d, slot, at);
+            return;
+        }
+        let out = route.to_tun;
+        let late_ns = self.now().as_nanos().saturating_sub(at.as_nanos());
+        match self.tuns[out].send(self.slab.packet(slot)) {
+            Ok(()) => {
+                self.capture(out, slot, meta.len as usize);
+                self.stats.written_pkts += 1;
+                self.stats.written_bytes += u64::from(meta.len);
+                self.departure_error_ns.saturating_record(late_ns.max(1));
+            }
+            Err(_) => self.stats.write_errors += 1,
+        }
+        self.slab.release(slot);
+    }
+
+    /// Lets bundle `b`'s driver act at `now`, keeping what it schedules.
+    fn drive_bundle(&mut self, b: usize, step: Step, now: SimTime) {
+        let bundle = &mut self.links.bundles[b];
+        let link = bundle.link();
+        let dirs = both_dirs(&mut self.links.dirs, link);
+        let pending = &mut self.pending;
+        let mut out = |o: BundleOutput| {
+            if let BundleOutput::Schedule { at, event } = o {
+                pending.push((at, b, event));
+            }
+        };
+        match step {
+            Step::Start => bundle.start(now, dirs, &mut out),
+            Step::Timer => bundle.on_timer(now, dirs, &mut out),
+            Step::Event(event) => bundle.handle(now, event, dirs, &mut out),
+        }
+    }
+}

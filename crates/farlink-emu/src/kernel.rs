@@ -1,0 +1,176 @@
+//! What the kernel is given of a scenario's TCP settings: the congestion controllers it has,
+//! and, per flow, the settings applied (and how) and those it cannot take (and why).
+
+use std::collections::BTreeMap;
+
+use farlink_core::scenario::{FlowSpec, Scenario, TcpSpec};
+use farlink_core::tcp::receiver::DelayedAck;
+
+use crate::report::FlowSettings;
+use crate::{EmuError, EmuOptions};
+
+/// The congestion controllers this kernel offers.
+pub(crate) fn kernel_controllers() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The kernel controller of each flow: `--tcp`, or the scenario's controller.
+pub(crate) fn controllers(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<String>, EmuError> {
+    let have = kernel_controllers();
+    sc.flows()
+        .iter()
+        .map(|f| {
+            let name = opts
+                .tcp
+                .clone()
+                .unwrap_or_else(|| f.tcp.cc.name().to_owned());
+            if have.contains(&name) {
+                Ok(name)
+            } else {
+                let origin = if opts.tcp.is_some() {
+                    "--tcp".to_owned()
+                } else {
+                    format!(
+                        "flows[{}].tcp",
+                        sc.flows()
+                            .iter()
+                            .position(|g| g.name == f.name)
+                            .unwrap_or(0)
+                    )
+                };
+                Err(EmuError::Usage(format!(
+                    "{origin}: congestion control \"{name}\" is not in this kernel (it has: {}); \
+                     farlink's own controllers are not on the wire yet",
+                    have.join(", ")
+                )))
+            }
+        })
+        .collect()
+}
+
+/// Which of flow `f`'s TCP settings the kernel was given, and which it could not take.
+/// `ns_tcp` is the TCP settings whose sysctls the flow's namespaces got (the first flow's).
+pub(crate) fn flow_settings(
+    f: &FlowSpec,
+    ns_tcp: &TcpSpec,
+    congestion: &str,
+    mtu: u32,
+) -> FlowSettings {
+    let t = &f.tcp;
+    let mut applied = BTreeMap::new();
+    let mut not_applied = BTreeMap::new();
+    let mut put = |ok: bool, key: &str, text: String| {
+        if ok {
+            applied.insert(key.to_owned(), text);
+        } else {
+            not_applied.insert(key.to_owned(), text);
+        }
+    };
+    put(true, "congestion", format!("TCP_CONGESTION {congestion}"));
+    put(
+        true,
+        "mss_bytes",
+        format!(
+            "TUN MTU {mtu}: MSS {}, less 12 bytes a segment with timestamps",
+            mtu - 40
+        ),
+    );
+    put(
+        true,
+        "receive_buffer_bytes",
+        format!("SO_RCVBUF {} on the listener", t.receive_buffer_bytes),
+    );
+    match t.send_buffer_bytes {
+        Some(b) => put(true, "send_buffer_bytes", format!("SO_SNDBUF {b}")),
+        None => put(
+            true,
+            "send_buffer_bytes",
+            "kernel autotuning (unbounded)".into(),
+        ),
+    }
+    for (key, mine, ns) in [
+        ("sack", t.options.sack, ns_tcp.options.sack),
+        (
+            "timestamps",
+            t.options.timestamps,
+            ns_tcp.options.timestamps,
+        ),
+        (
+            "window_scaling",
+            t.options.window_scaling,
+            ns_tcp.options.window_scaling,
+        ),
+    ] {
+        if mine == ns {
+            put(
+                true,
+                key,
+                format!("net.ipv4.tcp_{key} = {}", u8::from(mine)),
+            );
+        } else {
+            put(
+                false,
+                key,
+                "the namespace's sysctl is the first flow's".into(),
+            );
+        }
+    }
+    if t.dup_thresh == ns_tcp.dup_thresh {
+        put(
+            true,
+            "dup_thresh",
+            format!("net.ipv4.tcp_reordering = {}", t.dup_thresh),
+        );
+    } else {
+        put(
+            false,
+            "dup_thresh",
+            "the namespace's sysctl is the first flow's".into(),
+        );
+    }
+    put(
+        true,
+        "initial_window_segments",
+        format!("route initcwnd {}", t.initial_window_segments),
+    );
+    put(
+        true,
+        "min_rto",
+        format!(
+            "route rto_min {}ms",
+            t.rtt.min_rto.as_nanos().div_ceil(1_000_000)
+        ),
+    );
+    match t.delayed_ack {
+        DelayedAck::Off => put(true, "delayed_ack", "route quickack 1".into()),
+        DelayedAck::On { .. } => put(
+            false,
+            "delayed_ack_timeout",
+            "the kernel's delayed-ACK timer is its own (adaptive, 40 ms to 200 ms)".into(),
+        ),
+    }
+    put(
+        false,
+        "recovery",
+        format!(
+            "the kernel's own loss recovery (RACK, SACK or NewReno), not {}",
+            t.recovery.name()
+        ),
+    );
+    put(false, "initial_rto", "the kernel's 1 s".into());
+    put(false, "max_rto", "the kernel's 120 s".into());
+    put(false, "limited_transmit", "always on in the kernel".into());
+    put(
+        false,
+        "handshake",
+        "the kernel always connects; transfer time runs from the first write".into(),
+    );
+    FlowSettings {
+        applied,
+        not_applied,
+    }
+}

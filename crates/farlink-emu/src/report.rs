@@ -1,0 +1,380 @@
+//! The emulator's result, in the shape of `simulate`'s summary (the same keys per flow and in
+//! the aggregate), plus what only an emulation has: the kernel settings applied, the
+//! departure-time error of delivered packets, the packets moved, and the TCP_INFO samples.
+
+use std::collections::BTreeMap;
+
+use farlink_core::path::{self, LinkDir};
+use farlink_core::scenario::{AppSpec, Hop, Scenario};
+use farlink_core::trace::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
+use serde::Serialize;
+
+use crate::bulk::{SenderOutcome, SinkOutcome};
+use crate::driver::Driver;
+
+fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {
+    DROP_CAUSE_NAMES
+        .iter()
+        .zip(counts)
+        .map(|(n, c)| ((*n).to_owned(), c))
+        .collect()
+}
+
+/// Kernel settings the run applied, as written.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Kernel {
+    /// Per-namespace sysctls.
+    pub sysctls: BTreeMap<String, String>,
+    /// Routes to the peer in each end node (`initcwnd`, `rto_min`, `quickack`).
+    pub routes: Vec<String>,
+    /// `TCP_CONGESTION` per flow.
+    pub congestion: Vec<String>,
+}
+
+/// Which of a flow's TCP settings the kernel was given (and how), and which it could not take
+/// (and why).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowSettings {
+    pub applied: BTreeMap<String, String>,
+    pub not_applied: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Aggregate {
+    pub delivered_bytes: u64,
+    pub goodput_bps: f64,
+    pub bottleneck_bps: Option<u64>,
+    pub normalized_goodput: Option<f64>,
+    pub retransmissions: u64,
+    pub timeouts: u64,
+    pub drops: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Flow {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    pub app: &'static str,
+    pub congestion: String,
+    pub start_s: f64,
+    pub finished: bool,
+    pub transfer_time_s: Option<f64>,
+    /// Time from the sender's connect() to the connection being up.
+    pub setup_time_s: Option<f64>,
+    pub delivered_bytes: u64,
+    pub app_bytes: Option<u64>,
+    pub goodput_bps: f64,
+    pub bottleneck_bps: u64,
+    pub normalized_goodput: f64,
+    pub bytes_sent: Option<u64>,
+    pub retransmissions: u64,
+    pub retransmitted_bytes: Option<u64>,
+    /// Retransmission timeouts (TCP_INFO `tcpi_total_rto`, Linux 6.7 on); SYN's included.
+    pub timeouts: u64,
+    pub drops: BTreeMap<String, u64>,
+    pub final_cwnd_bytes: Option<u64>,
+    pub final_srtt_s: Option<f64>,
+    pub final_rto_s: Option<f64>,
+    pub kernel_settings: FlowSettings,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Direction {
+    pub offered_pkts: u64,
+    pub delivered_pkts: u64,
+    pub delivered_bytes: u64,
+    pub drops: BTreeMap<String, u64>,
+    pub max_queue_pkts: u64,
+    /// Packets inside the link when the run ended.
+    pub in_flight_pkts: u64,
+    /// Loss-model outcome ordinals of the packets lost on this direction (recorded on request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_ordinals: Option<Vec<u64>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Link {
+    pub name: String,
+    pub a: String,
+    pub b: String,
+    pub fwd: Direction,
+    pub rev: Direction,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Emulator {
+    /// Delivered packets' write instant minus the link model's delivery instant, µs.
+    pub departure_error_us: Percentiles,
+    pub packets_read: u64,
+    pub bytes_read: u64,
+    pub packets_written: u64,
+    pub bytes_written: u64,
+    pub unroutable_pkts: u64,
+    pub write_errors: u64,
+    pub pcap_errors: u64,
+    pub in_links_at_end: u64,
+    pub slab_growths: u64,
+    pub spin_us: u64,
+    pub timer_wakeups: u64,
+    pub spins: u64,
+    /// The driver's thread ran SCHED_FIFO.
+    pub realtime: bool,
+    /// CPU the driver's thread spent, and that over the run's wall time.
+    pub cpu_s: f64,
+    pub cpu_fraction: f64,
+    pub run_id: String,
+    /// Namespaces of killed runs removed at this start.
+    pub removed_stale: Vec<String>,
+    pub kernel: Kernel,
+}
+
+/// TCP_INFO samples of every flow's sender, as columns.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TcpInfoTrace {
+    pub time_s: Vec<f64>,
+    pub flow: Vec<u32>,
+    pub cwnd_bytes: Vec<u64>,
+    pub ssthresh_bytes: Vec<u64>,
+    pub rtt_us: Vec<u32>,
+    pub rto_us: Vec<u32>,
+    pub retransmissions: Vec<u32>,
+    pub acked_bytes: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EmuResult {
+    pub engine: &'static str,
+    pub scenario_name: Option<String>,
+    pub seed: u64,
+    /// Emulated (wall) time from the start to the end of the run.
+    pub sim_time_s: f64,
+    pub all_finished: bool,
+    pub interrupted: bool,
+    pub aggregate: Aggregate,
+    pub flows: Vec<Flow>,
+    pub links: Vec<Link>,
+    pub emulator: Emulator,
+    pub tcp_info: TcpInfoTrace,
+}
+
+/// What the run saw besides the driver.
+pub(crate) struct Outcomes<'a> {
+    pub(crate) t0_ns: u64,
+    pub(crate) end_ns: u64,
+    pub(crate) senders: &'a [SenderOutcome],
+    pub(crate) sinks: &'a [SinkOutcome],
+    pub(crate) congestion: &'a [String],
+    pub(crate) settings: Vec<FlowSettings>,
+    pub(crate) interrupted: bool,
+    pub(crate) run_id: String,
+    pub(crate) removed_stale: Vec<String>,
+    pub(crate) spin_us: u64,
+    pub(crate) kernel: crate::report::Kernel,
+}
+
+fn direction(dir: &LinkDir, lost: Option<&Vec<u64>>) -> Direction {
+    let st = dir.stats();
+    Direction {
+        offered_pkts: st.offered_pkts,
+        delivered_pkts: st.delivered_pkts,
+        delivered_bytes: st.delivered_bytes,
+        drops: cause_map(dir.drops_by_cause()),
+        max_queue_pkts: st.max_queue_pkts,
+        in_flight_pkts: dir.in_flight_pkts(),
+        lost_ordinals: lost.cloned(),
+    }
+}
+
+pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResult {
+    let nodes = sc.nodes();
+    let s = &driver.stats;
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let mut flows = Vec::with_capacity(sc.flows().len());
+    let mut trace = TcpInfoTrace::default();
+    let mut span: Option<(u64, u64)> = None;
+    for (k, f) in sc.flows().iter().enumerate() {
+        let snd = o.senders.get(k);
+        let sink = o.sinks.get(k);
+        // What the application wrote: a bulk transfer's size, or what an unbounded source had
+        // written when it stopped (unknown while it writes).
+        let size = match f.app {
+            AppSpec::Bulk { size_bytes } => Some(size_bytes),
+            _ => snd.filter(|x| x.stopped).map(|x| x.written_bytes),
+        };
+        let delivered = sink.map_or(0, |x| x.received_bytes);
+        let start_ns = snd.and_then(|x| x.first_write_ns);
+        let finish_ns = sink
+            .filter(|x| x.eof && Some(x.received_bytes) == size)
+            .and_then(|x| x.last_byte_ns);
+        let active_ns = match (start_ns, finish_ns) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            (Some(a), None) => (o.t0_ns + o.end_ns).saturating_sub(a),
+            _ => 0,
+        };
+        if let Some(a) = start_ns {
+            let b = finish_ns.unwrap_or(o.t0_ns + o.end_ns);
+            span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+        }
+        let goodput_bps = if active_ns > 0 {
+            delivered as f64 * 8.0 / secs(active_ns)
+        } else {
+            0.0
+        };
+        let bottleneck_bps = f
+            .path
+            .iter()
+            .map(|h| sc.links()[h.link].direction(h.forward).rate_bps)
+            .min()
+            .unwrap_or(0);
+        let last = snd.and_then(|x| x.last);
+        let mss = last.map_or(0, |i| u64::from(i.snd_mss));
+        if let Some(x) = snd {
+            for smp in &x.samples {
+                trace.time_s.push(secs(smp.at_ns.saturating_sub(o.t0_ns)));
+                trace.flow.push(k as u32);
+                let m = u64::from(smp.info.snd_mss);
+                trace.cwnd_bytes.push(u64::from(smp.info.snd_cwnd_pkts) * m);
+                trace
+                    .ssthresh_bytes
+                    .push(u64::from(smp.info.snd_ssthresh_pkts).saturating_mul(m));
+                trace.rtt_us.push(smp.info.rtt_us);
+                trace.rto_us.push(smp.info.rto_us);
+                trace.retransmissions.push(smp.info.total_retrans);
+                trace.acked_bytes.push(smp.info.bytes_acked);
+            }
+        }
+        let error = [
+            snd.and_then(|x| x.error.clone()),
+            sink.and_then(|x| x.error.clone()),
+        ]
+        .into_iter()
+        .flatten()
+        .reduce(|a, b| format!("{a}; {b}"));
+        flows.push(Flow {
+            name: f.name.clone(),
+            from: nodes[f.from].clone(),
+            to: nodes[f.to].clone(),
+            app: f.app.kind(),
+            congestion: o.congestion.get(k).cloned().unwrap_or_default(),
+            start_s: f.start.as_secs_f64(),
+            finished: finish_ns.is_some(),
+            transfer_time_s: finish_ns
+                .zip(start_ns)
+                .map(|(b, a)| secs(b.saturating_sub(a))),
+            setup_time_s: snd.and_then(|x| x.connected_ns.map(|c| secs(c - x.connect_started_ns))),
+            delivered_bytes: delivered,
+            app_bytes: size,
+            goodput_bps,
+            bottleneck_bps,
+            normalized_goodput: if bottleneck_bps > 0 {
+                goodput_bps / bottleneck_bps as f64
+            } else {
+                0.0
+            },
+            bytes_sent: last.and_then(|i| i.bytes_sent),
+            retransmissions: last.map_or(0, |i| u64::from(i.total_retrans)),
+            retransmitted_bytes: last.and_then(|i| i.bytes_retrans),
+            timeouts: last.and_then(|i| i.total_rto).map_or(0, u64::from),
+            drops: cause_map(s.flow_drops.get(k).copied().unwrap_or_default()),
+            final_cwnd_bytes: last.map(|i| u64::from(i.snd_cwnd_pkts) * mss),
+            final_srtt_s: last.map(|i| f64::from(i.rtt_us) / 1e6),
+            final_rto_s: last.map(|i| f64::from(i.rto_us) / 1e6),
+            kernel_settings: o.settings.get(k).cloned().unwrap_or_default(),
+            error,
+        });
+    }
+    let delivered: u64 = flows.iter().map(|f| f.delivered_bytes).sum();
+    let span_s = span.map_or(0.0, |(a, b)| secs(b.saturating_sub(a)));
+    let goodput_bps = if span_s > 0.0 {
+        delivered as f64 * 8.0 / span_s
+    } else {
+        0.0
+    };
+    let bottleneck_bps = flows.iter().map(|f| f.bottleneck_bps).min();
+    let aggregate = Aggregate {
+        delivered_bytes: delivered,
+        goodput_bps,
+        bottleneck_bps,
+        normalized_goodput: bottleneck_bps
+            .filter(|&b| b > 0)
+            .map(|b| goodput_bps / b as f64),
+        retransmissions: flows.iter().map(|f| f.retransmissions).sum(),
+        timeouts: flows.iter().map(|f| f.timeouts).sum(),
+        drops: cause_map(s.drops),
+    };
+    let dirs = &driver.links().dirs;
+    let lost = driver.lost_ordinals.as_ref();
+    let links = sc
+        .links()
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let d = |forward: bool| {
+                let x = path::dir_index(Hop { link: i, forward });
+                direction(&dirs[x], lost.map(|v| &v[x]))
+            };
+            Link {
+                name: l.name.clone(),
+                a: nodes[l.a].clone(),
+                b: nodes[l.b].clone(),
+                fwd: d(true),
+                rev: d(false),
+            }
+        })
+        .collect();
+    let h = &driver.departure_error_ns;
+    let us = |ns: u64| ns as f64 / 1e3;
+    let wall_s = secs(o.end_ns);
+    EmuResult {
+        engine: "emulate",
+        scenario_name: sc.name().map(str::to_owned),
+        seed: sc.seed(),
+        sim_time_s: wall_s,
+        all_finished: flows.iter().all(|f| f.finished),
+        interrupted: o.interrupted,
+        aggregate,
+        flows,
+        links,
+        emulator: Emulator {
+            departure_error_us: Percentiles {
+                p50: us(h.value_at_quantile(0.5)),
+                p99: us(h.value_at_quantile(0.99)),
+                max: us(h.max()),
+                count: h.len(),
+            },
+            packets_read: s.read_pkts,
+            bytes_read: s.read_bytes,
+            packets_written: s.written_pkts,
+            bytes_written: s.written_bytes,
+            unroutable_pkts: s.unroutable_pkts,
+            write_errors: s.write_errors,
+            pcap_errors: s.pcap_errors,
+            in_links_at_end: driver.in_flight(),
+            slab_growths: s.slab_growths,
+            spin_us: o.spin_us,
+            timer_wakeups: s.timer_wakeups,
+            spins: s.spins,
+            realtime: s.realtime,
+            cpu_s: secs(s.cpu_ns),
+            cpu_fraction: if wall_s > 0.0 {
+                secs(s.cpu_ns) / wall_s
+            } else {
+                0.0
+            },
+            run_id: o.run_id,
+            removed_stale: o.removed_stale,
+            kernel: o.kernel,
+        },
+        tcp_info: trace,
+    }
+}

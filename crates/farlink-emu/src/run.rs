@@ -1,0 +1,306 @@
+//! One emulation: checks, namespaces and devices, the driver and the workload, the result,
+//! and the clean-up, whatever ends the run.
+
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use farlink_core::path;
+use farlink_core::pcap::NodeAddresses;
+use farlink_core::scenario::{AppSpec, Scenario};
+use farlink_core::tcp::receiver::DelayedAck;
+use farlink_core::time::SimTime;
+use farlink_core::ScenarioError;
+
+use crate::bulk::{self, SenderPlan};
+use crate::driver::{monotonic_ns, Driver, Route};
+use crate::kernel;
+use crate::netns::{self, Netns, RunLock};
+use crate::report::{self, EmuResult, FlowSettings, Kernel};
+use crate::signals::Signals;
+use crate::tun::Tun;
+use crate::{EmuError, EmuOptions};
+
+/// The first flow's sink listens on this port, flow `k`'s on `BASE_PORT + k`.
+const BASE_PORT: u16 = 5001;
+
+/// Whether this process may make namespaces and TUN devices.
+fn check_host() -> Result<(), EmuError> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| EmuError::sys("/proc/self/status", e))?;
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    const CAP_NET_ADMIN: u32 = 12;
+    if cap_eff & (1 << CAP_NET_ADMIN) == 0 {
+        return Err(EmuError::Unsupported(
+            "emulate needs CAP_NET_ADMIN (run as root, or grant the capability) to make network \
+             namespaces and TUN devices"
+                .into(),
+        ));
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err(EmuError::Unsupported(
+            "emulate needs /dev/net/tun (the tun module), which this host lacks".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What the emulator cannot run yet, named by the scenario field.
+fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
+    for (i, f) in sc.flows().iter().enumerate() {
+        if !f.relays.is_empty() {
+            return Err(ScenarioError::new(
+                format!("flows[{i}].relays"),
+                "the emulator does not split connections at relays",
+            )
+            .into());
+        }
+        if matches!(f.app, AppSpec::Telnet { .. }) {
+            return Err(ScenarioError::new(
+                format!("flows[{i}].app"),
+                "the emulator's built-in workload is a bulk transfer (app.kind = \"bulk\" or \
+                 \"unbounded\")",
+            )
+            .into());
+        }
+        if f.from == f.to {
+            return Err(ScenarioError::new(
+                format!("flows[{i}]"),
+                "sender and receiver are the same node",
+            )
+            .into());
+        }
+    }
+    if sc.flows().len() > 64 {
+        return Err(ScenarioError::new("flows", "the emulator runs at most 64 flows").into());
+    }
+    Ok(())
+}
+
+/// Runs `sc` on the emulator: real kernel TCP between namespaces, through the scenario's
+/// links in real time. Everything this made is removed before it returns, whatever happened.
+pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> {
+    check_scenario(sc)?;
+    check_host()?;
+    let congestion = kernel::controllers(sc, opts)?;
+    // Before anything of ours exists: what a killed run left behind.
+    let removed_stale = netns::remove_stale();
+    let signals = Signals::install()?;
+    let lock = RunLock::acquire()?;
+
+    let nodes = sc.nodes();
+    let addrs = NodeAddresses::new(nodes);
+    let addr = |n: usize| Ipv4Addr::from(addrs.get(&nodes[n]).unwrap_or([10, 0, 0, 1]));
+    let ends: BTreeSet<usize> = sc.flows().iter().flat_map(|f| [f.from, f.to]).collect();
+    let ends: Vec<usize> = ends.into_iter().collect();
+    let tun_of = |n: usize| ends.iter().position(|&e| e == n).unwrap_or(0);
+    let device = format!("farlink-{}", lock.id);
+    let first = &sc.flows()[0].tcp;
+    let mtu = sc
+        .flows()
+        .iter()
+        .map(|f| f.tcp.full_packet_bytes())
+        .max()
+        .unwrap_or(1500);
+
+    let mut namespaces = Vec::with_capacity(ends.len());
+    let mut tuns = Vec::with_capacity(ends.len());
+    let mut kernel = Kernel::default();
+    for &n in &ends {
+        let ns = Netns::create(&lock.id, &nodes[n])?;
+        let dev = device.clone();
+        tuns.push(ns.run(move || Tun::create(&dev))??);
+        let o = first.options;
+        let flag = |b: bool| String::from(if b { "1" } else { "0" });
+        let sysctls: Vec<(&'static str, String)> = vec![
+            ("net.ipv4.tcp_sack", flag(o.sack)),
+            ("net.ipv4.tcp_timestamps", flag(o.timestamps)),
+            ("net.ipv4.tcp_window_scaling", flag(o.window_scaling)),
+            ("net.ipv4.tcp_reordering", first.dup_thresh.to_string()),
+            // Each run starts from nothing the kernel remembered of earlier ones.
+            ("net.ipv4.tcp_no_metrics_save", flag(true)),
+            // Only the scenario's IPv4 packets cross the links.
+            ("net.ipv6.conf.all.disable_ipv6", flag(true)),
+            ("net.ipv6.conf.default.disable_ipv6", flag(true)),
+        ];
+        let written = sysctls.clone();
+        ns.run(move || {
+            sysctls
+                .iter()
+                .try_for_each(|(k, v)| netns::write_sysctl(k, v))
+        })??;
+        let me = addr(n).to_string();
+        ns.ip(&["addr", "add", &format!("{me}/32"), "dev", &device])?;
+        ns.ip(&["link", "set", &device, "mtu", &mtu.to_string(), "up"])?;
+        namespaces.push(ns);
+        if kernel.sysctls.is_empty() {
+            kernel.sysctls = written
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+        }
+    }
+
+    // Routes: each flow's path and its reverse, and a kernel route to the peer in each end.
+    let mut routes: Vec<Route> = Vec::new();
+    for f in sc.flows() {
+        let fwd: Vec<usize> = f.path.iter().map(|&h| path::dir_index(h)).collect();
+        let rev: Vec<usize> = f
+            .path
+            .iter()
+            .rev()
+            .map(|&h| path::dir_index(h.reversed()))
+            .collect();
+        for (a, b, dirs) in [(f.from, f.to, fwd), (f.to, f.from, rev)] {
+            if routes
+                .iter()
+                .any(|r| r.from_tun == tun_of(a) && r.to_addr == addr(b).octets())
+            {
+                continue;
+            }
+            let mut args = vec![
+                "route".to_owned(),
+                "add".to_owned(),
+                format!("{}/32", addr(b)),
+                "dev".to_owned(),
+                device.clone(),
+                "initcwnd".to_owned(),
+                f.tcp.initial_window_segments.to_string(),
+                "rto_min".to_owned(),
+                format!("{}ms", f.tcp.rtt.min_rto.as_nanos().div_ceil(1_000_000)),
+            ];
+            if f.tcp.delayed_ack == DelayedAck::Off {
+                args.extend(["quickack".to_owned(), "1".to_owned()]);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            namespaces[tun_of(a)].ip(&args)?;
+            kernel
+                .routes
+                .push(format!("{}: {}", nodes[a], args[2..].join(" ")));
+            routes.push(Route {
+                from_tun: tun_of(a),
+                to_addr: addr(b).octets(),
+                to_tun: tun_of(b),
+                dirs,
+            });
+        }
+    }
+    kernel.congestion = congestion.clone();
+    let settings: Vec<FlowSettings> = sc
+        .flows()
+        .iter()
+        .zip(&congestion)
+        .map(|(f, c)| kernel::flow_settings(f, first, c, mtu))
+        .collect();
+
+    let links = path::build(sc)?;
+    let ports: Vec<u16> = (0..sc.flows().len())
+        .map(|k| BASE_PORT + k as u16)
+        .collect();
+    let slot_bytes = (mtu as usize).max(2048);
+    let mut captures = Vec::with_capacity(ends.len());
+    for &n in &ends {
+        captures.push(match &opts.pcap_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| EmuError::sys(dir, e))?;
+                let path = std::path::Path::new(dir).join(format!("{}.pcap", nodes[n]));
+                Some(std::fs::File::create(&path).map_err(|e| EmuError::sys(path.display(), e))?)
+            }
+            None => None,
+        });
+    }
+    let mut driver = Driver::new(
+        links,
+        routes,
+        tuns,
+        captures,
+        slot_bytes,
+        ports.clone(),
+        opts.spin_us * 1000,
+        opts.record_deliveries,
+    )?;
+    let t0 = driver.t0_ns();
+
+    // The workload: a sink per flow in the receiver's namespace, then the senders.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sinks = Vec::new();
+    let mut senders = Vec::new();
+    let mut setup = || -> Result<(), EmuError> {
+        for (k, f) in sc.flows().iter().enumerate() {
+            let ready = Arc::new(AtomicBool::new(false));
+            let at = SocketAddrV4::new(addr(f.to), ports[k]);
+            let (r, s) = (Arc::clone(&ready), Arc::clone(&stop));
+            let rcvbuf = Some(f.tcp.receive_buffer_bytes);
+            sinks.push(namespaces[tun_of(f.to)].spawn("farlink-sink", move || {
+                bulk::sink(at, rcvbuf, r, s, monotonic_ns)
+            })?);
+            while !ready.load(Ordering::Acquire) && !sinks.last().is_some_and(|h| h.is_finished()) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        for (k, f) in sc.flows().iter().enumerate() {
+            let size_bytes = match f.app {
+                AppSpec::Bulk { size_bytes } => size_bytes,
+                _ => u64::MAX,
+            };
+            let plan = SenderPlan {
+                peer: SocketAddrV4::new(addr(f.to), ports[k]),
+                size_bytes,
+                start_ns: t0 + f.start.as_nanos(),
+                stop_ns: f.stop.map(|s| t0 + s.as_nanos()),
+                congestion: congestion[k].clone(),
+                send_buffer_bytes: f.tcp.send_buffer_bytes,
+            };
+            let s = Arc::clone(&stop);
+            senders.push(namespaces[tun_of(f.from)].spawn("farlink-sender", move || {
+                bulk::sender(plan, s, monotonic_ns)
+            })?);
+        }
+        Ok(())
+    };
+    let started = setup();
+    let end = SimTime::ZERO + sc.duration();
+    let ran = started.and_then(|()| {
+        driver.run(end, opts.realtime, || {
+            signals.interrupted()
+                || (!senders.is_empty() && senders.iter().all(|h| h.is_finished()))
+        })
+    });
+    let end_ns = monotonic_ns().saturating_sub(t0);
+    driver.finish_captures();
+    stop.store(true, Ordering::Relaxed);
+    let sink_outcomes: Vec<_> = sinks
+        .into_iter()
+        .map(|h| h.join().ok().flatten().unwrap_or_default())
+        .collect();
+    let sender_outcomes: Vec<_> = senders
+        .into_iter()
+        .map(|h| h.join().ok().flatten().unwrap_or_default())
+        .collect();
+    ran?;
+    let result = report::build(
+        sc,
+        &driver,
+        report::Outcomes {
+            t0_ns: t0,
+            end_ns,
+            senders: &sender_outcomes,
+            sinks: &sink_outcomes,
+            congestion: &congestion,
+            settings,
+            interrupted: signals.interrupted(),
+            run_id: lock.id.clone(),
+            removed_stale,
+            spin_us: opts.spin_us,
+            kernel,
+        },
+    );
+    drop(driver);
+    drop(namespaces);
+    Ok(result)
+}

@@ -1,0 +1,57 @@
+//! `_core.emulate`: the emulator (crate `farlink-emu`) from Python, run with the GIL released.
+
+use std::panic::{self, AssertUnwindSafe};
+
+use farlink_emu::EmuError;
+use pyo3::create_exception;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use crate::{panic_message, Failure};
+
+create_exception!(
+    farlink._core,
+    EmulatorError,
+    PyRuntimeError,
+    "The emulator could not run: `kind` is `usage` (a bad option, e.g. a congestion controller \
+     the kernel lacks), `unsupported` (no CAP_NET_ADMIN, no /dev/net/tun, not Linux), `system` \
+     (a system call or `ip` failed) or `internal` (a bug); str() says what, in one line."
+);
+
+/// Runs the scenario (JSON text) on the emulator with `options_json` (`tcp`, `spin_us`,
+/// `record_deliveries`); returns the result as JSON text. Ctrl-C and SIGTERM end the run
+/// cleanly (the result says `interrupted`).
+#[pyfunction]
+pub(crate) fn emulate(py: Python<'_>, scenario_json: &str, options_json: &str) -> PyResult<String> {
+    let outcome = py.detach(|| {
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            farlink_emu::emulate_json(scenario_json, options_json)
+        }))
+        .unwrap_or_else(|payload| {
+            Err(EmuError::Internal(format!(
+                "the emulator panicked (a bug; please report it with the scenario): {}",
+                panic_message(&*payload)
+            )))
+        })
+    });
+    outcome.map_err(|e| {
+        let kind = match &e {
+            EmuError::Scenario(s) => return Failure::Scenario(s.clone()).into_py_err(py),
+            EmuError::Usage(_) => "usage",
+            EmuError::Unsupported(_) => "unsupported",
+            EmuError::System(_) => "system",
+            EmuError::Internal(_) => "internal",
+        };
+        let err = EmulatorError::new_err(e.to_string());
+        if let Err(set) = err.value(py).setattr("kind", kind) {
+            return set;
+        }
+        err
+    })
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(emulate, m)?)?;
+    m.add("EmulatorError", m.py().get_type::<EmulatorError>())?;
+    Ok(())
+}

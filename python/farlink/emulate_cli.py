@@ -1,0 +1,94 @@
+"""``farlink emulate``: a scenario through the emulator, with real kernel TCP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+EXIT_INTERRUPTED = 130
+EXIT_FAILED = 1
+
+
+def emulate_command(
+    scenario: Annotated[str, typer.Argument(help="A scenario TOML file or a preset name.")],
+    tcp: Annotated[
+        str | None,
+        typer.Option(
+            help="Kernel congestion controller of every flow (those of this kernel, e.g. reno, "
+            "cubic, bbr); default: the scenario's controller, if the kernel has it.",
+        ),
+    ] = None,
+    loss: Annotated[
+        str | None,
+        typer.Option(
+            help="Packet error rate of the scenario's lossy link, data direction, in [0, 1)."
+        ),
+    ] = None,
+    duration: Annotated[
+        str | None, typer.Option(help="Longest wall-clock time of the run (e.g. 30s, 2min).")
+    ] = None,
+    size: Annotated[
+        str | None, typer.Option(help="Make every flow a bulk transfer of this size (e.g. 1MB).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Master seed of the run.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for summary, traces and captures.")
+    ] = None,
+    pcap: Annotated[
+        bool,
+        typer.Option("--pcap", help="Capture each end node's TUN device as <out>/<node>.pcap."),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of a table.")
+    ] = False,
+) -> None:
+    """Emulate a scenario: real kernel TCP between network namespaces, through the scenario's
+    link models in real time (Linux; needs CAP_NET_ADMIN and /dev/net/tun)."""
+    from farlink import _core, units
+    from farlink.cli import DEFAULT_OUT, CliError, _checked, _loss_rate, read
+    from farlink.emulate import emulate, headline
+    from farlink.report import print_json, print_quantities
+    from farlink.scenario import ScenarioError, describe_error, load_scenario
+
+    try:
+        doc = load_scenario(scenario)
+        name = str(doc.get("name") or Path(scenario).stem)
+        folder = out if out is not None else DEFAULT_OUT / "emulate" / name
+        result = emulate(
+            doc,
+            tcp=tcp,
+            loss=None if loss is None else read("--loss", _loss_rate, loss),
+            duration=None
+            if duration is None
+            else _checked("--duration", units.parse_duration_s, duration),
+            size=None if size is None else _checked("--size", units.parse_size_bytes, size),
+            seed=seed,
+            sets=set_ or (),
+            pcap_dir=folder if pcap else None,
+        )
+    except (ScenarioError, _core.ScenarioError) as err:
+        raise CliError(describe_error(scenario, err)) from None
+    except _core.EmulatorError as err:
+        if err.kind in ("usage", "unsupported"):
+            raise CliError(str(err)) from None
+        typer.echo(f"farlink: error: emulate: {err}", err=True)
+        raise typer.Exit(EXIT_FAILED) from None
+    written = result.to_parquet(folder)
+    if pcap:
+        written += sorted(folder.glob("*.pcap"))
+    if as_json:
+        # The result document itself, as summary.json holds it (docs/results.md).
+        print_json(result.summary)
+    else:
+        payload = {**headline(result), "scenario": name, "out": str(folder)}
+        print_quantities(f"emulate {name} (seed {result.summary['seed']})", payload)
+        for path in written:
+            typer.echo(f"wrote {path}")
+    if result.summary["interrupted"]:
+        raise typer.Exit(EXIT_INTERRUPTED)
