@@ -10,9 +10,26 @@ CORE_STAMP := $(VENV)/.core-built
 IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
-.PHONY: demo test setup rust-test python-test lint bench validate validate-ns3 clean
+.PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 clean
 
-setup: $(CORE_STAMP)
+setup: system-deps $(CORE_STAMP)
+
+# Debian packages the real-capture tests drive (tests/realcap.py): tcpdump on an interface,
+# tshark as the reference dissector, iptables for drops, ethtool for offloads, iproute2 for
+# namespaces and tbf. Installed only as root and only when a tool is missing, so a second run
+# does nothing; without root the tests that need them skip and say why.
+SYSTEM_TOOLS := tshark:tshark tcpdump:tcpdump iptables:iptables ethtool:ethtool ip:iproute2 \
+	nstat:iproute2 ss:iproute2
+system-deps:
+	@missing=$$(for t in $(SYSTEM_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 \
+		|| echo $${t#*:}; done | sort -u | tr '\n' ' '); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+		echo "setup: not root or no apt-get; the real-capture tests will skip (missing: $$missing)"; \
+		exit 0; fi; \
+	echo "setup: installing $$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends $$missing >/dev/null
 
 $(DEPS_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

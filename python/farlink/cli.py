@@ -636,9 +636,12 @@ def analyze_command(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for the figures.")] = None,
     min_rto: Annotated[
-        str,
-        typer.Option(help=f"Least RTO of the timeout heuristic {DurationOpt} Linux uses 200ms."),
-    ] = "1s",
+        str | None,
+        typer.Option(
+            help=f"A hint, not the rule: the sender's least RTO {DurationOpt} Linux uses 200ms. "
+            "Timeouts are inferred from the capture; one sooner than this is not counted."
+        ),
+    ] = None,
     sim: Annotated[
         str | None,
         typer.Option(
@@ -667,7 +670,7 @@ def analyze_command(
     """
     from farlink.capture import CaptureError, analyze_capture, plot_connections
 
-    min_rto_s = read("--min-rto", units.parse_duration_s, min_rto)
+    min_rto_s = None if min_rto is None else read("--min-rto", units.parse_duration_s, min_rto)
     rate_bps = (
         None if link_rate is None else read("--link-rate", units.parse_bitrate_bps, link_rate)
     )
@@ -682,7 +685,7 @@ def analyze_command(
     if not connections:
         skipped = ", ".join(f"{v} {k.replace('_', '-')}" for k, v in cap.skipped.items() if v)
         raise CliError(
-            f"CAPTURE: {capture}: no IPv4 TCP connection carrying data in {cap.records} packets"
+            f"CAPTURE: {capture}: no TCP connection carrying data in {cap.records} packets"
             + (f" (skipped {skipped})" if skipped else "")
         )
     drops_s = None if drops is None else _log_drops_s(drops, cap.start_unix_s)
@@ -758,7 +761,7 @@ def _log_drops_s(drops: Path, capture_start_unix_s: float) -> np.ndarray:
 
 
 def _simulate_beside(
-    scenario: str, sets: list[str] | tuple[str, ...], seed: int | None, min_rto_s: float
+    scenario: str, sets: list[str] | tuple[str, ...], seed: int | None, min_rto_s: float | None
 ) -> dict[str, Any]:
     """Run ``scenario`` with the traces the analysis needs; its connections and call drops."""
     from dataclasses import replace
