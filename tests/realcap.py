@@ -56,6 +56,7 @@ class Case:
     limit_bytes: int = 150_000  # tbf queue: 60 ms at 20 Mbit/s, a standing queue for cubic/reno
     size_bytes: int = 3_000_000
     flows: int = 1
+    sack: bool = True
     ipv6: bool = False
     vlan: bool = False  # the M - R link carries 802.1Q tag 42
     any_interface: bool = False  # tap with `tcpdump -i any` (Linux cooked v2) instead of m1
@@ -407,6 +408,8 @@ def run(case: Case, out: Path, *, tag: str | None = None) -> Outcome:
     sender = out / f"{case.name}-sender.pcap"
     with Net(case, tag) as net:
         net.ex("s", "nstat", "-n")  # zero the history nstat keeps for this namespace
+        if not case.sack:
+            net.ex("s", "sysctl", "-qw", "net.ipv4.tcp_sack=0")
         server = net.popen(
             "r",
             sys.executable,
@@ -493,9 +496,90 @@ def tshark_reference(pcap: Path, sport: int) -> dict[str, Any]:
         f"tcp.srcport == {sport} && tcp.len > 0",
     )
     retx = sum(1 for row in data if any(row))
-    rtts = [
-        float(row[0])
-        for row in tshark_fields(pcap, ["tcp.analysis.ack_rtt"], f"tcp.dstport == {sport}")
-        if row and row[0]
-    ]
-    return {"retransmissions": retx, "ack_rtt_s": rtts, "data_frames": len(data)}
+    rows = tshark_fields(
+        pcap, ["frame.time_relative", "tcp.analysis.ack_rtt"], f"tcp.dstport == {sport}"
+    )
+    timed = [(float(r[0]), float(r[1])) for r in rows if len(r) > 1 and r[1]]
+    return {
+        "retransmissions": retx,
+        "ack_rtt_s": [r for _, r in timed],
+        "ack_rtt_time_s": [t for t, _ in timed],
+        "data_frames": len(data),
+    }
+
+
+def tshark_goodput_bps(pcap: Path, sport: int) -> float:
+    """Bytes acknowledged over the connection's span, both from tshark's relative numbers."""
+    rows = tshark_fields(
+        pcap, ["frame.time_relative", "tcp.srcport", "tcp.ack"], f"tcp.port == {sport}"
+    )
+    times = [float(r[0]) for r in rows]
+    acked = max(int(r[2]) for r in rows if r[1] != str(sport) and r[2])
+    return 8 * (acked - 1) / (max(times) - min(times))  # less the SYN's sequence number
+
+
+def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
+    """farlink beside tshark, the kernel and the drop counters, for one run (first flow)."""
+    import numpy as np
+
+    from farlink.capture import analyze_capture
+    from farlink.fitpath import fit_path, scenario_toml
+    from farlink.lossest import estimate_loss
+
+    sport = outcome.tcp_info[0]["sport"]
+    out: dict[str, Any] = {"case": outcome.case.name}
+    _, tap_conns = analyze_capture(outcome.tap_pcap)
+    _, snd_conns = analyze_capture(outcome.sender_pcap)
+    tap = next(c for c in tap_conns if f":{sport}->" in c.name)
+    snd = next(c for c in snd_conns if f":{sport}->" in c.name)
+    ts_tap = tshark_reference(outcome.tap_pcap, sport)
+    ts_snd = tshark_reference(outcome.sender_pcap, sport)
+    ack_rtt = np.array(ts_tap["ack_rtt_s"])
+    rtt = tap.rtt["rtt_s"]
+    # tshark's samples on the very ACKs farlink takes a sample from (times agree to the ns).
+    ts_t = np.array(ts_tap["ack_rtt_time_s"])
+    k = np.clip(np.searchsorted(ts_t, tap.rtt["time_s"] - 5e-8), 0, max(len(ts_t) - 1, 0))
+    same = ack_rtt[k][np.abs(ts_t[k] - tap.rtt["time_s"]) < 1e-7] if len(ts_t) else ack_rtt
+    loss = estimate_loss(tap)
+    flows = len(outcome.tcp_info)
+    out.update(
+        {
+            "retx_farlink_sender": snd.retransmissions,
+            "retx_tshark_sender": ts_snd["retransmissions"],
+            "retx_kernel": outcome.nstat.get("TcpRetransSegs", 0) if flows == 1 else None,
+            "retx_kernel_socket": outcome.tcp_info[0]["total_retrans"],
+            "retx_segments_farlink_sender": snd.retransmitted_segments,
+            "retx_farlink_tap": tap.retransmissions,
+            "retx_tshark_tap": ts_tap["retransmissions"],
+            "rtt_method": tap.rtt_method,
+            "rtt_median_farlink_s": float(np.median(rtt)) if len(rtt) else None,
+            "rtt_median_tshark_s": float(np.median(ack_rtt)) if len(ack_rtt) else None,
+            "rtt_p95_farlink_s": float(np.percentile(rtt, 95)) if len(rtt) else None,
+            "rtt_p95_tshark_s": float(np.percentile(ack_rtt, 95)) if len(ack_rtt) else None,
+            "rtt_samples_farlink": len(rtt),
+            "rtt_samples_tshark": len(ack_rtt),
+            "rtt_p95_tshark_same_acks_s": float(np.percentile(same, 95)) if len(same) else None,
+            "rtt_same_acks": len(same),
+            "sender_rtt_median_s": tap.summary()["sender_rtt_median_s"],
+            "kernel_srtt_s": outcome.tcp_info[0]["rtt_us"] / 1e6,
+            "rto_farlink": tap.summary()["timeouts"],
+            "rto_kernel": outcome.nstat.get("TcpExtTCPTimeouts", 0) if flows == 1 else None,
+            "lost_after_tap_farlink": loss.lost_after_tap,
+            "drops_after_made": outcome.drops_after,
+            "lost_before_tap_farlink": loss.lost_before_tap,
+            "drops_before_made": outcome.drops_before + outcome.queue_drops,
+            "goodput_farlink_bps": tap.summary()["goodput_bps"],
+            "goodput_tshark_bps": tshark_goodput_bps(outcome.tap_pcap, sport),
+        }
+    )
+    if simulate_fit:
+        from farlink import simulate
+
+        fit = fit_path(outcome.tap_pcap)
+        scenario = outcome.tap_pcap.with_suffix(".toml")
+        scenario.write_text(scenario_toml(fit, f"fit-{outcome.case.name}"))
+        size = f"{outcome.case.size_bytes}B"
+        result = simulate(scenario, size=size, duration="120s")
+        flow = result.summary["flows"][0]
+        out["goodput_fitted_sim_bps"] = flow["goodput_bps"]
+    return out

@@ -85,6 +85,7 @@ class Packet:
     tsecr: int | None = None
     sack: tuple[tuple[int, int], ...] = ()
     time_ok: bool = True
+    mss: int | None = None  # the MSS option (SYN segments)
 
     @property
     def syn(self) -> bool:
@@ -365,7 +366,7 @@ def _tcp_packet(cap: Capture, time_s: float, ok: bool, frame: bytes) -> Packet |
     if off < 20 or tcp_len < off:
         cap.skipped["malformed"] += 1
         return None
-    tsval, tsecr, sack = _options(tcp[20:off])
+    tsval, tsecr, sack, mss = _options(tcp[20:off])
     return Packet(
         time_s,
         src,
@@ -380,6 +381,7 @@ def _tcp_packet(cap: Capture, time_s: float, ok: bool, frame: bytes) -> Packet |
         tsecr,
         sack,
         ok,
+        mss,
     )
 
 
@@ -421,8 +423,10 @@ def _ipv6(cap: Capture, ip: bytes) -> tuple[str, str, bytes, int] | None:
     return src, dst, ip[pos:], length - (pos - 40)
 
 
-def _options(opts: bytes) -> tuple[int | None, int | None, tuple[tuple[int, int], ...]]:
-    tsval = tsecr = None
+def _options(
+    opts: bytes,
+) -> tuple[int | None, int | None, tuple[tuple[int, int], ...], int | None]:
+    tsval = tsecr = mss = None
     sack: list[tuple[int, int]] = []
     i = 0
     while i < len(opts):
@@ -440,5 +444,7 @@ def _options(opts: bytes) -> tuple[int | None, int | None, tuple[tuple[int, int]
             tsval, tsecr = struct.unpack("!II", body)
         elif kind == 5:
             sack = [struct.unpack_from("!II", body, j) for j in range(0, len(body) - 7, 8)]
+        elif kind == 2 and len(body) == 2:
+            mss = struct.unpack("!H", body)[0]
         i += length
-    return tsval, tsecr, tuple(sack)
+    return tsval, tsecr, tuple(sack), mss

@@ -7,7 +7,10 @@ and the bytes retransmitted in it. A retransmission is a **timeout** when it res
 outstanding byte (``snd_una``) and either
 
 1. no episode is under way and nothing explains it: fewer than three duplicate ACKs and no SACK
-   block since ``snd_una`` last advanced (a fast retransmit or RACK needs them); or
+   block since ``snd_una`` last advanced (a fast retransmit or RACK needs them), and the timer
+   has run longer than the longest RTT since that advance (an RTO is never shorter: srtt +
+   4 rttvar; this also keeps out a tail loss probe sent two smoothed RTTs after the last
+   ACK); or
 2. it comes after a silence: no ACK of any kind for longer than the longest RTT the connection
    showed (the sender's own where timestamps tell it, else tap to tap). Fast recovery, RACK and
    the go-back-N resends after a timeout all answer an arriving ACK within an RTT; only the
@@ -30,7 +33,8 @@ rounded, of which ``n - 1`` were unseen.
 
 ``min_rto_s``, when given, is a hint only: a candidate that comes sooner than it after the
 timer's last restart (the last ACK that advanced) is not counted. A tail loss probe that resends
-the only segment outstanding looks like rule 1 and is counted as a timeout.
+the only segment outstanding after more than the longest RTT (Linux waits at least 200 ms when
+one segment is outstanding) looks like rule 1 and is counted as a timeout.
 """
 
 from __future__ import annotations
@@ -135,7 +139,9 @@ class _Replay:
         head = s <= una < e
         last_ack_t = float(self.ack_t[self.j - 1]) if self.j else self.restart_t
         ep = self.episode
-        unexplained = ep is None and self.dupacks < DUPTHRESH and not self.sacked
+        # The timer runs at least an RTT from its restart: nothing sooner is the timer's.
+        waited = t - self.restart_t > longest_rtt_s
+        unexplained = ep is None and self.dupacks < DUPTHRESH and not self.sacked and waited
         silent = t - last_ack_t > longest_rtt_s
         previous = ep.last_copy_t.get(una) if ep is not None else None
         if ep is None or previous is None or not _covered(ep.resent, una):

@@ -84,6 +84,16 @@ class Connection:
     timeouts_unseen: int = 0
     sender_rtt: dict[str, np.ndarray] | None = None
     sender_rtt_method: str | None = None
+    mss_bytes: int | None = None
+
+    @property
+    def retransmitted_segments(self) -> int:
+        """Retransmissions in MSS-sized segments, as the sender's kernel counts them: a
+        segment larger than the MSS (TSO/GSO at the tap) counts once per MSS it holds."""
+        lens = self.seq["len_bytes"][self.seq["retransmission"]]
+        if not self.mss_bytes:
+            return len(lens)
+        return int(np.ceil(lens / self.mss_bytes).sum())
 
     @property
     def retransmissions(self) -> int:
@@ -104,6 +114,8 @@ class Connection:
             "goodput_bps": 8 * self.delivered_bytes / self.duration_s if self.duration_s else None,
             "retransmissions": self.retransmissions,
             "retransmitted_bytes": int(self.seq["len_bytes"][self.seq["retransmission"]].sum()),
+            "mss_bytes": self.mss_bytes,
+            "retransmitted_segments": self.retransmitted_segments,
             "timeouts": len(self.timeouts_s) + self.timeouts_unseen,
             "timeouts_unseen_at_tap": self.timeouts_unseen,
             "timeout_times_s": self.timeouts_s.tolist(),
@@ -236,6 +248,7 @@ def _connection(
     ]
     other = [p for p in group if (p.src, p.sport) != sender]
     uses_ts = _uses_timestamps(data, other)
+    mss = _sender_mss(other, lens, uses_ts)
     dst = next((p.dst, p.dport) for p in segs)
     name = f"{sender[0]}:{sender[1]}->{dst[0]}:{dst[1]}"
     payload_acks = np.array([p.payload for p in acks], dtype=np.int64)
@@ -256,7 +269,22 @@ def _connection(
         ack_tsecr=_ts_column([p.tsecr for p in acks]) if uses_ts else None,
         span=(min(all_t), max(all_t)),
         min_rto_s=min_rto_s,
+        mss_bytes=mss,
     )
+
+
+def _sender_mss(other: list[Packet], lens: np.ndarray, uses_ts: bool) -> int | None:
+    """The sender's segment size: the receiver's MSS option less the timestamp option's 12
+    bytes when they are used (RFC 7323 section 4.3 / Linux's mss_cache), else the commonest
+    segment length among those no larger than an Ethernet frame's payload."""
+    offered = [p.mss for p in other if p.syn and p.mss]
+    if offered:
+        return offered[0] - (12 if uses_ts else 0)
+    small = lens[lens <= 1460]
+    if not len(small):
+        return None
+    values, counts = np.unique(small, return_counts=True)
+    return int(values[np.argmax(counts)])
 
 
 def _ts_column(values: list[int | None]) -> np.ndarray:
@@ -287,6 +315,7 @@ def build_connection(
     ack_ok: np.ndarray | None = None,
     seg_tsval: np.ndarray | None = None,
     ack_tsecr: np.ndarray | None = None,
+    mss_bytes: int | None = None,
 ) -> Connection:
     """Build the per-connection series from data segments and ACKs (both time-ordered).
 
@@ -365,6 +394,7 @@ def build_connection(
         timeouts_unseen=unseen,
         sender_rtt=sender[0].as_series() if sender is not None else None,
         sender_rtt_method=sender[0].method if sender is not None else None,
+        mss_bytes=mss_bytes,
     )
 
 
