@@ -16,7 +16,7 @@ and the drops in R's INPUT chain are *after* it. A second tcpdump on the sender'
 The kernel's own truth comes from S's namespace: nstat (TcpRetransSegs, TcpExtTCPTimeouts, ...)
 and TCP_INFO read by the sending program after the transfer.
 
-Everything made is named ``farlink-<pid>-...``; namespaces left by a process that no longer
+Everything made is named ``farlink-rc<pid>-...``; namespaces left by a process that no longer
 exists (one killed before its clean-up ran) are removed when the next run starts, and every
 child process gets SIGKILL from the kernel if the process that started it dies
 (``PR_SET_PDEATHSIG``). Traffic never leaves the namespaces made here.
@@ -24,6 +24,7 @@ child process gets SIGKILL from the kernel if the process that started it dies
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import ctypes
 import json
@@ -38,7 +39,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-PREFIX = "farlink-"
+# "farlink-rc<pid>-": the project's prefix, then a tag of its own (not hexadecimal, so no other
+# part of the project that names namespaces farlink-<hex>-... takes these for its own).
+PREFIX = "farlink-rc"
 PORT = 5201
 TOOLS = ("ip", "tc", "tcpdump", "tshark", "iptables", "ethtool", "nstat")
 
@@ -59,7 +62,7 @@ class Case:
     sack: bool = True
     ipv6: bool = False
     vlan: bool = False  # the M - R link carries 802.1Q tag 42
-    any_interface: bool = False  # tap with `tcpdump -i any` (Linux cooked v2) instead of m1
+    any_interface: bool = False  # tap with `tcpdump -i any` (Linux cooked v2) in S, not on m1
     timeout_s: float = 30.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,7 +116,7 @@ def _sh(*args: str, check: bool = True) -> str:
 
 
 def remove_stale() -> None:
-    """Delete namespaces named ``farlink-<pid>-...`` whose process is gone."""
+    """Delete namespaces named ``farlink-rc<pid>-...`` whose process is gone."""
     for line in _sh("ip", "netns", "list").splitlines():
         name = line.split()[0] if line.split() else ""
         m = re.match(rf"{PREFIX}(\d+)-", name)
@@ -202,6 +205,9 @@ class Net:
                 p.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
+            for stream in (p.stdin, p.stdout, p.stderr):
+                if stream is not None:
+                    stream.close()
         for name in self.ns.values():
             _sh("ip", "netns", "del", name, check=False)
 
@@ -423,8 +429,10 @@ def run(case: Case, out: Path, *, tag: str | None = None) -> Outcome:
         )
         assert server.stdout is not None
         server.stdout.readline()
-        tap_iface = "any" if case.any_interface else "m1"
-        dumps = [_tcpdump(net, "m", tap_iface, tap), _tcpdump(net, "s", "s0", sender)]
+        # `tcpdump -i any` on a router sees each packet twice (in and out): it is taken where
+        # people take it, on the sending host.
+        tap_at = ("s", "any") if case.any_interface else ("m", "m1")
+        dumps = [_tcpdump(net, *tap_at, tap), _tcpdump(net, "s", "s0", sender)]
         start = time.monotonic()
         clients = [
             net.popen(
@@ -484,10 +492,15 @@ def tshark_fields(pcap: Path, fields: list[str], display_filter: str = "tcp") ->
 
 
 def tshark_reference(pcap: Path, sport: int) -> dict[str, Any]:
-    """tshark's view of the data direction from ``sport``: retransmissions and ack_rtt."""
+    """tshark's view of the data direction from ``sport``: retransmissions and ack_rtt.
+
+    ``ack_rtt_karn_s`` are tshark's own samples under Karn's rule: left out where the frame
+    an ACK acknowledges is one tshark flags as a retransmission, or where such a frame crossed
+    the tap between it and the ACK (the ACK was then released by the hole's filler)."""
     data = tshark_fields(
         pcap,
         [
+            "frame.number",
             "tcp.analysis.retransmission",
             "tcp.analysis.fast_retransmission",
             "tcp.analysis.spurious_retransmission",
@@ -495,15 +508,26 @@ def tshark_reference(pcap: Path, sport: int) -> dict[str, Any]:
         ],
         f"tcp.srcport == {sport} && tcp.len > 0",
     )
-    retx = sum(1 for row in data if any(row))
+    resent = sorted(int(row[0]) for row in data if any(row[1:]))
     rows = tshark_fields(
-        pcap, ["frame.time_relative", "tcp.analysis.ack_rtt"], f"tcp.dstport == {sport}"
+        pcap,
+        ["frame.number", "frame.time_relative", "tcp.analysis.ack_rtt", "tcp.analysis.acks_frame"],
+        f"tcp.dstport == {sport}",
     )
-    timed = [(float(r[0]), float(r[1])) for r in rows if len(r) > 1 and r[1]]
+    timed = [(int(r[0]), float(r[1]), float(r[2]), int(r[3])) for r in rows if len(r) > 3 and r[2]]
+    karn, karn_t = [], []
+    for frame, t, rtt, acked in timed:
+        i = bisect.bisect_left(resent, acked)
+        if i < len(resent) and resent[i] < frame:
+            continue  # the acked frame is a resend, or a resend crossed between it and the ACK
+        karn.append(rtt)
+        karn_t.append(t)
     return {
-        "retransmissions": retx,
-        "ack_rtt_s": [r for _, r in timed],
-        "ack_rtt_time_s": [t for t, _ in timed],
+        "retransmissions": len(resent),
+        "ack_rtt_s": [r for _, _, r, _ in timed],
+        "ack_rtt_time_s": [t for _, t, _, _ in timed],
+        "ack_rtt_karn_s": karn,
+        "ack_rtt_karn_time_s": karn_t,
         "data_frames": len(data),
     }
 
@@ -536,10 +560,16 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
     ts_snd = tshark_reference(outcome.sender_pcap, sport)
     ack_rtt = np.array(ts_tap["ack_rtt_s"])
     rtt = tap.rtt["rtt_s"]
-    # tshark's samples on the very ACKs farlink takes a sample from (times agree to the ns).
-    ts_t = np.array(ts_tap["ack_rtt_time_s"])
-    k = np.clip(np.searchsorted(ts_t, tap.rtt["time_s"] - 5e-8), 0, max(len(ts_t) - 1, 0))
-    same = ack_rtt[k][np.abs(ts_t[k] - tap.rtt["time_s"]) < 1e-7] if len(ts_t) else ack_rtt
+    karn = np.array(ts_tap["ack_rtt_karn_s"])
+    # On the ACKs both time (tshark under Karn's rule, farlink on an ACK without SACK blocks,
+    # so both against the segment ending at the ACK): the same sample, to the nanosecond?
+    karn_t = np.array(ts_tap["ack_rtt_karn_time_s"])
+    plain = np.array([not b for b in tap.sack])[
+        np.searchsorted(tap.ack["time_s"], tap.rtt["time_s"])
+    ]
+    k = np.clip(np.searchsorted(karn_t, tap.rtt["time_s"] - 5e-8), 0, max(len(karn_t) - 1, 0))
+    both = plain & (np.abs(karn_t[k] - tap.rtt["time_s"]) < 1e-7) if len(karn_t) else plain & False
+    same = np.abs(karn[k][both] - rtt[both]) < 2e-9 if len(karn_t) else np.zeros(0, dtype=bool)
     loss = estimate_loss(tap)
     flows = len(outcome.tcp_info)
     out.update(
@@ -558,8 +588,11 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
             "rtt_p95_tshark_s": float(np.percentile(ack_rtt, 95)) if len(ack_rtt) else None,
             "rtt_samples_farlink": len(rtt),
             "rtt_samples_tshark": len(ack_rtt),
-            "rtt_p95_tshark_same_acks_s": float(np.percentile(same, 95)) if len(same) else None,
-            "rtt_same_acks": len(same),
+            "rtt_median_tshark_karn_s": float(np.median(karn)) if len(karn) else None,
+            "rtt_p95_tshark_karn_s": float(np.percentile(karn, 95)) if len(karn) else None,
+            "rtt_samples_tshark_karn": len(karn),
+            "rtt_acks_timed_by_both": int(both.sum()),
+            "rtt_acks_timed_alike": int(same.sum()),
             "sender_rtt_median_s": tap.summary()["sender_rtt_median_s"],
             "kernel_srtt_s": outcome.tcp_info[0]["rtt_us"] / 1e6,
             "rto_farlink": tap.summary()["timeouts"],

@@ -29,7 +29,10 @@ an ACK, are recovery, not timeouts.
 Backoff tells how many timer firings the tap did not see (their copies lost before the tap):
 consecutive timeouts of one byte are ``2r, 4r, ...`` apart when ``r`` was the interval before
 the first; a gap ``G`` after an interval ``r`` spans ``n = log2(G / r + 2) - 1`` firings,
-rounded, of which ``n - 1`` were unseen.
+rounded, of which ``n - 1`` were unseen. Likewise before an episode's first seen timeout: with
+``r`` the shortest wait from a restart to a first timeout in the connection (one firing), a
+wait ``W`` spans ``n = log2(W / r + 1)`` firings, rounded. Both assume the RTO itself stayed
+put between episodes (Linux's 200 ms floor holds it on a short path).
 
 ``min_rto_s``, when given, is a hint only: a candidate that comes sooner than it after the
 timer's last restart (the last ACK that advanced) is not counted. A tail loss probe that resends
@@ -98,7 +101,8 @@ def infer_timeouts(
             replay.retransmission(t, s, e, longest_rtt_s, min_rto_s)
         else:
             replay.new_data(t, e)
-    return TimeoutEstimate(np.array(replay.found, dtype=float), replay.unseen)
+    unseen = replay.unseen + replay.unseen_first_firings()
+    return TimeoutEstimate(np.array(replay.found, dtype=float), unseen)
 
 
 class _Replay:
@@ -113,6 +117,17 @@ class _Replay:
         self.episode: _Episode | None = None
         self.found: list[float] = []
         self.unseen = 0
+        self.first_waits: list[float] = []  # from the timer's restart to each episode's first
+
+    def unseen_first_firings(self) -> int:
+        """Firings before an episode's first seen timeout whose copies the tap never saw: a
+        wait of ``(2**n - 1) r`` from the restart is ``n`` firings when the shortest wait of
+        the connection, ``r``, is one."""
+        waits = [w for w in self.first_waits if w > 0]
+        if not waits:
+            return 0
+        r = min(waits)
+        return sum(max(1, round(math.log2(w / r + 1))) - 1 for w in waits)
 
     def acks_until(self, t: float) -> None:
         while self.j < len(self.ack) and self.ack_t[self.j] <= t:
@@ -156,6 +171,7 @@ class _Replay:
                 ep.recover = max(ep.recover, self.snd_max)
             else:
                 ep = _Episode("timeout", self.snd_max, interval_s=t - self.restart_t)
+                self.first_waits.append(t - self.restart_t)
             self.found.append(t)
         elif ep is None and head:
             ep = _Episode("fast", self.snd_max)

@@ -5,7 +5,11 @@ both ends use TCP timestamps): each ACK that advances the cumulative ACK to ``a`
 one sample, timed against the segment whose arrival released it. In order, that is the segment
 holding the last byte the ACK covers (``a - 1``), the segment Wireshark's ``ack_rtt`` and
 tcptrace time an ACK against; a segment larger than the MSS (TSO/GRO at the tap) is timed as a
-whole. Karn's rule keeps the sample unambiguous:
+whole. An ACK carrying SACK blocks was released by a segment in its first block (RFC 2018
+section 4: an out-of-order arrival, which also flushes a delayed ACK), so it is timed against
+the segment holding that block's last byte; one whose first block is a D-SACK (below the
+cumulative ACK) was released by a duplicate and gives no sample. Karn's rule keeps the sample
+unambiguous:
 
 * the byte ``a - 1`` sent more than once before the ACK: no sample, unless timestamps say which
   copy it was (the ACK's TSecr equals the TSval of exactly one copy; a receiver echoes the
@@ -68,10 +72,11 @@ def tap_rtt(
     ack: np.ndarray,
     ack_ok: np.ndarray,
     ack_tsecr: np.ndarray | None,
+    ack_sack: list[tuple[tuple[int, int], ...]] | None = None,
 ) -> RttSamples:
     """Tap-to-tap samples (module notes). Segments and ACKs in capture order; ``*_ok`` False
     where the packet's time is a clock step; ``seg_tsval``/``ack_tsecr`` with -1 for none, or
-    None when the connection does not use timestamps."""
+    None when the connection does not use timestamps; ``ack_sack`` the SACK blocks (relative)."""
     ends = seq + lens
     by_end = np.argsort(ends, kind="stable")
     sorted_ends = ends[by_end]
@@ -91,10 +96,16 @@ def tap_rtt(
         t = float(ack_t[j])
         if not ack_ok[j]:
             continue
-        # Copies of byte a - 1 sent before the ACK: segments ending in [a, a + max_len).
-        lo = bisect_left(sorted_ends, a)
-        hi = bisect_left(sorted_ends, a + max_len)
-        copies = sorted(int(i) for i in by_end[lo:hi] if seq[i] < a and seg_t[i] <= t)
+        blocks = ack_sack[j] if ack_sack is not None else ()
+        if blocks and blocks[0][1] <= a:
+            continue  # a D-SACK: a duplicate released this ACK
+        # The last byte of what released it: of the first SACK block when there is one (RFC
+        # 2018: the block holding the segment that triggered the ACK), else a - 1.
+        last = blocks[0][1] if blocks else a
+        # Copies of that byte sent before the ACK: segments ending in [last, last + max_len).
+        lo = bisect_left(sorted_ends, last)
+        hi = bisect_left(sorted_ends, last + max_len)
+        copies = sorted(int(i) for i in by_end[lo:hi] if seq[i] < last and seg_t[i] <= t)
         if not copies:
             continue
         echo = int(ack_tsecr[j]) if use_ts else -1
@@ -129,7 +140,8 @@ def _released_by(
     # A retransmission of bytes below a - 1 between the first copy and the ACK filled a hole.
     lo = bisect_right(retx_t, float(seg_t[copies[0]]))
     hi = bisect_left(retx_t, t)
-    fillers = [int(i) for i in retx_idx[lo:hi] if seq[i] < a and not (seq[i] < a <= ends[i])]
+    copy_set = set(copies)
+    fillers = [int(i) for i in retx_idx[lo:hi] if seq[i] < a and int(i) not in copy_set]
     if fillers:
         if echo < 0 or tsval is None:
             return None

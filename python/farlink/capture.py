@@ -344,7 +344,7 @@ def build_connection(
     seg_ok = np.ones(len(seq), dtype=bool) if seg_ok is None else seg_ok
     ack_ok = np.ones(len(ack), dtype=bool) if ack_ok is None else ack_ok
     tap_args = (seg_t, seq, lens, seg_ok)
-    karn_samples = tap_rtt(*tap_args, None, ack_t, ack, ack_ok, None)
+    karn_samples = tap_rtt(*tap_args, None, ack_t, ack, ack_ok, None, sack)
     karn = karn_samples.as_series()
     sender = None
     if rtt is not None:
@@ -359,7 +359,7 @@ def build_connection(
         )
         unseen = 0
     else:
-        tap = tap_rtt(*tap_args, seg_tsval, ack_t, ack, ack_ok, ack_tsecr)
+        tap = tap_rtt(*tap_args, seg_tsval, ack_t, ack, ack_ok, ack_tsecr, sack)
         rtt, rtt_method = tap.as_series(), tap.method
         if seg_tsval is not None:
             sender = sender_rtt(tap, seg_t, seg_tsval, seg_ok)
