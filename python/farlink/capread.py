@@ -167,8 +167,6 @@ def read_capture(
     except OSError as exc:
         raise CaptureError(f"{source}: cannot read the file ({exc.strerror or exc})") from None
     try:
-        if Path(path).is_dir():
-            raise CaptureError(f"{source}: is a folder, not a capture file")
         magic = f.read(4)
         if magic in _PCAP_MAGICS:
             cap = _Reader(source, f, max_records, max_packets).pcap(magic)
