@@ -10,7 +10,8 @@ CORE_STAMP := $(VENV)/.core-built
 IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
-.PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 clean
+.PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
+	validate-captures clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -71,6 +72,11 @@ validate-ns3: setup
 
 validate: setup
 	$(VENV)/bin/pytest -q -m slow
+
+# Real kernel TCP (Reno, CUBIC, BBR) in network namespaces, captured, beside tshark and the
+# kernel's counters: writes the agreement table of docs/captures.md. Needs root.
+validate-captures: setup
+	$(PY) tools/validate_captures.py
 
 clean:
 	rm -rf $(VENV) target farlink-out

@@ -30,8 +30,12 @@ Every other retransmission is **needed**, including one whose covering ACK the c
 saw (the end of the capture): the estimate errs towards loss where the evidence runs out.
 
 **Where the loss happened.** A needed retransmission of data the tap had seen stands for a copy
-lost *after* the tap (seen sent, never acknowledged); one of data the tap never saw, for a copy
-lost *before* it (the sender's own queue, a link upstream). To those before the tap are added
+lost *after* the tap (seen sent, never acknowledged): the latest copy seen holding its first
+byte, counted once however many resends replace it (a lost super-segment, captured with
+offloads on, is one copy resent as several segments). One of data the tap never saw stands for
+a copy lost *before* it (the sender's own queue, a link upstream): one per hole in the data the
+tap saw first, since the tap cannot tell how the sender cut a hole's bytes into segments (two
+adjacent segments lost there count once). To those before the tap are added
 the timer firings whose copies the tap never saw (:mod:`farlink.caprto`, from the backoff): a
 segment lost k times before the tap counts k times when its timeouts show it. What stays
 unseen: a fast-recovery resend lost before the tap and followed by another fast resend (no
@@ -82,13 +86,16 @@ class LossEstimate:
     lost_after_tap: int = 0
     unseen_timer_copies: int = 0
     dsack_spurious: int = 0
+    lost_before_gaps: int | None = None
 
     @property
     def lost_before_tap(self) -> int:
-        """Copies lost before the tap: needed resends of data the tap never saw, and the timer
-        firings backoff shows that never crossed it (at least; a copy lost before the tap and
-        resent by fast recovery whose resend was lost too is not seen)."""
-        return self.needed_retransmissions - self.lost_after_tap + self.unseen_timer_copies
+        """Copies lost before the tap, at least: one per hole in what the tap saw first that a
+        needed resend filled, and the timer firings backoff shows that never crossed it."""
+        gaps = self.lost_before_gaps
+        if gaps is None:  # built by hand without the split: every needed resend not after it
+            gaps = self.needed_retransmissions - self.lost_after_tap
+        return gaps + self.unseen_timer_copies
 
     @property
     def loss_rate_after_tap(self) -> float:
@@ -157,7 +164,12 @@ def estimate_loss(conn: Connection, rtt_min_s: float | None = None) -> LossEstim
     longest = conn.sender_rtt["rtt_s"] if conn.sender_rtt is not None else conn.rtt["rtt_s"]
     horizon_s = 2 * float(longest.max()) if len(longest) else 0.0
     evidence = _Evidence(ack_t, ack, conn.sack, seg_t, seq, lens)
-    needed = unseen = after = dsack = 0
+    needed = unseen = dsack = 0
+    lost_after: set[int] = set()  # the copies seen at the tap that the receiver never got
+    gaps_before: set[int] = set()  # holes in what the tap saw first, one lost copy each at least
+    originals = np.flatnonzero(~retx)  # first transmissions, in sequence order
+    orig_seq = seq[originals]
+    resent: list[int] = []
     seen: list[tuple[int, int]] = []  # byte ranges that crossed the tap so far
     first_sent: dict[int, float] = {}  # first time a segment starting there crossed the tap
     for i in range(len(seq)):
@@ -171,7 +183,12 @@ def estimate_loss(conn: Connection, rtt_min_s: float | None = None) -> LossEstim
                 dsack += 1
             elif not evidence.held_before(s, e, t, since, rtt_min_s):
                 needed += 1
-                after += was_seen
+                below = int(originals[max(np.searchsorted(orig_seq, s, side="right") - 1, 0)])
+                if was_seen:
+                    lost_after.add(_copy_holding(s, below, resent, seq, lens))
+                else:
+                    gaps_before.add(below)
+            resent.append(i)
         _add_interval(seen, s, e)
     total = len(seq)
     retransmitted = int(retx.sum())
@@ -183,7 +200,8 @@ def estimate_loss(conn: Connection, rtt_min_s: float | None = None) -> LossEstim
         spurious_retransmissions=retransmitted - needed,
         unseen_before=unseen,
         rtt_min_s=rtt_min_s,
-        lost_after_tap=after,
+        lost_after_tap=len(lost_after),
+        lost_before_gaps=len(gaps_before),
         unseen_timer_copies=conn.timeouts_unseen,
         dsack_spurious=dsack,
     )
@@ -251,6 +269,14 @@ class _Evidence:
                 return float(self.seg_t[j]) < t
             j -= 1
         return False
+
+
+def _copy_holding(byte: int, original: int, resent: list[int], seq, lens) -> int:
+    """The latest copy seen at the tap holding ``byte``: a resend of it, else its original."""
+    for j in reversed(resent[-256:]):
+        if seq[j] <= byte < seq[j] + lens[j]:
+            return j
+    return original
 
 
 def _covered(intervals: list[tuple[int, int]], s: int, e: int) -> bool:
