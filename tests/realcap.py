@@ -111,7 +111,10 @@ def _die_with_parent() -> None:
 def _sh(*args: str, check: bool = True) -> str:
     done = subprocess.run(list(args), capture_output=True, text=True, timeout=20)
     if check and done.returncode:
-        raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip()}")
+        what = f"{' '.join(args)}: {done.stderr.strip()}"
+        if "Cannot open network namespace" in done.stderr:
+            raise NamespaceGone(what)
+        raise RuntimeError(what)
     return done.stdout
 
 
@@ -406,7 +409,23 @@ def _tcpdump(net: Net, ns: str, iface: str, path: Path) -> subprocess.Popen:
     return proc
 
 
-def run(case: Case, out: Path, *, tag: str | None = None) -> Outcome:
+class NamespaceGone(RuntimeError):
+    """A namespace of the run vanished under it (removed by something else on the machine)."""
+
+
+def run(case: Case, out: Path, *, tag: str | None = None, tries: int = 3) -> Outcome:
+    """:func:`run_once`, again (at most ``tries`` times) when a namespace vanished under it:
+    on a shared machine another program may sweep away every ``farlink-*`` namespace."""
+    for attempt in range(tries):
+        try:
+            return run_once(case, out, tag=tag)
+        except NamespaceGone:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def run_once(case: Case, out: Path, *, tag: str | None = None) -> Outcome:
     """Make the namespaces, run the transfer(s) with both taps, collect the truth, clean up."""
     out.mkdir(parents=True, exist_ok=True)
     tag = tag or re.sub(r"[^a-z0-9]", "", case.name.lower())[:8] or "run"

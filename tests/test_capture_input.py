@@ -189,3 +189,19 @@ def test_loss_estimate_defaults_keep_old_fields():
 def test_a_folder_is_not_a_capture(tmp_path):
     with pytest.raises(CaptureError, match="cannot read the file"):
         read_capture(tmp_path)
+
+
+def test_goodput_windows_are_bounded_for_a_capture_of_years():
+    from farlink.capture import MAX_GOODPUT_WINDOWS, build_connection
+
+    # Two packets a decade apart with nothing wrong with the clock between them.
+    conn = build_connection(
+        name="decade",
+        source="test",
+        seg_t=np.array([0.0]),
+        seq=np.array([0]),
+        lens=np.array([1000]),
+        ack_t=np.array([3.2e9]),
+        ack=np.array([1000]),
+    )
+    assert len(conn.goodput[10.0]) == MAX_GOODPUT_WINDOWS

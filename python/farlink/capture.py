@@ -44,6 +44,7 @@ GOODPUT_WINDOWS_S = (10.0, 100.0, 1000.0)
 # Histogram of goodput normalised to the link rate: 20 bins of 0.05 over [0, 1] (seed 004,
 # Figures 10-12); a window above the rate (a rate given too low) is counted in the last bin.
 NORMALIZED_BIN_EDGES = np.linspace(0.0, 1.0, 21)
+MAX_GOODPUT_WINDOWS = 1_000_000
 _WRAP = 1 << 32
 MIN_RTO_S = 1.0  # RFC 6298 rule 2.4 (Linux uses 0.2 s: pass min_rto_s=0.2 for its captures)
 
@@ -457,14 +458,16 @@ def _outstanding(
 
 def _goodput(ack_t: np.ndarray, ack: np.ndarray, t0: float, t1: float) -> dict[float, np.ndarray]:
     """In-order bytes acknowledged in each complete non-overlapping window (seed 004, Figures
-    10-12), as bit/s; windows start at the connection's first packet."""
+    10-12), as bit/s; windows start at the connection's first packet. At most
+    :data:`MAX_GOODPUT_WINDOWS` windows per length (8 MB each): a span longer than that (a
+    capture of years) keeps its first ones."""
     if len(ack):
         highest = np.maximum.accumulate(np.maximum(ack, 0))
     else:
         highest = np.zeros(0, dtype=np.int64)
     out = {}
     for w in GOODPUT_WINDOWS_S:
-        n = int((t1 - t0) // w)
+        n = min(int((t1 - t0) // w), MAX_GOODPUT_WINDOWS)
         edges = t0 + w * np.arange(n + 1)
         idx = np.searchsorted(ack_t, edges, side="right") - 1
         level = np.where(idx >= 0, highest[np.clip(idx, 0, None)] if len(ack) else 0, 0)
