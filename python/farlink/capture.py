@@ -1,16 +1,18 @@
-"""Read packet captures (pcap, pcapng) and analyse their TCP connections like a simulation.
+"""Analyse the TCP connections of packet captures (pcap, pcapng) like a simulation.
 
-``read_capture(path)`` returns the TCP packets (IPv4, IPv6) of a capture and what was skipped;
-``analyze_capture(path)`` groups them into connections and builds, per connection, the series
-``docs/captures.md`` describes: time-sequence (with retransmissions), ACKs with SACK blocks, RTT
-samples (Karn's rule, or TCP timestamps when both sides use them), detected timeouts, outstanding
-data and goodput over 10, 100 and 1,000 s windows. ``analyze_result(result)`` builds the same
-:class:`Connection` from a simulation's ``seq``/``ack``/``rtt`` traces, so a capture and a
-simulation can be drawn in one figure (:func:`plot_connections`).
+``read_capture(path)`` (:mod:`farlink.capread`, bounded and streaming) returns the TCP
+packets (IPv4, IPv6) of a capture and what was skipped; ``analyze_capture(path)`` groups them
+into connections and builds, per connection, the series ``docs/captures.md`` describes:
+time-sequence (with retransmissions), ACKs with SACK blocks, tap-to-tap RTT samples and the
+sender's own RTT where its timestamps show it (:mod:`farlink.caprtt`), timeouts inferred from
+the capture (:mod:`farlink.caprto`), outstanding data and goodput over 10, 100 and 1,000 s
+windows. ``analyze_result(result)`` builds the same :class:`Connection` from a simulation's
+``seq``/``ack``/``rtt`` traces, so a capture and a simulation can be drawn in one figure
+(:func:`plot_connections`).
 
-A truncated capture or a corrupted record is not an error: the packets before it are analysed and
-:attr:`Capture.warnings` says what was ignored. A file that is no capture at all raises
-:class:`CaptureError`.
+A truncated capture, a corrupted record or a clock step is not an error: the packets are
+analysed and :attr:`Capture.warnings` says what was ignored or distrusted. A file that is no
+capture at all raises :class:`CaptureError`.
 """
 
 from __future__ import annotations
