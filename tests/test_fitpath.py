@@ -105,3 +105,16 @@ def test_cli_fit_bad_capture_is_one_line(capsys, tmp_path):
     _, err = capsys.readouterr()
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("farlink: error: fit:")
+
+
+def test_fit_takes_the_least_rto_from_the_timeouts_it_sees(tmp_path):
+    # 20 % loss on seed 003's wireless path: the simulated Reno times out, its RTO at least
+    # RFC 6298's 1 s; the fitted flow's min_rto is the shortest wait the capture shows.
+    result = simulate("stpd-wireless", tcp="reno", loss=0.2, duration="60s", sets=['pcap=["S-R"]'])
+    write_pcaps(result, tmp_path)
+    assert result.summary["flows"][0]["timeouts"] > 0
+    fit = fit_path(tmp_path / "S-R.pcap")
+    assert 0.98 <= fit.min_rto_s <= 1.5
+    scenario = tmp_path / "fitted.toml"
+    scenario.write_text(scenario_toml(fit, "fitted"))
+    assert load_scenario(scenario)["flows"][0]["tcp"]["min_rto_s"] == pytest.approx(fit.min_rto_s)

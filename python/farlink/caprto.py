@@ -64,6 +64,7 @@ class TimeoutEstimate:
 
     times_s: np.ndarray
     unseen: int
+    first_waits_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def count(self) -> int:
@@ -102,7 +103,8 @@ def infer_timeouts(
         else:
             replay.new_data(t, e)
     unseen = replay.unseen + replay.unseen_first_firings()
-    return TimeoutEstimate(np.array(replay.found, dtype=float), unseen)
+    waits = np.array([w for w in replay.first_waits if w > 0], dtype=float)
+    return TimeoutEstimate(np.array(replay.found, dtype=float), unseen, waits)
 
 
 class _Replay:

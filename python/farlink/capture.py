@@ -88,6 +88,9 @@ class Connection:
     sender_rtt: dict[str, np.ndarray] | None = None
     sender_rtt_method: str | None = None
     mss_bytes: int | None = None
+    # From the timer's restart (the last advancing ACK) to each timeout episode's first
+    # timeout: the sender's RTO then, as the tap saw it (captures only).
+    timeout_waits_s: np.ndarray | None = None
 
     @property
     def retransmitted_segments(self) -> int:
@@ -360,7 +363,7 @@ def build_connection(
             rtt,
             MIN_RTO_S if min_rto_s is None else min_rto_s,
         )
-        unseen = 0
+        unseen, waits = 0, None
     else:
         tap = tap_rtt(*tap_args, seg_tsval, ack_t, ack, ack_ok, ack_tsecr, sack)
         rtt, rtt_method = tap.as_series(), tap.method
@@ -378,7 +381,7 @@ def build_connection(
             longest_rtt_s=float(longest.max()) if len(longest) else 0.0,
             min_rto_s=min_rto_s,
         )
-        timeouts, unseen = found.times_s, found.unseen
+        timeouts, unseen, waits = found.times_s, found.unseen, found.first_waits_s
     t0, t1 = span if span is not None else (0.0, max([*seg_t[-1:], *ack_t[-1:], 0.0]))
     return Connection(
         name=name,
@@ -395,6 +398,7 @@ def build_connection(
         delivered_bytes=delivered,
         duration_s=float(t1 - t0),
         timeouts_unseen=unseen,
+        timeout_waits_s=waits,
         sender_rtt=sender[0].as_series() if sender is not None else None,
         sender_rtt_method=sender[0].method if sender is not None else None,
         mss_bytes=mss_bytes,

@@ -17,7 +17,10 @@ From the busiest TCP connection of a capture (:mod:`farlink.capture`):
   tap-to-tap samples (:mod:`farlink.caprtt`);
 * the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
   close when the flow filled the path for ten seconds at least;
-* the one-way delay as half the minimum RTT.
+* the one-way delay as half the minimum RTT;
+* the sender's least RTO, where the capture shows timeouts: the shortest wait from the timer's
+  restart to a timeout (:mod:`farlink.caprto`); the scenario's flow gets it as ``min_rto``
+  (farlink's default, RFC 6298's 1 s, otherwise).
 
 With ``--drops LOG`` the per-member call-drop rate β is fitted as ``farlink fit-drops`` does
 (seed 000 section 5.3). The scenario written is a two-node path with one link (rate, delay,
@@ -58,6 +61,7 @@ class PathFit:
     drop_fit_verdict: str | None
     rtt_method: str = ""
     warnings: tuple[str, ...] = ()
+    min_rto_s: float | None = None
 
     @property
     def loss_rate(self) -> float:
@@ -80,6 +84,7 @@ class PathFit:
             "scenario_loss_p": self.scenario_loss_p,
             "rtt_s": self.rtt_s,
             "rtt_method": self.rtt_method,
+            "min_rto_s": self.min_rto_s,
             "rate_bps": self.rate_bps,
             "delay_s": self.delay_s,
             "mss_bytes": self.mss_bytes,
@@ -131,7 +136,15 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         drop_fit_verdict=verdict,
         rtt_method=rtt_method or "",
         warnings=tuple(cap.warnings),
+        min_rto_s=_shortest_timeout_wait(conn),
     )
+
+
+def _shortest_timeout_wait(conn: Connection) -> float | None:
+    """The sender's least RTO as the capture shows it: the shortest wait from the timer's
+    restart to a timeout (:mod:`farlink.caprto`); None when it timed out never."""
+    waits = conn.timeout_waits_s
+    return float(waits.min()) if waits is not None and len(waits) else None
 
 
 def checked_scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
@@ -206,6 +219,11 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         "[flows.tcp]",
         f"mss_bytes = {fit.mss_bytes}",
         "timestamps = false           # the MSS above is the payload the capture carried",
+        *(
+            [f"min_rto_s = {fit.min_rto_s:.6f}      # the shortest wait before a timeout seen"]
+            if fit.min_rto_s
+            else []
+        ),
         "",
         "[flows.app]",
         'kind = "unbounded"',
