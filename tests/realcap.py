@@ -112,7 +112,7 @@ def _sh(*args: str, check: bool = True) -> str:
     done = subprocess.run(list(args), capture_output=True, text=True, timeout=20)
     if check and done.returncode:
         what = f"{' '.join(args)}: {done.stderr.strip()}"
-        if "Cannot open network namespace" in done.stderr:
+        if any(sign in done.stderr for sign in _GONE):
             raise NamespaceGone(what)
         raise RuntimeError(what)
     return done.stdout
@@ -407,6 +407,9 @@ def _tcpdump(net: Net, ns: str, iface: str, path: Path) -> subprocess.Popen:
         if "listening on" in line or not line:
             break
     return proc
+
+
+_GONE = ("Cannot open network namespace", "Cannot find device")
 
 
 class NamespaceGone(RuntimeError):
