@@ -10,16 +10,28 @@ CORE_STAMP := $(VENV)/.core-built
 IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
-.PHONY: demo test setup system-deps rust-test python-test lint bench bench-emu validate validate-ns3 clean
+.PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
+	validate-captures bench-emu clean
 
-setup: $(CORE_STAMP) system-deps
+setup: system-deps $(CORE_STAMP)
 
-# The emulator's tests make namespaces and routes with iproute2 (`ip`, `tc`); as root, install it
-# where it is missing.
+# Debian packages the real-capture tests drive (tests/realcap.py): tcpdump on an interface,
+# tshark as the reference dissector, iptables for drops, ethtool for offloads, iproute2 for
+# namespaces and tbf, `tc` for the emulator's check that the host's qdiscs are left alone.
+# Installed only as root and only when a tool is missing, so a second run does nothing; without
+# root the tests that need them skip and say why.
+SYSTEM_TOOLS := tshark:tshark tcpdump:tcpdump iptables:iptables ethtool:ethtool ip:iproute2 \
+	tc:iproute2 nstat:iproute2 ss:iproute2
 system-deps:
-	@command -v ip >/dev/null && command -v tc >/dev/null || \
-		{ [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq iproute2; } || \
-		echo "iproute2 missing: the emulator's tests will be skipped"
+	@missing=$$(for t in $(SYSTEM_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 \
+		|| echo $${t#*:}; done | sort -u | tr '\n' ' '); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+		echo "setup: not root or no apt-get; the real-capture tests will skip (missing: $$missing)"; \
+		exit 0; fi; \
+	echo "setup: installing $$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends $$missing >/dev/null
 
 $(DEPS_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +77,11 @@ validate-ns3: setup
 
 validate: setup
 	$(VENV)/bin/pytest -q -m slow
+
+# Real kernel TCP (Reno, CUBIC, BBR) in network namespaces, captured, beside tshark and the
+# kernel's counters: writes the agreement table of docs/captures.md. Needs root.
+validate-captures: setup
+	$(PY) tools/validate_captures.py
 
 clean:
 	rm -rf $(VENV) target farlink-out

@@ -30,11 +30,19 @@ def test_loss_events_land_near_the_truth_and_nearer_than_the_upper_bound(tmp_pat
     truth = _true_loss_rate(result)
     fit = fit_path(tmp_path / f"{tap}.pcap")
     assert fit.loss.spurious_retransmissions > 0
-    assert fit.loss_rate == pytest.approx(truth, rel=0.1)
-    assert abs(fit.loss_rate - truth) < abs(fit.loss_rate_upper_bound - truth)
+    assert fit.loss.loss_rate_path == pytest.approx(truth, rel=0.1)
+    assert fit.scenario_loss_p == fit.loss.loss_rate_path
+    assert abs(fit.loss.loss_rate_path - truth) < abs(fit.loss_rate_upper_bound - truth)
+    drops = result.summary["flows"][0]["drops"]
     if tap == "R-D":
-        overflow = result.summary["flows"][0]["drops"]["queue_overflow"]
-        assert fit.loss.unseen_before == pytest.approx(overflow, abs=2)
+        # The queue at R is before this tap, the corruption on R-D after it.
+        assert fit.loss.unseen_before == pytest.approx(drops["queue_overflow"], abs=2)
+        assert fit.loss.lost_before_tap == pytest.approx(drops["queue_overflow"], abs=2)
+        after = sum(v for k, v in drops.items() if k != "queue_overflow")
+        assert fit.loss.lost_after_tap == pytest.approx(after, rel=0.1)
+    else:
+        assert fit.loss.lost_before_tap == 0
+        assert fit.loss_rate == pytest.approx(fit.loss.loss_rate_path, rel=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +90,12 @@ def test_cli_fit_with_a_drop_log(capsys, capture, tmp_path):
     assert low <= 1 / 3000 <= high
     assert "call_drop_rate" in out.read_text()
     assert fitted["loss_rate"] <= fitted["loss_rate_upper_bound"]
-    assert set(fitted["loss_rate_meanings"]) == {"loss_rate", "loss_rate_upper_bound"}
+    assert set(fitted["loss_rate_meanings"]) == {
+        "loss_rate",
+        "loss_rate_before_tap",
+        "scenario_loss_p",
+        "loss_rate_upper_bound",
+    }
 
 
 def test_cli_fit_bad_capture_is_one_line(capsys, tmp_path):
@@ -92,3 +105,16 @@ def test_cli_fit_bad_capture_is_one_line(capsys, tmp_path):
     _, err = capsys.readouterr()
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("farlink: error: fit:")
+
+
+def test_fit_takes_the_least_rto_from_the_timeouts_it_sees(tmp_path):
+    # 20 % loss on seed 003's wireless path: the simulated Reno times out, its RTO at least
+    # RFC 6298's 1 s; the fitted flow's min_rto is the shortest wait the capture shows.
+    result = simulate("stpd-wireless", tcp="reno", loss=0.2, duration="60s", sets=['pcap=["S-R"]'])
+    write_pcaps(result, tmp_path)
+    assert result.summary["flows"][0]["timeouts"] > 0
+    fit = fit_path(tmp_path / "S-R.pcap")
+    assert 0.98 <= fit.min_rto_s <= 1.5
+    scenario = tmp_path / "fitted.toml"
+    scenario.write_text(scenario_toml(fit, "fitted"))
+    assert load_scenario(scenario)["flows"][0]["tcp"]["min_rto_s"] == pytest.approx(fit.min_rto_s)

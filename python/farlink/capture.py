@@ -1,28 +1,32 @@
-"""Read packet captures (pcap, pcapng) and analyse their TCP connections like a simulation.
+"""Analyse the TCP connections of packet captures (pcap, pcapng) like a simulation.
 
-``read_capture(path)`` returns the IPv4 TCP packets of a capture and what was skipped;
-``analyze_capture(path)`` groups them into connections and builds, per connection, the series
-``docs/captures.md`` describes: time-sequence (with retransmissions), ACKs with SACK blocks, RTT
-samples (Karn's rule, or TCP timestamps when both sides use them), detected timeouts, outstanding
-data and goodput over 10, 100 and 1,000 s windows. ``analyze_result(result)`` builds the same
-:class:`Connection` from a simulation's ``seq``/``ack``/``rtt`` traces, so a capture and a
-simulation can be drawn in one figure (:func:`plot_connections`).
+``read_capture(path)`` (:mod:`farlink.capread`, bounded and streaming) returns the TCP
+packets (IPv4, IPv6) of a capture and what was skipped; ``analyze_capture(path)`` groups them
+into connections and builds, per connection, the series ``docs/captures.md`` describes:
+time-sequence (with retransmissions), ACKs with SACK blocks, tap-to-tap RTT samples and the
+sender's own RTT where its timestamps show it (:mod:`farlink.caprtt`), timeouts inferred from
+the capture (:mod:`farlink.caprto`), outstanding data and goodput over 10, 100 and 1,000 s
+windows. ``analyze_result(result)`` builds the same :class:`Connection` from a simulation's
+``seq``/``ack``/``rtt`` traces, so a capture and a simulation can be drawn in one figure
+(:func:`plot_connections`).
 
-A truncated capture or a corrupted record is not an error: the packets before it are analysed and
-:attr:`Capture.warnings` says what was ignored. A file that is no capture at all raises
-:class:`CaptureError`.
+A truncated capture, a corrupted record or a clock step is not an error: the packets are
+analysed and :attr:`Capture.warnings` says what was ignored or distrusted. A file that is no
+capture at all raises :class:`CaptureError`.
 """
 
 from __future__ import annotations
 
-import io
-import struct
-from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
+from bisect import bisect_right
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from farlink.capread import Capture, CaptureError, Packet, read_capture
+from farlink.caprto import TIMEOUT_TOLERANCE, infer_timeouts
+from farlink.caprtt import sender_rtt, tap_rtt
 
 __all__ = [
     "GOODPUT_WINDOWS_S",
@@ -42,253 +46,9 @@ GOODPUT_WINDOWS_S = (10.0, 100.0, 1000.0)
 # Histogram of goodput normalised to the link rate: 20 bins of 0.05 over [0, 1] (seed 004,
 # Figures 10-12); a window above the rate (a rate given too low) is counted in the last bin.
 NORMALIZED_BIN_EDGES = np.linspace(0.0, 1.0, 21)
-MAX_RECORD_BYTES = 262_144  # larger than any link's snap length: a record this long is corrupt
-_PCAP_MAGICS = {
-    b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
-    b"\xa1\xb2\xc3\xd4": (">", 1e-6),
-    b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
-    b"\xa1\xb2\x3c\x4d": (">", 1e-9),
-}
-_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-LINKTYPE_ETHERNET, LINKTYPE_RAW, LINKTYPE_SLL, LINKTYPE_IPV4 = 1, 101, 113, 228
-# DLT_RAW's platform values (12, 14) that some writers put in files instead of 101.
-_RAW_TYPES = (LINKTYPE_RAW, LINKTYPE_IPV4, 12, 14)
+MAX_GOODPUT_WINDOWS = 1_000_000
 _WRAP = 1 << 32
-TIMEOUT_TOLERANCE = 0.98  # a capture's clock and the sender's timer differ by a little
 MIN_RTO_S = 1.0  # RFC 6298 rule 2.4 (Linux uses 0.2 s: pass min_rto_s=0.2 for its captures)
-
-
-class CaptureError(ValueError):
-    """A file that cannot be read as a capture; the message names the file and what was wrong."""
-
-
-@dataclass(frozen=True)
-class Packet:
-    """One IPv4 TCP segment as captured (addresses as dotted quads, time in seconds)."""
-
-    time_s: float
-    src: str
-    dst: str
-    sport: int
-    dport: int
-    seq: int
-    ack: int
-    flags: int
-    payload: int
-    tsval: int | None = None
-    tsecr: int | None = None
-    sack: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def syn(self) -> bool:
-        return bool(self.flags & 0x02)
-
-    @property
-    def has_ack(self) -> bool:
-        return bool(self.flags & 0x10)
-
-
-@dataclass
-class Capture:
-    """What a capture held: its TCP packets, counts of what was skipped, and warnings.
-
-    Packet times are seconds after ``epoch_s`` (the whole second of the first pcap record; 0
-    for pcapng); ``start_s`` is the first TCP packet's time on that scale.
-    """
-
-    source: str
-    format: str
-    linktype: int
-    packets: list[Packet] = field(default_factory=list)
-    records: int = 0
-    skipped: dict[str, int] = field(
-        default_factory=lambda: {"non_ipv4": 0, "non_tcp": 0, "malformed": 0}
-    )
-    bytes_ignored: int = 0
-    warnings: list[str] = field(default_factory=list)
-    start_s: float = 0.0
-    epoch_s: float = 0.0
-
-    @property
-    def start_unix_s(self) -> float:
-        """The first packet's time on the capture's own clock (POSIX seconds for real captures)."""
-        return self.epoch_s + self.start_s
-
-
-# --------------------------------------------------------------------------------------------
-# reading
-
-
-def read_capture(path: str | Path) -> Capture:
-    """Read a pcap (µs or ns, either byte order) or pcapng file; keep its IPv4 TCP segments.
-
-    Raises:
-        CaptureError: the file cannot be read, or is not a pcap or pcapng capture, or its link
-            type is not raw IP, Ethernet or Linux cooked.
-    """
-    source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise CaptureError(f"{source}: cannot read the file ({exc.strerror or exc})") from None
-    if len(data) >= 4 and data[:4] in _PCAP_MAGICS:
-        cap = _read_pcap(data, source)
-    elif data[:4] == _PCAPNG_MAGIC:
-        cap = _read_pcapng(data, source)
-    else:
-        raise CaptureError(
-            f"{source}: not a capture (first bytes {data[:4].hex() or 'none'}); expected pcap "
-            "(magic a1b2c3d4 or a1b23c4d, either byte order) or pcapng (0a0d0d0a)"
-        )
-    if cap.packets:
-        cap.start_s = cap.packets[0].time_s
-    return cap
-
-
-def _check_linktype(linktype: int, source: str) -> None:
-    if linktype not in (LINKTYPE_ETHERNET, LINKTYPE_SLL, *_RAW_TYPES):
-        raise CaptureError(
-            f"{source}: link type {linktype} is not supported; expected raw IP (101, 228), "
-            "Ethernet (1) or Linux cooked (113)"
-        )
-
-
-def _read_pcap(data: bytes, source: str) -> Capture:
-    order, unit = _PCAP_MAGICS[data[:4]]
-    if len(data) < 24:
-        raise CaptureError(f"{source}: pcap file header cut short ({len(data)} of 24 bytes)")
-    linktype = struct.unpack(order + "I", data[20:24])[0] & 0x0FFFFFFF
-    _check_linktype(linktype, source)
-    cap = Capture(source, "pcap-ns" if unit == 1e-9 else "pcap-us", linktype)
-    header = struct.Struct(order + "IIII")
-    pos = 24
-    while pos < len(data):
-        if len(data) - pos < 16:
-            _cut(cap, len(data) - pos, f"record {cap.records + 1} header cut short")
-            break
-        sec, frac, incl, _orig = header.unpack_from(data, pos)
-        if incl > MAX_RECORD_BYTES or (unit == 1e-6 and frac >= 1_000_000) or frac >= 10**9:
-            _cut(cap, len(data) - pos, f"record {cap.records + 1} at byte {pos} is corrupt")
-            break
-        if pos + 16 + incl > len(data):
-            _cut(cap, len(data) - pos, f"record {cap.records + 1} cut short")
-            break
-        if cap.records == 0:
-            cap.epoch_s = float(sec)  # times kept relative to it, so nanoseconds survive
-        cap.records += 1
-        _add(cap, (sec - cap.epoch_s) + frac * unit, data[pos + 16 : pos + 16 + incl])
-        pos += 16 + incl
-    return cap
-
-
-def _read_pcapng(data: bytes, source: str) -> Capture:
-    import dpkt
-
-    stream = io.BytesIO(data)
-    try:
-        reader = dpkt.pcapng.Reader(stream)
-    except Exception as exc:  # dpkt raises ValueError, struct.error or its own errors
-        raise CaptureError(f"{source}: pcapng header unreadable ({exc})") from None
-    linktype = reader.datalink()
-    _check_linktype(linktype, source)
-    cap = Capture(source, "pcapng", linktype)
-    good = stream.tell()
-    iterator = iter(reader)
-    while True:
-        try:
-            ts, buf = next(iterator)
-        except StopIteration:
-            if stream.tell() < len(data):
-                _cut(cap, len(data) - stream.tell(), f"block after packet {cap.records} unreadable")
-            break
-        except Exception:
-            _cut(cap, len(data) - good, f"block after packet {cap.records} is cut short or corrupt")
-            break
-        good = stream.tell()
-        cap.records += 1
-        _add(cap, float(ts), bytes(buf))
-    return cap
-
-
-def _cut(cap: Capture, ignored: int, what: str) -> None:
-    cap.bytes_ignored += ignored
-    cap.warnings.append(
-        f"{cap.source}: {what}; analysed the {cap.records} packets before it and ignored the "
-        f"last {ignored} bytes"
-    )
-
-
-def _ip_payload(linktype: int, frame: bytes) -> bytes | None:
-    """The IPv4 datagram in a frame, or None for anything else."""
-    if linktype in _RAW_TYPES:
-        return frame
-    if linktype == LINKTYPE_ETHERNET:
-        offset, ethertype = 14, frame[12:14]
-        while ethertype in (b"\x81\x00", b"\x88\xa8") and len(frame) >= offset + 4:
-            ethertype, offset = frame[offset + 2 : offset + 4], offset + 4
-        return frame[offset:] if ethertype == b"\x08\x00" else None
-    return frame[16:] if frame[14:16] == b"\x08\x00" else None  # Linux SLL
-
-
-def _add(cap: Capture, time_s: float, frame: bytes) -> None:
-    ip = _ip_payload(cap.linktype, frame)
-    if ip is None or len(ip) < 20 or ip[0] >> 4 != 4:
-        cap.skipped["non_ipv4"] += 1
-        return
-    ihl = (ip[0] & 0x0F) * 4
-    frag_offset = struct.unpack_from("!H", ip, 6)[0] & 0x1FFF
-    if ip[9] != 6 or frag_offset:
-        cap.skipped["non_tcp"] += 1
-        return
-    total = struct.unpack_from("!H", ip, 2)[0]
-    if ihl < 20 or len(ip) < ihl + 20 or total < ihl + 20:
-        cap.skipped["malformed"] += 1
-        return
-    sport, dport, seq, ack, off_flags = struct.unpack_from("!HHIIH", ip, ihl)
-    off = (off_flags >> 12) * 4
-    if off < 20 or total < ihl + off:
-        cap.skipped["malformed"] += 1
-        return
-    tsval, tsecr, sack = _options(ip[ihl + 20 : ihl + off])
-    cap.packets.append(
-        Packet(
-            time_s,
-            ".".join(map(str, ip[12:16])),
-            ".".join(map(str, ip[16:20])),
-            sport,
-            dport,
-            seq,
-            ack,
-            off_flags & 0x1FF,
-            total - ihl - off,
-            tsval,
-            tsecr,
-            sack,
-        )
-    )
-
-
-def _options(opts: bytes) -> tuple[int | None, int | None, tuple[tuple[int, int], ...]]:
-    tsval = tsecr = None
-    sack: list[tuple[int, int]] = []
-    i = 0
-    while i < len(opts):
-        kind = opts[i]
-        if kind == 0:
-            break
-        if kind == 1:
-            i += 1
-            continue
-        if i + 1 >= len(opts) or opts[i + 1] < 2:
-            break
-        length = opts[i + 1]
-        body = opts[i + 2 : i + length]
-        if kind == 8 and len(body) == 8:
-            tsval, tsecr = struct.unpack("!II", body)
-        elif kind == 5:
-            sack = [struct.unpack_from("!II", body, j) for j in range(0, len(body) - 7, 8)]
-        i += length
-    return tsval, tsecr, tuple(sack)
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,9 +62,13 @@ class Connection:
     ``seq``: ``time_s``, ``seq`` (relative to the first data byte), ``len_bytes``,
     ``retransmission``. ``ack``: ``time_s``, ``ack`` (relative), ``dupack``; ``sack`` lists the
     SACK blocks (relative) of each ACK. ``rtt``: ``time_s``, ``rtt_s`` by ``rtt_method``
-    (``timestamps``, ``karn`` or ``sender`` for the simulator's own samples); ``rtt_karn`` the
-    Karn samples always. ``outstanding``: ``time_s``, ``bytes``. ``goodput``: window length in
-    seconds → goodput in bit/s of each complete non-overlapping window.
+    (tap to tap, :mod:`farlink.caprtt`, or ``sender`` for the simulator's own samples);
+    ``rtt_karn`` the tap-to-tap samples without timestamps always. ``sender_rtt``: the
+    sender's own RTT estimated from its TSvals (the queue before the tap included), or None.
+    ``timeouts_s``: the timeouts seen at the tap (:mod:`farlink.caprto`), and
+    ``timeouts_unseen`` the firings inferred from backoff whose copies never crossed it.
+    ``outstanding``: ``time_s``, ``bytes``. ``goodput``: window length in seconds → goodput in
+    bit/s of each complete non-overlapping window.
     """
 
     name: str
@@ -320,6 +84,22 @@ class Connection:
     goodput: dict[float, np.ndarray]
     delivered_bytes: int
     duration_s: float
+    timeouts_unseen: int = 0
+    sender_rtt: dict[str, np.ndarray] | None = None
+    sender_rtt_method: str | None = None
+    mss_bytes: int | None = None
+    # From the timer's restart (the last advancing ACK) to each timeout episode's first
+    # timeout: the sender's RTO then, as the tap saw it (captures only).
+    timeout_waits_s: np.ndarray | None = None
+
+    @property
+    def retransmitted_segments(self) -> int:
+        """Retransmissions in MSS-sized segments, as the sender's kernel counts them: a
+        segment larger than the MSS (TSO/GSO at the tap) counts once per MSS it holds."""
+        lens = self.seq["len_bytes"][self.seq["retransmission"]]
+        if not self.mss_bytes:
+            return len(lens)
+        return int(np.ceil(lens / self.mss_bytes).sum())
 
     @property
     def retransmissions(self) -> int:
@@ -340,7 +120,10 @@ class Connection:
             "goodput_bps": 8 * self.delivered_bytes / self.duration_s if self.duration_s else None,
             "retransmissions": self.retransmissions,
             "retransmitted_bytes": int(self.seq["len_bytes"][self.seq["retransmission"]].sum()),
-            "timeouts": len(self.timeouts_s),
+            "mss_bytes": self.mss_bytes,
+            "retransmitted_segments": self.retransmitted_segments,
+            "timeouts": len(self.timeouts_s) + self.timeouts_unseen,
+            "timeouts_unseen_at_tap": self.timeouts_unseen,
             "timeout_times_s": self.timeouts_s.tolist(),
             "acks": len(self.ack["ack"]),
             "dupacks": int(self.ack["dupack"].sum()),
@@ -350,13 +133,23 @@ class Connection:
             "rtt_karn_samples": len(self.rtt_karn["rtt_s"]),
             "rtt_min_s": float(rtt.min()) if len(rtt) else None,
             "rtt_median_s": float(np.median(rtt)) if len(rtt) else None,
+            "rtt_p95_s": float(np.percentile(rtt, 95)) if len(rtt) else None,
             "rtt_max_s": float(rtt.max()) if len(rtt) else None,
+            **self._sender_rtt_summary(),
             "max_outstanding_bytes": int(self.outstanding["bytes"].max())
             if len(self.outstanding["bytes"])
             else 0,
             "goodput_windows": {
                 f"{w:g}s": _window_summary(g, link_rate_bps) for w, g in self.goodput.items()
             },
+        }
+
+    def _sender_rtt_summary(self) -> dict[str, Any]:
+        r = self.sender_rtt["rtt_s"] if self.sender_rtt is not None else np.zeros(0)
+        return {
+            "sender_rtt_method": self.sender_rtt_method,
+            "sender_rtt_median_s": float(np.median(r)) if len(r) else None,
+            "sender_rtt_p95_s": float(np.percentile(r, 95)) if len(r) else None,
         }
 
 
@@ -399,7 +192,7 @@ def _unwrap(values: list[int], base: int) -> np.ndarray:
 
 
 def analyze_capture(
-    path: str | Path, *, min_rto_s: float = MIN_RTO_S
+    path: str | Path, *, min_rto_s: float | None = None
 ) -> tuple[Capture, list[Connection]]:
     """Read a capture and analyse each of its TCP connections (see :func:`analyze_packets`)."""
     cap = read_capture(path)
@@ -413,7 +206,7 @@ def analyze_packets(
     *,
     start_s: float = 0.0,
     source: str = "capture",
-    min_rto_s: float = MIN_RTO_S,
+    min_rto_s: float | None = None,
 ) -> list[Connection]:
     """Group packets by 4-tuple and analyse each connection that carries data.
 
@@ -435,7 +228,11 @@ def analyze_packets(
 
 
 def _connection(
-    group: list[Packet], sender: tuple[str, int], start_s: float, source: str, min_rto_s: float
+    group: list[Packet],
+    sender: tuple[str, int],
+    start_s: float,
+    source: str,
+    min_rto_s: float | None,
 ) -> Connection:
     data = [p for p in group if (p.src, p.sport) == sender]
     acks = [p for p in group if (p.src, p.sport) != sender and p.has_ack]
@@ -456,7 +253,8 @@ def _connection(
         for p in acks
     ]
     other = [p for p in group if (p.src, p.sport) != sender]
-    ts_rtt = _timestamp_rtt(segs, acks, ack_v, start_s) if _uses_timestamps(data, other) else None
+    uses_ts = _uses_timestamps(data, other)
+    mss = _sender_mss(other, lens, uses_ts)
     dst = next((p.dst, p.dport) for p in segs)
     name = f"{sender[0]}:{sender[1]}->{dst[0]}:{dst[1]}"
     payload_acks = np.array([p.payload for p in acks], dtype=np.int64)
@@ -471,35 +269,36 @@ def _connection(
         ack=ack_v,
         sack=sack,
         ack_payload=payload_acks,
-        rtt=ts_rtt,
-        rtt_method="timestamps" if ts_rtt is not None else "karn",
+        seg_ok=np.array([p.time_ok for p in segs], dtype=bool),
+        ack_ok=np.array([p.time_ok for p in acks], dtype=bool),
+        seg_tsval=_ts_column([p.tsval for p in segs]) if uses_ts else None,
+        ack_tsecr=_ts_column([p.tsecr for p in acks]) if uses_ts else None,
         span=(min(all_t), max(all_t)),
         min_rto_s=min_rto_s,
+        mss_bytes=mss,
     )
+
+
+def _sender_mss(other: list[Packet], lens: np.ndarray, uses_ts: bool) -> int | None:
+    """The sender's segment size: the receiver's MSS option less the timestamp option's 12
+    bytes when they are used (RFC 7323 section 4.3 / Linux's mss_cache), else the commonest
+    segment length among those no larger than an Ethernet frame's payload."""
+    offered = [p.mss for p in other if p.syn and p.mss]
+    if offered:
+        return offered[0] - (12 if uses_ts else 0)
+    small = lens[lens <= 1460]
+    if not len(small):
+        return None
+    values, counts = np.unique(small, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def _ts_column(values: list[int | None]) -> np.ndarray:
+    return np.array([-1 if v is None else v for v in values], dtype=np.int64)
 
 
 def _uses_timestamps(data: list[Packet], other: list[Packet]) -> bool:
     return any(p.tsval is not None for p in data) and any(p.tsecr not in (None, 0) for p in other)
-
-
-def _timestamp_rtt(
-    segs: list[Packet], acks: list[Packet], ack_v: np.ndarray, start_s: float
-) -> dict[str, np.ndarray]:
-    """RTT from TSecr: an ACK that advances the cumulative ACK, minus when its echoed TSval was
-    first sent on a data segment (RFC 7323 section 4)."""
-    first: dict[int, float] = {}
-    for p in segs:
-        if p.tsval is not None:
-            first.setdefault(p.tsval, p.time_s)
-    times, rtts = [], []
-    highest = -1
-    for p, a in zip(acks, ack_v, strict=True):
-        if a > highest:
-            if highest >= 0 and p.tsecr in first:
-                times.append(p.time_s - start_s)
-                rtts.append(p.time_s - first[p.tsecr])
-            highest = a
-    return {"time_s": np.array(times), "rtt_s": np.array(rtts)}
 
 
 def build_connection(
@@ -515,13 +314,23 @@ def build_connection(
     ack_payload: np.ndarray | None = None,
     retransmission: np.ndarray | None = None,
     rtt: dict[str, np.ndarray] | None = None,
-    rtt_method: str = "karn",
+    rtt_method: str = "sender",
     span: tuple[float, float] | None = None,
-    min_rto_s: float = MIN_RTO_S,
+    min_rto_s: float | None = None,
+    seg_ok: np.ndarray | None = None,
+    ack_ok: np.ndarray | None = None,
+    seg_tsval: np.ndarray | None = None,
+    ack_tsecr: np.ndarray | None = None,
+    mss_bytes: int | None = None,
 ) -> Connection:
     """Build the per-connection series from data segments and ACKs (both time-ordered).
 
     ``retransmission`` defaults to "starts below the highest sequence number sent so far".
+    Without ``rtt`` (a capture), the RTT samples are the tap's (:mod:`farlink.caprtt`) and the
+    timeouts are inferred from the capture (:mod:`farlink.caprto`, ``min_rto_s`` a hint);
+    with the sender's own samples (a simulation), timeouts are found by the RTO those samples
+    give (:func:`_timeouts`, at least ``min_rto_s``, 1 s by default).
+    ``seg_ok``/``ack_ok`` are False for packets whose time is a clock step (none by default).
     """
     seq = np.asarray(seq, dtype=np.int64)
     lens = np.asarray(lens, dtype=np.int64)
@@ -538,10 +347,41 @@ def build_connection(
         dup[1:] = (ack[1:] == ack[:-1]) & (ack_payload[1:] == 0) & (ack[1:] > 0)
     max_end = int((seq + lens).max()) if len(seq) else 0
     delivered = int(min(ack.max(), max_end)) if len(ack) else 0
-    karn = _karn_rtt(seg_t, seq, lens, retransmission, ack_t, ack)
-    if rtt is None or not len(rtt["rtt_s"]):
-        rtt, rtt_method = karn, "karn"
-    timeouts = _timeouts(seg_t, seq, retransmission, ack_t, ack, rtt, min_rto_s)
+    seg_ok = np.ones(len(seq), dtype=bool) if seg_ok is None else seg_ok
+    ack_ok = np.ones(len(ack), dtype=bool) if ack_ok is None else ack_ok
+    tap_args = (seg_t, seq, lens, seg_ok)
+    karn_samples = tap_rtt(*tap_args, None, ack_t, ack, ack_ok, None, sack)
+    karn = karn_samples.as_series()
+    sender = None
+    if rtt is not None:
+        timeouts = _timeouts(
+            seg_t,
+            seq,
+            retransmission,
+            ack_t,
+            ack,
+            rtt,
+            MIN_RTO_S if min_rto_s is None else min_rto_s,
+        )
+        unseen, waits = 0, None
+    else:
+        tap = tap_rtt(*tap_args, seg_tsval, ack_t, ack, ack_ok, ack_tsecr, sack)
+        rtt, rtt_method = tap.as_series(), tap.method
+        if seg_tsval is not None:
+            sender = sender_rtt(tap, seg_t, seg_tsval, seg_ok)
+        longest = sender[0].rtt_s if sender is not None else tap.rtt_s
+        found = infer_timeouts(
+            seg_t,
+            seq,
+            lens,
+            retransmission,
+            ack_t,
+            ack,
+            sack,
+            longest_rtt_s=float(longest.max()) if len(longest) else 0.0,
+            min_rto_s=min_rto_s,
+        )
+        timeouts, unseen, waits = found.times_s, found.unseen, found.first_waits_s
     t0, t1 = span if span is not None else (0.0, max([*seg_t[-1:], *ack_t[-1:], 0.0]))
     return Connection(
         name=name,
@@ -557,45 +397,12 @@ def build_connection(
         goodput=_goodput(ack_t, ack, t0, t1),
         delivered_bytes=delivered,
         duration_s=float(t1 - t0),
+        timeouts_unseen=unseen,
+        timeout_waits_s=waits,
+        sender_rtt=sender[0].as_series() if sender is not None else None,
+        sender_rtt_method=sender[0].method if sender is not None else None,
+        mss_bytes=mss_bytes,
     )
-
-
-def _karn_rtt(
-    seg_t: np.ndarray,
-    seq: np.ndarray,
-    lens: np.ndarray,
-    retx: np.ndarray,
-    ack_t: np.ndarray,
-    ack: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """RTT samples after Karn: an ACK that advances the cumulative ACK to exactly the end of a
-    segment sent once gives a sample, unless any byte below the ACK was retransmitted between
-    that segment's transmission and the ACK (a hole being filled would inflate the sample)."""
-    ends = seq + lens
-    sent_once: dict[int, float] = {}
-    ambiguous: set[int] = set()
-    for t, e, r in zip(seg_t, ends, retx, strict=True):
-        if r or e in sent_once:
-            ambiguous.add(int(e))
-        sent_once.setdefault(int(e), float(t))
-    retx_t = seg_t[retx]
-    retx_seq = seq[retx]
-    times, rtts = [], []
-    highest = -1
-    for t, a in zip(ack_t, ack, strict=True):
-        a = int(a)
-        if a <= highest:
-            continue
-        highest = a
-        sent = sent_once.get(a)
-        if sent is None or a in ambiguous or t < sent:
-            continue
-        lo, hi = bisect_right(retx_t, sent), bisect_left(retx_t, t)
-        if hi > lo and (retx_seq[lo:hi] < a).any():
-            continue
-        times.append(float(t))
-        rtts.append(float(t - sent))
-    return {"time_s": np.array(times), "rtt_s": np.array(rtts)}
 
 
 def _timeouts(
@@ -657,14 +464,16 @@ def _outstanding(
 
 def _goodput(ack_t: np.ndarray, ack: np.ndarray, t0: float, t1: float) -> dict[float, np.ndarray]:
     """In-order bytes acknowledged in each complete non-overlapping window (seed 004, Figures
-    10-12), as bit/s; windows start at the connection's first packet."""
+    10-12), as bit/s; windows start at the connection's first packet. At most
+    :data:`MAX_GOODPUT_WINDOWS` windows per length (8 MB each): a span longer than that (a
+    capture of years) keeps its first ones."""
     if len(ack):
         highest = np.maximum.accumulate(np.maximum(ack, 0))
     else:
         highest = np.zeros(0, dtype=np.int64)
     out = {}
     for w in GOODPUT_WINDOWS_S:
-        n = int((t1 - t0) // w)
+        n = min(int((t1 - t0) // w), MAX_GOODPUT_WINDOWS)
         edges = t0 + w * np.arange(n + 1)
         idx = np.searchsorted(ack_t, edges, side="right") - 1
         level = np.where(idx >= 0, highest[np.clip(idx, 0, None)] if len(ack) else 0, 0)
@@ -672,7 +481,7 @@ def _goodput(ack_t: np.ndarray, ack: np.ndarray, t0: float, t1: float) -> dict[f
     return out
 
 
-def analyze_result(result: Any, *, min_rto_s: float = MIN_RTO_S) -> list[Connection]:
+def analyze_result(result: Any, *, min_rto_s: float | None = None) -> list[Connection]:
     """The same :class:`Connection` per flow from a ``farlink.simulate`` Result's traces.
 
     The retransmission flags and RTT samples are the sender's own (``seq`` and ``rtt`` traces);

@@ -1026,9 +1026,12 @@ def analyze_command(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for the figures.")] = None,
     min_rto: Annotated[
-        str,
-        typer.Option(help=f"Least RTO of the timeout heuristic {DurationOpt} Linux uses 200ms."),
-    ] = "1s",
+        str | None,
+        typer.Option(
+            help=f"A hint, not the rule: the sender's least RTO {DurationOpt} Linux uses 200ms. "
+            "Timeouts are inferred from the capture; one sooner than this is not counted."
+        ),
+    ] = None,
     sim: Annotated[
         str | None,
         typer.Option(
@@ -1057,7 +1060,7 @@ def analyze_command(
     """
     from farlink.capture import CaptureError, analyze_capture, plot_connections
 
-    min_rto_s = read("--min-rto", units.parse_duration_s, min_rto)
+    min_rto_s = None if min_rto is None else read("--min-rto", units.parse_duration_s, min_rto)
     rate_bps = (
         None if link_rate is None else read("--link-rate", units.parse_bitrate_bps, link_rate)
     )
@@ -1067,12 +1070,11 @@ def analyze_command(
         cap, connections = analyze_capture(capture, min_rto_s=min_rto_s)
     except CaptureError as err:
         raise CliError(f"CAPTURE: {err}") from None
-    for warning in cap.warnings:
-        print(f"farlink: warning: CAPTURE: {warning}", file=sys.stderr)
+    _warn_capture(cap.warnings)
     if not connections:
         skipped = ", ".join(f"{v} {k.replace('_', '-')}" for k, v in cap.skipped.items() if v)
         raise CliError(
-            f"CAPTURE: {capture}: no IPv4 TCP connection carrying data in {cap.records} packets"
+            f"CAPTURE: {capture}: no TCP connection carrying data in {cap.records} packets"
             + (f" (skipped {skipped})" if skipped else "")
         )
     drops_s = None if drops is None else _log_drops_s(drops, cap.start_unix_s)
@@ -1134,6 +1136,12 @@ def analyze_command(
         typer.echo(f"wrote {path}")
 
 
+def _warn_capture(warnings: list[str] | tuple[str, ...]) -> None:
+    """What every command that reads a capture says about it: one line per warning."""
+    for warning in warnings:
+        print(f"farlink: warning: CAPTURE: {warning}", file=sys.stderr)
+
+
 def _log_drops_s(drops: Path, capture_start_unix_s: float) -> np.ndarray:
     """The drop times of a call-drop log on the capture's clock."""
     from farlink.droplog import DropLogError, read_drop_log
@@ -1148,7 +1156,7 @@ def _log_drops_s(drops: Path, capture_start_unix_s: float) -> np.ndarray:
 
 
 def _simulate_beside(
-    scenario: str, sets: list[str] | tuple[str, ...], seed: int | None, min_rto_s: float
+    scenario: str, sets: list[str] | tuple[str, ...], seed: int | None, min_rto_s: float | None
 ) -> dict[str, Any]:
     """Run ``scenario`` with the traces the analysis needs; its connections and call drops."""
     from dataclasses import replace
@@ -1227,15 +1235,17 @@ def fit_command(
     """Estimate loss rate, RTT and beta from a capture and a drop log; write a scenario."""
     from farlink.capture import CaptureError
     from farlink.droplog import DropLogError
-    from farlink.fitpath import fit_path, scenario_toml
+    from farlink.fitpath import checked_scenario_toml, fit_path
 
     try:
         fitted = fit_path(capture, drops)
+        _warn_capture(fitted.warnings)
+        text = checked_scenario_toml(fitted, name=f"fit-{capture.stem}")
     except (CaptureError, DropLogError, ValueError) as err:
         raise CliError(f"fit: {err}") from None
     path = out if out is not None else DEFAULT_OUT / f"fit-{capture.stem}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(scenario_toml(fitted, name=f"fit-{capture.stem}"))
+    path.write_text(text)
     payload = {**fitted.to_dict(), "scenario": str(path)}
     if as_json:
         print_json({**payload, "loss_rate_meanings": LOSS_RATE_MEANINGS})
@@ -1246,8 +1256,12 @@ def fit_command(
 
 
 LOSS_RATE_MEANINGS = {
-    "loss_rate": "loss events (retransmissions the receiver's ACKs show were needed) / data "
-    "segments; written in the scenario",
+    "loss_rate": "copies lost after the tap (seen sent, never acknowledged: the needed "
+    "retransmissions of data the tap saw) / data segments seen at the tap",
+    "loss_rate_before_tap": "copies lost before the tap (needed retransmissions of data the tap "
+    "never saw, timer firings it never saw) / data segments that reached that part; a lower "
+    "bound",
+    "scenario_loss_p": "both together, the loss of the fitted scenario's one link",
     "loss_rate_upper_bound": "every retransmission / first transmissions, spurious resends "
     "(go-back-N after a timeout, a resend crossing its ACK) included",
 }

@@ -2,27 +2,40 @@
 
 From the busiest TCP connection of a capture (:mod:`farlink.capture`):
 
-* the loss rate ``p``: loss events (the retransmissions the receiver's ACKs show were needed,
-  :mod:`farlink.lossest`) / data segments that entered the path. Reported beside it, the upper
-  bound retransmitted / first transmissions, which counts spurious resends (go-back-N after a
+* the loss rates, split by where the loss happened relative to the tap (:mod:`farlink.lossest`):
+  ``loss_rate``, copies lost after the tap (seen sent, never acknowledged) / data segments seen
+  there, and ``loss_rate_before_tap``, copies lost before it (resends of data the tap never saw,
+  timer firings it never saw) / data segments that reached that part of the path. The fitted
+  path is one link, so its Bernoulli ``p`` is the two together, ``loss_rate_path`` (equal to
+  ``loss_rate`` when nothing was lost before the tap). Reported beside them, the upper bound
+  retransmitted / first transmissions, which counts spurious resends (go-back-N after a
   timeout, a resend crossing its ACK) too. The estimate counts every loss, congestion drops at
   a full queue as well as corruption: on a path that queued and overflowed, part of ``p`` is
   congestion the fitted scenario's own queue will add again;
-* the RTT distribution (minimum, median, mean, 95th percentile, standard deviation) from the
-  capture's RTT samples (timestamps when both ends use them, else Karn);
+* the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
+  sender's own RTT where its timestamps show it (the queue before the tap included), else the
+  tap-to-tap samples (:mod:`farlink.caprtt`);
 * the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
   close when the flow filled the path for ten seconds at least;
-* the one-way delay as half the minimum RTT.
+* the one-way delay as half the minimum RTT;
+* the sender's least RTO, where the capture shows timeouts: the shortest wait from the timer's
+  restart to a timeout (:mod:`farlink.caprto`); the scenario's flow gets it as ``min_rto``
+  (farlink's default, RFC 6298's 1 s, otherwise).
 
 With ``--drops LOG`` the per-member call-drop rate β is fitted as ``farlink fit-drops`` does
 (seed 000 section 5.3). The scenario written is a two-node path with one link (rate, delay,
 Bernoulli loss ``p``, the tighter estimate, in the data direction, named ``lossy_link``) and one
 unbounded flow with the capture's segment size; β, when known, and the RTT figures are recorded
 as comments and under ``extra`` so the other engines can use them.
+
+Before it is written, the scenario is handed to the core (``farlink._core``), which parses and
+validates it and runs one simulated millisecond of it: a capture whose figures make no path
+(no RTT above zero, no goodput) is refused with the core's message, never written.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +45,7 @@ import numpy as np
 from farlink.capture import Connection, analyze_capture
 from farlink.lossest import LossEstimate, estimate_loss
 
-__all__ = ["PathFit", "fit_path", "scenario_toml"]
+__all__ = ["PathFit", "checked_scenario_toml", "fit_path", "scenario_toml"]
 
 
 @dataclass(frozen=True)
@@ -46,11 +59,19 @@ class PathFit:
     beta_per_s: float | None
     beta_ci_per_s: tuple[float, float] | None
     drop_fit_verdict: str | None
+    rtt_method: str = ""
+    warnings: tuple[str, ...] = ()
+    min_rto_s: float | None = None
 
     @property
     def loss_rate(self) -> float:
-        """The loss rate written in the scenario: loss events / data segments."""
-        return self.loss.loss_rate
+        """Copies lost after the tap / data segments seen there."""
+        return self.loss.loss_rate_after_tap
+
+    @property
+    def scenario_loss_p(self) -> float:
+        """The Bernoulli ``p`` of the fitted one-link path: the loss before and after the tap."""
+        return self.loss.loss_rate_path
 
     @property
     def loss_rate_upper_bound(self) -> float:
@@ -60,7 +81,10 @@ class PathFit:
         return {
             "connection": self.connection,
             **self.loss.to_dict(),
+            "scenario_loss_p": self.scenario_loss_p,
             "rtt_s": self.rtt_s,
+            "rtt_method": self.rtt_method,
+            "min_rto_s": self.min_rto_s,
             "rate_bps": self.rate_bps,
             "delay_s": self.delay_s,
             "mss_bytes": self.mss_bytes,
@@ -76,11 +100,13 @@ def _busiest(connections: list[Connection]) -> Connection:
 
 def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     """Estimate the path of ``capture``'s busiest connection (see the module notes)."""
-    _, connections = analyze_capture(capture)
+    cap, connections = analyze_capture(capture)
     if not connections:
         raise ValueError(f"{capture}: no TCP connection carrying data")
     conn = _busiest(connections)
-    rtt = conn.rtt["rtt_s"]
+    own = conn.sender_rtt is not None and len(conn.sender_rtt["rtt_s"])
+    rtt = conn.sender_rtt["rtt_s"] if own else conn.rtt["rtt_s"]
+    rtt_method = conn.sender_rtt_method if own else conn.rtt_method
     if len(rtt) == 0 or len(conn.seq["seq"]) == 0:
         raise ValueError(f"{capture}: connection {conn.name} has no RTT samples or no data")
     windows = conn.goodput.get(10.0, np.array([]))
@@ -108,7 +134,43 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         beta_per_s=beta,
         beta_ci_per_s=ci,
         drop_fit_verdict=verdict,
+        rtt_method=rtt_method or "",
+        warnings=tuple(cap.warnings),
+        min_rto_s=_shortest_timeout_wait(conn),
     )
+
+
+def _shortest_timeout_wait(conn: Connection) -> float | None:
+    """The sender's least RTO as the capture shows it: the shortest wait from the timer's
+    restart to a timeout (:mod:`farlink.caprto`); None when it timed out never."""
+    waits = conn.timeout_waits_s
+    return float(waits.min()) if waits is not None and len(waits) else None
+
+
+def checked_scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
+    """:func:`scenario_toml`, validated by the core first (module notes).
+
+    Raises:
+        ValueError: the core refuses the scenario; the message names the field and the capture's
+            figure it came from.
+    """
+    import tomllib
+
+    from farlink import _core
+
+    text = scenario_toml(fit, name, duration)
+    doc = tomllib.loads(text)
+    doc["duration"] = "1ms"
+    doc.pop("trace", None)
+    try:
+        _core.run_scenario(json.dumps(doc))
+    except _core.ScenarioError as err:
+        raise ValueError(
+            f"{fit.connection}: the fitted path is not a valid scenario ({err}); the capture's "
+            f"figures: rate {fit.rate_bps:g} bit/s, one-way delay {fit.delay_s:g} s, loss "
+            f"{fit.scenario_loss_p:g}"
+        ) from None
+    return text
 
 
 def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
@@ -116,11 +178,13 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
     rtt = fit.rtt_s
     lines = [
         f"# Fitted by `farlink fit` from connection {fit.connection}.",
-        f"# Loss: {fit.loss.loss_events} loss events in {fit.loss.data_segments} data segments "
-        f"(needed retransmissions); every retransmission counted, the upper bound would be "
+        f"# Loss: {fit.loss.lost_after_tap} copies lost after the tap in "
+        f"{fit.loss.data_segments} data segments seen there ({fit.loss_rate:.6g}), "
+        f"{fit.loss.lost_before_tap} before it ({fit.loss.loss_rate_before_tap:.6g}); the link "
+        f"below gets both. Every retransmission counted, the upper bound would be "
         f"{fit.loss_rate_upper_bound:.6g}.",
-        f"# RTT (s): min {rtt['min']:.4f}, median {rtt['median']:.4f}, mean {rtt['mean']:.4f}, "
-        f"95th percentile {rtt['p95']:.4f}, sd {rtt['std']:.4f}.",
+        f"# RTT ({fit.rtt_method}, s): min {rtt['min']:.6g}, median {rtt['median']:.6g}, "
+        f"mean {rtt['mean']:.6g}, 95th percentile {rtt['p95']:.6g}, sd {rtt['std']:.6g}.",
     ]
     if fit.beta_per_s:
         lines.append(
@@ -144,7 +208,8 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         "",
         "[links.fwd.loss]",
         'model = "bernoulli"',
-        f"p = {fit.loss_rate:.6g}              # loss events / data segments (farlink.lossest)",
+        f"p = {fit.scenario_loss_p:.6g}              # loss before and after the tap "
+        "(farlink.lossest)",
         "",
         "[[flows]]",
         'name = "fitted"',
@@ -154,6 +219,11 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         "[flows.tcp]",
         f"mss_bytes = {fit.mss_bytes}",
         "timestamps = false           # the MSS above is the payload the capture carried",
+        *(
+            [f"min_rto_s = {fit.min_rto_s:.6f}      # the shortest wait before a timeout seen"]
+            if fit.min_rto_s
+            else []
+        ),
         "",
         "[flows.app]",
         'kind = "unbounded"',
@@ -162,6 +232,8 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         f"rtt_median_s = {rtt['median']:.6f}",
         f"rtt_p95_s = {rtt['p95']:.6f}",
         f"loss_rate_upper_bound = {fit.loss_rate_upper_bound:.6g}",
+        f"loss_rate_after_tap = {fit.loss_rate:.6g}",
+        f"loss_rate_before_tap = {fit.loss.loss_rate_before_tap:.6g}",
     ]
     if fit.beta_per_s:
         lines.append(f"beta_per_s = {fit.beta_per_s:.6g}")

@@ -10,6 +10,8 @@ the number of loss events, and their share of the data segments on the path is t
 
 A retransmission of bytes ``[s, e)`` sent (seen at the tap) at time ``t`` is **spurious** when
 
+0. an ACK after it carries a D-SACK block (RFC 2883) covering ``[s, e)``: the receiver says it
+   got the data twice; or
 1. an ACK seen at the tap before ``t + rtt_min`` covered ``[s, e)``, by its cumulative ACK or
    one of its SACK blocks: such an ACK left the receiver before the retransmission could have
    arrived there (``rtt_min`` is the least RTT from the tap to the receiver and back), so the
@@ -21,8 +23,25 @@ A retransmission of bytes ``[s, e)`` sent (seen at the tap) at time ``t`` is **s
    receiver held it before the retransmission arrived. This is what exposes the go-back-N
    resends of Reno after a timeout, which no ACK before them can reveal.
 
+Rules 0 and 1 are the data's own arrival shown by the receiver; rule 2 infers it from order and
+decides only where SACK blocks (rule 1) did not, which on a SACK connection is rare.
+
 Every other retransmission is **needed**, including one whose covering ACK the capture never
 saw (the end of the capture): the estimate errs towards loss where the evidence runs out.
+
+**Where the loss happened.** A needed retransmission of data the tap had seen stands for a copy
+lost *after* the tap (seen sent, never acknowledged): the latest copy seen holding its first
+byte, counted once however many resends replace it (a lost super-segment, captured with
+offloads on, is one copy resent as several segments). One of data the tap never saw stands for
+a copy lost *before* it (the sender's own queue, a link upstream): one per hole in the data the
+tap saw first, since the tap cannot tell how the sender cut a hole's bytes into segments (two
+adjacent segments lost there count once). To those before the tap are added
+the timer firings whose copies the tap never saw (:mod:`farlink.caprto`, from the backoff): a
+segment lost k times before the tap counts k times when its timeouts show it. What stays
+unseen: a fast-recovery resend lost before the tap and followed by another fast resend (no
+timer to show it); so the count before the tap is a lower bound. ``loss_rate`` after the tap
+is its copies over the data segments seen at the tap; before the tap, over those plus the
+copies lost there.
 
 The estimate fits a tap anywhere on the path. On a tap upstream of the losses (next to the
 sender) every lost segment was seen at the tap and is followed by its needed retransmission.
@@ -55,7 +74,7 @@ __all__ = ["LossEstimate", "estimate_loss"]
 
 @dataclass(frozen=True)
 class LossEstimate:
-    """Both loss figures of a connection, and the counts they come from."""
+    """The loss figures of a connection, split by where the loss happened, and their counts."""
 
     data_segments: int
     first_transmissions: int
@@ -64,6 +83,35 @@ class LossEstimate:
     spurious_retransmissions: int
     unseen_before: int
     rtt_min_s: float
+    lost_after_tap: int = 0
+    unseen_timer_copies: int = 0
+    dsack_spurious: int = 0
+    lost_before_gaps: int | None = None
+
+    @property
+    def lost_before_tap(self) -> int:
+        """Copies lost before the tap, at least: one per hole in what the tap saw first that a
+        needed resend filled, and the timer firings backoff shows that never crossed it."""
+        gaps = self.lost_before_gaps
+        if gaps is None:  # built by hand without the split: every needed resend not after it
+            gaps = self.needed_retransmissions - self.lost_after_tap
+        return gaps + self.unseen_timer_copies
+
+    @property
+    def loss_rate_after_tap(self) -> float:
+        """Copies lost after the tap / data segments seen at the tap."""
+        return self.lost_after_tap / self.data_segments if self.data_segments else 0.0
+
+    @property
+    def loss_rate_before_tap(self) -> float:
+        """Copies lost before the tap / data segments that reached that part of the path."""
+        offered = self.data_segments + self.lost_before_tap
+        return self.lost_before_tap / offered if offered else 0.0
+
+    @property
+    def loss_rate_path(self) -> float:
+        """Both parts together: what one lossy link in place of the whole path would drop."""
+        return 1 - (1 - self.loss_rate_before_tap) * (1 - self.loss_rate_after_tap)
 
     @property
     def upper_bound(self) -> float:
@@ -76,13 +124,17 @@ class LossEstimate:
 
     @property
     def loss_rate(self) -> float:
-        """Loss events / data segments that entered the lossy path."""
+        """Loss events / data segments that entered the lossy path (both parts of it)."""
         offered = self.data_segments + self.unseen_before
         return self.needed_retransmissions / offered if offered else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "loss_rate": self.loss_rate,
+            "loss_rate": self.loss_rate_after_tap,
+            "loss_rate_before_tap": self.loss_rate_before_tap,
+            "loss_rate_path": self.loss_rate_path,
+            "lost_after_tap": self.lost_after_tap,
+            "lost_before_tap": self.lost_before_tap,
             "loss_rate_upper_bound": self.upper_bound,
             "loss_events": self.loss_events,
             "data_segments": self.data_segments,
@@ -91,6 +143,8 @@ class LossEstimate:
             "needed_retransmissions": self.needed_retransmissions,
             "spurious_retransmissions": self.spurious_retransmissions,
             "retransmissions_of_unseen_data": self.unseen_before,
+            "unseen_timer_copies": self.unseen_timer_copies,
+            "spurious_shown_by_dsack": self.dsack_spurious,
             "rtt_min_s": self.rtt_min_s,
         }
 
@@ -105,18 +159,36 @@ def estimate_loss(conn: Connection, rtt_min_s: float | None = None) -> LossEstim
         samples = np.concatenate([conn.rtt["rtt_s"], conn.rtt_karn["rtt_s"]])
         rtt_min_s = float(samples.min()) if len(samples) else 0.0
     ack_t, ack = conn.ack["time_s"], conn.ack["ack"]
+    # A D-SACK answers the copy it reports within an RTT: the longest the connection showed,
+    # twice over for the delayed ACK and the queue.
+    longest = conn.sender_rtt["rtt_s"] if conn.sender_rtt is not None else conn.rtt["rtt_s"]
+    horizon_s = 2 * float(longest.max()) if len(longest) else 0.0
     evidence = _Evidence(ack_t, ack, conn.sack, seg_t, seq, lens)
-    needed = unseen = 0
+    needed = unseen = dsack = 0
+    lost_after: set[int] = set()  # the copies seen at the tap that the receiver never got
+    gaps_before: set[int] = set()  # holes in what the tap saw first, one lost copy each at least
+    originals = np.flatnonzero(~retx)  # first transmissions, in sequence order
+    orig_seq = seq[originals]
+    resent: list[int] = []
     seen: list[tuple[int, int]] = []  # byte ranges that crossed the tap so far
     first_sent: dict[int, float] = {}  # first time a segment starting there crossed the tap
     for i in range(len(seq)):
         s, e, t = int(seq[i]), int(seq[i] + lens[i]), float(seg_t[i])
         since = first_sent.setdefault(s, t)
         if retx[i]:
-            if not _covered(seen, s, e):
+            was_seen = _covered(seen, s, e)
+            if not was_seen:
                 unseen += 1
-            if not evidence.held_before(s, e, t, since, rtt_min_s):
+            if evidence.dsack_after(s, e, t, horizon_s):
+                dsack += 1
+            elif not evidence.held_before(s, e, t, since, rtt_min_s):
                 needed += 1
+                below = int(originals[max(np.searchsorted(orig_seq, s, side="right") - 1, 0)])
+                if was_seen:
+                    lost_after.add(_copy_holding(s, below, resent, seq, lens))
+                else:
+                    gaps_before.add(below)
+            resent.append(i)
         _add_interval(seen, s, e)
     total = len(seq)
     retransmitted = int(retx.sum())
@@ -128,6 +200,10 @@ def estimate_loss(conn: Connection, rtt_min_s: float | None = None) -> LossEstim
         spurious_retransmissions=retransmitted - needed,
         unseen_before=unseen,
         rtt_min_s=rtt_min_s,
+        lost_after_tap=len(lost_after),
+        lost_before_gaps=len(gaps_before),
+        unseen_timer_copies=conn.timeouts_unseen,
+        dsack_spurious=dsack,
     )
 
 
@@ -136,12 +212,30 @@ class _Evidence:
 
     def __init__(self, ack_t, ack, sack, seg_t, seq, lens):
         self.ack_t = np.asarray(ack_t, dtype=float)
+        self.raw_ack = ack
         self.high = np.maximum.accumulate(ack) if len(ack) else np.zeros(0, dtype=np.int64)
         self.sack = sack
         # SACK blocks by ACK, kept only for the ACKs that carry any.
         self.sack_idx = [i for i, blocks in enumerate(sack) if blocks]
         self.sack_t = [float(self.ack_t[i]) for i in self.sack_idx]
         self.seg_t, self.seq, self.ends = seg_t, seq, seq + lens
+
+    def dsack_after(self, s: int, e: int, t: float, horizon_s: float) -> bool:
+        """Rule 0: a D-SACK block (RFC 2883: a first block below the cumulative ACK, or inside
+        the second) covering ``[s, e)`` in an ACK within ``horizon_s`` after ``t`` says the
+        receiver got it twice."""
+        k = bisect_left(self.sack_t, t)
+        end = bisect_left(self.sack_t, t + horizon_s)
+        for j in range(k, end):
+            i = self.sack_idx[j]
+            blocks = self.sack[i]
+            lo, hi = blocks[0]
+            first_is_dsack = hi <= self.raw_ack[i] or (
+                len(blocks) > 1 and blocks[1][0] <= lo and hi <= blocks[1][1]
+            )
+            if first_is_dsack and lo <= s and e <= hi:
+                return True
+        return False
 
     def held_before(self, s: int, e: int, t: float, since: float, rtt_min_s: float) -> bool:
         """Whether the receiver held ``[s, e)`` before a resend at ``t`` reached it; ``since``
@@ -175,6 +269,14 @@ class _Evidence:
                 return float(self.seg_t[j]) < t
             j -= 1
         return False
+
+
+def _copy_holding(byte: int, original: int, resent: list[int], seq, lens) -> int:
+    """The latest copy seen at the tap holding ``byte``: a resend of it, else its original."""
+    for j in reversed(resent[-256:]):
+        if seq[j] <= byte < seq[j] + lens[j]:
+            return j
+    return original
 
 
 def _covered(intervals: list[tuple[int, int]], s: int, e: int) -> bool:

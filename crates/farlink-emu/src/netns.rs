@@ -77,9 +77,12 @@ impl Drop for RunLock {
     }
 }
 
-/// The run id of a farlink namespace name, `farlink-<run>-<node>`.
+/// The run id of an emulator namespace name, `farlink-<run>-<node>` with `<run>` in hex as
+/// [`RunLock::acquire`] makes it. Other farlink tools' namespaces (the capture tests'
+/// `farlink-rc<pid>-*`, say) do not have that form and are never taken for stale ones.
 fn run_of(name: &str) -> Option<&str> {
-    name.strip_prefix(PREFIX)?.split('-').next()
+    let id = name.strip_prefix(PREFIX)?.split('-').next()?;
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit())).then_some(id)
 }
 
 /// Whether run `id` is gone: its lock file is absent or can be locked.
@@ -218,5 +221,12 @@ mod tests {
         assert_eq!(run_of("farlink-1a2b3-S"), Some("1a2b3"));
         assert_eq!(run_of("farlink-1a2b3-node_with_dash"), Some("1a2b3"));
         assert_eq!(run_of("other-1a2b3-S"), None);
+    }
+
+    #[test]
+    fn other_farlink_namespaces_are_never_taken_for_an_emulator_run() {
+        // The real-capture tests name theirs `farlink-rc<pid>-<role>`: not a hex run id.
+        assert_eq!(run_of("farlink-rc4242-snd"), None);
+        assert_eq!(run_of("farlink--S"), None);
     }
 }

@@ -1,0 +1,640 @@
+"""Real kernel TCP captured in network namespaces: the truth the capture analysis is checked on.
+
+Three namespaces, sender S, router M and receiver R, joined by veth pairs:
+
+    S (s0) ---- (m0) M (m1) ---- (r0) R
+                 FORWARD drops    INPUT drops
+                 tbf on m1 egress
+                 tap: tcpdump on m1
+
+The bottleneck is a tbf on M's interface towards R, with a limit deep enough for a standing
+queue. The tap is tcpdump on that same interface: a packet socket sees an outgoing packet when
+the qdisc hands it to the device, so the queue and the FORWARD drops in M are *before* the tap,
+and the drops in R's INPUT chain are *after* it. A second tcpdump on the sender's own interface
+(s0) sees what the sender sent. Random drops are iptables ``statistic`` rules on data segments
+(IP length above 100 bytes) of the flow's port only; their packet counters are the drops made.
+The kernel's own truth comes from S's namespace: nstat (TcpRetransSegs, TcpExtTCPTimeouts, ...)
+and TCP_INFO read by the sending program after the transfer.
+
+Everything made is named ``farlink-rc<pid>-...``; namespaces left by a process that no longer
+exists (one killed before its clean-up ran) are removed when the next run starts, and every
+child process gets SIGKILL from the kernel if the process that started it dies
+(``PR_SET_PDEATHSIG``). Traffic never leaves the namespaces made here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# "farlink-rc<pid>-": the project's prefix, then a tag of its own (not hexadecimal, so no other
+# part of the project that names namespaces farlink-<hex>-... takes these for its own).
+PREFIX = "farlink-rc"
+PORT = 5201
+TOOLS = ("ip", "tc", "tcpdump", "tshark", "iptables", "ethtool", "nstat")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One real transfer: congestion control, where drops happen, offloads, addressing."""
+
+    name: str
+    cc: str = "cubic"
+    drop_before: float = 0.0  # probability per data segment, in M before the tbf and the tap
+    drop_after: float = 0.0  # probability per data segment, in R after the tap
+    offloads: bool = False  # TSO/GSO/GRO left on (super-segments at both taps)
+    rate: str = "20mbit"
+    limit_bytes: int = 150_000  # tbf queue: 60 ms at 20 Mbit/s, a standing queue for cubic/reno
+    size_bytes: int = 3_000_000
+    flows: int = 1
+    sack: bool = True
+    ipv6: bool = False
+    vlan: bool = False  # the M - R link carries 802.1Q tag 42
+    any_interface: bool = False  # tap with `tcpdump -i any` (Linux cooked v2) in S, not on m1
+    timeout_s: float = 30.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Outcome:
+    """What a run left: the captures and the kernel's and iptables' counts."""
+
+    case: Case
+    tap_pcap: Path
+    sender_pcap: Path
+    nstat: dict[str, int]
+    tcp_info: list[dict[str, Any]]
+    drops_before: int  # iptables in M
+    drops_after: int  # iptables in R
+    queue_drops: int  # tbf overflow in M (before the tap too)
+    elapsed_s: float
+    notes: list[str] = field(default_factory=list)
+
+
+def missing_capability() -> str | None:
+    """Why real captures cannot be made here (None when they can)."""
+    if sys.platform != "linux":
+        return "real captures need Linux network namespaces"
+    if os.geteuid() != 0:
+        return "real captures need root (network namespaces, tc, iptables, tcpdump)"
+    absent = [t for t in TOOLS if shutil.which(t) is None]
+    if absent:
+        return f"missing tools {', '.join(absent)} (make setup installs them as root)"
+    probe = f"{PREFIX}probe-{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode:
+        return f"cannot create a network namespace: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+def _die_with_parent() -> None:
+    # The child gets SIGKILL when the process that started it dies, however it dies.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _sh(*args: str, check: bool = True) -> str:
+    done = subprocess.run(list(args), capture_output=True, text=True, timeout=20)
+    if check and done.returncode:
+        what = f"{' '.join(args)}: {done.stderr.strip()}"
+        if any(sign in done.stderr for sign in _GONE):
+            raise NamespaceGone(what)
+        raise RuntimeError(what)
+    return done.stdout
+
+
+def remove_stale() -> None:
+    """Delete namespaces named ``farlink-rc<pid>-...`` whose process is gone."""
+    for line in _sh("ip", "netns", "list").splitlines():
+        name = line.split()[0] if line.split() else ""
+        m = re.match(rf"{PREFIX}(\d+)-", name)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            _sh("ip", "netns", "del", name, check=False)
+
+
+# The sending and receiving programs, run inside the namespaces by the system's Python.
+_SERVER = r"""
+import socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(8)
+print("ready", flush=True)
+for _ in range(int(sys.argv[3])):
+    c, _a = s.accept()
+    while c.recv(1 << 20):
+        pass
+    c.close()
+"""
+
+_CLIENT = r"""
+import json, socket, struct, sys
+host, port, size, cc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+s.connect((host, port))
+block = b"x" * 65536
+left = size
+while left:
+    left -= s.send(block[: min(left, len(block))])
+s.shutdown(socket.SHUT_WR)
+while s.recv(65536):
+    pass
+raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+u32 = lambda off: struct.unpack_from("I", raw, off)[0]
+u64 = lambda off: struct.unpack_from("Q", raw, off)[0]
+print(json.dumps({
+    "sport": s.getsockname()[1], "rtt_us": u32(68), "rttvar_us": u32(72),
+    "total_retrans": u32(100), "min_rtt_us": u32(148), "data_segs_out": u32(156),
+    "bytes_acked": u64(120), "bytes_retrans": u64(208) if len(raw) >= 216 else None,
+}))
+"""
+
+
+class Net:
+    """The three namespaces of one run; a context manager that always removes them."""
+
+    def __init__(self, case: Case, tag: str):
+        self.case = case
+        base = f"{PREFIX}{os.getpid()}-{tag}"
+        self.ns = {k: f"{base}-{k}" for k in "smr"}
+        self.procs: list[subprocess.Popen] = []
+        v6 = case.ipv6
+        self.r_addr = "fd00:f1:2::2" if v6 else "10.201.2.2"
+
+    def ex(self, ns: str, *args: str, check: bool = True) -> str:
+        return _sh("ip", "netns", "exec", self.ns[ns], *args, check=check)
+
+    def popen(self, ns: str, *args: str, **kw: Any) -> subprocess.Popen:
+        p = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns[ns], *args],
+            preexec_fn=_die_with_parent,
+            **kw,
+        )
+        self.procs.append(p)
+        return p
+
+    def __enter__(self) -> Net:
+        remove_stale()
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=5)
+            for stream in (p.stdin, p.stdout, p.stderr):
+                if stream is not None:
+                    stream.close()
+        for name in self.ns.values():
+            _sh("ip", "netns", "del", name, check=False)
+
+    def _build(self) -> None:
+        c = self.case
+        for name in self.ns.values():
+            _sh("ip", "netns", "add", name)
+        _sh(
+            "ip",
+            "link",
+            "add",
+            "s0",
+            "netns",
+            self.ns["s"],
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "m0",
+            "netns",
+            self.ns["m"],
+        )
+        _sh(
+            "ip",
+            "link",
+            "add",
+            "m1",
+            "netns",
+            self.ns["m"],
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "r0",
+            "netns",
+            self.ns["r"],
+        )
+        links = {"s": ["s0"], "m": ["m0", "m1"], "r": ["r0"]}
+        for ns, devs in links.items():
+            self.ex(ns, "ip", "link", "set", "lo", "up")
+            for dev in devs:
+                self.ex(ns, "ip", "link", "set", dev, "up")
+                if not c.offloads:
+                    self.ex(
+                        ns,
+                        "ethtool",
+                        "-K",
+                        dev,
+                        "tso",
+                        "off",
+                        "gso",
+                        "off",
+                        "gro",
+                        "off",
+                        check=False,
+                    )
+        mr_m, mr_r = "m1", "r0"
+        if c.vlan:
+            self.ex(
+                "m", "ip", "link", "add", "link", "m1", "name", "m1.42", "type", "vlan", "id", "42"
+            )
+            self.ex(
+                "r", "ip", "link", "add", "link", "r0", "name", "r0.42", "type", "vlan", "id", "42"
+            )
+            self.ex("m", "ip", "link", "set", "m1.42", "up")
+            self.ex("r", "ip", "link", "set", "r0.42", "up")
+            mr_m, mr_r = "m1.42", "r0.42"
+        if c.ipv6:
+            for ns in "smr":
+                self.ex(ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0")
+                self.ex(ns, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
+            addrs = [
+                ("s", "s0", "fd00:f1:1::1/64"),
+                ("m", "m0", "fd00:f1:1::2/64"),
+                ("m", mr_m, "fd00:f1:2::1/64"),
+                ("r", mr_r, "fd00:f1:2::2/64"),
+            ]
+            for ns, dev, a in addrs:
+                self.ex(ns, "ip", "-6", "addr", "add", a, "dev", dev, "nodad")
+            self.ex("s", "ip", "-6", "route", "add", "default", "via", "fd00:f1:1::2")
+            self.ex("r", "ip", "-6", "route", "add", "default", "via", "fd00:f1:2::1")
+            self.ex("m", "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+        else:
+            addrs = [
+                ("s", "s0", "10.201.1.1/24"),
+                ("m", "m0", "10.201.1.2/24"),
+                ("m", mr_m, "10.201.2.1/24"),
+                ("r", mr_r, "10.201.2.2/24"),
+            ]
+            for ns, dev, a in addrs:
+                self.ex(ns, "ip", "addr", "add", a, "dev", dev)
+            self.ex("s", "ip", "route", "add", "default", "via", "10.201.1.2")
+            self.ex("r", "ip", "route", "add", "default", "via", "10.201.2.1")
+            self.ex("m", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        # Burst large enough to let a 64 KB GSO super-segment through whole (tbf segments a
+        # larger one), limit deep enough for a standing queue.
+        self.ex(
+            "m",
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "m1",
+            "root",
+            "tbf",
+            "rate",
+            c.rate,
+            "burst",
+            "80kb",
+            "limit",
+            str(c.limit_bytes),
+        )
+        tables = "ip6tables" if c.ipv6 else "iptables"
+        rule = [
+            "-p",
+            "tcp",
+            "--dport",
+            str(PORT),
+            "-m",
+            "length",
+            "--length",
+            "100:65535",
+            "-m",
+            "statistic",
+            "--mode",
+            "random",
+        ]
+        if c.drop_before:
+            self.ex(
+                "m",
+                tables,
+                "-A",
+                "FORWARD",
+                "-i",
+                "m0",
+                *rule,
+                "--probability",
+                f"{c.drop_before:g}",
+                "-j",
+                "DROP",
+            )
+        if c.drop_after:
+            self.ex(
+                "r",
+                tables,
+                "-A",
+                "INPUT",
+                *rule,
+                "--probability",
+                f"{c.drop_after:g}",
+                "-j",
+                "DROP",
+            )
+
+    def queue_drops(self) -> int:
+        out = self.ex("m", "tc", "-s", "qdisc", "show", "dev", "m1")
+        m = re.search(r"dropped (\d+)", out)
+        return int(m.group(1)) if m else 0
+
+    def drops(self, ns: str, chain: str) -> int:
+        tables = "ip6tables" if self.case.ipv6 else "iptables"
+        out = self.ex(ns, tables, "-L", chain, "-v", "-x", "-n", check=False)
+        return sum(int(line.split()[0]) for line in out.splitlines() if "DROP" in line)
+
+
+def _tcpdump(net: Net, ns: str, iface: str, path: Path) -> subprocess.Popen:
+    # Headers only (snap length 200): payload lengths come from the IP header.
+    # Nanosecond stamps: tap-to-tap RTTs here are tens of microseconds. Immediate mode, or
+    # the packets still in the ring when tcpdump is stopped are lost.
+    args = [
+        "tcpdump",
+        "-i",
+        iface,
+        "-s",
+        "200",
+        "-n",
+        "-U",
+        "--immediate-mode",
+        "-B",
+        "16384",
+        "--time-stamp-precision",
+        "nano",
+        "-w",
+        str(path),
+        "tcp",
+        "port",
+        str(PORT),
+    ]
+    proc = net.popen(ns, *args, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "listening on" in line or not line:
+            break
+    return proc
+
+
+_GONE = ("Cannot open network namespace", "Cannot find device")
+
+
+class NamespaceGone(RuntimeError):
+    """A namespace of the run vanished under it (removed by something else on the machine)."""
+
+
+def run(case: Case, out: Path, *, tag: str | None = None, tries: int = 3) -> Outcome:
+    """:func:`run_once`, again (at most ``tries`` times) when a namespace vanished under it:
+    on a shared machine another program may sweep away every ``farlink-*`` namespace."""
+    for attempt in range(tries):
+        try:
+            return run_once(case, out, tag=tag)
+        except NamespaceGone:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def run_once(case: Case, out: Path, *, tag: str | None = None) -> Outcome:
+    """Make the namespaces, run the transfer(s) with both taps, collect the truth, clean up."""
+    out.mkdir(parents=True, exist_ok=True)
+    tag = tag or re.sub(r"[^a-z0-9]", "", case.name.lower())[:8] or "run"
+    tap = out / f"{case.name}-tap.pcap"
+    sender = out / f"{case.name}-sender.pcap"
+    with Net(case, tag) as net:
+        net.ex("s", "nstat", "-n")  # zero the history nstat keeps for this namespace
+        if not case.sack:
+            net.ex("s", "sysctl", "-qw", "net.ipv4.tcp_sack=0")
+        server = net.popen(
+            "r",
+            sys.executable,
+            "-c",
+            _SERVER,
+            net.r_addr,
+            str(PORT),
+            str(case.flows),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdout is not None
+        server.stdout.readline()
+        # `tcpdump -i any` on a router sees each packet twice (in and out): it is taken where
+        # people take it, on the sending host.
+        tap_at = ("s", "any") if case.any_interface else ("m", "m1")
+        dumps = [_tcpdump(net, *tap_at, tap), _tcpdump(net, "s", "s0", sender)]
+        start = time.monotonic()
+        clients = [
+            net.popen(
+                "s",
+                sys.executable,
+                "-c",
+                _CLIENT,
+                net.r_addr,
+                str(PORT),
+                str(case.size_bytes),
+                case.cc,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(case.flows)
+        ]
+        infos = []
+        for cl in clients:
+            try:
+                stdout, stderr = cl.communicate(timeout=case.timeout_s)
+            except subprocess.TimeoutExpired as exc:
+                msg = f"{case.name}: transfer did not end in {case.timeout_s} s"
+                raise RuntimeError(msg) from exc
+            if cl.returncode:
+                raise RuntimeError(f"{case.name}: sender failed: {stderr.strip()}")
+            infos.append(json.loads(stdout))
+        elapsed = time.monotonic() - start
+        time.sleep(0.2)  # the last ACKs and FINs reach the taps
+        for d in dumps:
+            d.send_signal(signal.SIGINT)
+            d.wait(timeout=10)
+        counters = json.loads(net.ex("s", "nstat", "-a", "-z", "--json"))
+        kernel = counters.get("kernel", counters)
+        return Outcome(
+            case=case,
+            tap_pcap=tap,
+            sender_pcap=sender,
+            nstat={k: int(v) for k, v in kernel.items()},
+            tcp_info=infos,
+            drops_before=net.drops("m", "FORWARD"),
+            drops_after=net.drops("r", "INPUT"),
+            queue_drops=net.queue_drops(),
+            elapsed_s=elapsed,
+        )
+
+
+def tshark_fields(pcap: Path, fields: list[str], display_filter: str = "tcp") -> list[list[str]]:
+    """Rows of tshark's fields for each packet matching ``display_filter``."""
+    args = ["tshark", "-n", "-r", str(pcap), "-Y", display_filter, "-T", "fields"]
+    for f in fields:
+        args += ["-e", f]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    if done.returncode:
+        raise RuntimeError(f"tshark: {done.stderr.strip()}")
+    return [line.split("\t") for line in done.stdout.splitlines()]
+
+
+def tshark_reference(pcap: Path, sport: int) -> dict[str, Any]:
+    """tshark's view of the data direction from ``sport``: retransmissions and ack_rtt.
+
+    ``ack_rtt_karn_s`` are tshark's own samples under Karn's rule: left out where the frame
+    an ACK acknowledges is one tshark flags as a retransmission, or where such a frame crossed
+    the tap between it and the ACK (the ACK was then released by the hole's filler)."""
+    data = tshark_fields(
+        pcap,
+        [
+            "frame.number",
+            "tcp.analysis.retransmission",
+            "tcp.analysis.fast_retransmission",
+            "tcp.analysis.spurious_retransmission",
+            "tcp.analysis.out_of_order",
+        ],
+        f"tcp.srcport == {sport} && tcp.len > 0",
+    )
+    resent = sorted(int(row[0]) for row in data if any(row[1:]))
+    rows = tshark_fields(
+        pcap,
+        ["frame.number", "frame.time_relative", "tcp.analysis.ack_rtt", "tcp.analysis.acks_frame"],
+        f"tcp.dstport == {sport}",
+    )
+    timed = [(int(r[0]), float(r[1]), float(r[2]), int(r[3])) for r in rows if len(r) > 3 and r[2]]
+    karn, karn_t = [], []
+    for frame, t, rtt, acked in timed:
+        i = bisect.bisect_left(resent, acked)
+        if i < len(resent) and resent[i] < frame:
+            continue  # the acked frame is a resend, or a resend crossed between it and the ACK
+        karn.append(rtt)
+        karn_t.append(t)
+    return {
+        "retransmissions": len(resent),
+        "ack_rtt_s": [r for _, _, r, _ in timed],
+        "ack_rtt_time_s": [t for _, t, _, _ in timed],
+        "ack_rtt_karn_s": karn,
+        "ack_rtt_karn_time_s": karn_t,
+        "data_frames": len(data),
+    }
+
+
+def tshark_goodput_bps(pcap: Path, sport: int) -> float:
+    """Bytes acknowledged over the connection's span, both from tshark's relative numbers."""
+    rows = tshark_fields(
+        pcap, ["frame.time_relative", "tcp.srcport", "tcp.ack"], f"tcp.port == {sport}"
+    )
+    times = [float(r[0]) for r in rows]
+    acked = max(int(r[2]) for r in rows if r[1] != str(sport) and r[2])
+    return 8 * (acked - 1) / (max(times) - min(times))  # less the SYN's sequence number
+
+
+def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
+    """farlink beside tshark, the kernel and the drop counters, for one run (first flow)."""
+    import numpy as np
+
+    from farlink.capture import analyze_capture
+    from farlink.fitpath import fit_path, scenario_toml
+    from farlink.lossest import estimate_loss
+
+    sport = outcome.tcp_info[0]["sport"]
+    out: dict[str, Any] = {"case": outcome.case.name}
+    _, tap_conns = analyze_capture(outcome.tap_pcap)
+    _, snd_conns = analyze_capture(outcome.sender_pcap)
+    tap = next(c for c in tap_conns if f":{sport}->" in c.name)
+    snd = next(c for c in snd_conns if f":{sport}->" in c.name)
+    ts_tap = tshark_reference(outcome.tap_pcap, sport)
+    ts_snd = tshark_reference(outcome.sender_pcap, sport)
+    ack_rtt = np.array(ts_tap["ack_rtt_s"])
+    rtt = tap.rtt["rtt_s"]
+    karn = np.array(ts_tap["ack_rtt_karn_s"])
+    # On the ACKs both time (tshark under Karn's rule, farlink on an ACK without SACK blocks,
+    # so both against the segment ending at the ACK): the same sample, to the nanosecond?
+    karn_t = np.array(ts_tap["ack_rtt_karn_time_s"])
+    plain = np.array([not b for b in tap.sack])[
+        np.searchsorted(tap.ack["time_s"], tap.rtt["time_s"])
+    ]
+    k = np.clip(np.searchsorted(karn_t, tap.rtt["time_s"] - 5e-8), 0, max(len(karn_t) - 1, 0))
+    both = plain & (np.abs(karn_t[k] - tap.rtt["time_s"]) < 1e-7) if len(karn_t) else plain & False
+    same = np.abs(karn[k][both] - rtt[both]) < 2e-9 if len(karn_t) else np.zeros(0, dtype=bool)
+    loss = estimate_loss(tap)
+    flows = len(outcome.tcp_info)
+    out.update(
+        {
+            "retx_farlink_sender": snd.retransmissions,
+            "retx_tshark_sender": ts_snd["retransmissions"],
+            "retx_kernel": outcome.nstat.get("TcpRetransSegs", 0) if flows == 1 else None,
+            "retx_kernel_socket": outcome.tcp_info[0]["total_retrans"],
+            "retx_segments_farlink_sender": snd.retransmitted_segments,
+            "retx_farlink_tap": tap.retransmissions,
+            "retx_tshark_tap": ts_tap["retransmissions"],
+            "rtt_method": tap.rtt_method,
+            "rtt_median_farlink_s": float(np.median(rtt)) if len(rtt) else None,
+            "rtt_median_tshark_s": float(np.median(ack_rtt)) if len(ack_rtt) else None,
+            "rtt_p95_farlink_s": float(np.percentile(rtt, 95)) if len(rtt) else None,
+            "rtt_p95_tshark_s": float(np.percentile(ack_rtt, 95)) if len(ack_rtt) else None,
+            "rtt_samples_farlink": len(rtt),
+            "rtt_samples_tshark": len(ack_rtt),
+            "rtt_median_tshark_karn_s": float(np.median(karn)) if len(karn) else None,
+            "rtt_p95_tshark_karn_s": float(np.percentile(karn, 95)) if len(karn) else None,
+            "rtt_samples_tshark_karn": len(karn),
+            "rtt_acks_timed_by_both": int(both.sum()),
+            "rtt_acks_timed_alike": int(same.sum()),
+            "sender_rtt_median_s": tap.summary()["sender_rtt_median_s"],
+            "kernel_srtt_s": outcome.tcp_info[0]["rtt_us"] / 1e6,
+            "rto_farlink": tap.summary()["timeouts"],
+            "rto_kernel": outcome.nstat.get("TcpExtTCPTimeouts", 0) if flows == 1 else None,
+            "lost_after_tap_farlink": loss.lost_after_tap,
+            "drops_after_made": outcome.drops_after,
+            "lost_before_tap_farlink": loss.lost_before_tap,
+            "drops_before_made": outcome.drops_before + outcome.queue_drops,
+            "goodput_farlink_bps": tap.summary()["goodput_bps"],
+            "goodput_tshark_bps": tshark_goodput_bps(outcome.tap_pcap, sport),
+        }
+    )
+    if simulate_fit:
+        from farlink import simulate
+
+        fit = fit_path(outcome.tap_pcap)
+        scenario = outcome.tap_pcap.with_suffix(".toml")
+        scenario.write_text(scenario_toml(fit, f"fit-{outcome.case.name}"))
+        size = f"{outcome.case.size_bytes}B"
+        result = simulate(scenario, size=size, duration="120s")
+        flow = result.summary["flows"][0]
+        out["goodput_fitted_sim_bps"] = flow["goodput_bps"]
+    return out
