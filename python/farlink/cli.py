@@ -6,7 +6,9 @@ one line, ``farlink: error: <option>: <what was wrong and the accepted form>``, 
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -382,7 +384,7 @@ def predict_drop_loss(
     from farlink.models import packets_lost_per_call_drop
 
     segment_bytes = read("--segment", units.parse_size_bytes, segment)
-    lost = packets_lost_per_call_drop(
+    inputs = (
         read("--detect", lambda t: units.parse_duration_s(t, allow_zero=True), detect),
         read("--rate", units.parse_bitrate_bps, rate),
         read("--modem-buffer", lambda t: units.parse_size_bytes(t, allow_zero=True), modem_buffer),
@@ -391,6 +393,7 @@ def predict_drop_loss(
         ),
         segment_bytes,
     )
+    lost = _evaluate("drop-loss", lambda: packets_lost_per_call_drop(*inputs))
     wmax_bytes = read("--wmax", units.parse_size_bytes, wmax)
     payload = {
         "model": "drop-loss",
@@ -427,6 +430,7 @@ def reproduce(
 ) -> None:
     """Print a published table or figure of the seeds beside farlink's."""
     from farlink import reproduce as registry
+    from farlink.outputs import make_folder
 
     if all_ or include_slow or doc is not None:
         if id is not None or not all_:
@@ -438,8 +442,9 @@ def reproduce(
         for entry in registry.entries():
             typer.echo(f"{entry.id:<24} {entry.engine:<6} {entry.title} [{entry.source}]")
         return
+    folder = make_folder(out / "reproduce")
     try:
-        rep = registry.run(id, out / "reproduce")
+        rep = registry.run(id, folder)
     except KeyError as err:
         raise CliError(f"ID: {err.args[0]}") from None
     if as_json:
@@ -449,6 +454,7 @@ def reproduce(
 
 
 def _reproduce_all(out: Path, include_slow: bool, doc: Path | None, as_json: bool) -> None:
+    from farlink.outputs import OutputError, make_folder
     from farlink.reproduce.doc import run_all, write_markdown
 
     def done(o) -> None:
@@ -456,8 +462,12 @@ def _reproduce_all(out: Path, include_slow: bool, doc: Path | None, as_json: boo
             rows = "failed: " + str(o.error) if o.reproduction is None else len(o.reproduction.rows)
             typer.echo(f"{o.entry.id:<24} {o.entry.engine:<6} {o.seconds:6.1f} s  rows {rows}")
 
-    outcomes = run_all(out, include_slow=include_slow, on_done=done)
     doc = doc if doc is not None else out.parent / "validation-reproductions.md"
+    if doc.is_dir():
+        raise OutputError(f"--doc: {doc} is a folder; name the Markdown file to write")
+    make_folder(out)
+    make_folder(doc.parent, "--doc")
+    outcomes = run_all(out, include_slow=include_slow, on_done=done)
     command = f"farlink reproduce --all{' --include-slow' * include_slow} --out {out} --doc {doc}"
     write_markdown(outcomes, doc, command)
     if as_json:
@@ -532,6 +542,7 @@ def simulate_command(
 ) -> None:
     """Simulate a scenario on the packet-level engine (Rust core)."""
     from farlink import _core
+    from farlink.outputs import OutputError, make_folder
     from farlink.results import write_pcaps
     from farlink.scenario import ScenarioError, load_scenario
     from farlink.sim import headline, simulate
@@ -539,10 +550,7 @@ def simulate_command(
     try:
         doc = load_scenario(scenario)
         if pcap and not doc.get("pcap"):
-            doc["pcap"] = [
-                link.get("name", f"{link.get('a')}-{link.get('b')}")
-                for link in doc.get("links", [])
-            ]
+            doc["pcap"] = _link_names(doc)
         result = simulate(
             doc,
             tcp=tcp,
@@ -559,10 +567,13 @@ def simulate_command(
     except _core.ConservationError as err:
         raise CliError(f"conservation check failed (please report this scenario): {err}") from None
     name = str(result.scenario.get("name") or Path(scenario).stem)
-    folder = out if out is not None else DEFAULT_OUT / "sim" / name
-    written = result.to_parquet(folder)
-    if pcap:
-        written += write_pcaps(result, folder)
+    folder = make_folder(out if out is not None else DEFAULT_OUT / "sim" / name)
+    try:
+        written = result.to_parquet(folder)
+        if pcap:
+            written += write_pcaps(result, folder)
+    except OSError as err:
+        raise OutputError(f"--out: cannot write into {folder} ({err.strerror or err})") from None
     payload = {**headline(result), "scenario": name, "out": str(folder)}
     if as_json:
         print_json({**payload, "flows": result.summary["flows"]})
@@ -570,6 +581,18 @@ def simulate_command(
     print_quantities(f"simulate {name} (seed {result.summary['seed']})", payload)
     for path in written:
         typer.echo(f"wrote {path}")
+
+
+def _link_names(doc: dict[str, Any]) -> list[Any]:
+    """The names of the scenario's links (``a-b`` when unnamed); the core checks the rest."""
+    links = doc.get("links")
+    if not isinstance(links, list):
+        return []
+    return [
+        link.get("name", f"{link.get('a')}-{link.get('b')}")
+        for link in links
+        if isinstance(link, dict)
+    ]
 
 
 def _checked(option: str, parser: Callable[[str], float], text: str) -> str:
@@ -666,6 +689,7 @@ def analyze_command(
     figures, and its numbers are printed beside the capture's.
     """
     from farlink.capture import CaptureError, analyze_capture, plot_connections
+    from farlink.outputs import make_folder
 
     min_rto_s = read("--min-rto", units.parse_duration_s, min_rto)
     rate_bps = (
@@ -687,7 +711,7 @@ def analyze_command(
         )
     drops_s = None if drops is None else _log_drops_s(drops, cap.start_unix_s)
     simulated = None if sim is None else _simulate_beside(sim, set_ or (), seed, min_rto_s)
-    folder = out if out is not None else DEFAULT_OUT / "analyze" / capture.stem
+    folder = make_folder(out if out is not None else DEFAULT_OUT / "analyze" / capture.stem)
     drawn = connections + (simulated["connections"] if simulated else [])
     written = plot_connections(
         drawn,
@@ -838,14 +862,17 @@ def fit_command(
     from farlink.capture import CaptureError
     from farlink.droplog import DropLogError
     from farlink.fitpath import fit_path, scenario_toml
+    from farlink.outputs import OutputError, make_folder, write_text
 
     try:
         fitted = fit_path(capture, drops)
     except (CaptureError, DropLogError, ValueError) as err:
         raise CliError(f"fit: {err}") from None
     path = out if out is not None else DEFAULT_OUT / f"fit-{capture.stem}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(scenario_toml(fitted, name=f"fit-{capture.stem}"))
+    if path.is_dir():
+        raise OutputError(f"--out: {path} is a folder; name the scenario file to write (.toml)")
+    make_folder(path.parent)
+    write_text(path, scenario_toml(fitted, name=f"fit-{capture.stem}"))
     payload = {**fitted.to_dict(), "scenario": str(path)}
     if as_json:
         print_json({**payload, "loss_rate_meanings": LOSS_RATE_MEANINGS})
@@ -869,8 +896,9 @@ def demo(
 ) -> None:
     """The main job: the Greenland-Kansas 8-modem Iridium bundle of seed 000."""
     from farlink.demo import run_demo
+    from farlink.outputs import make_folder
 
-    run_demo(out)
+    run_demo(make_folder(out))
 
 
 results_app = typer.Typer(
@@ -1031,14 +1059,61 @@ def results_summary(
     print_sweep_summary(summary, as_json)
 
 
+EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a bug in farlink, not the user's input
+
+
+def _one_line(text: object) -> str:
+    """A message on one line: a library's multi-line text joined, never split over lines."""
+    return " ".join(str(text).split())
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Every warning raised while a command runs, NumPy's included, as one ``farlink:`` line."""
+    print(f"farlink: warning: {_one_line(message)}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the command, turning bad input into one line and exit status 2."""
+    """Entry point: run the command; every failure ends in one ``farlink: error:`` line.
+
+    Bad input (options, scenario and capture files, output paths the system refuses) exits with
+    status 2; a failure only a bug in farlink can cause exits with 70 and asks for a report
+    (``FARLINK_DEBUG=1`` prints its traceback instead).
+    """
+    from farlink.outputs import OutputError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        try:
+            return _main(argv)
+        except (CliError, OutputError) as err:
+            return _error(err)
+        except OSError as err:
+            # A path the system refused that no command turned into its own message.
+            where = f"{err.filename}: " if err.filename else ""
+            return _error(f"{where}{err.strerror or err}")
+        except MemoryError:
+            return _error("out of memory: the input asks for more than this machine can hold")
+        except Exception as err:
+            if os.environ.get("FARLINK_DEBUG"):
+                raise
+            print(
+                f"farlink: error: internal error, please report it with the command line: "
+                f"{type(err).__name__}: {_one_line(err)} (FARLINK_DEBUG=1 shows where)",
+                file=sys.stderr,
+            )
+            return EXIT_INTERNAL
+
+
+def _error(message: object) -> int:
+    print(f"farlink: error: {_one_line(message)}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _main(argv: list[str] | None) -> int:
     command = typer.main.get_command(app)
     try:
         status = command.main(args=argv, prog_name="farlink", standalone_mode=False)
-    except CliError as err:
-        print(f"farlink: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except typer.TyperException as err:
         # Typer's usage errors (unknown option, missing argument, bad value) carry the context
         # of the command that failed; print them on one line like our own errors.
@@ -1046,8 +1121,7 @@ def main(argv: list[str] | None = None) -> int:
         if type(err).__name__ == "NoArgsIsHelpError":
             return 0  # the help has been printed already
         where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        print(f"farlink: error: {err.format_message()}{where}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _error(f"{err.format_message()}{where}")
     except typer.Exit as err:
         return int(err.exit_code)
     except typer.Abort:

@@ -124,19 +124,98 @@ def set_path(doc: dict[str, Any], path: str, value: Any) -> None:
         raise ScenarioError(f"--set {path}: {last!r} is not a table here")
 
 
+def _table_list(doc: dict[str, Any], key: str, option: str) -> list[dict[str, Any]]:
+    """``doc[key]`` as the list of tables an option rewrites; a path-qualified refusal else."""
+    items = doc.get(key, [])
+    if not isinstance(items, list):
+        raise ScenarioError(
+            f"{key}: expected an array of tables ([[{key}]]), got {_kind(items)} "
+            f"(needed by {option})"
+        )
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ScenarioError(
+                f"{key}[{i}]: expected a table ([[{key}]]), got {_kind(item)} (needed by {option})"
+            )
+    return items
+
+
+def _kind(value: Any) -> str:
+    """How a TOML value reads to a person: ``the integer 5``, ``a string``, ``an array``."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
+
+
 def _lossy_direction(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
     lossy = doc.get("lossy_link")
     if lossy is None:
         raise ScenarioError("--loss: the scenario names no lossy_link to apply it to")
-    name, direction = (
-        (lossy, "fwd")
-        if isinstance(lossy, str)
-        else (lossy.get("link"), lossy.get("direction", "fwd"))
-    )
-    for link in doc.get("links", []):
+    if isinstance(lossy, str):
+        name, direction = lossy, "fwd"
+    elif isinstance(lossy, dict):
+        name, direction = lossy.get("link"), lossy.get("direction", "fwd")
+        if not isinstance(name, str):
+            raise ScenarioError(
+                f"lossy_link.link: expected a link name, got {_kind(name)} (needed by --loss)"
+            )
+        if direction not in ("fwd", "rev"):
+            raise ScenarioError(
+                f'lossy_link.direction: expected "fwd" or "rev", got {_kind(direction)}'
+            )
+    else:
+        raise ScenarioError(
+            f"lossy_link: expected a link name or a table {{ link, direction }}, got "
+            f"{_kind(lossy)} (needed by --loss)"
+        )
+    for i, link in enumerate(_table_list(doc, "links", "--loss")):
         if link.get("name", f"{link.get('a')}-{link.get('b')}") == name:
+            if not isinstance(link.get(direction, {}), dict):
+                raise ScenarioError(
+                    f"links[{i}].{direction}: expected a table, got {_kind(link[direction])} "
+                    "(needed by --loss)"
+                )
             return link, direction
     raise ScenarioError(f"--loss: lossy_link {name!r} is not one of the scenario's links")
+
+
+def _flow_table(flow: dict[str, Any], i: int, key: str, option: str) -> dict[str, Any]:
+    """``flows[i].<key>`` as a table (created when absent) for ``option`` to rewrite."""
+    table = flow.setdefault(key, {})
+    if not isinstance(table, dict):
+        raise ScenarioError(
+            f"flows[{i}].{key}: expected a table, got {_kind(table)} (needed by {option})"
+        )
+    return table
+
+
+def _set_tcp(doc: dict[str, Any], tcp: str) -> None:
+    for i, flow in enumerate(_table_list(doc, "flows", "--tcp")):
+        options = _flow_table(flow, i, "tcp", "--tcp")
+        if tcp in RECOVERY_NAMES:
+            options["recovery"] = tcp
+        else:
+            # A controller named on the command line runs over SACK-based recovery (the
+            # core falls back to NewReno when the scenario switches SACK off).
+            options["cc"] = tcp
+            options["recovery"] = "sack"
+
+
+def _set_size(doc: dict[str, Any], size: str) -> None:
+    for i, flow in enumerate(_table_list(doc, "flows", "--size")):
+        if "app" in flow and _flow_table(flow, i, "app", "--size").get("kind") in (
+            "bulk",
+            "unbounded",
+        ):
+            flow["app"] = {"kind": "bulk", "size": size}
 
 
 def apply_overrides(
@@ -151,17 +230,8 @@ def apply_overrides(
 ) -> dict[str, Any]:
     """Return a copy of ``doc`` with the command line's overrides applied, ``--set`` last."""
     doc = copy.deepcopy(doc)
-    flows = doc.get("flows", [])
     if tcp is not None:
-        for flow in flows:
-            options = flow.setdefault("tcp", {})
-            if tcp in RECOVERY_NAMES:
-                options["recovery"] = tcp
-            else:
-                # A controller named on the command line runs over SACK-based recovery (the
-                # core falls back to NewReno when the scenario switches SACK off).
-                options["cc"] = tcp
-                options["recovery"] = "sack"
+        _set_tcp(doc, tcp)
     if loss is not None:
         link, direction = _lossy_direction(doc)
         link.setdefault(direction, {})["loss"] = {"model": "bernoulli", "p": loss}
@@ -169,9 +239,7 @@ def apply_overrides(
         doc.pop("duration_s", None)
         doc["duration"] = duration
     if size is not None:
-        for flow in flows:
-            if flow.get("app", {}).get("kind") in ("bulk", "unbounded"):
-                flow["app"] = {"kind": "bulk", "size": size}
+        _set_size(doc, size)
     if seed is not None:
         doc["seed"] = seed
     for assignment in sets:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from farlink import _core
+from farlink.docjson import document_json
 from farlink.results import Result
 from farlink.scenario import apply_overrides, load_scenario
 
@@ -42,7 +43,7 @@ def simulate(
         doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
     )
     started = time.perf_counter()
-    raw = _core.run_scenario(json.dumps(doc))
+    raw = _core.run_scenario(document_json(doc))
     wall_time_s = time.perf_counter() - started
     summary = json.loads(raw["summary"])
     summary["wall_time_s"] = wall_time_s

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from farlink import units
+from farlink.docjson import check_document
 from farlink.scenario import (
     RECOVERY_NAMES,
     ScenarioError,
@@ -433,7 +434,10 @@ def _check_int(value: Any, where: str, low: int, high: int) -> int:
 
 def _resolve_scenario(value: Any, base_dir: Path, where: str) -> tuple[dict[str, Any], str]:
     if isinstance(value, Mapping):
-        return copy.deepcopy(dict(value)), "inline"
+        try:
+            return check_document(copy.deepcopy(dict(value))), "inline"
+        except ScenarioError as err:
+            raise SweepError(f"{where}.{err}") from None
     if not isinstance(value, str) or not value:
         raise SweepError(
             f"{where}: expected a preset name, a scenario file or an inline [scenario] table"
@@ -441,7 +445,7 @@ def _resolve_scenario(value: Any, base_dir: Path, where: str) -> tuple[dict[str,
     candidate = base_dir / value
     target = candidate if candidate.exists() or value.endswith(".toml") else value
     try:
-        return load_scenario(target), str(target)
+        return check_document(load_scenario(target)), str(target)
     except ScenarioError as err:
         raise SweepError(f"{where}: {err}") from None
 
@@ -582,7 +586,7 @@ def sweep_from_options(
         start = load_sweep(base)
     else:
         try:
-            scenario = load_scenario(base)
+            scenario = check_document(load_scenario(base))
         except ScenarioError as err:
             raise SweepError(f"BASE: {err}") from None
         start = Sweep(scenario=scenario, source=base, grid={}, name=_default_name(scenario, base))
