@@ -57,6 +57,14 @@ def _evaluate(option_names: str, compute: Callable[[], T]) -> T:
 
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+ForceFlag = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace existing files farlink did not write (docs/security.md); without it, "
+        "only files in the folder's .farlink-manifest.json are replaced.",
+    ),
+]
 SizeOpt = f"Size ({units.SIZE_FORMS})."
 DurationOpt = f"({units.DURATION_FORMS})."
 
@@ -426,35 +434,43 @@ def reproduce(
         Path | None,
         typer.Option(help="With --all: Markdown to write (OUT/../validation-reproductions.md)."),
     ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Print a published table or figure of the seeds beside farlink's."""
     from farlink import reproduce as registry
-    from farlink.outputs import make_folder
+    from farlink.outputs import OutputFolder
 
     if all_ or include_slow or doc is not None:
         if id is not None or not all_:
             raise CliError("--all: give either an ID or --all (--include-slow, --doc need --all)")
-        _reproduce_all(out or DEFAULT_OUT / "reproduce", include_slow, doc, as_json)
+        _reproduce_all(out or DEFAULT_OUT / "reproduce", include_slow, doc, as_json, force)
         return
     out = out or DEFAULT_OUT
     if list_ or id is None:
         for entry in registry.entries():
             typer.echo(f"{entry.id:<24} {entry.engine:<6} {entry.title} [{entry.source}]")
         return
-    folder = make_folder(out / "reproduce")
+    known = [entry.id for entry in registry.entries()]
+    if id not in known:
+        raise CliError(f"ID: unknown reproduction {id!r}; known: {', '.join(known)}")
+    folder = OutputFolder(out / "reproduce", force=force)
+    folder.claim_folder()
+    before = folder.listing()
     try:
-        rep = registry.run(id, folder)
-    except KeyError as err:
-        raise CliError(f"ID: {err.args[0]}") from None
+        rep = registry.run(id, folder.path)
+    finally:
+        folder.record_written(before)
     if as_json:
         print_json(rep.to_dict())
     else:
         print_reproduction(rep)
 
 
-def _reproduce_all(out: Path, include_slow: bool, doc: Path | None, as_json: bool) -> None:
-    from farlink.outputs import OutputError, make_folder
+def _reproduce_all(
+    out: Path, include_slow: bool, doc: Path | None, as_json: bool, force: bool
+) -> None:
+    from farlink.outputs import OutputError, OutputFolder
     from farlink.reproduce.doc import run_all, write_markdown
 
     def done(o) -> None:
@@ -465,11 +481,18 @@ def _reproduce_all(out: Path, include_slow: bool, doc: Path | None, as_json: boo
     doc = doc if doc is not None else out.parent / "validation-reproductions.md"
     if doc.is_dir():
         raise OutputError(f"--doc: {doc} is a folder; name the Markdown file to write")
-    make_folder(out)
-    make_folder(doc.parent, "--doc")
-    outcomes = run_all(out, include_slow=include_slow, on_done=done)
+    folder = OutputFolder(out, force=force)
+    folder.claim_folder()
+    doc_folder = OutputFolder(doc.parent, "--doc", force=force)
+    (doc,) = doc_folder.claim(doc.name)
+    before = folder.listing()
+    try:
+        outcomes = run_all(out, include_slow=include_slow, on_done=done)
+    finally:
+        folder.record_written(before)
     command = f"farlink reproduce --all{' --include-slow' * include_slow} --out {out} --doc {doc}"
     write_markdown(outcomes, doc, command)
+    doc_folder.record([doc])
     if as_json:
         found = [o.reproduction.to_dict() if o.reproduction else {"id": o.entry.id,
                  "error": o.error} for o in outcomes]  # fmt: skip
@@ -538,14 +561,18 @@ def simulate_command(
         bool,
         typer.Option("--pcap", help="Write captures of the links the scenario taps (all if none)."),
     ] = False,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Simulate a scenario on the packet-level engine (Rust core)."""
+    """Simulate a scenario on the packet-level engine (Rust core).
+
+    Writes into --out, by default farlink-out/sim/NAME (NAME: the scenario's name made safe for
+    a file system).
+    """
     from farlink import _core
-    from farlink.outputs import OutputError, make_folder
-    from farlink.results import write_pcaps
+    from farlink.outputs import OutputFolder, safe_name
     from farlink.scenario import ScenarioError, load_scenario
-    from farlink.sim import headline, simulate
+    from farlink.sim import headline, simulate, write_run
 
     try:
         doc = load_scenario(scenario)
@@ -567,14 +594,11 @@ def simulate_command(
     except _core.ConservationError as err:
         raise CliError(f"conservation check failed (please report this scenario): {err}") from None
     name = str(result.scenario.get("name") or Path(scenario).stem)
-    folder = make_folder(out if out is not None else DEFAULT_OUT / "sim" / name)
-    try:
-        written = result.to_parquet(folder)
-        if pcap:
-            written += write_pcaps(result, folder)
-    except OSError as err:
-        raise OutputError(f"--out: cannot write into {folder} ({err.strerror or err})") from None
-    payload = {**headline(result), "scenario": name, "out": str(folder)}
+    folder = OutputFolder(
+        out if out is not None else DEFAULT_OUT / "sim" / safe_name(name), force=force
+    )
+    written = write_run(result, folder, pcap=pcap)
+    payload = {**headline(result), "scenario": name, "out": str(folder.path)}
     if as_json:
         print_json({**payload, "flows": result.summary["flows"]})
         return
@@ -681,6 +705,7 @@ def analyze_command(
             "Figures 10-12 do."
         ),
     ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Analyse the TCP connections of a capture: retransmissions, RTT, timeouts, goodput.
@@ -689,7 +714,7 @@ def analyze_command(
     figures, and its numbers are printed beside the capture's.
     """
     from farlink.capture import CaptureError, analyze_capture, plot_connections
-    from farlink.outputs import make_folder
+    from farlink.outputs import OutputFolder, safe_name
 
     min_rto_s = read("--min-rto", units.parse_duration_s, min_rto)
     rate_bps = (
@@ -711,16 +736,20 @@ def analyze_command(
         )
     drops_s = None if drops is None else _log_drops_s(drops, cap.start_unix_s)
     simulated = None if sim is None else _simulate_beside(sim, set_ or (), seed, min_rto_s)
-    folder = make_folder(out if out is not None else DEFAULT_OUT / "analyze" / capture.stem)
+    stem = safe_name(capture.stem, "capture")
+    folder = OutputFolder(out if out is not None else DEFAULT_OUT / "analyze" / stem, force=force)
+    folder.claim_folder()
     drawn = connections + (simulated["connections"] if simulated else [])
+    before = folder.listing()
     written = plot_connections(
         drawn,
-        folder,
-        stem=capture.stem,
+        folder.path,
+        stem=stem,
         drops_s=drops_s,
         sim_drops_s=simulated["drops_s"] if simulated else None,
         link_rate_bps=rate_bps,
     )
+    folder.record_written(before)
     payload = {
         "capture": str(capture),
         "format": cap.format,
@@ -731,7 +760,7 @@ def analyze_command(
         "bytes_ignored": cap.bytes_ignored,
         "warnings": cap.warnings,
         "link_rate_bps": rate_bps,
-        "out": str(folder),
+        "out": str(folder.path),
     }
     summaries = [c.summary(rate_bps) for c in connections]
     sim_payload = None
@@ -855,24 +884,30 @@ def fit_command(
     drops: Annotated[
         Path | None, typer.Option(help="Call-drop log (CSV or KUMICS XML) to fit beta from.")
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Scenario file to write (TOML).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Scenario file to write (TOML; default farlink-out/fit-CAPTURE.toml)."),
+    ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Estimate loss rate, RTT and beta from a capture and a drop log; write a scenario."""
     from farlink.capture import CaptureError
     from farlink.droplog import DropLogError
     from farlink.fitpath import fit_path, scenario_toml
-    from farlink.outputs import OutputError, make_folder, write_text
+    from farlink.outputs import OutputError, OutputFolder, safe_name
 
     try:
         fitted = fit_path(capture, drops)
     except (CaptureError, DropLogError, ValueError) as err:
         raise CliError(f"fit: {err}") from None
-    path = out if out is not None else DEFAULT_OUT / f"fit-{capture.stem}.toml"
+    name = safe_name(f"fit-{capture.stem}")
+    path = out if out is not None else DEFAULT_OUT / f"{name}.toml"
     if path.is_dir():
         raise OutputError(f"--out: {path} is a folder; name the scenario file to write (.toml)")
-    make_folder(path.parent)
-    write_text(path, scenario_toml(fitted, name=f"fit-{capture.stem}"))
+    path = OutputFolder(path.parent, force=force).write_text(
+        path.name, scenario_toml(fitted, name=name)
+    )
     payload = {**fitted.to_dict(), "scenario": str(path)}
     if as_json:
         print_json({**payload, "loss_rate_meanings": LOSS_RATE_MEANINGS})
@@ -893,12 +928,22 @@ LOSS_RATE_MEANINGS = {
 @app.command("demo")
 def demo(
     out: Annotated[Path, typer.Option(help="Folder for the table and figure.")] = DEFAULT_OUT,
+    force: ForceFlag = False,
 ) -> None:
     """The main job: the Greenland-Kansas 8-modem Iridium bundle of seed 000."""
     from farlink.demo import run_demo
-    from farlink.outputs import make_folder
+    from farlink.outputs import OutputFolder
 
-    run_demo(make_folder(out))
+    folder = OutputFolder(out, force=force)
+    folder.claim("demo-greenland-8.png", "demo-greenland-8.json")
+    reproductions = OutputFolder(out / "reproduce", force=force)
+    reproductions.claim_folder()
+    before = folder.listing(), reproductions.listing()
+    try:
+        run_demo(folder.path)
+    finally:
+        folder.record_written(before[0])
+        reproductions.record_written(before[1])
 
 
 results_app = typer.Typer(
@@ -972,6 +1017,7 @@ def sweep_command(
     Runs already in --out are kept and not run again; exit status 1 if any run failed.
     """
     from farlink import sweep as sw
+    from farlink.outputs import safe_name
     from farlink.report import print_sweep_report
 
     fixed = {
@@ -988,7 +1034,7 @@ def sweep_command(
             base, grid=grid or (), fixed=fixed, sets=set_ or (), seeds=seeds, seed=seed,
             metrics=metric or (),
         )  # fmt: skip
-        folder = out if out is not None else DEFAULT_OUT / "sweep" / definition.name
+        folder = out if out is not None else DEFAULT_OUT / "sweep" / safe_name(definition.name)
         report = sw.run_sweep(
             definition, folder, executor=executor, force=force, retry_failed=retry_failed,
             progress=progress,

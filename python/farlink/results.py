@@ -96,12 +96,14 @@ class Result:
 
 
 def write_pcaps(result: Result, directory: str | Path) -> list[Path]:
-    """Write each tapped link's capture as ``<directory>/<link>.pcap``."""
+    """Write each tapped link's capture as ``<directory>/<link>.pcap`` (the name made safe)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    from farlink.sim import pcap_file_name
+
     for link, data in sorted(result.pcap.items()):
-        path = out / f"{link}.pcap"
+        path = out / pcap_file_name(link)
         path.write_bytes(data)
         written.append(path)
     return written

@@ -14,10 +14,11 @@ from typing import Any
 
 from farlink import _core
 from farlink.docjson import document_json
+from farlink.outputs import OutputError, OutputFolder, safe_name
 from farlink.results import Result
 from farlink.scenario import apply_overrides, load_scenario
 
-__all__ = ["headline", "simulate"]
+__all__ = ["headline", "output_names", "pcap_file_name", "simulate", "write_run"]
 
 
 def simulate(
@@ -84,3 +85,37 @@ def headline(result: Result) -> dict[str, Any]:
         "sim_time_s": s["sim_time_s"],
         "wall_time_s": s["wall_time_s"],
     }
+
+
+def output_names(result: Result, *, pcap: bool) -> list[str]:
+    """The files :func:`write_run` writes: one Parquet file per trace, the summary, captures."""
+    names = [f"{name}.parquet" for name in sorted(result.traces)] + ["summary.json"]
+    if pcap:
+        names += [pcap_file_name(link) for link in sorted(result.pcap)]
+    return names
+
+
+def pcap_file_name(link: str) -> str:
+    """A link's capture file: its name made safe (link names are scenario text)."""
+    return f"{safe_name(link, 'link')}.pcap"
+
+
+def write_run(result: Result, folder: OutputFolder, *, pcap: bool) -> list[Path]:
+    """Write a run's traces, summary and (with ``pcap``) captures into ``folder``.
+
+    Every file is claimed before the first is written, so a run refused for one file it may not
+    replace writes nothing; what was written is recorded in the folder's manifest.
+    """
+    from farlink.results import write_pcaps
+
+    folder.claim(*output_names(result, pcap=pcap))
+    try:
+        written = result.to_parquet(folder.path)
+        if pcap:
+            written += write_pcaps(result, folder.path)
+    except OSError as err:
+        raise OutputError(
+            f"{folder.option}: cannot write into {folder.path} ({err.strerror or err})"
+        ) from None
+    folder.record(written)
+    return written
