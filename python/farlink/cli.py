@@ -660,13 +660,21 @@ def report_command(
             "cwnd, RTT, RTO and queues. Repeat for more.",
         ),
     ] = None,
+    force: ForceFlag = False,
 ) -> None:
     """Write a self-contained HTML report of a sweep: figures with confidence bands, tables."""
     from farlink import sweep as sw
+    from farlink.outputs import OutputError, OutputFolder
     from farlink.report_html import ReportError, write_report
 
+    target = out if out is not None else directory / "report.html"
+    if target.is_dir():
+        raise OutputError(f"--out: {target} is a folder; name the HTML file to write")
+    folder = OutputFolder(target.parent, force=force)
+    (target,) = folder.claim(target.name)
     try:
-        path = write_report(directory, out, traces=trace or ())
+        path = write_report(directory, target, traces=trace or ())
+        folder.record([path])
     except sw.SweepError as err:
         raise CliError(f"DIR: {err}") from None
     except ReportError as err:
