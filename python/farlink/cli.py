@@ -17,7 +17,7 @@ import numpy as np
 import typer
 
 from farlink import units
-from farlink.report import print_json, print_quantities, print_reproduction
+from farlink.report import print_json, print_quantities
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -440,6 +440,7 @@ def reproduce(
     """Print a published table or figure of the seeds beside farlink's."""
     from farlink import reproduce as registry
     from farlink.outputs import OutputFolder
+    from farlink.reproduce.terminal import print_verdict
 
     if all_ or include_slow or doc is not None:
         if id is not None or not all_:
@@ -462,9 +463,9 @@ def reproduce(
     finally:
         folder.record_written(before)
     if as_json:
-        print_json(rep.to_dict())
+        print_json({**rep.to_dict(), "json": str(folder.path / f"{id}.json")})
     else:
-        print_reproduction(rep)
+        print_verdict(rep, folder.path / f"{id}.json")
 
 
 def _reproduce_all(
@@ -1027,6 +1028,7 @@ def sweep_command(
     from farlink import sweep as sw
     from farlink.outputs import safe_name
     from farlink.report import print_sweep_report
+    from farlink.sweep_check import check_points
 
     fixed = {
         "tcp": tcp,
@@ -1043,6 +1045,7 @@ def sweep_command(
             metrics=metric or (),
         )  # fmt: skip
         folder = out if out is not None else DEFAULT_OUT / "sweep" / safe_name(definition.name)
+        check_points(definition)  # every point through the core's validation, before any run
         report = sw.run_sweep(
             definition, folder, executor=executor, force=force, retry_failed=retry_failed,
             progress=progress,
