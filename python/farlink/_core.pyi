@@ -85,6 +85,11 @@ class RunOutput(TypedDict):
     nodes: list[str]
     """Node names, in the scenario's order."""
 
+def check_scenario(scenario_json: str) -> None:
+    """Parse and validate a scenario without running it: raises :class:`ScenarioError` where
+    :func:`run_scenario` would for the document itself (checks that need the built world, such
+    as a route between nodes, are left to the run)."""
+
 def run_scenario(scenario_json: str) -> RunOutput:
     """Validates and runs one scenario in the simulation core.
 

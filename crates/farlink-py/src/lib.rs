@@ -198,12 +198,34 @@ fn run_scenario<'py>(py: Python<'py>, scenario_json: &str) -> PyResult<Bound<'py
     Ok(result)
 }
 
+/// Parses and validates one scenario (JSON text) without running it: raises `ScenarioError`
+/// exactly where [`run_scenario`] would for the document itself. A sweep checks every point
+/// with it before the first run.
+#[pyfunction]
+fn check_scenario(py: Python<'_>, scenario_json: &str) -> PyResult<()> {
+    let outcome = py.detach(|| {
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            farlink_core::parse_scenario_json(scenario_json)
+                .map(|_| ())
+                .map_err(Failure::Scenario)
+        }))
+        .unwrap_or_else(|payload| {
+            Err(Failure::Internal(format!(
+                "farlink core panicked (a bug; please report it with the scenario): {}",
+                panic_message(&*payload)
+            )))
+        })
+    });
+    outcome.map_err(|f| f.into_py_err(py))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", farlink_core::VERSION)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("ConservationError", py.get_type::<ConservationError>())?;
     Ok(())
