@@ -463,7 +463,7 @@ def reproduce(
     finally:
         folder.record_written(before)
     if as_json:
-        print_json({**rep.to_dict(), "json": str(folder.path / f"{id}.json")})
+        print_json(rep.to_dict())
     else:
         print_verdict(rep, folder.path / f"{id}.json")
 
