@@ -162,6 +162,20 @@ class OutputFolder:
         }
         write_text(self._manifest, json.dumps(doc, indent=1) + "\n", self.option)
 
+    def remove_stale(self, keep: list[str], suffixes: tuple[str, ...]) -> list[Path]:
+        """Delete the files farlink wrote here before (manifest-listed, ending in one of
+        ``suffixes``) that are not in ``keep``: a new run's folder holds that run's files only."""
+        stale = [
+            self.path / n for n in sorted(self._files) if n.endswith(suffixes) and n not in keep
+        ]
+        for path in stale:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as err:
+                raise OutputError(f"{self.option}: cannot remove {path} ({_reason(err)})") from None
+        self._files.difference_update(p.name for p in stale)
+        return stale
+
     def listing(self) -> dict[str, tuple[int, int]]:
         """Each file's (modification time, size): compare one taken before a library writes."""
         found = {}

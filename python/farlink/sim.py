@@ -89,7 +89,7 @@ def headline(result: Result) -> dict[str, Any]:
 
 def output_names(result: Result, *, pcap: bool) -> list[str]:
     """The files :func:`write_run` writes: one Parquet file per trace, the summary, captures."""
-    names = [f"{name}.parquet" for name in sorted(result.traces)] + ["summary.json"]
+    names = [f"{name}.parquet" for name in result.recorded_traces()] + ["summary.json"]
     if pcap:
         names += [pcap_file_name(link) for link in sorted(result.pcap)]
     return names
@@ -104,11 +104,14 @@ def write_run(result: Result, folder: OutputFolder, *, pcap: bool) -> list[Path]
     """Write a run's traces, summary and (with ``pcap``) captures into ``folder``.
 
     Every file is claimed before the first is written, so a run refused for one file it may not
-    replace writes nothing; what was written is recorded in the folder's manifest.
+    replace writes nothing; traces and captures an earlier run wrote there and this one does not
+    are removed, so the folder holds one run; what was written is recorded in the manifest.
     """
     from farlink.results import write_pcaps
 
-    folder.claim(*output_names(result, pcap=pcap))
+    names = output_names(result, pcap=pcap)
+    folder.claim(*names)
+    folder.remove_stale(names, (".parquet", ".pcap"))
     try:
         written = result.to_parquet(folder.path)
         if pcap:
