@@ -406,7 +406,7 @@ def _parse_xml_root(data: bytes, source: str) -> ET.Element:
         # LookupError, a codec that cannot serve a parser a ValueError.
         raise DropLogError(
             f"{source}: the XML declaration names an encoding farlink cannot read ({exc}); "
-            f"expected {XML_FORM} in UTF-8, UTF-16 or another standard encoding"
+            "save the log as UTF-8 or UTF-16, or name a standard encoding"
         ) from None
     except ET.ParseError as exc:
         line, column = exc.position
