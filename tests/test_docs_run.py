@@ -74,15 +74,20 @@ def blocks() -> list[Block]:
 def commands(body: str) -> list[list[str]] | None:
     """The block's command lines as argument lists, or None if any line is not a command."""
     joined = re.sub(r"\\\n", " ", body)
-    found = []
+    found, pending = [], ""
     for line in joined.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
             continue
-        argv = shlex.split(line, comments=True)
+        pending = f"{pending}\n{line}" if pending else line
+        try:
+            argv = shlex.split(pending, comments=True)
+        except ValueError:  # a quoted argument goes on over the next line
+            continue
+        pending = ""
         if not argv or argv[0] != "farlink":
             return None
         found.append(argv)
-    return found
+    return None if pending else found
 
 
 def _params() -> list:
