@@ -110,17 +110,27 @@ ns3-reference: $(NS3_STAMP)
 # Fuzzing of the scenario parser, the TCP receiver's segment handling and the unit parsers
 # (fuzz/README.md): cargo-fuzz with a nightly toolchain, each target for FUZZ_SECONDS, one job.
 # New inputs go to fuzz/corpus-work/ (ignored); the seeds in fuzz/corpus/ are only read.
-# Never part of `make test`.
+# Then the command line's fuzzer (tests/test_cli_fuzz.py) for FUZZ_CLI_SECONDS over up to
+# FUZZ_CLI_CASES mutated presets from seed FUZZ_CLI_SEED; a case that fails is written into its
+# corpus, tests/data/fuzz_corpus/, which `make test` runs. Never part of `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_TOOLCHAIN ?= nightly
 FUZZ_TARGETS := scenario_json receiver_segments units
+FUZZ_CLI_CASES ?= 2000
+FUZZ_CLI_SECONDS ?= 600
+FUZZ_CLI_SEED ?= $(shell date +%s)
 
-.PHONY: fuzz
+.PHONY: fuzz fuzz-cli
 
-fuzz:
+fuzz: fuzz-cli
 	cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	for t in $(FUZZ_TARGETS); do \
 		mkdir -p fuzz/corpus-work/$$t && \
 		cargo +$(FUZZ_TOOLCHAIN) fuzz run $$t fuzz/corpus-work/$$t fuzz/corpus/$$t -- \
 			-max_total_time=$(FUZZ_SECONDS) -timeout=10 || exit 1; \
 	done
+
+fuzz-cli: setup
+	FARLINK_FUZZ_CASES=$(FUZZ_CLI_CASES) FARLINK_FUZZ_SECONDS=$(FUZZ_CLI_SECONDS) \
+	FARLINK_FUZZ_SEED=$(FUZZ_CLI_SEED) FARLINK_FUZZ_SAVE=1 \
+		$(VENV)/bin/pytest -q -rxX --timeout=0 tests/test_cli_fuzz.py

@@ -6,7 +6,9 @@ one line, ``farlink: error: <option>: <what was wrong and the accepted form>``, 
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -25,7 +27,7 @@ from farlink.predict import (
     bound,
     path_inputs,
 )
-from farlink.report import print_json, print_quantities, print_reproduction
+from farlink.report import print_json, print_quantities
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -66,6 +68,14 @@ def _evaluate(option_names: str, compute: Callable[[], T]) -> T:
 
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+ForceFlag = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace existing files farlink did not write (docs/security.md); without it, "
+        "only files in the folder's .farlink-manifest.json are replaced.",
+    ),
+]
 SizeOpt = f"Size ({units.SIZE_FORMS})."
 DurationOpt = f"({units.DURATION_FORMS})."
 BudgetEventsOpt = Annotated[
@@ -673,7 +683,7 @@ def predict_drop_loss(
         "segment_bytes": read("--segment", units.parse_size_bytes, segment),
     }
     segment_bytes = inputs["segment_bytes"]
-    lost = packets_lost_per_call_drop(*inputs.values())
+    lost = _evaluate("drop-loss", lambda: packets_lost_per_call_drop(*inputs.values()))
     wmax_bytes = read("--wmax", units.parse_size_bytes, wmax)
     payload = {
         "model": "drop-loss",
@@ -707,32 +717,44 @@ def reproduce(
         Path | None,
         typer.Option(help="With --all: Markdown to write (OUT/../validation-reproductions.md)."),
     ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Print a published table or figure of the seeds beside farlink's."""
     from farlink import reproduce as registry
+    from farlink.outputs import OutputFolder
+    from farlink.reproduce.terminal import print_verdict
 
     if all_ or include_slow or doc is not None:
         if id is not None or not all_:
             raise CliError("--all: give either an ID or --all (--include-slow, --doc need --all)")
-        _reproduce_all(out or DEFAULT_OUT / "reproduce", include_slow, doc, as_json)
+        _reproduce_all(out or DEFAULT_OUT / "reproduce", include_slow, doc, as_json, force)
         return
     out = out or DEFAULT_OUT
     if list_ or id is None:
         for entry in registry.entries():
             typer.echo(f"{entry.id:<24} {entry.engine:<6} {entry.title} [{entry.source}]")
         return
+    known = [entry.id for entry in registry.entries()]
+    if id not in known:
+        raise CliError(f"ID: unknown reproduction {id!r}; known: {', '.join(known)}")
+    folder = OutputFolder(out / "reproduce", force=force)
+    folder.claim_folder()
+    before = folder.listing()
     try:
-        rep = registry.run(id, out / "reproduce")
-    except KeyError as err:
-        raise CliError(f"ID: {err.args[0]}") from None
+        rep = registry.run(id, folder.path)
+    finally:
+        folder.record_written(before)
     if as_json:
         print_json(rep.to_dict())
     else:
-        print_reproduction(rep)
+        print_verdict(rep, folder.path / f"{id}.json")
 
 
-def _reproduce_all(out: Path, include_slow: bool, doc: Path | None, as_json: bool) -> None:
+def _reproduce_all(
+    out: Path, include_slow: bool, doc: Path | None, as_json: bool, force: bool
+) -> None:
+    from farlink.outputs import OutputError, OutputFolder
     from farlink.reproduce.doc import run_all, write_markdown
 
     def done(o) -> None:
@@ -740,10 +762,21 @@ def _reproduce_all(out: Path, include_slow: bool, doc: Path | None, as_json: boo
             rows = "failed: " + str(o.error) if o.reproduction is None else len(o.reproduction.rows)
             typer.echo(f"{o.entry.id:<24} {o.entry.engine:<6} {o.seconds:6.1f} s  rows {rows}")
 
-    outcomes = run_all(out, include_slow=include_slow, on_done=done)
     doc = doc if doc is not None else out.parent / "validation-reproductions.md"
+    if doc.is_dir():
+        raise OutputError(f"--doc: {doc} is a folder; name the Markdown file to write")
+    folder = OutputFolder(out, force=force)
+    folder.claim_folder()
+    doc_folder = OutputFolder(doc.parent, "--doc", force=force)
+    (doc,) = doc_folder.claim(doc.name)
+    before = folder.listing()
+    try:
+        outcomes = run_all(out, include_slow=include_slow, on_done=done)
+    finally:
+        folder.record_written(before)
     command = f"farlink reproduce --all{' --include-slow' * include_slow} --out {out} --doc {doc}"
     write_markdown(outcomes, doc, command)
+    doc_folder.record([doc])
     if as_json:
         found = [o.reproduction.to_dict() if o.reproduction else {"id": o.entry.id,
                  "error": o.error} for o in outcomes]  # fmt: skip
@@ -825,13 +858,15 @@ def simulate_command(
             f"of this length (switches the goodput and cwnd traces on). {DurationOpt}"
         ),
     ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Simulate a scenario on the packet-level engine (Rust core).
 
-    Prints the aggregate figures, then one line per flow: goodput, retransmissions, timeouts and
-    what limited its sender most of the time (application, receive window, send buffer,
-    congestion window or link) with its share of the time.
+    Writes into --out, by default farlink-out/sim/NAME (NAME: the scenario's name made safe for
+    a file system). Prints the aggregate figures, then one line per flow: goodput,
+    retransmissions, timeouts and what limited its sender most of the time (application,
+    receive window, send buffer, congestion window or link) with its share of the time.
 
     The run is held to a budget (docs/scenarios.md, "Run budget"): one estimated over it is
     refused, one that outgrows it stops with what it has. On a terminal a progress line shows
@@ -839,9 +874,9 @@ def simulate_command(
     """
     from farlink import _core
     from farlink.budget import estimate_payload, refusal_options
-    from farlink.results import write_pcaps
+    from farlink.outputs import OutputFolder, safe_name
     from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
-    from farlink.sim import ProgressLine, estimate, interval_rows, simulate
+    from farlink.sim import ProgressLine, estimate, interval_rows, simulate, write_run
 
     sets = list(set_ or ())
     if interval is not None:
@@ -883,10 +918,10 @@ def simulate_command(
         if line is not None:
             line.close()
     name = str(result.scenario.get("name") or Path(scenario).stem)
-    folder = out if out is not None else DEFAULT_OUT / "sim" / name
-    written = result.to_parquet(folder)
-    if pcap:
-        written += write_pcaps(result, folder)
+    folder = OutputFolder(
+        out if out is not None else DEFAULT_OUT / "sim" / safe_name(name), force=force
+    )
+    written = write_run(result, folder, pcap=pcap)
     partial = result.summary.get("partial")
     intervals = interval_rows(result) if interval is not None else None
     if as_json:
@@ -894,7 +929,7 @@ def simulate_command(
         extra = {} if intervals is None else {"intervals": intervals}
         print_json({**result.summary, **extra})
     else:
-        _print_simulation(name, result, folder, partial, intervals, written)
+        _print_simulation(name, result, folder.path, partial, intervals, written)
     if partial is not None:
         _stopped_early(partial)
 
@@ -1003,13 +1038,21 @@ def report_command(
             "cwnd, RTT, RTO and queues. Repeat for more.",
         ),
     ] = None,
+    force: ForceFlag = False,
 ) -> None:
     """Write a self-contained HTML report of a sweep: figures with confidence bands, tables."""
     from farlink import sweep as sw
+    from farlink.outputs import OutputError, OutputFolder
     from farlink.report_html import ReportError, write_report
 
+    target = out if out is not None else directory / "report.html"
+    if target.is_dir():
+        raise OutputError(f"--out: {target} is a folder; name the HTML file to write")
+    folder = OutputFolder(target.parent, force=force)
+    (target,) = folder.claim(target.name)
     try:
-        path = write_report(directory, out, traces=trace or ())
+        path = write_report(directory, target, traces=trace or ())
+        folder.record([path])
     except sw.SweepError as err:
         raise CliError(f"DIR: {err}") from None
     except ReportError as err:
@@ -1051,6 +1094,7 @@ def analyze_command(
             "Figures 10-12 do."
         ),
     ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Analyse the TCP connections of a capture: retransmissions, RTT, timeouts, goodput.
@@ -1059,6 +1103,7 @@ def analyze_command(
     figures, and its numbers are printed beside the capture's.
     """
     from farlink.capture import CaptureError, analyze_capture, plot_connections
+    from farlink.outputs import OutputFolder, safe_name
 
     min_rto_s = None if min_rto is None else read("--min-rto", units.parse_duration_s, min_rto)
     rate_bps = (
@@ -1079,16 +1124,20 @@ def analyze_command(
         )
     drops_s = None if drops is None else _log_drops_s(drops, cap.start_unix_s)
     simulated = None if sim is None else _simulate_beside(sim, set_ or (), seed, min_rto_s)
-    folder = out if out is not None else DEFAULT_OUT / "analyze" / capture.stem
+    stem = safe_name(capture.stem, "capture")
+    folder = OutputFolder(out if out is not None else DEFAULT_OUT / "analyze" / stem, force=force)
+    folder.claim_folder()
     drawn = connections + (simulated["connections"] if simulated else [])
+    before = folder.listing()
     written = plot_connections(
         drawn,
-        folder,
-        stem=capture.stem,
+        folder.path,
+        stem=stem,
         drops_s=drops_s,
         sim_drops_s=simulated["drops_s"] if simulated else None,
         link_rate_bps=rate_bps,
     )
+    folder.record_written(before)
     payload = {
         "capture": str(capture),
         "format": cap.format,
@@ -1099,7 +1148,7 @@ def analyze_command(
         "bytes_ignored": cap.bytes_ignored,
         "warnings": cap.warnings,
         "link_rate_bps": rate_bps,
-        "out": str(folder),
+        "out": str(folder.path),
     }
     summaries = [c.summary(rate_bps) for c in connections]
     sim_payload = None
@@ -1229,23 +1278,30 @@ def fit_command(
     drops: Annotated[
         Path | None, typer.Option(help="Call-drop log (CSV or KUMICS XML) to fit beta from.")
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Scenario file to write (TOML).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Scenario file to write (TOML; default farlink-out/fit-CAPTURE.toml)."),
+    ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Estimate loss rate, RTT and beta from a capture and a drop log; write a scenario."""
     from farlink.capture import CaptureError
     from farlink.droplog import DropLogError
     from farlink.fitpath import checked_scenario_toml, fit_path
+    from farlink.outputs import OutputError, OutputFolder, safe_name
 
+    name = safe_name(f"fit-{capture.stem}")
     try:
         fitted = fit_path(capture, drops)
         _warn_capture(fitted.warnings)
-        text = checked_scenario_toml(fitted, name=f"fit-{capture.stem}")
+        text = checked_scenario_toml(fitted, name=name)
     except (CaptureError, DropLogError, ValueError) as err:
         raise CliError(f"fit: {err}") from None
-    path = out if out is not None else DEFAULT_OUT / f"fit-{capture.stem}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path = out if out is not None else DEFAULT_OUT / f"{name}.toml"
+    if path.is_dir():
+        raise OutputError(f"--out: {path} is a folder; name the scenario file to write (.toml)")
+    path = OutputFolder(path.parent, force=force).write_text(path.name, text)
     payload = {**fitted.to_dict(), "scenario": str(path)}
     if as_json:
         print_json({**payload, "loss_rate_meanings": LOSS_RATE_MEANINGS})
@@ -1270,11 +1326,22 @@ LOSS_RATE_MEANINGS = {
 @app.command("demo")
 def demo(
     out: Annotated[Path, typer.Option(help="Folder for the table and figure.")] = DEFAULT_OUT,
+    force: ForceFlag = False,
 ) -> None:
     """The main job: the Greenland-Kansas 8-modem Iridium bundle of seed 000."""
     from farlink.demo import run_demo
+    from farlink.outputs import OutputFolder
 
-    run_demo(out)
+    folder = OutputFolder(out, force=force)
+    folder.claim("demo-greenland-8.png", "demo-greenland-8.json")
+    reproductions = OutputFolder(out / "reproduce", force=force)
+    reproductions.claim_folder()
+    before = folder.listing(), reproductions.listing()
+    try:
+        run_demo(folder.path)
+    finally:
+        folder.record_written(before[0])
+        reproductions.record_written(before[1])
 
 
 results_app = typer.Typer(
@@ -1351,7 +1418,9 @@ def sweep_command(
     run is held to the run budget (docs/scenarios.md); a run over it is a failed run.
     """
     from farlink import sweep as sw
+    from farlink.outputs import safe_name
     from farlink.report import print_sweep_report
+    from farlink.sweep_check import check_points
 
     fixed = {
         "tcp": tcp,
@@ -1368,7 +1437,8 @@ def sweep_command(
             base, grid=grid or (), fixed=fixed, sets=set_ or (), seeds=seeds, seed=seed,
             metrics=metric or (),
         )  # fmt: skip
-        folder = out if out is not None else DEFAULT_OUT / "sweep" / definition.name
+        folder = out if out is not None else DEFAULT_OUT / "sweep" / safe_name(definition.name)
+        check_points(definition)  # every point through the core's validation, before any run
         report = sw.run_sweep(
             definition, folder, executor=executor, force=force, retry_failed=retry_failed,
             progress=progress, budget=budget,
@@ -1441,15 +1511,61 @@ def results_summary(
 
 import farlink.cli_scenario  # noqa: E402, F401  (registers `farlink scenario`)
 
+EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a bug in farlink, not the user's input
+
+
+def _one_line(text: object) -> str:
+    """A message on one line: a library's multi-line text joined, never split over lines."""
+    return " ".join(str(text).split())
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Every warning raised while a command runs, NumPy's included, as one ``farlink:`` line."""
+    print(f"farlink: warning: {_one_line(message)}", file=sys.stderr)
+
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the command, turning bad input into one line and exit status 2."""
+    """Entry point: run the command; every failure ends in one ``farlink: error:`` line.
+
+    Bad input (options, scenario and capture files, output paths the system refuses) exits with
+    status 2; a failure only a bug in farlink can cause exits with 70 and asks for a report
+    (``FARLINK_DEBUG=1`` prints its traceback instead).
+    """
+    from farlink.outputs import OutputError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        try:
+            return _main(argv)
+        except (CliError, OutputError) as err:
+            return _error(err)
+        except OSError as err:
+            # A path the system refused that no command turned into its own message.
+            where = f"{err.filename}: " if err.filename else ""
+            return _error(f"{where}{err.strerror or err}")
+        except MemoryError:
+            return _error("out of memory: the input asks for more than this machine can hold")
+        except Exception as err:
+            if os.environ.get("FARLINK_DEBUG"):
+                raise
+            print(
+                f"farlink: error: internal error, please report it with the command line: "
+                f"{type(err).__name__}: {_one_line(err)} (FARLINK_DEBUG=1 shows where)",
+                file=sys.stderr,
+            )
+            return EXIT_INTERNAL
+
+
+def _error(message: object) -> int:
+    print(f"farlink: error: {_one_line(message)}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _main(argv: list[str] | None) -> int:
     command = typer.main.get_command(app)
     try:
         status = command.main(args=argv, prog_name="farlink", standalone_mode=False)
-    except CliError as err:
-        print(f"farlink: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except typer.TyperException as err:
         # Typer's usage errors (unknown option, missing argument, bad value) carry the context
         # of the command that failed; print them on one line like our own errors.
@@ -1457,8 +1573,7 @@ def main(argv: list[str] | None = None) -> int:
         if type(err).__name__ == "NoArgsIsHelpError":
             return 0  # the help has been printed already
         where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        print(f"farlink: error: {err.format_message()}{where}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _error(f"{err.format_message()}{where}")
     except typer.Exit as err:
         return int(err.exit_code)
     except typer.Abort:

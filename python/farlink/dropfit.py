@@ -148,6 +148,9 @@ def _check_confidence(confidence: float, name: str = "confidence") -> float:
     return confidence
 
 
+_TOO_SHORT = "an exposure of {exposure:g} s is too short to estimate a rate from"
+
+
 def rate_confidence_interval(
     drops: Any, exposure_s: Any, confidence: float = 0.95, censoring: str = "time"
 ) -> tuple[Any, Any]:
@@ -174,9 +177,13 @@ def rate_confidence_interval(
     if censoring == "failure" and np.any(d < 1):
         raise ValueError("a failure-censored observation has at least one drop")
     dof_low = np.where(d > 0, 2.0 * d, 1.0)  # placeholder dof where d = 0 (bound is 0 there)
-    low = np.where(d > 0, chi2.ppf(a / 2.0, dof_low) / (2.0 * t), 0.0)
     dof_high = 2.0 * d + 2.0 if censoring == "time" else 2.0 * d
-    high = chi2.ppf(1.0 - a / 2.0, dof_high) / (2.0 * t)
+    # An exposure of a few subnormal seconds overflows the division; such a rate is no estimate.
+    with np.errstate(over="ignore"):
+        low = np.where(d > 0, chi2.ppf(a / 2.0, dof_low) / (2.0 * t), 0.0)
+        high = chi2.ppf(1.0 - a / 2.0, dof_high) / (2.0 * t)
+    if not np.all(np.isfinite(high)):
+        raise ValueError(_TOO_SHORT.format(exposure=float(np.min(t))))
     if low.ndim == 0:
         return float(low), float(high)
     return low, high
@@ -262,6 +269,8 @@ def fit_exponential(
     if not exposure > 0:
         raise ValueError("no exposure: the log has no up-time (no complete interval)")
     beta = d / exposure
+    if not math.isfinite(beta):
+        raise ValueError(_TOO_SHORT.format(exposure=exposure))
     low, high = rate_confidence_interval(d, exposure, confidence, censoring)
     gof = chi2_exponential_test(x, beta, bins, alpha)
     return DropFit(

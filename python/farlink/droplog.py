@@ -401,6 +401,13 @@ def _parse_xml_root(data: bytes, source: str) -> ET.Element:
             f"{source}: document type declarations (<!DOCTYPE ...>) are not accepted; "
             f"expected {XML_FORM}"
         ) from None
+    except (LookupError, ValueError) as exc:
+        # expat asks Python's codecs for the declared encoding: an unknown name is a
+        # LookupError, a codec that cannot serve a parser a ValueError.
+        raise DropLogError(
+            f"{source}: the XML declaration names an encoding farlink cannot read ({exc}); "
+            "save the log as UTF-8 or UTF-16, or name a standard encoding"
+        ) from None
     except ET.ParseError as exc:
         line, column = exc.position
         reason = str(exc).rsplit(": line", 1)[0]

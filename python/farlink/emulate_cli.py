@@ -44,6 +44,13 @@ def emulate_command(
         bool,
         typer.Option("--pcap", help="Capture each end node's TUN device as <out>/<node>.pcap."),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write into a folder farlink did not make, replacing its files (docs/security.md).",
+        ),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of a table.")
     ] = False,
@@ -53,13 +60,19 @@ def emulate_command(
     from farlink import _core, units
     from farlink.cli import DEFAULT_OUT, CliError, _checked, _loss_rate, read
     from farlink.emulate import emulate, headline
+    from farlink.outputs import OutputFolder, safe_name
     from farlink.report import print_json, print_quantities
     from farlink.scenario import ScenarioError, describe_error, load_scenario
 
     try:
         doc = load_scenario(scenario)
         name = str(doc.get("name") or Path(scenario).stem)
-        folder = out if out is not None else DEFAULT_OUT / "emulate" / name
+        # The emulator names its captures after the nodes: refuse a folder farlink did not make.
+        folder = OutputFolder(
+            out if out is not None else DEFAULT_OUT / "emulate" / safe_name(name), force=force
+        )
+        folder.claim_folder()
+        before = folder.listing()
         result = emulate(
             doc,
             tcp=tcp,
@@ -70,7 +83,7 @@ def emulate_command(
             size=None if size is None else _checked("--size", units.parse_size_bytes, size),
             seed=seed,
             sets=set_ or (),
-            pcap_dir=folder if pcap else None,
+            pcap_dir=folder.path if pcap else None,
         )
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(describe_error(scenario, err)) from None
@@ -79,14 +92,13 @@ def emulate_command(
             raise CliError(str(err)) from None
         typer.echo(f"farlink: error: emulate: {err}", err=True)
         raise typer.Exit(EXIT_FAILED) from None
-    written = result.to_parquet(folder)
-    if pcap:
-        written += sorted(folder.glob("*.pcap"))
+    result.to_parquet(folder.path)
+    written = folder.record_written(before)
     if as_json:
         # The result document itself, as summary.json holds it (docs/results.md).
         print_json(result.summary)
     else:
-        payload = {**headline(result), "scenario": name, "out": str(folder)}
+        payload = {**headline(result), "scenario": name, "out": str(folder.path)}
         print_quantities(f"emulate {name} (seed {result.summary['seed']})", payload)
         for path in written:
             typer.echo(f"wrote {path}")

@@ -41,10 +41,22 @@ class Result:
     names: dict[str, list[Any]] = field(default_factory=dict)
 
     def trace(self, name: str) -> dict[str, np.ndarray]:
+        """One trace table; :class:`~farlink.traces.TraceNotRecorded` (a ``KeyError``) for a
+        trace the scenario did not switch on, saying how to switch it on."""
+        from farlink.traces import TraceNotRecorded, how_to_switch_on
+
         if name not in self.traces:
             known = ", ".join(sorted(self.traces)) or "none recorded"
             raise KeyError(f"no trace {name!r} in this result (traces: {known})")
+        if name not in self.recorded_traces():
+            raise TraceNotRecorded(how_to_switch_on(name))
         return self.traces[name]
+
+    def recorded_traces(self) -> list[str]:
+        """The traces this run recorded (switched on in its scenario), sorted."""
+        from farlink.traces import switched_on
+
+        return sorted(switched_on(self.scenario) & set(self.traces))
 
     def connections_of(self, flow: int | str) -> list[int]:
         """The trace ``flow`` ids of a scenario flow (by index or name), source first: one id,
@@ -81,13 +93,14 @@ class Result:
         return table.replace_schema_metadata(self.provenance())
 
     def to_parquet(self, directory: str | Path) -> list[Path]:
-        """Write every trace as ``<directory>/<trace>.parquet`` and the summary as JSON."""
+        """Write every recorded trace as ``<directory>/<trace>.parquet`` (none for a trace that
+        was not switched on) and the summary as JSON."""
         import pyarrow.parquet as pq
 
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         written = []
-        for name in sorted(self.traces):
+        for name in self.recorded_traces():
             path = out / f"{name}.parquet"
             pq.write_table(self.to_arrow(name), path)
             written.append(path)
@@ -96,12 +109,14 @@ class Result:
 
 
 def write_pcaps(result: Result, directory: str | Path) -> list[Path]:
-    """Write each tapped link's capture as ``<directory>/<link>.pcap``."""
+    """Write each tapped link's capture as ``<directory>/<link>.pcap`` (the name made safe)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    from farlink.sim import pcap_file_name
+
     for link, data in sorted(result.pcap.items()):
-        path = out / f"{link}.pcap"
+        path = out / pcap_file_name(link)
         path.write_bytes(data)
         written.append(path)
     return written

@@ -9,6 +9,7 @@ in ``farlink/scenarios/``; each value cites the seed section it comes from.
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import math
 import re
@@ -177,26 +178,106 @@ def set_path(doc: dict[str, Any], path: str, value: Any) -> None:
         raise ScenarioError(f"--set {path}: {last!r} is not a table here")
 
 
+def _table_list(doc: dict[str, Any], key: str, option: str) -> list[dict[str, Any]]:
+    """``doc[key]`` as the list of tables an option rewrites; a path-qualified refusal else."""
+    items = doc.get(key, [])
+    if not isinstance(items, list):
+        raise ScenarioError(
+            f"{key}: expected an array of tables ([[{key}]]), got {_kind(items)} "
+            f"(needed by {option})"
+        )
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ScenarioError(
+                f"{key}[{i}]: expected a table ([[{key}]]), got {_kind(item)} (needed by {option})"
+            )
+    return items
+
+
+def _kind(value: Any) -> str:
+    """How a TOML value reads to a person: ``the integer 5``, ``a string``, ``an array``."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
+
+
 def _lossy_direction(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
     lossy = doc.get("lossy_link")
     if lossy is None:
         raise ScenarioError("--loss: the scenario names no lossy_link to apply it to")
-    name, direction = (
-        (lossy, "fwd")
-        if isinstance(lossy, str)
-        else (lossy.get("link"), lossy.get("direction", "fwd"))
-    )
+    if isinstance(lossy, str):
+        name, direction = lossy, "fwd"
+    elif isinstance(lossy, dict):
+        name, direction = lossy.get("link"), lossy.get("direction", "fwd")
+        if not isinstance(name, str):
+            raise ScenarioError(
+                f"lossy_link.link: expected a link name, got {_kind(name)} (needed by --loss)"
+            )
+        if direction not in ("fwd", "rev"):
+            raise ScenarioError(
+                f'lossy_link.direction: expected "fwd" or "rev", got {_kind(direction)}'
+            )
+    else:
+        raise ScenarioError(
+            f"lossy_link: expected a link name or a table {{ link, direction }}, got "
+            f"{_kind(lossy)} (needed by --loss)"
+        )
     # Link names as the core gives them (a link without one is named after its ends); a
     # scenario the core refuses raises its ScenarioError here, as the run would.
+    links = _table_list(doc, "links", "--loss")
     try:
         names = [link["name"] for link in resolve(doc)["links"]]
     except ValueError as err:  # the core's ScenarioError, carried as this module's
         path, message = getattr(err, "path", None), getattr(err, "message", None)
         raise ScenarioError(str(err), path=path, message=message) from None
-    for link, link_name in zip(doc.get("links", []), names, strict=True):
+    for i, (link, link_name) in enumerate(zip(links, names, strict=True)):
         if link_name == name:
+            if not isinstance(link.get(direction, {}), dict):
+                raise ScenarioError(
+                    f"links[{i}].{direction}: expected a table, got {_kind(link[direction])} "
+                    "(needed by --loss)"
+                )
             return link, direction
     raise ScenarioError(f"--loss: lossy_link {name!r} is not one of the scenario's links")
+
+
+def _flow_table(flow: dict[str, Any], i: int, key: str, option: str) -> dict[str, Any]:
+    """``flows[i].<key>`` as a table (created when absent) for ``option`` to rewrite."""
+    table = flow.setdefault(key, {})
+    if not isinstance(table, dict):
+        raise ScenarioError(
+            f"flows[{i}].{key}: expected a table, got {_kind(table)} (needed by {option})"
+        )
+    return table
+
+
+def _set_tcp(doc: dict[str, Any], tcp: str) -> None:
+    for i, flow in enumerate(_table_list(doc, "flows", "--tcp")):
+        options = _flow_table(flow, i, "tcp", "--tcp")
+        if tcp.lower() in RECOVERY_NAMES:  # names are case-insensitive, as in the core
+            options["recovery"] = tcp
+        else:
+            # A controller named on the command line runs over SACK-based recovery (the
+            # core falls back to NewReno when the scenario switches SACK off).
+            options["cc"] = tcp
+            options["recovery"] = "sack"
+
+
+def _set_size(doc: dict[str, Any], size: str) -> None:
+    for i, flow in enumerate(_table_list(doc, "flows", "--size")):
+        if "app" in flow and _flow_table(flow, i, "app", "--size").get("kind") in (
+            "bulk",
+            "unbounded",
+        ):
+            flow["app"] = {"kind": "bulk", "size": size}
 
 
 def apply_overrides(
@@ -211,17 +292,8 @@ def apply_overrides(
 ) -> dict[str, Any]:
     """Return a copy of ``doc`` with the command line's overrides applied, ``--set`` last."""
     doc = copy.deepcopy(doc)
-    flows = doc.get("flows", [])
     if tcp is not None:
-        for flow in flows:
-            options = flow.setdefault("tcp", {})
-            if tcp.lower() in RECOVERY_NAMES:  # names are case-insensitive, as in the core
-                options["recovery"] = tcp
-            else:
-                # A controller named on the command line runs over SACK-based recovery (the
-                # core falls back to NewReno when the scenario switches SACK off).
-                options["cc"] = tcp
-                options["recovery"] = "sack"
+        _set_tcp(doc, tcp)
     if loss is not None:
         link, direction = _lossy_direction(doc)
         link.setdefault(direction, {})["loss"] = {"model": "bernoulli", "p": loss}
@@ -229,9 +301,7 @@ def apply_overrides(
         doc.pop("duration_s", None)
         doc["duration"] = duration
     if size is not None:
-        for flow in flows:
-            if flow.get("app", {}).get("kind") in ("bulk", "unbounded"):
-                flow["app"] = {"kind": "bulk", "size": size}
+        _set_size(doc, size)
     if seed is not None:
         doc["seed"] = seed
     for assignment in sets:
@@ -258,31 +328,43 @@ def resolve(doc: dict[str, Any]) -> dict[str, Any]:
     return json.loads(_core.resolve_scenario(to_core_json(doc)))
 
 
-def _non_finite(node: Any, path: str) -> tuple[str, float] | None:
-    """The path and value of the first NaN or infinity in ``node``, or None."""
+def _unjsonable(node: Any, path: str) -> tuple[str, str] | None:
+    """The path of the first value in ``node`` that JSON cannot carry, and what to say of it;
+    None if there is none. TOML has such values: NaN and infinity, dates and times."""
     if isinstance(node, float):
-        return None if math.isfinite(node) else (path, node)
+        if math.isfinite(node):
+            return None
+        return path, f"expected a finite number, got {node} (nan and inf are not accepted)"
+    if isinstance(node, (datetime.date, datetime.time)):  # a datetime is a date too
+        return path, (
+            f"{node.isoformat()} is a TOML date or time, which no field of a scenario takes "
+            '(write durations as strings such as "7h32min", seeds as integers)'
+        )
     if isinstance(node, dict):
         steps = [(f"{path}.{k}" if path else str(k), v) for k, v in node.items()]
     elif isinstance(node, list):
         steps = [(f"{path}[{i}]", v) for i, v in enumerate(node)]
-    else:
+    elif node is None or isinstance(node, (str, int, bool)):
         return None
-    return next((x for p, v in steps if (x := _non_finite(v, p)) is not None), None)
+    else:
+        return path, f"a {type(node).__name__} is not a value"
+    return next((x for p, v in steps if (x := _unjsonable(v, p)) is not None), None)
+
+
+def check_document(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` unchanged; :class:`ScenarioError` names the first value JSON cannot carry."""
+    found = _unjsonable(doc, "")
+    if found is not None:
+        path, message = found
+        raise ScenarioError(f"{path or 'scenario'}: {message}", path=path, message=message)
+    return doc
 
 
 def to_core_json(doc: dict[str, Any]) -> str:
-    """The document as the JSON text the core reads.
-
-    JSON has no NaN or infinity (TOML has ``nan`` and ``inf``): such a value is refused here
-    with its path, before the core would see an unreadable document.
+    """The document as the JSON text the core reads, refusing with its path a value JSON cannot
+    carry (NaN and infinity, TOML dates and times) before the core sees an unreadable document.
     """
-    found = _non_finite(doc, "")
-    if found is not None:
-        path, value = found
-        message = f"expected a finite number, got {value} (nan and inf are not accepted)"
-        raise ScenarioError(f"{path}: {message}", path=path, message=message)
-    return json.dumps(doc, allow_nan=False)
+    return json.dumps(check_document(doc), allow_nan=False)
 
 
 # Fields of the resolved scenario the core derives rather than reads (resolved.rs's

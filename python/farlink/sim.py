@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from farlink import _core
+from farlink.outputs import OutputError, OutputFolder, safe_name
 from farlink.result_schema import sim_document
 from farlink.results import Result
 from farlink.scenario import apply_overrides, load_scenario, to_core_json
@@ -32,7 +33,10 @@ __all__ = [
     "flow_rows",
     "headline",
     "interval_rows",
+    "output_names",
+    "pcap_file_name",
     "simulate",
+    "write_run",
 ]
 
 ProgressCallback = Callable[[float, float, int], None]
@@ -229,3 +233,40 @@ def interval_rows(result: Result) -> list[dict[str, Any]]:
             previous_ns, previous_bytes = t_ns, d
     rows.sort(key=lambda r: r["end_s"])  # stable: flows in scenario order within an instant
     return rows
+
+
+def output_names(result: Result, *, pcap: bool) -> list[str]:
+    """The files :func:`write_run` writes: one Parquet file per trace, the summary, captures."""
+    names = [f"{name}.parquet" for name in result.recorded_traces()] + ["summary.json"]
+    if pcap:
+        names += [pcap_file_name(link) for link in sorted(result.pcap)]
+    return names
+
+
+def pcap_file_name(link: str) -> str:
+    """A link's capture file: its name made safe (link names are scenario text)."""
+    return f"{safe_name(link, 'link')}.pcap"
+
+
+def write_run(result: Result, folder: OutputFolder, *, pcap: bool) -> list[Path]:
+    """Write a run's traces, summary and (with ``pcap``) captures into ``folder``.
+
+    Every file is claimed before the first is written, so a run refused for one file it may not
+    replace writes nothing; traces and captures an earlier run wrote there and this one does not
+    are removed, so the folder holds one run; what was written is recorded in the manifest.
+    """
+    from farlink.results import write_pcaps
+
+    names = output_names(result, pcap=pcap)
+    folder.claim(*names)
+    folder.remove_stale(names, (".parquet", ".pcap"))
+    try:
+        written = result.to_parquet(folder.path)
+        if pcap:
+            written += write_pcaps(result, folder.path)
+    except OSError as err:
+        raise OutputError(
+            f"{folder.option}: cannot write into {folder.path} ({err.strerror or err})"
+        ) from None
+    folder.record(written)
+    return written

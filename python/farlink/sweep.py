@@ -53,6 +53,7 @@ from farlink.scenario import (
     _parse_value,
     _steps,
     apply_overrides,
+    check_document,
     load_scenario,
     resolve,
     set_path,
@@ -430,7 +431,10 @@ def _check_int(value: Any, where: str, low: int, high: int) -> int:
 
 def _resolve_scenario(value: Any, base_dir: Path, where: str) -> tuple[dict[str, Any], str]:
     if isinstance(value, Mapping):
-        return copy.deepcopy(dict(value)), "inline"
+        try:
+            return check_document(copy.deepcopy(dict(value))), "inline"
+        except ScenarioError as err:
+            raise SweepError(f"{where}.{err}") from None
     if not isinstance(value, str) or not value:
         raise SweepError(
             f"{where}: expected a preset name, a scenario file or an inline [scenario] table"
@@ -438,7 +442,7 @@ def _resolve_scenario(value: Any, base_dir: Path, where: str) -> tuple[dict[str,
     candidate = base_dir / value
     target = candidate if candidate.exists() or value.endswith(".toml") else value
     try:
-        return load_scenario(target), str(target)
+        return check_document(load_scenario(target)), str(target)
     except ScenarioError as err:
         raise SweepError(f"{where}: {err}") from None
 
@@ -579,7 +583,7 @@ def sweep_from_options(
         start = load_sweep(base)
     else:
         try:
-            scenario = load_scenario(base)
+            scenario = check_document(load_scenario(base))
         except ScenarioError as err:
             raise SweepError(f"BASE: {err}") from None
         start = Sweep(scenario=scenario, source=base, grid={}, name=_default_name(scenario, base))

@@ -48,7 +48,7 @@ def non_negative(name: str, x: FloatArray) -> None:
 
 def window(name: str, w: FloatArray) -> None:
     """Receiver-window limits may be +inf (no limit) but must exceed one packet."""
-    require(w >= 1, name, "at least one packet (use inf for no limit)")
+    require(w >= 1, name, "at least one packet, or unlimited (inf; none on the command line)")
 
 
 def result(x: FloatArray) -> Any:

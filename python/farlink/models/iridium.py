@@ -139,7 +139,11 @@ def packets_lost_per_call_drop(
     ar.non_negative("modem_buffer_bytes", b_m)
     ar.non_negative("serial_buffer_bytes", b_s)
     ar.positive("segment_bytes", seg)
-    return ar.result((t_l * rate / 8 + 2 * b_m + b_s) / seg)
+    # Each input is finite, but their product may not be (1e10 s at 1e308 bit/s).
+    with np.errstate(over="ignore"):
+        lost = (t_l * rate / 8 + 2 * b_m + b_s) / seg
+    ar.require(np.isfinite(lost), "detection_s * rate_bps", "small enough for a finite loss")
+    return ar.result(lost)
 
 
 def member_availability(

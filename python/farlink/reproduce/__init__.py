@@ -11,22 +11,69 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REGISTRY", "Entry", "Findings", "Reproduction", "Row", "entries", "register", "run"]
+import numpy as np
+
+__all__ = [
+    "PUBLISHED_KINDS",
+    "REGISTRY",
+    "Entry",
+    "Findings",
+    "Reproduction",
+    "Row",
+    "entries",
+    "register",
+    "run",
+]
+
+
+PUBLISHED_KINDS = {
+    "measured": "a measurement in the field or on a testbed",
+    "predicted": "the paper's closed-form model",
+    "simulated": "the paper's own simulation",
+}
+"""What a published number is, named in every row that has one."""
 
 
 @dataclass(frozen=True)
 class Row:
-    """One published number (or plotted point) beside ours."""
+    """One published number (or plotted point) beside ours.
+
+    ``published_kind`` says what the published number is (a key of :data:`PUBLISHED_KINDS`;
+    the entry's kind when None); ``seeds`` and ``spread`` (least and greatest value) describe
+    the runs whose mean ``ours`` is, for a simulated row.
+    """
 
     label: str
     unit: str
     published: float | None
     ours: float
     tolerance_rel: float | None = None
+    published_kind: str | None = None
+    seeds: int | None = None
+    spread: tuple[float, float] | None = None
+
+    @classmethod
+    def over_seeds(
+        cls,
+        label: str,
+        unit: str,
+        published: float | None,
+        values: Any,
+        tolerance_rel: float | None = None,
+        published_kind: str | None = None,
+    ) -> Row:
+        """A row whose ``ours`` is the mean of one value per seed, with their spread."""
+        v = np.asarray(values, dtype=float)
+        finite = v[np.isfinite(v)]
+        spread = (float(finite.min()), float(finite.max())) if finite.size else None
+        return cls(
+            label, unit, published, float(np.mean(v)), tolerance_rel, published_kind, int(v.size),
+            spread,
+        )  # fmt: skip
 
     @property
     def relative_error(self) -> float | None:
@@ -50,6 +97,9 @@ class Row:
             "relative_error": self.relative_error,
             "tolerance_rel": self.tolerance_rel,
             "within_tolerance": self.within_tolerance,
+            "published_kind": None if self.published is None else self.published_kind,
+            "seeds": self.seeds,
+            "seed_spread": None if self.spread is None else list(self.spread),
         }
 
 
@@ -90,18 +140,29 @@ class Entry:
     source: str
     engine: str
     build: Callable[[Path], Findings]
+    published: str | None = None
 
 
 REGISTRY: dict[str, Entry] = {}
 
 
-def register(id: str, *, title: str, source: str, engine: str = "model"):
-    """Register ``build(out_dir) -> Reproduction`` under ``id``."""
+def register(
+    id: str, *, title: str, source: str, engine: str = "model", published: str | None = None
+):
+    """Register ``build(out_dir) -> Reproduction`` under ``id``.
+
+    ``published``: what the published numbers of its rows are (:data:`PUBLISHED_KINDS`), unless
+    a row says otherwise.
+    """
+    if published is not None and published not in PUBLISHED_KINDS:
+        raise ValueError(f"{id}: published must be one of {', '.join(PUBLISHED_KINDS)}")
 
     def decorate(build: Callable[[Path], Findings]) -> Callable[[Path], Reproduction]:
         if id in REGISTRY:
             raise ValueError(f"reproduction {id!r} registered twice")
-        REGISTRY[id] = Entry(id=id, title=title, source=source, engine=engine, build=build)
+        REGISTRY[id] = Entry(
+            id=id, title=title, source=source, engine=engine, build=build, published=published
+        )
         return build
 
     return decorate
@@ -116,8 +177,12 @@ def run(id: str, out_dir: Path) -> Reproduction:
     out_dir.mkdir(parents=True, exist_ok=True)
     entry = REGISTRY[id]
     found = entry.build(out_dir)
+    rows = [
+        r if r.published_kind is not None else replace(r, published_kind=entry.published)
+        for r in found.rows
+    ]
     rep = Reproduction(
-        rows=found.rows,
+        rows=rows,
         notes=found.notes,
         figures=found.figures,
         id=entry.id,

@@ -184,6 +184,7 @@ def fer_findings(means, outcomes, idle: str, fd_ts=FD_T, pes=FER) -> tuple[list[
 
 @register(
     "bai-fig-3",
+    published="simulated",
     title="Long-time TCP goodput over IS-707 against FER, without idle frames",
     source="seed 004, Figure 3 and section III",
     engine="sim",
@@ -205,6 +206,7 @@ def fig_3(out_dir: Path) -> Findings:
 
 @register(
     "bai-fig-4",
+    published="simulated",
     title="Long-time TCP goodput over IS-707 against FER, with idle frames",
     source="seed 004, Figure 4 and section III",
     engine="sim",
@@ -287,6 +289,7 @@ def idle_count_findings(means, outcomes, counts, fd_ts=FD_T) -> tuple[list[Row],
 
 @register(
     "bai-fig-9",
+    published="simulated",
     title="Long-term TCP goodput over IS-707 against the number of idle frames, P_e = 0.3",
     source="seed 004, Figure 9 and section III",
     engine="sim",
@@ -436,6 +439,7 @@ def _histogram_figure(out_dir: Path, fd: float, per_window: dict[int, np.ndarray
 
 @register(
     "bai-fig-10-12",
+    published="simulated",
     title="Histograms of TCP goodput over 10, 100 and 1,000 s windows, P_e = 0.3",
     source="seed 004, Figures 10, 11 and 12 and section III",
     engine="sim",

@@ -49,12 +49,9 @@ def _transfer_times_min(
     return np.array(times)
 
 
-def _transfer_minutes(preset: str, size: str, seeds=SEEDS) -> float:
-    return float(np.mean(_transfer_times_min(preset, size, seeds)))
-
-
 @register(
     "zaghloul-table-6.1-sim",
+    published="measured",
     title="Transfers over eight Iridium modems with call drops, simulated (iridium-greenland-8)",
     source="seed 000, Table 6.1",
     engine="sim",
@@ -63,8 +60,9 @@ def table_6_1_sim(out_dir: Path) -> Findings:
     rows = []
     notes = []
     for size, (measured, predicted) in TABLE_6_1.items():
-        ours = _transfer_minutes("iridium-greenland-8", f"{size}MB", TABLE_SEEDS)
-        rows.append(Row(f"{size} MB, measured in the field", "min", measured, ours, 0.2))
+        times = _transfer_times_min("iridium-greenland-8", f"{size}MB", TABLE_SEEDS)
+        label = f"{size} MB, measured in the field"
+        rows.append(Row.over_seeds(label, "min", measured, times, 0.2))
         notes.append(f"{size} MB: eq. 36 predicted {predicted} min (Table 6.1).")
     notes.append(
         "Simulated: the iridium-greenland-8 preset as shipped (KUMICS primary modem, call drops "
@@ -76,6 +74,7 @@ def table_6_1_sim(out_dir: Path) -> Findings:
 
 @register(
     "zaghloul-table-6.2-sim",
+    published="measured",
     title="Transfers over 3 to 8 Iridium modems with call drops, simulated (iridium-N)",
     source="seed 000, Table 6.2",
     engine="sim",
@@ -84,8 +83,8 @@ def table_6_2_sim(out_dir: Path) -> Findings:
     rows = []
     notes = []
     for n, (size, measured, predicted) in TABLE_6_2.items():
-        ours = _transfer_minutes(f"iridium-{n}", f"{size}MB", TABLE_SEEDS)
-        rows.append(Row(f"{n} links, {size} MB, measured", "min", measured, ours, 0.2))
+        times = _transfer_times_min(f"iridium-{n}", f"{size}MB", TABLE_SEEDS)
+        rows.append(Row.over_seeds(f"{n} links, {size} MB, measured", "min", measured, times, 0.2))
         notes.append(f"{n} links: eq. 36 predicted {predicted} min.")
     notes.append(
         "Simulated: the iridium-N presets as shipped (no primary link, as the chapter 6 model), "
@@ -97,6 +96,7 @@ def table_6_2_sim(out_dir: Path) -> Findings:
 
 @register(
     "zaghloul-sec-4.1.6-sim",
+    published="measured",
     title="Loaded RTT and efficiency of an eight-modem Iridium bundle, simulated",
     source="seed 000, section 4.1.6 and Figure 4.6; seed 001, slide 14",
     engine="sim",
@@ -133,7 +133,14 @@ def sec_4_1_6_sim(out_dir: Path) -> Findings:
     loaded_rtt = float(np.mean(rtts))
     return Findings(
         rows=[
-            Row("mean TCP RTT under load, thesis's Q_P T_MP", "s", 19.5, loaded_rtt, 0.1),
+            Row(
+                "mean TCP RTT under load, thesis's Q_P T_MP",
+                "s",
+                19.5,
+                loaded_rtt,
+                0.1,
+                published_kind="predicted",
+            ),
             Row("mean TCP RTT under load, measured (Figure 4.6)", "s", 21.0, loaded_rtt, 0.1),
             Row("mean TCP RTT, 2 h with call drops, BIC", "s", 21.0, with_drops["bic"], 0.1),
             Row("mean TCP RTT, 2 h with call drops, CUBIC", "s", None, with_drops["cubic"]),
@@ -175,6 +182,7 @@ def _uptime(hours: int, seed: int) -> tuple[float, float, int]:
 
 @register(
     "field-uptime",
+    published="measured",
     title="Uptime of the eight-modem KUMICS bundle in the 12-h and 32-h field tests, simulated",
     source="seed 001, slides 17 and 18; seed 000, section 7.6 and Figure 7.14",
     engine="sim",
@@ -241,31 +249,30 @@ FIELD_THROUGHPUT_KBPS = {1: 2.1, 2: 4.25, 3: 6.88, 4: 9.26}
 FIELD_FTP_8_KBPS = 15.38
 
 
-def _goodput_kbps(preset: str) -> float:
-    return float(
-        np.mean(
-            [
-                simulate(preset, duration="2h", seed=seed, sets=[NO_TRACES]).summary["goodput_bps"]
-                / 1000
-                for seed in TABLE_SEEDS
-            ]
-        )
-    )
+def _goodput_kbps(preset: str) -> list[float]:
+    """Goodput (kbit/s) of two hours of ``preset``, one per seed."""
+    return [
+        simulate(preset, duration="2h", seed=seed, sets=[NO_TRACES]).summary["goodput_bps"] / 1000
+        for seed in TABLE_SEEDS
+    ]
 
 
 @register(
     "field-throughput",
+    published="measured",
     title="Throughput of 1 to 4 Iridium modems, and of eight with call drops, simulated",
     source="seed 001, slides 9 and 15",
     engine="sim",
 )
 def field_throughput(out_dir: Path) -> Findings:
     rows = [
-        Row(f"{n} modem{'s' if n > 1 else ''}", "kbps", kbps, _goodput_kbps(f"iridium-{n}"), 0.15)
+        Row.over_seeds(
+            f"{n} modem{'s' if n > 1 else ''}", "kbps", kbps, _goodput_kbps(f"iridium-{n}"), 0.15
+        )
         for n, kbps in FIELD_THROUGHPUT_KBPS.items()
     ]
     rows.append(
-        Row(
+        Row.over_seeds(
             "8 modems, large FTP uploads with call drops",
             "kbps",
             FIELD_FTP_8_KBPS,
@@ -309,6 +316,7 @@ FIG_6_4_MINUTES_BETWEEN_DROPS = (52, 30, 20)
 
 @register(
     "zaghloul-fig-6.4",
+    published="predicted",
     title="10 MB over six Iridium modems against the call-drop rate: simulated and eq. 36",
     source="seed 000, Figure 6.4 and section 6.3",
     engine="sim",
@@ -412,6 +420,7 @@ def _follow_counts(
 
 @register(
     "zaghloul-fig-5.1",
+    published="measured",
     title="A 33-min transfer over eight Iridium modems: time-sequence with call drops, simulated",
     source="seed 000, Figure 5.1 and section 5.2",
     engine="sim",

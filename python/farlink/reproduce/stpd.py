@@ -72,6 +72,7 @@ def _mean_normalised_goodput(variant: str, p: float) -> tuple[float, float]:
 
 @register(
     "stpd-fig-4.8",
+    published="simulated",
     title="Normalised throughput of TCP variants against the wireless packet error rate",
     source="seed 003, Figure 4.8 and section 4.4.1.1",
     engine="sim",

@@ -89,6 +89,7 @@ def _bursty_run(variant: str, seed: int, reading: str):
 
 @register(
     "stpd-fig-4.13-4.17",
+    published="simulated",
     title="Bursty wireless losses (mean burst 8 packets, rate 1e-2): Reno, ST-PD and today's "
     "controllers",
     source="seed 003, Figures 4.13-4.17 and section 4.4.1.2",
@@ -237,6 +238,7 @@ def _geo_run(variant: str):
 
 @register(
     "stpd-fig-4.19-4.22",
+    published="simulated",
     title="GEO T1 hop with the 2000th and 2001st packets lost: segments delivered in 60 s",
     source="seed 003, Figures 4.19-4.22 and section 4.4.2",
     engine="sim",
@@ -425,6 +427,7 @@ def _transfer_time(result) -> float:
 
 @register(
     "stpd-testbed-5.4",
+    published="measured",
     title="Testbed: 100,000 bytes over a 38.4 kbps serial link with delay and packet errors",
     source="seed 003, sections 5.3 and 5.4, Figures 5.11-5.26",
     engine="sim",

@@ -75,6 +75,7 @@ STEADY_FROM_S = 5.0
 
 @register(
     "stpd-fig-3.8-3.13",
+    published="simulated",
     title="One connection over a wired bottleneck: window, queue and throughput of ST-PD and Reno",
     source="seed 003, Figures 3.8-3.13 and sections 3.5.1.1-3.5.1.2",
     engine="sim",
@@ -268,6 +269,7 @@ FIXED_ACTIVE = {(0.0, 12.0): [0], (12.0, 24.0): [0, 1], (24.0, 36.0): [0, 1, 2],
 
 @register(
     "stpd-fig-3.15-3.17",
+    published="simulated",
     title="Three connections joining and leaving a 1.5 Mbps bottleneck: Reno, Vegas, ST-PD",
     source="seed 003, Figures 3.15-3.17 and section 3.5.2.1",
     engine="sim",
@@ -376,6 +378,7 @@ MOVING_DURATION_S = 60.0
 
 @register(
     "stpd-fig-3.19-3.20",
+    published="simulated",
     title="A connection whose bottleneck moves from R1 to R2: queues and throughput, ST-PD and "
     "Reno",
     source="seed 003, Figures 3.19-3.20 and section 3.5.2.2",
@@ -491,6 +494,7 @@ FTP_FLOW = 0
 
 @register(
     "stpd-fig-3.22-3.24",
+    published="simulated",
     title="Round-trip time of telnet beside FTP over a quarter T1: ST-PD and Reno",
     source="seed 003, Figures 3.22-3.24 and section 3.5.3",
     engine="sim",

@@ -58,6 +58,7 @@ def _minutes(**params: object) -> np.ndarray:
 
 @register(
     "zaghloul-table-6.1",
+    published="predicted",
     title="8-modem Iridium bundle, Greenland to Kansas: predicted transfer times (eq. 36)",
     source="seed 000, Table 6.1",
 )
@@ -84,6 +85,7 @@ def table_6_1(out_dir: Path) -> Findings:
 
 @register(
     "zaghloul-table-6.2",
+    published="predicted",
     title="3 to 8 Iridium modems: predicted transfer times (eq. 36)",
     source="seed 000, Table 6.2",
 )
@@ -134,6 +136,7 @@ def table_6_2(out_dir: Path) -> Findings:
 
 @register(
     "zaghloul-fig-6.5",
+    published="predicted",
     title="Inmarsat 4x128 kbps bundle: transfer time of 100 MB against the packet loss rate",
     source="seed 000, Figure 6.5 and section 6.4.1",
 )
@@ -183,6 +186,7 @@ def fig_6_5(out_dir: Path) -> Findings:
 
 @register(
     "zaghloul-fig-6.6",
+    published="predicted",
     title="Inmarsat 4x128 kbps bundle: transfer time of 100 MB against the timeout T0",
     source="seed 000, Figure 6.6 and section 6.4.1",
 )
@@ -222,6 +226,7 @@ def fig_6_6(out_dir: Path) -> Findings:
 
 @register(
     "zaghloul-sec-4.1.6",
+    published="predicted",
     title="Loaded RTT of an Iridium bundle: RTT = Q_P T_MP",
     source="seed 000, section 4.1.6",
 )
@@ -248,6 +253,7 @@ def sec_4_1_6(out_dir: Path) -> Findings:
 
 @register(
     "zaghloul-sec-5.2",
+    published="predicted",
     title="Packets lost by one call drop (worked example)",
     source="seed 000, section 5.2",
 )
