@@ -48,7 +48,8 @@ def emulate_command(
         bool,
         typer.Option(
             "--force",
-            help="Write into a folder farlink did not make, replacing its files (docs/security.md).",
+            help="Write into a folder farlink did not make, replacing its files "
+            "(docs/security.md).",
         ),
     ] = False,
     as_json: Annotated[
