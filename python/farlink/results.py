@@ -22,6 +22,11 @@ from farlink.result_schema import write_document
 SCHEMA_VERSION = "1"
 
 
+ENGINE_TRACES: dict[str, set[str]] = {"emulate": {"tcp_info"}}
+"""Traces an engine records whatever the scenario's ``trace`` switches say (the emulator samples
+the kernel's TCP_INFO of every sender)."""
+
+
 @dataclass(frozen=True)
 class Result:
     """A summary (the result document of docs/results.md) and traces (name → column → array).
@@ -53,10 +58,12 @@ class Result:
         return self.traces[name]
 
     def recorded_traces(self) -> list[str]:
-        """The traces this run recorded (switched on in its scenario), sorted."""
+        """The traces this run recorded (switched on in its scenario, or always kept by its
+        engine: the emulator's ``tcp_info``), sorted."""
         from farlink.traces import switched_on
 
-        return sorted(switched_on(self.scenario) & set(self.traces))
+        wanted = switched_on(self.scenario) | ENGINE_TRACES.get(self.engine, set())
+        return sorted(wanted & set(self.traces))
 
     def connections_of(self, flow: int | str) -> list[int]:
         """The trace ``flow`` ids of a scenario flow (by index or name), source first: one id,
