@@ -12,6 +12,7 @@ pub mod loss;
 pub mod mlppp;
 pub mod modem;
 pub mod pcap;
+pub mod ppp;
 pub mod rlp;
 pub mod rng;
 pub mod scenario;
