@@ -85,7 +85,7 @@ ns3-reference: $(NS3_STAMP)
 # Never part of `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := scenario_json receiver_segments units
+FUZZ_TARGETS := scenario_json receiver_segments units hdlc_decoder at_dialogue
 
 .PHONY: fuzz
 
