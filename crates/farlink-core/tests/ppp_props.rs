@@ -121,3 +121,31 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn lcp_fed_garbage_never_panics_and_keeps_a_timer_while_negotiating(
+        packets in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..40),
+        codes in prop::collection::vec(1u8..12, 40),
+    ) {
+        use farlink_core::ppp::lcp::{Lcp, LcpConfig, LcpState};
+        let mut l = Lcp::new(LcpConfig::multilink(0x1234_5678));
+        l.open(SimTime::ZERO);
+        for (i, mut p) in packets.into_iter().enumerate() {
+            // Half the packets get a valid code and length so they reach the option parser.
+            if i % 2 == 0 && p.len() >= 4 {
+                p[0] = codes[i];
+                let n = p.len() as u16;
+                p[2..4].copy_from_slice(&n.to_be_bytes());
+            }
+            let now = SimTime::ZERO + SimDuration::from_millis(100 * i as u64);
+            l.on_packet(now, &p);
+            l.on_timer(now);
+            while l.poll().is_some() {}
+            if matches!(l.state(), LcpState::ReqSent | LcpState::AckRcvd | LcpState::AckSent
+                | LcpState::Closing | LcpState::Stopping) {
+                prop_assert!(l.next_wakeup().is_some());
+            }
+        }
+    }
+}
