@@ -47,7 +47,7 @@ pub enum FcsKind {
 }
 
 impl FcsKind {
-    pub fn len(self) -> usize {
+    pub fn octets(self) -> usize {
         match self {
             FcsKind::Fcs16 => 2,
             FcsKind::Fcs32 => 4,
@@ -294,7 +294,7 @@ impl Decoder {
 
     /// The content length of the buffered frame, if its FCS is right.
     fn check(&mut self) -> Result<usize, FrameError> {
-        let fcs_len = self.opts.fcs.len();
+        let fcs_len = self.opts.fcs.octets();
         if self.buf.len() <= fcs_len {
             self.stats.too_short += 1;
             return Err(FrameError::TooShort);
