@@ -149,3 +149,31 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn simulated_modem_fed_garbage_never_panics(
+        chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 0..30),
+        outcomes in prop::collection::vec(0u8..5, 30),
+    ) {
+        use farlink_core::ppp::dce::{Dce, DceConfig, DceOutput, DialOutcome};
+        let mut d = Dce::new(DceConfig::iridium());
+        for (i, c) in chunks.iter().enumerate() {
+            let now = SimTime::ZERO + SimDuration::from_millis(700 * i as u64);
+            d.on_host_bytes(now, c);
+            d.on_timer(now);
+            match outcomes[i] {
+                0 => d.on_dial_outcome(now, DialOutcome::Connected),
+                1 => d.on_dial_outcome(now, DialOutcome::Busy),
+                2 => d.on_call_lost(now),
+                3 => d.on_peer_bytes(now, c),
+                _ => {}
+            }
+            while let Some(o) = d.poll() {
+                if let DceOutput::ToPeer { at, data } = o {
+                    prop_assert!(at >= now && !data.is_empty());
+                }
+            }
+        }
+    }
+}
