@@ -13,6 +13,7 @@ pub mod mlppp;
 pub mod modem;
 pub mod path;
 pub mod pcap;
+pub mod ppp;
 pub mod rlp;
 pub mod rng;
 pub mod scenario;

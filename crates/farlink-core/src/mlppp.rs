@@ -58,6 +58,9 @@
 
 use std::collections::VecDeque;
 
+pub mod loss_rule;
+use loss_rule::{LossRule, Verdict};
+
 use crate::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqStats};
 use crate::error::ConfigError;
 use crate::link::{
@@ -187,18 +190,10 @@ pub struct ReassemblyStats {
 #[derive(Debug)]
 pub struct Reassembly {
     pending: VecDeque<Pending>,
-    /// Per member: every sequence number below it that was sent on this member has arrived or
-    /// never will (the next after the last it delivered, or the first sent after it joined).
-    floor: Vec<u64>,
-    in_bundle: Vec<bool>,
-    /// The member has nothing on its way and its call is up: its link layer says so (as the
-    /// idle frames of seed 004's RLP do), so its floor holds nothing back.
-    quiet: Vec<bool>,
+    /// The members' floors and the staleness timer (shared with the wire reassembly).
+    rule: LossRule,
     /// Fragments in of packets not yet handed up.
     buffered: u64,
-    /// Since when the receiver holds fragments it cannot hand up.
-    blocked_since: Option<SimTime>,
-    timeout: SimDuration,
     out: VecDeque<LinkEvent>,
     stats: ReassemblyStats,
 }
@@ -208,12 +203,8 @@ impl Reassembly {
     pub fn new(members: usize, timeout: SimDuration) -> Self {
         Reassembly {
             pending: VecDeque::with_capacity(64),
-            floor: vec![0; members],
-            in_bundle: vec![false; members],
-            quiet: vec![false; members],
+            rule: LossRule::new(members, timeout),
             buffered: 0,
-            blocked_since: None,
-            timeout,
             out: VecDeque::with_capacity(16),
             stats: ReassemblyStats::default(),
         }
@@ -251,18 +242,17 @@ impl Reassembly {
 
     /// `member` joins the bundle; nothing numbered below `next_seq` will come on it.
     pub fn join(&mut self, member: usize, next_seq: u64) {
-        self.in_bundle[member] = true;
-        self.floor[member] = next_seq;
+        self.rule.join(member, next_seq);
     }
 
     /// `member` leaves the bundle: its floor no longer holds anything back.
     pub fn leave(&mut self, member: usize) {
-        self.in_bundle[member] = false;
+        self.rule.leave(member);
     }
 
     /// Whether `member` is known to have nothing on its way (its call up, its link idle).
     pub fn set_quiet(&mut self, member: usize, quiet: bool) {
-        self.quiet[member] = quiet;
+        self.rule.set_quiet(member, quiet);
     }
 
     fn find(&self, seq: u64) -> Option<usize> {
@@ -274,9 +264,7 @@ impl Reassembly {
 
     /// Unit `seq` arrived on `member`. Call [`Reassembly::release`] afterwards.
     pub fn on_arrival(&mut self, member: usize, seq: u64) {
-        if let Some(f) = self.floor.get_mut(member) {
-            *f = (*f).max(seq + 1);
-        }
+        self.rule.on_arrival(member, seq);
         match self.find(seq) {
             Some(i) => {
                 let p = &mut self.pending[i];
@@ -300,16 +288,6 @@ impl Reassembly {
         }
     }
 
-    /// The lowest floor of the members in the bundle that may still deliver something
-    /// (`u64::MAX` with none).
-    fn bundle_floor(&self) -> u64 {
-        (0..self.floor.len())
-            .filter(|&m| self.in_bundle[m] && !self.quiet[m])
-            .map(|m| self.floor[m])
-            .min()
-            .unwrap_or(u64::MAX)
-    }
-
     /// Hands up or gives up every packet it can at `t`, in sequence order.
     pub fn release(&mut self, t: SimTime) {
         while let Some(p) = self.pending.front().copied() {
@@ -319,25 +297,22 @@ impl Reassembly {
                 continue;
             }
             let lowest_missing = p.first + u64::from((!p.arrived).trailing_zeros());
-            if lowest_missing < self.bundle_floor() {
-                self.pop(t, Some(p.cause.unwrap_or(DropCause::ReassemblyTimeout)));
-                continue;
-            }
-            if self.buffered > 0 {
-                match self.blocked_since {
-                    Some(since) if t >= since + self.timeout => {
-                        self.stats.timeouts += 1;
-                        self.pop(t, Some(p.cause.unwrap_or(DropCause::ReassemblyTimeout)));
-                        continue;
-                    }
-                    Some(_) => {}
-                    None => self.blocked_since = Some(t),
+            match self.rule.verdict(t, lowest_missing, self.buffered > 0) {
+                Verdict::Lost => {
+                    self.pop(t, Some(p.cause.unwrap_or(DropCause::ReassemblyTimeout)));
+                    continue;
                 }
+                Verdict::TimedOut => {
+                    self.stats.timeouts += 1;
+                    self.pop(t, Some(p.cause.unwrap_or(DropCause::ReassemblyTimeout)));
+                    continue;
+                }
+                Verdict::Wait => {}
             }
             break;
         }
         if self.buffered == 0 {
-            self.blocked_since = None;
+            self.rule.clear_timer();
         }
     }
 
@@ -346,7 +321,7 @@ impl Reassembly {
             return;
         };
         self.buffered -= u64::from(p.arrived.count_ones());
-        self.blocked_since = None;
+        self.rule.clear_timer();
         match dropped {
             None => {
                 self.stats.delivered_pkts += 1;
@@ -366,7 +341,7 @@ impl Reassembly {
 
     /// When the timer would give the head up, if the receiver is holding fragments back.
     pub fn deadline(&self) -> Option<SimTime> {
-        self.blocked_since.map(|s| s + self.timeout)
+        self.rule.deadline()
     }
 
     /// The oldest event not yet taken, if any.

@@ -54,9 +54,25 @@
 //!   secondary whose primary is not connected) becomes `Idle`.
 //! * Inputs that do not match the state (a drop of a member not connected, a dial result for
 //!   an abandoned or superseded attempt) are ignored: a real daemon sees such races.
+//!
+//! # What the link-management daemon adds (the simulator never calls these)
+//!
+//! * [`Supervisor::hold`]: the operator takes a member out of service. A dial in progress is
+//!   abandoned (its result, when it comes, is ignored), a call is hung up (`Down`), a timer is
+//!   cancelled; the member waits `Idle` and is never dialled, nor chosen as primary, until
+//!   [`Supervisor::release`]. Holding the primary tears the bundle down as its call drop
+//!   would (section 6.1), since the bundle goes with it.
+//! * [`Supervisor::snapshot`] and [`Supervisor::restore`]: the state a restarted daemon resumes
+//!   from. Timers are absolute (the daemon's clock is the wall clock), so a modem blocked for
+//!   an hour stays blocked for the rest of that hour across a restart; the call-drop history
+//!   that chooses the primary, the consecutive failures, the held members and the counters
+//!   carry over. A call cannot outlive the daemon that held its port, so a member that was
+//!   connected or dialling is dialled again (or waits `Idle` for its primary).
 
 use std::collections::VecDeque;
 use std::fmt;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
 use crate::time::{SimDuration, SimTime};
@@ -72,7 +88,8 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 10;
 pub const DEFAULT_BLOCKED_FOR: SimDuration = SimDuration::from_secs(3600);
 
 /// The states of one modem (Figure 7.2, plus `Idle`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ModemState {
     /// Not dialling: a secondary waiting for the primary to connect (primary option only).
     Idle,
@@ -159,7 +176,7 @@ pub enum Command {
 }
 
 /// Counters since the supervisor was made.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SupervisorStats {
     pub dials: u64,
     pub dial_failures: u64,
@@ -181,6 +198,29 @@ struct Modem {
     attempt: u32,
     /// Call drops so far: the history the primary is selected on.
     drops: u64,
+    /// Out of service on the operator's command ([`Supervisor::hold`]).
+    held: bool,
+}
+
+/// One member in a [`SupervisorSnapshot`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModemSnapshot {
+    pub state: ModemState,
+    /// When its `Dropped`, `Failed` or `Blocked` period ends, in the daemon's clock (ns).
+    pub timer_ns: Option<u64>,
+    pub failures: u32,
+    pub drops: u64,
+    pub held: bool,
+}
+
+/// What a restarted daemon resumes from ([`Supervisor::snapshot`], [`Supervisor::restore`]);
+/// serialisable, so the daemon can keep it in its log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupervisorSnapshot {
+    pub modems: Vec<ModemSnapshot>,
+    pub primary: Option<u32>,
+    pub next_attempt: u32,
+    pub stats: SupervisorStats,
 }
 
 /// The supervisor of a bundle's modems; see the module documentation.
@@ -211,6 +251,7 @@ impl Supervisor {
             failures: 0,
             attempt: 0,
             drops: 0,
+            held: false,
         };
         let mut s = Supervisor {
             cfg,
@@ -317,7 +358,8 @@ impl Supervisor {
             if self.cfg.primary && self.primary == Some(member) {
                 // The bundle exists: spawn the secondaries (section 7.3).
                 for other in 0..self.cfg.members {
-                    if self.modems[other as usize].state == ModemState::Idle {
+                    let o = &self.modems[other as usize];
+                    if o.state == ModemState::Idle && !o.held {
                         self.dial(other);
                     }
                 }
@@ -372,9 +414,160 @@ impl Supervisor {
         }
     }
 
-    /// Whether `member` may dial now: always without the primary option; with it, the primary
-    /// always, a secondary only while the primary is connected.
+    /// Takes `member` out of service (see the module documentation): a dial is abandoned, a
+    /// call hung up, a timer cancelled. Ignored for an unknown or already held member.
+    pub fn hold(&mut self, now: SimTime, member: u32) {
+        let Some(m) = self.modems.get_mut(member as usize) else {
+            return;
+        };
+        if m.held {
+            return;
+        }
+        m.held = true;
+        let was = m.state;
+        self.set_state(member, ModemState::Idle, None);
+        if was == ModemState::Connected {
+            self.commands.push_back(Command::Down { member });
+        }
+        if self.cfg.primary && self.primary == Some(member) {
+            // With every other member blocked or held there is no primary until a timer
+            // ends or a member is released, as after a block in `on_timer`.
+            self.tear_down(member);
+        }
+        let _ = now;
+    }
+
+    /// Returns a held `member` to service: it dials at once if it may, or waits `Idle` for
+    /// its primary (with the primary option and no primary, it becomes the primary).
+    pub fn release(&mut self, now: SimTime, member: u32) {
+        let Some(m) = self.modems.get_mut(member as usize) else {
+            return;
+        };
+        if !m.held {
+            return;
+        }
+        m.held = false;
+        let _ = now;
+        if self.cfg.primary && self.primary.is_none() {
+            self.primary = Some(member);
+        }
+        if self.may_dial(member) {
+            self.dial(member);
+        }
+    }
+
+    /// Whether `member` is held out of service.
+    pub fn is_held(&self, member: u32) -> bool {
+        self.modems.get(member as usize).is_some_and(|m| m.held)
+    }
+
+    /// The state to resume from after a restart.
+    pub fn snapshot(&self) -> SupervisorSnapshot {
+        SupervisorSnapshot {
+            modems: self
+                .modems
+                .iter()
+                .map(|m| ModemSnapshot {
+                    state: m.state,
+                    timer_ns: m.timer.map(SimTime::as_nanos),
+                    failures: m.failures,
+                    drops: m.drops,
+                    held: m.held,
+                })
+                .collect(),
+            primary: self.primary,
+            next_attempt: self.next_attempt,
+            stats: self.stats,
+        }
+    }
+
+    /// A supervisor resumed at `now` from `snap` (see the module documentation). Refused if
+    /// the snapshot is of a different number of members or names a primary out of range.
+    pub fn restore(
+        cfg: SupervisorConfig,
+        snap: &SupervisorSnapshot,
+        now: SimTime,
+    ) -> Result<Self, ConfigError> {
+        let mut s = Supervisor::new(
+            SupervisorConfig {
+                start_connected: false,
+                primary: false,
+                members: cfg.members,
+                ..cfg
+            },
+            now,
+        )?;
+        if snap.modems.len() != cfg.members as usize {
+            return Err(ConfigError::new(
+                "members",
+                format!(
+                    "the saved state has {} members, the configuration {}",
+                    snap.modems.len(),
+                    cfg.members
+                ),
+            ));
+        }
+        if snap.primary.is_some_and(|p| p >= cfg.members) {
+            return Err(ConfigError::new(
+                "primary",
+                "the saved primary is not a member of this bundle",
+            ));
+        }
+        s.cfg = cfg;
+        s.commands.clear();
+        s.stats = snap.stats;
+        s.next_attempt = snap.next_attempt;
+        s.primary = if cfg.primary { snap.primary } else { None };
+        for (i, m) in snap.modems.iter().enumerate() {
+            s.modems[i] = Modem {
+                state: m.state,
+                timer: m.timer_ns.map(SimTime::from_nanos),
+                failures: m.failures,
+                attempt: 0,
+                drops: m.drops,
+                held: m.held,
+            };
+        }
+        if cfg.primary
+            && s.primary.is_none_or(|p| {
+                s.modems[p as usize].held || s.modems[p as usize].state == ModemState::Blocked
+            })
+        {
+            s.primary = s.select_primary();
+        }
+        // Calls did not survive the restart: the primary first, so that its secondaries
+        // wait for it.
+        let order: Vec<u32> = s
+            .primary
+            .into_iter()
+            .chain((0..cfg.members).filter(|&m| Some(m) != s.primary))
+            .collect();
+        for m in order {
+            let modem = s.modems[m as usize];
+            let lost_call = matches!(modem.state, ModemState::Connected | ModemState::Connecting);
+            let waiting = modem.state == ModemState::Idle && !modem.held;
+            if modem.held {
+                s.set_state(m, ModemState::Idle, None);
+            } else if lost_call || waiting {
+                if s.may_dial(m) {
+                    s.dial(m);
+                } else {
+                    s.set_state(m, ModemState::Idle, None);
+                }
+            } else {
+                // Dropped, Failed, Blocked: the rest of the period, announced again.
+                s.set_state(m, modem.state, modem.timer);
+            }
+        }
+        Ok(s)
+    }
+
+    /// Whether `member` may dial now: never while held; always without the primary option;
+    /// with it, the primary always, a secondary only while the primary is connected.
     fn may_dial(&self, member: u32) -> bool {
+        if self.modems[member as usize].held {
+            return false;
+        }
         if !self.cfg.primary {
             return true;
         }
@@ -416,7 +609,7 @@ impl Supervisor {
         self.modems
             .iter()
             .enumerate()
-            .filter(|(_, m)| m.state != ModemState::Blocked)
+            .filter(|(_, m)| m.state != ModemState::Blocked && !m.held)
             .min_by_key(|(i, m)| (m.drops, *i))
             .map(|(i, _)| i as u32)
     }
@@ -479,6 +672,113 @@ mod tests {
 
     fn states(s: &Supervisor) -> Vec<ModemState> {
         (0..s.config().members).map(|m| s.state(m)).collect()
+    }
+
+    #[test]
+    fn hold_abandons_a_dial_and_release_dials_again() {
+        let mut s = Supervisor::new(cfg(2, false, false), t(0)).unwrap();
+        let a0 = dialled(&drain(&mut s), 0);
+        s.hold(t(5), 0);
+        assert_eq!(
+            drain(&mut s),
+            vec![Command::State {
+                member: 0,
+                state: Idle
+            }]
+        );
+        // The abandoned dial's answer comes anyway: ignored.
+        s.on_dial_result(t(20), 0, a0, true);
+        assert!(drain(&mut s).is_empty());
+        assert_eq!(s.state(0), Idle);
+        assert!(s.is_held(0));
+        s.release(t(30), 0);
+        let a1 = dialled(&drain(&mut s), 0);
+        assert_ne!(a0, a1);
+        assert_eq!(s.state(0), Connecting);
+    }
+
+    #[test]
+    fn hold_hangs_up_a_call_and_cancels_timers() {
+        let mut s = Supervisor::new(cfg(2, false, true), t(0)).unwrap();
+        drain(&mut s);
+        s.hold(t(10), 1);
+        assert_eq!(
+            drain(&mut s),
+            vec![
+                Command::State {
+                    member: 1,
+                    state: Idle
+                },
+                Command::Down { member: 1 }
+            ]
+        );
+        s.on_call_dropped(t(20), 0);
+        s.hold(t(21), 0);
+        drain(&mut s);
+        assert_eq!(s.next_wakeup(), None);
+        s.on_timer(t(1000));
+        assert!(drain(&mut s).is_empty());
+        assert_eq!(states(&s), vec![Idle, Idle]);
+    }
+
+    #[test]
+    fn holding_the_primary_tears_the_bundle_down_and_a_held_member_is_never_primary() {
+        let mut s = Supervisor::new(cfg(3, true, true), t(0)).unwrap();
+        drain(&mut s);
+        assert_eq!(s.primary(), Some(0));
+        s.hold(t(10), 0);
+        let cmds = drain(&mut s);
+        assert!(cmds.contains(&Command::Down { member: 0 }));
+        assert!(cmds.contains(&Command::Down { member: 1 }));
+        assert_eq!(s.primary(), Some(1));
+        let a = dialled(&cmds, 1);
+        s.on_dial_result(t(20), 1, a, true);
+        let cmds = drain(&mut s);
+        // The secondaries are dialled, but not the held member.
+        dialled(&cmds, 2);
+        assert!(!cmds
+            .iter()
+            .any(|c| matches!(c, Command::Dial { member: 0, .. })));
+        assert_eq!(s.stats().teardowns, 1);
+    }
+
+    #[test]
+    fn snapshot_restores_history_timers_and_held_members() {
+        let mut s = Supervisor::new(cfg(3, true, true), t(0)).unwrap();
+        drain(&mut s);
+        // The primary (0) drops: member 1 becomes primary, fails three dials and is blocked;
+        // member 2 (no drops, against member 0's one) becomes primary; member 0 is held.
+        s.on_call_dropped(t(10), 0);
+        let mut a = dialled(&drain(&mut s), 1);
+        for k in 0..3 {
+            s.on_dial_result(t(20 + 30 * k), 1, a, false);
+            if k < 2 {
+                s.on_timer(t(40 + 30 * k));
+                a = dialled(&drain(&mut s), 1);
+            }
+        }
+        assert_eq!((s.state(1), s.primary()), (Blocked, Some(2)));
+        s.hold(t(100), 0);
+        drain(&mut s);
+        let snap = s.snapshot();
+        let json = serde_json::to_string(&snap).unwrap();
+        let back: SupervisorSnapshot = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, snap);
+        // The daemon comes back 200 s later: the primary's call did not survive.
+        let mut r = Supervisor::restore(*s.config(), &back, t(300)).unwrap();
+        let cmds = drain(&mut r);
+        assert_eq!(r.primary(), Some(2));
+        dialled(&cmds, 2);
+        assert_eq!(states(&r), vec![Idle, Blocked, Connecting]);
+        assert!(r.is_held(0));
+        assert_eq!(r.next_wakeup(), Some(t(80 + 3600)));
+        assert_eq!(r.next_wakeup(), s.next_wakeup());
+        assert_eq!(r.stats().blocks, 1);
+        assert_eq!(r.stats().dials, s.stats().dials + 1);
+        assert_eq!(r.snapshot().modems[0].drops, 1);
+        // A snapshot of another bundle is refused.
+        let err = Supervisor::restore(cfg(2, true, true), &back, t(300)).unwrap_err();
+        assert_eq!(err.param, "members");
     }
 
     #[test]
