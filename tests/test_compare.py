@@ -147,10 +147,11 @@ def test_all_three_engines_side_by_side(tmp_path, capsys):
     assert payload["skipped"] is None
     for engine in ("sim", "emulate"):
         assert payload[engine]["delivered_bytes"] == 100_000
-    # One path, three engines: the packet engines' goodputs are within a factor of three of
-    # each other and of the model at 1 % loss over a 160 ms path.
-    goodputs = [payload[e]["goodput_bps"] for e in ("model", "sim", "emulate")]
-    assert max(goodputs) < 3 * min(goodputs)
+    # The two packet engines carry one short transfer over one path: their goodputs agree to
+    # within half. The model is a steady state (no slow start), so it is only checked present.
+    sim_bps, emulate_bps = payload["sim"]["goodput_bps"], payload["emulate"]["goodput_bps"]
+    assert max(sim_bps, emulate_bps) < 1.5 * min(sim_bps, emulate_bps)
+    assert payload["model"]["model"] == "pftk" and payload["model"]["goodput_bps"] > 0
     assert (tmp_path / "emulate" / "summary.json").exists()
 
 
