@@ -13,6 +13,7 @@ keeps the other two engines and says why in ``skipped``.
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -353,8 +354,8 @@ def figure(comparison: Comparison, path: Path) -> Path:
     caption = f"{comparison.scenario}: model {model['model'] or 'none'}: {model['why']}"
     if comparison.skipped:
         caption += f"; emulate skipped: {comparison.skipped}"
-    fig.text(0.01, 0.01, caption[:220], fontsize=7, color="0.35")
-    fig.subplots_adjust(bottom=0.17, wspace=0.3)
+    fig.text(0.01, 0.01, "\n".join(textwrap.wrap(caption, 170)), fontsize=7, color="0.35")
+    fig.subplots_adjust(bottom=0.2, wspace=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, metadata={"Software": "farlink"})
     plt.close(fig)
