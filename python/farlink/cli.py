@@ -17,6 +17,7 @@ import numpy as np
 import typer
 
 from farlink import units
+from farlink.compare_cli import compare_command
 from farlink.emulate_cli import emulate_command
 from farlink.predict import (
     CALLDROP_BUNDLE_ONLY,
@@ -41,6 +42,7 @@ predict_app = typer.Typer(
 )
 app.add_typer(predict_app, name="predict")
 app.command("emulate")(emulate_command)
+app.command("compare")(compare_command)
 
 T = TypeVar("T")
 EXIT_BAD_INPUT = 2
