@@ -103,3 +103,29 @@ def test_a_sweep_over_loss_of_an_invalid_scenario_is_one_line(capsys, tmp_path):
     assert message.endswith(
         "links[0].queue_pkts: expected a whole number from 0 to 4294967295, got -5"
     )
+
+
+def test_one_scenario_error_class_for_the_core_and_the_package(tmp_path):
+    """``farlink.ScenarioError`` catches what the core refuses and what the package refuses."""
+    import farlink
+    from farlink import _core, scenario
+
+    assert farlink.ScenarioError is _core.ScenarioError is scenario.ScenarioError
+    assert issubclass(farlink.ScenarioError, ValueError)
+
+    # Refused by the core: a field, with its path and message.
+    with pytest.raises(farlink.ScenarioError) as core_err:
+        simulate(str(write(tmp_path, queue="-5")))
+    assert core_err.value.path == "links[0].queue_pkts"
+    assert core_err.value.message.startswith("expected a whole number")
+
+    # Refused by the package before the core sees it: no field, the place is in the text.
+    with pytest.raises(farlink.ScenarioError) as read_err:
+        simulate(str(tmp_path / "missing.toml"))
+    assert read_err.value.path is None and read_err.value.message is None
+    assert "missing.toml" in str(read_err.value)
+
+    # A field the package checks itself carries its path like the core's.
+    with pytest.raises(farlink.ScenarioError) as nan_err:
+        simulate(str(write(tmp_path, p="nan")))
+    assert nan_err.value.path == "links[0].fwd.loss.p"

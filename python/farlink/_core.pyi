@@ -5,25 +5,41 @@ from typing import Any, TypedDict
 
 import numpy.typing as npt
 
+__all__ = [
+    "BudgetError",
+    "ConservationError",
+    "EmulatorError",
+    "ScenarioError",
+    "__version__",
+    "build_info",
+    "emulate",
+    "estimate_scenario",
+    "resolve_scenario",
+    "run_scenario",
+    "toml_line",
+]
+
 __version__: str
 
 def build_info() -> tuple[str, str]:
     """The core's version and its build profile (``"release"`` or ``"debug"``)."""
 
 class ScenarioError(ValueError):
-    """An invalid scenario, as the core's validation reports it.
+    """A scenario that cannot be read, edited or run; exported as ``farlink.ScenarioError``.
 
+    Raised by :func:`run_scenario` and its siblings for anything the core refuses (malformed
+    JSON, an unknown or missing field, a value out of range, a unit it does not read): then
     ``str(err)`` is ``"path: message"`` (just ``message`` when ``path`` is empty). Raised by
-    :func:`run_scenario` for anything the core refuses: malformed JSON, an unknown or missing
-    field, a value out of range, a unit it does not read.
+    :mod:`farlink.scenario` too, for a file that cannot be read, TOML syntax or a bad
+    ``--set``: then ``path`` and ``message`` are None and ``str(err)`` names the place.
     """
 
-    path: str
+    path: str | None
     """Where: the JSON path of the offending value, e.g. ``links[1].fwd.loss.p`` or
     ``flows[0].app.size``; empty for the document as a whole (e.g. a missing top-level
-    field)."""
-    message: str
-    """What was expected there."""
+    field); None when the fault is not a field of the document."""
+    message: str | None
+    """What was expected there; None when ``path`` is."""
 
 class BudgetError(ValueError):
     """A run refused before it started: its estimate is over the run budget.

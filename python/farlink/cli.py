@@ -150,12 +150,11 @@ def _scenario_inputs(scenario: str | None) -> PathInputs | None:
     """The models' inputs from a scenario, or None without one."""
     if scenario is None:
         return None
-    from farlink import _core
     from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
 
     try:
         resolved = resolve(load_scenario(scenario))
-    except (ScenarioError, _core.ScenarioError) as err:
+    except ScenarioError as err:
         raise CliError(describe_error(scenario, err)) from None
     try:
         return path_inputs(resolved)
@@ -910,7 +909,7 @@ def simulate_command(
             _emit(as_json, "simulate --estimate", estimate_payload(cost, *budget.values()))
             return
         result = simulate(doc, **overrides, **budget, progress=line)
-    except (ScenarioError, _core.ScenarioError) as err:
+    except ScenarioError as err:
         raise CliError(describe_error(scenario, err)) from None
     except _core.BudgetError as err:
         raise CliError(f"{scenario}: {err} ({refusal_options(err)})") from None
@@ -1224,7 +1223,7 @@ def _simulate_beside(
             # Only what the figures need: the sender's segments, ACKs, RTT, member states.
             doc["trace"] = {**trace, "seq": True, "ack": True, "rtt": True, "member_state": True}
         result = simulate(doc)
-    except (ScenarioError, _core.ScenarioError) as err:
+    except ScenarioError as err:
         raise CliError(f"--sim: {err}") from None
     except _core.ConservationError as err:
         raise CliError(f"conservation check failed (please report this scenario): {err}") from None

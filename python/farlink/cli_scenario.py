@@ -19,7 +19,6 @@ app.add_typer(scenario_app, name="scenario")
 
 
 def _resolved(scenario: str, sets: list[str] | None) -> dict[str, Any]:
-    from farlink import _core
     from farlink.scenario import (
         ScenarioError,
         apply_overrides,
@@ -30,7 +29,7 @@ def _resolved(scenario: str, sets: list[str] | None) -> dict[str, Any]:
 
     try:
         return resolve(apply_overrides(load_scenario(scenario), sets=sets or ()))
-    except (ScenarioError, _core.ScenarioError) as err:
+    except ScenarioError as err:
         raise CliError(describe_error(scenario, err)) from None
 
 

@@ -86,7 +86,7 @@ def emulate_command(
             sets=set_ or (),
             pcap_dir=folder.path if pcap else None,
         )
-    except (ScenarioError, _core.ScenarioError) as err:
+    except ScenarioError as err:
         raise CliError(describe_error(scenario, err)) from None
     except _core.EmulatorError as err:
         if err.kind in ("usage", "unsupported"):

@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from farlink._core import ScenarioError
+
 __all__ = [
     "RECOVERY_NAMES",
     "ScenarioError",
@@ -37,17 +39,11 @@ RECOVERY_NAMES = ("tahoe", "reno", "newreno", "sack")
 over SACK-based recovery."""
 
 
-class ScenarioError(ValueError):
-    """A scenario that cannot be read or edited; the message names the place.
-
-    ``path`` and ``message`` are set when the place is a field of the document (as on the
-    core's ScenarioError), else None.
-    """
-
-    def __init__(self, text: str, *, path: str | None = None, message: str | None = None):
-        super().__init__(text)
-        self.path = path
-        self.message = message
+def _field_error(path: str, message: str) -> ScenarioError:
+    """A ScenarioError about one field of the document, with its place as the core gives it."""
+    err = ScenarioError(f"{path}: {message}")
+    err.path, err.message = path, message
+    return err
 
 
 def _preset_dir():
@@ -107,9 +103,9 @@ def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
 def describe_error(name_or_path: str | Path, err: Exception) -> str:
     """A scenario error as ``FILE:LINE: path: message`` for a scenario read from a file.
 
-    ``err`` is the core's ``ScenarioError`` (its ``path`` is looked up in the file's TOML; a
-    value the file does not give, set on the command line, has no line) or this module's (its
-    message already names its place).
+    ``err`` is a ``ScenarioError``: one about a field (``path`` set) is placed at the line of
+    the file's TOML that gives it (a value the file does not give, set on the command line, has
+    no line); any other (``path`` None) already names its place in its message.
     """
     path, message = getattr(err, "path", None), getattr(err, "message", None)
     if isinstance(name_or_path, dict) or path is None or message is None:
@@ -233,11 +229,7 @@ def _lossy_direction(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
     # Link names as the core gives them (a link without one is named after its ends); a
     # scenario the core refuses raises its ScenarioError here, as the run would.
     links = _table_list(doc, "links", "--loss")
-    try:
-        names = [link["name"] for link in resolve(doc)["links"]]
-    except ValueError as err:  # the core's ScenarioError, carried as this module's
-        path, message = getattr(err, "path", None), getattr(err, "message", None)
-        raise ScenarioError(str(err), path=path, message=message) from None
+    names = [link["name"] for link in resolve(doc)["links"]]
     for i, (link, link_name) in enumerate(zip(links, names, strict=True)):
         if link_name == name:
             if not isinstance(link.get(direction, {}), dict):
@@ -320,8 +312,8 @@ def resolve(doc: dict[str, Any]) -> dict[str, Any]:
     flow's TCP settings, base RTT and bottleneck: the format is documented in
     ``docs/scenarios.md`` ("The resolved scenario") and ``farlink-core/src/scenario/resolved.rs``.
     Anything a model, a report or the command line needs about a scenario is read from here,
-    never derived again in Python. Raises the core's ``ScenarioError`` (``path``, ``message``) for
-    a scenario the core refuses.
+    never derived again in Python. Raises ``ScenarioError`` (``path``, ``message``) for a
+    scenario the core refuses.
     """
     from farlink import _core
 
@@ -356,7 +348,9 @@ def check_document(doc: dict[str, Any]) -> dict[str, Any]:
     found = _unjsonable(doc, "")
     if found is not None:
         path, message = found
-        raise ScenarioError(f"{path or 'scenario'}: {message}", path=path, message=message)
+        if not path:
+            raise ScenarioError(f"scenario: {message}")
+        raise _field_error(path, message)
     return doc
 
 

@@ -60,8 +60,9 @@ def simulate(
     Overrides are those of ``farlink simulate``: ``tcp`` (tahoe, reno, newreno, sack select
     loss recovery; other names the congestion controller), ``loss`` (packet error rate of the
     scenario's ``lossy_link`` in the data direction), ``duration`` and ``size`` in human units,
-    ``seed``, and ``sets`` of ``path=value`` applied last. Raises ``farlink.ScenarioError`` (from
-    this module or the core, with the field path) for a scenario the core refuses.
+    ``seed``, and ``sets`` of ``path=value`` applied last. Raises ``farlink.ScenarioError``
+    (``err.path`` names the field at fault) for a scenario that cannot be read or that the core
+    refuses.
 
     ``budget_events`` and ``budget_memory_bytes`` replace the default run budget (10**9 events,
     2 GiB); ``farlink._core.BudgetError`` is raised for a run whose estimate is over it.

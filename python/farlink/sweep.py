@@ -843,7 +843,7 @@ def run_point(
     started = time.perf_counter()
     try:
         raw = _core.run_scenario(scenario_json, max_events=budget[0], max_memory_bytes=budget[1])
-    except _core.ScenarioError as err:
+    except ScenarioError as err:
         return {**row, "error": f"ScenarioError: {err}"}
     except Exception as err:  # the run fails, the sweep goes on; the row says why
         return {**row, "error": f"{type(err).__name__}: {err}"}

@@ -98,6 +98,35 @@ pub enum DropCause {
     ReassemblyTimeout,
 }
 
+/// Drop-cause codes, as [`crate::trace::DropTrace::cause`] and the per-cause counters index
+/// them; index into [`DROP_CAUSE_NAMES`].
+pub const DROP_CAUSE_QUEUE_OVERFLOW: u8 = 0;
+pub const DROP_CAUSE_CORRUPTION: u8 = 1;
+pub const DROP_CAUSE_ARQ_GIVE_UP: u8 = 2;
+pub const DROP_CAUSE_CALL_DROP: u8 = 3;
+pub const DROP_CAUSE_REASSEMBLY_TIMEOUT: u8 = 4;
+/// Number of drop causes.
+pub const N_DROP_CAUSES: usize = 5;
+/// The names of the drop causes, as the summary's maps spell them, by code.
+pub const DROP_CAUSE_NAMES: [&str; N_DROP_CAUSES] = [
+    "queue_overflow",
+    "corruption",
+    "arq_give_up",
+    "call_drop",
+    "reassembly_timeout",
+];
+
+/// The code of a drop cause.
+pub fn drop_cause_code(cause: DropCause) -> u8 {
+    match cause {
+        DropCause::QueueOverflow => DROP_CAUSE_QUEUE_OVERFLOW,
+        DropCause::Corruption => DROP_CAUSE_CORRUPTION,
+        DropCause::ArqGiveUp => DROP_CAUSE_ARQ_GIVE_UP,
+        DropCause::CallDrop => DROP_CAUSE_CALL_DROP,
+        DropCause::ReassemblyTimeout => DROP_CAUSE_REASSEMBLY_TIMEOUT,
+    }
+}
+
 impl DropCause {
     /// Every cause, in the order of their trace codes.
     pub const ALL: [DropCause; 5] = [

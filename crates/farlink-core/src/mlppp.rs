@@ -64,12 +64,12 @@ use loss_rule::{LossRule, Verdict};
 use crate::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqStats};
 use crate::error::ConfigError;
 use crate::link::{
-    transmission_time, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit,
+    drop_cause_code, transmission_time, Departure, DropCause, LinkEvent, LinkStats, Packet,
+    QueueLimit, N_DROP_CAUSES,
 };
 use crate::loss::LossModel;
 use crate::modem::{Command, ModemState, Supervisor, SupervisorConfig, SupervisorStats};
 use crate::time::{SimDuration, SimTime};
-use crate::trace::{drop_cause_code, N_DROP_CAUSES};
 
 /// Linux 2.6's transmit queue per modem, the packet being sent included (seed 000 4.1.6).
 pub const DEFAULT_TXQUEUE_PKTS: u32 = 3;

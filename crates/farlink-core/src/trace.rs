@@ -15,37 +15,9 @@
 
 use serde::Serialize;
 
-use crate::link::DropCause;
+use crate::link::{drop_cause_code, DropCause};
 use crate::tcp::segment::Segment;
 use crate::time::SimTime;
-
-/// Drop-cause codes of [`DropTrace::cause`], index into [`DROP_CAUSE_NAMES`].
-pub const DROP_CAUSE_QUEUE_OVERFLOW: u8 = 0;
-pub const DROP_CAUSE_CORRUPTION: u8 = 1;
-pub const DROP_CAUSE_ARQ_GIVE_UP: u8 = 2;
-pub const DROP_CAUSE_CALL_DROP: u8 = 3;
-pub const DROP_CAUSE_REASSEMBLY_TIMEOUT: u8 = 4;
-/// Number of drop causes.
-pub const N_DROP_CAUSES: usize = 5;
-/// The names of the drop causes, as the summary's maps spell them, by code.
-pub const DROP_CAUSE_NAMES: [&str; N_DROP_CAUSES] = [
-    "queue_overflow",
-    "corruption",
-    "arq_give_up",
-    "call_drop",
-    "reassembly_timeout",
-];
-
-/// The code of a drop cause.
-pub fn drop_cause_code(cause: DropCause) -> u8 {
-    match cause {
-        DropCause::QueueOverflow => DROP_CAUSE_QUEUE_OVERFLOW,
-        DropCause::Corruption => DROP_CAUSE_CORRUPTION,
-        DropCause::ArqGiveUp => DROP_CAUSE_ARQ_GIVE_UP,
-        DropCause::CallDrop => DROP_CAUSE_CALL_DROP,
-        DropCause::ReassemblyTimeout => DROP_CAUSE_REASSEMBLY_TIMEOUT,
-    }
-}
 
 /// The congestion window of each flow, whenever the controller's window, ssthresh or the
 /// window the sender actually uses (with Reno/NewReno fast-recovery inflation) changes.
@@ -123,7 +95,7 @@ pub struct DropTrace {
     /// The packet was a SYN (`ack_packet` false) or a SYN-ACK (`ack_packet` true) of a
     /// simulated handshake; its `seq` is then 0.
     pub syn: Vec<bool>,
-    /// A code of [`DROP_CAUSE_NAMES`] ([`DROP_CAUSE_QUEUE_OVERFLOW`], ...).
+    /// A code of [`crate::link::DROP_CAUSE_NAMES`] ([`crate::link::DROP_CAUSE_QUEUE_OVERFLOW`], ...).
     pub cause: Vec<u8>,
 }
 

@@ -6,14 +6,12 @@
 //! scenario is small enough for a debug build.
 
 use farlink_core::link::transmission_time;
-use farlink_core::trace::{DROP_CAUSE_CORRUPTION, DROP_CAUSE_QUEUE_OVERFLOW};
-use farlink_core::{parse_scenario_json, run, RunResult};
+use farlink_core::link::{DROP_CAUSE_CORRUPTION, DROP_CAUSE_QUEUE_OVERFLOW};
+use farlink_core::{parse_scenario_json, run};
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::{run_json, stpd_wireless};
 
 /// "1000-byte packets" as seed 003 means them: 960 bytes of payload + 40 of headers, no
 /// timestamps; NewReno; the default 128 KiB receive buffer (136 packets, more than the 61
@@ -25,20 +23,9 @@ fn tcp_1000_byte_packets() -> Value {
 /// Seed 003's wireless scenario (Figure 4.7): S - R 10 Mbps 0.1 ms, R - D 1.5 Mbps 80 ms,
 /// 30 packets at R, Bernoulli loss `p` on R -> D.
 fn stpd(p: f64, duration_s: f64) -> Value {
-    json!({
-        "name": "stpd-wireless",
-        "seed": 1,
-        "duration_s": duration_s,
-        "nodes": ["S", "R", "D"],
-        "links": [
-            {"name": "S-R", "a": "S", "b": "R", "rate": "10Mbps", "delay": "0.1ms", "queue_pkts": 1000},
-            {"name": "R-D", "a": "R", "b": "D", "rate": "1.5Mbps", "delay": "80ms", "queue_pkts": 30,
-             "fwd": {"loss": {"model": "bernoulli", "p": p}}}
-        ],
-        "lossy_link": "R-D",
-        "flows": [{"name": "ftp", "from": "S", "to": "D", "tcp": tcp_1000_byte_packets(),
-                   "app": {"kind": "unbounded"}}]
-    })
+    let mut v = stpd_wireless(tcp_1000_byte_packets(), "80ms", p);
+    v["duration_s"] = json!(duration_s);
+    v
 }
 
 /// S - R 10 Mbps 0.2 ms, R - D 1.5 Mbps 20 ms, large queues, no loss.

@@ -3,31 +3,18 @@
 //! and Reno, and the pacing of its departures. Each test prints its figures
 //! (`cargo test -p farlink-core --test engine_bbr -- --nocapture`).
 
-use farlink_core::{parse_scenario_json, run, RunResult};
+use farlink_core::RunResult;
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::{run_json, stpd_wireless};
 
 /// The engine's default TCP (SACK, timestamps, delayed ACKs, IW10) with 1000-byte packets.
 fn wireless(cc: &str, p: f64, duration: &str, trace: Value) -> Value {
-    json!({
-        "name": "stpd-wireless",
-        "seed": 1,
-        "duration": duration,
-        "nodes": ["S", "R", "D"],
-        "links": [
-            {"name": "S-R", "a": "S", "b": "R", "rate": "10Mbps", "delay": "0.1ms", "queue_pkts": 1000},
-            {"name": "R-D", "a": "R", "b": "D", "rate": "1.5Mbps", "delay": "80ms", "queue_pkts": 30,
-             "fwd": {"loss": {"model": "bernoulli", "p": p}}}
-        ],
-        "lossy_link": "R-D",
-        "flows": [{"name": "ftp", "from": "S", "to": "D", "tcp": {"mss_bytes": 960, "cc": cc},
-                   "app": {"kind": "unbounded"}}],
-        "trace": trace
-    })
+    let mut v = stpd_wireless(json!({"mss_bytes": 960, "cc": cc}), "80ms", p);
+    v["duration"] = json!(duration);
+    v["trace"] = trace;
+    v
 }
 
 /// Normalised goodput and the time-weighted mean occupancy (packets) of the R -> D queue.

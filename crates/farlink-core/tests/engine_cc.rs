@@ -6,15 +6,12 @@
 //! otherwise). Each test prints its table of normalised goodput
 //! (`cargo test -p farlink-core --test engine_cc -- --nocapture`).
 
-use farlink_core::{parse_scenario_json, run, RunResult};
 use serde_json::{json, Value};
 
-const CONTROLLERS: [&str; 6] = ["reno", "vegas", "hybla", "westwood", "cubic", "bic"];
+mod support;
+use support::{run_json, stpd_wireless};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+const CONTROLLERS: [&str; 6] = ["reno", "vegas", "hybla", "westwood", "cubic", "bic"];
 
 /// TCP as seed 003's ns-2 agents: 1000-byte packets (960 bytes of payload), an ACK for every
 /// segment, neither SACK nor timestamps, NewReno recovery.
@@ -29,20 +26,12 @@ fn default_tcp(cc: &str) -> Value {
     json!({"mss_bytes": 960, "cc": cc})
 }
 
+/// Seed 003's wireless path with R - D `one_way`, for 100 s.
 fn path(tcp: Value, one_way: &str, p: f64, seed: u64) -> Value {
-    json!({
-        "name": "stpd-wireless",
-        "seed": seed,
-        "duration": "100s",
-        "nodes": ["S", "R", "D"],
-        "links": [
-            {"name": "S-R", "a": "S", "b": "R", "rate": "10Mbps", "delay": "0.1ms", "queue_pkts": 1000},
-            {"name": "R-D", "a": "R", "b": "D", "rate": "1.5Mbps", "delay": one_way, "queue_pkts": 30,
-             "fwd": {"loss": {"model": "bernoulli", "p": p}}}
-        ],
-        "lossy_link": "R-D",
-        "flows": [{"name": "ftp", "from": "S", "to": "D", "tcp": tcp, "app": {"kind": "unbounded"}}]
-    })
+    let mut v = stpd_wireless(tcp, one_way, p);
+    v["seed"] = json!(seed);
+    v["duration"] = json!("100s");
+    v
 }
 
 const WIRELESS: &str = "80ms";

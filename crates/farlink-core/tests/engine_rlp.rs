@@ -2,13 +2,11 @@
 //! field, conservation with frames given up, the goodput bound 1 - P_e, idle frames, and
 //! determinism. Durations are short enough for a debug build.
 
-use farlink_core::{parse_scenario_json, run, RunResult};
+use farlink_core::{parse_scenario_json, RunResult};
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::run_json;
 
 /// Seed 004 section III: RH - IAP 1.5 Mbps 200 ms, IAP - MH the RLP hop at 9600 bit/s; TCP
 /// Reno, MSS 536, 40-byte ACKs.

@@ -7,13 +7,11 @@
 //! initial window of one segment, neither SACK nor timestamps. Each test prints the figures it
 //! checks (`cargo test -p farlink-core --test engine_stpd -- --nocapture`).
 
-use farlink_core::{parse_scenario_json, run, RunResult};
+use farlink_core::RunResult;
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::{run_json, stpd_wireless};
 
 const PAYLOAD_BYTES: u64 = 960;
 
@@ -40,19 +38,9 @@ fn wired(cc: &str, recovery: &str, buffer: u32) -> Value {
 
 /// Seed 003 Figure 4.7 with Bernoulli loss `p` on R -> D.
 fn wireless(cc: &str, recovery: &str, p: f64, duration_s: f64) -> Value {
-    json!({
-        "name": "stpd-wireless",
-        "seed": 1,
-        "duration_s": duration_s,
-        "nodes": ["S", "R", "D"],
-        "links": [
-            {"name": "S-R", "a": "S", "b": "R", "rate": "10Mbps", "delay": "0.1ms", "queue_pkts": 1000},
-            {"name": "R-D", "a": "R", "b": "D", "rate": "1.5Mbps", "delay": "80ms", "queue_pkts": 30,
-             "fwd": {"loss": {"model": "bernoulli", "p": p}}}
-        ],
-        "flows": [{"name": "ftp", "from": "S", "to": "D", "tcp": ns2_tcp(cc, recovery),
-                   "app": {"kind": "unbounded"}}]
-    })
+    let mut v = stpd_wireless(ns2_tcp(cc, recovery), "80ms", p);
+    v["duration_s"] = json!(duration_s);
+    v
 }
 
 /// Mean, minimum and maximum over `[from_ns, to_ns)` of a step function recorded on change.

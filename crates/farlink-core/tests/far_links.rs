@@ -6,16 +6,13 @@
 //! a bundle that stays down for hours, the RTT TCP sees on a loaded bundle, the traces of the
 //! members' states, and the scenario errors of a bundle.
 
-use farlink_core::trace::{
-    DROP_CAUSE_ARQ_GIVE_UP, DROP_CAUSE_CALL_DROP, DROP_CAUSE_NAMES, MEMBER_STATE_NAMES,
-};
-use farlink_core::{parse_scenario_json, run, RunResult};
+use farlink_core::link::{DROP_CAUSE_ARQ_GIVE_UP, DROP_CAUSE_CALL_DROP, DROP_CAUSE_NAMES};
+use farlink_core::parse_scenario_json;
+use farlink_core::trace::MEMBER_STATE_NAMES;
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::run_json;
 
 /// A Greenland–Kansas bundle like the `iridium-*` presets: `n` members of 2400 bit/s, 0.5 s,
 /// selective-repeat ARQ over 27-byte frames damaged with probability 1.3 %, a transmit queue

@@ -1,13 +1,10 @@
 //! The simulated three-way handshake end to end: what it adds to a transfer over a GEO hop,
 //! a lost SYN and a lost SYN-ACK on the path, conservation, and the runs without it unchanged.
 
-use farlink_core::{parse_scenario_json, run, RunResult};
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::run_json;
 
 /// S - G - D: a 10 Mbps LAN hop and a 2 Mbps GEO hop of 255 ms each way (RTT about 511 ms);
 /// `fwd_loss` / `rev_loss` on the GEO hop.

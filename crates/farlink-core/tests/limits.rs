@@ -3,13 +3,10 @@
 //! telnet flow, and a flow whose window overfills the bottleneck queue.
 
 use farlink_core::world::FlowSummary;
-use farlink_core::{parse_scenario_json, run, RunResult};
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::run_json;
 
 /// S - D over one link of `rate` and one-way `delay`, with a `queue_pkts` buffer, `loss` in
 /// the data direction, and one flow.

@@ -1,13 +1,11 @@
 //! Split connections: a flow terminated at relays (seed 002's relay entity), the send buffer,
 //! and the receiver's back-pressure through its advertised window.
 
-use farlink_core::{parse_scenario_json, run, RunResult};
+use farlink_core::parse_scenario_json;
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::run_json;
 
 fn parse_error(v: &Value) -> (String, String) {
     match parse_scenario_json(&v.to_string()) {

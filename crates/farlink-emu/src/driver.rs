@@ -18,11 +18,11 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::os::fd::AsFd;
 
+use farlink_core::link::{drop_cause_code, N_DROP_CAUSES};
 use farlink_core::link::{DropCause, LinkEvent, Packet};
 use farlink_core::path::{BundleEvent, BundleOutput, LinkDir, PathLinks};
 use farlink_core::pcap::{PcapConfig, PcapWriter};
 use farlink_core::time::SimTime;
-use farlink_core::trace::{drop_cause_code, N_DROP_CAUSES};
 use hdrhistogram::Histogram;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use nix::sys::time::TimeSpec;

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use farlink_core::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use farlink_core::path::{self, LinkDir};
 use farlink_core::scenario::{AppSpec, Hop, Scenario};
-use farlink_core::trace::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use serde::Serialize;
 
 use crate::bulk::{SenderOutcome, SinkOutcome};

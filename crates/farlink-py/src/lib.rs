@@ -33,8 +33,11 @@ create_exception!(
     farlink._core,
     ScenarioError,
     PyValueError,
-    "An invalid scenario: `path` names the offending field (`links[1].fwd.loss.p`, empty for \
-     the document as a whole), `message` says what was expected; str() is `path: message`."
+    "A scenario that cannot be read, edited or run; exported as `farlink.ScenarioError`. When \
+     the fault is a field of the document, `path` names it (`links[1].fwd.loss.p`, empty for \
+     the document as a whole), `message` says what was expected there and str() is \
+     `path: message`; otherwise (a file that cannot be read, TOML syntax, a bad override) both \
+     are None and str() names the place."
 );
 create_exception!(
     farlink._core,
@@ -343,7 +346,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(toml_line, m)?)?;
-    m.add("ScenarioError", py.get_type::<ScenarioError>())?;
+    // One class for every scenario fault, raised by the core and by the Python package alike:
+    // `path` and `message` are None unless a field is at fault, so a handler can read them
+    // without asking whether they exist.
+    let scenario_error = py.get_type::<ScenarioError>();
+    scenario_error.setattr("path", py.None())?;
+    scenario_error.setattr("message", py.None())?;
+    m.add("ScenarioError", scenario_error)?;
     m.add("ConservationError", py.get_type::<ConservationError>())?;
     m.add("BudgetError", py.get_type::<BudgetError>())?;
     emulate::register(m)?;

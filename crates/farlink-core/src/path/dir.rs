@@ -1,11 +1,11 @@
 //! [`LinkDir`]: one direction of a link, whichever kind it is, behind one interface.
 
+use crate::link::{drop_cause_code, N_DROP_CAUSES};
 use crate::link::{Departure, DropCause, Link, LinkEvent, LinkStats, Packet};
 use crate::loss::AnyLoss;
 use crate::mlppp::BundleDir;
 use crate::rlp::{RlpLink, SharedChannel};
 use crate::time::SimTime;
-use crate::trace::{drop_cause_code, N_DROP_CAUSES};
 
 /// A radio hop direction with both of its channels shared with the other direction.
 pub type RadioDir = RlpLink<SharedChannel<AnyLoss>, SharedChannel<AnyLoss>>;
@@ -94,7 +94,7 @@ impl LinkDir {
         }
     }
 
-    /// Packets dropped, by drop-cause code ([`crate::trace::drop_cause_code`]).
+    /// Packets dropped, by drop-cause code ([`crate::link::drop_cause_code`]).
     pub fn drops_by_cause(&self) -> [u64; N_DROP_CAUSES] {
         match self {
             LinkDir::Link(l) => {

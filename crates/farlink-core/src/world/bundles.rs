@@ -8,10 +8,10 @@
 
 use super::summary::{BundleDirectionSummary, BundleSummary, RlpDirectionSummary, RlpSummary};
 use super::{cause_map, Dir, Event, Timer, World};
+use crate::link::N_DROP_CAUSES;
 use crate::path::{dir_index, BundleDriver, BundleEvent, BundleOutput, LinkDir};
 use crate::scenario::Hop;
 use crate::time::SimTime;
-use crate::trace::N_DROP_CAUSES;
 
 /// A bundle in the engine: its driver and its timer.
 #[derive(Debug)]

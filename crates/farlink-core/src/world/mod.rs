@@ -61,7 +61,7 @@ use bundles::BundleRt;
 
 use std::collections::BTreeMap;
 
-use crate::link::{DropCause, LinkEvent, Packet};
+use crate::link::{DropCause, LinkEvent, Packet, DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
 use crate::rng::StreamRng;
 use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
@@ -71,7 +71,7 @@ use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{AppSource, Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
-use crate::trace::{TapLink, TapRecord, Traces, DROP_CAUSE_NAMES, N_DROP_CAUSES};
+use crate::trace::{TapLink, TapRecord, Traces};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -376,7 +376,7 @@ fn dir_index(hop: Hop) -> u32 {
 use path::direction_name;
 
 fn cause_index(cause: DropCause) -> usize {
-    usize::from(crate::trace::drop_cause_code(cause))
+    usize::from(crate::link::drop_cause_code(cause))
 }
 
 fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {

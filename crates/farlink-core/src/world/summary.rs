@@ -1,7 +1,7 @@
 //! The summary of a run: what the front end prints, stores and compares across engines.
 //!
 //! Plain serialisable values, built once at the end of a run. Rates are bit/s, times seconds,
-//! sizes bytes; maps of drops are keyed by the cause names of [`crate::trace::DROP_CAUSE_NAMES`]
+//! sizes bytes; maps of drops are keyed by the cause names of [`crate::link::DROP_CAUSE_NAMES`]
 //! and always hold every cause (zero included), so their keys never depend on the run.
 
 use std::collections::BTreeMap;
