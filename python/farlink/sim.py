@@ -82,6 +82,7 @@ def simulate(
         scenario=doc,
         engine="sim",
         pcap=raw["pcap"],
+        pcap_addresses=raw["pcap_addresses"],
         names={
             "flows": raw["flows"],
             "connections": [list(c) for c in raw["connections"]],
