@@ -10,8 +10,9 @@
 //! by their position in the scenario's `flows`, links by their position in `links`, and
 //! `forward` is the link's `a -> b` direction.
 //!
-//! Packet taps ([`TapRecord`]) hold a copy of every segment that leaves a tapped link's queue
-//! for the wire; `crate::pcap` turns them into a capture.
+//! Packet taps ([`TapRecord`]) hold a copy of every segment a tap of the scenario's `pcap`
+//! sees leave a link's queue for the wire or arrive at a link's end; `crate::pcap` turns them
+//! into a capture per tap.
 
 use serde::Serialize;
 

@@ -1,4 +1,4 @@
-//! A run's taps as a pcap capture: one file per tapped link, both directions, in time order,
+//! A run's taps as a pcap capture: one file per tap of the scenario's `pcap`, in time order,
 //! with a synthetic handshake per flow so that Wireshark and tcptrace see the options agreed.
 //!
 //! This module only joins a [`RunResult`] to the writer of [`crate::pcap`]; the wire format,
@@ -14,15 +14,17 @@
 //!   from the sender → receiver endpoints and the receiver's from the reversed ones.
 //! * **Handshakes**: a flow whose handshake was simulated (`tcp.handshake`) has its real SYN,
 //!   SYN-ACK and ACK among the taps, written like any packet (the writer maps a SYN's
-//!   sequence number to the ISN). Any other flow that has at least one packet on the link
-//!   gets a synthetic SYN, SYN-ACK and ACK at its start, each end offering the flow's options and receive buffer
-//!   ([`SynOffer::from_tcp_options`]). A flow whose route does not cross the link, or whose
-//!   packets never reached it before the run ended, gets none: its handshake did not cross
-//!   this link either. A flow's first packet leaves its sender at its start, so it reaches
-//!   the link no earlier, and the handshake comes before it; a handshake and a packet at the
-//!   same instant are written handshake first.
-//! * **Time order**: the taps are in time order already; handshakes are merged in by start
-//!   time (ties by flow id), so the records' timestamps never go back.
+//!   sequence number to the ISN). Any other flow that has at least one packet among the
+//!   tap's records gets a synthetic SYN, SYN-ACK and ACK at its start, each end offering the
+//!   flow's options and receive buffer ([`SynOffer::from_tcp_options`]). A flow whose route
+//!   does not pass the tap, or whose packets never reached it before the run ended, gets
+//!   none: its handshake did not pass the tap either. A flow's first packet leaves its
+//!   sender at its start, so it reaches the tap no earlier, and the handshake comes before
+//!   it; a handshake and a packet at the same instant are written handshake first.
+//! * **Time order**: a link's departures are in time order already; a link end's or a
+//!   node's records, which interleave directions, are put in time order by a stable sort;
+//!   handshakes are merged in by start time (ties by flow id), so the records' timestamps
+//!   never go back.
 
 use std::io::{self, Write};
 
