@@ -93,7 +93,17 @@ def chain_result() -> dict[str, Any]:
 
 def test_result_has_summary_names_traces_and_pcap(chain_result: dict[str, Any]) -> None:
     r = chain_result
-    assert set(r) == {"summary", "traces", "pcap", "flows", "connections", "links", "nodes"}
+    assert set(r) == {
+        "summary",
+        "traces",
+        "pcap",
+        "pcap_addresses",
+        "flows",
+        "connections",
+        "links",
+        "nodes",
+    }
+    assert list(r["pcap_addresses"]) == list(r["pcap"])
     assert r["flows"] == ["ftp"]
     assert r["connections"] == [(0, 0, "S", "D")]
     assert r["links"] == ["S-R", "R-D"]
@@ -152,6 +162,7 @@ def test_traces_are_numpy_columns_of_native_dtypes(chain_result: dict[str, Any])
 def test_switched_off_traces_are_present_and_empty() -> None:
     r = run(chain(traces=False, pcap=False))
     assert r["pcap"] == {}
+    assert r["pcap_addresses"] == {}
     assert list(r["traces"]) == list(TRACE_DTYPES)
     for table, columns in TRACE_DTYPES.items():
         for name, dtype in columns.items():

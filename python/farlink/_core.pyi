@@ -102,12 +102,16 @@ class RunOutput(TypedDict):
     ``flow`` indexes ``flows``, ``link`` indexes ``links``; ``forward`` is the link's
     ``a -> b`` direction. Semantics in ``crates/farlink-core/src/trace.rs``."""
     pcap: dict[str, bytes]
-    """One capture per link listed under the scenario's ``pcap`` (empty when none), keyed by
-    link name: a classic pcap file, little-endian, nanosecond timestamps (magic
-    ``0xa1b23c4d``, first bytes ``4d 3c b2 a1``), link type 101 (raw IPv4). It holds every
-    packet leaving the link's queues in both directions, in time order, plus a synthetic
-    SYN, SYN-ACK, ACK at the start of each flow seen on the link; payload bytes are zeros.
-    Timestamps are simulated time after 2000-01-01T00:00:00Z."""
+    """One capture per tap listed under the scenario's ``pcap`` (empty when none), keyed by
+    the tap's name (a link's name, ``LINK@a``/``LINK@b`` for a link end, ``node-NODE`` for a
+    node): a classic pcap file, little-endian, nanosecond timestamps (magic ``0xa1b23c4d``,
+    first bytes ``4d 3c b2 a1``), link type 101 (raw IPv4). It holds every packet the tap
+    sees (for a link, those leaving its queues in both directions), in time order, plus a
+    synthetic SYN, SYN-ACK, ACK at the start of each flow seen by the tap; payload bytes are
+    zeros. Timestamps are simulated time after 2000-01-01T00:00:00Z."""
+    pcap_addresses: dict[str, str]
+    """Per capture (same keys as ``pcap``), its address map as JSON text: nodes by address,
+    flows by 4-tuple, where the tap sits (docs/captures.md)."""
     flows: list[str]
     """TCP connection names, in id order (the ``flow`` column's values index this list): the
     flows' names, and ``name#k`` for connection k of a flow split at relays."""

@@ -195,10 +195,13 @@ def analyze_capture(
     path: str | Path, *, min_rto_s: float | None = None
 ) -> tuple[Capture, list[Connection]]:
     """Read a capture and analyse each of its TCP connections (see :func:`analyze_packets`)."""
+    from farlink.address_map import label_connections  # flow names from the address map
+
     cap = read_capture(path)
-    return cap, analyze_packets(
+    connections = analyze_packets(
         cap.packets, start_s=cap.start_s, source=cap.source, min_rto_s=min_rto_s
     )
+    return cap, label_connections(connections, path)
 
 
 def analyze_packets(

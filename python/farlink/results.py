@@ -31,7 +31,8 @@ the kernel's TCP_INFO of every sender)."""
 class Result:
     """A summary (the result document of docs/results.md) and traces (name → column → array).
 
-    ``pcap`` holds a capture (pcap bytes) per tapped link; ``names`` the flow, link and node
+    ``pcap`` holds a capture (pcap bytes) per tap, ``pcap_addresses`` its address map (JSON
+    text, docs/captures.md); ``names`` the flow, link and node
     names in the order of the ``flow`` and ``link`` columns of the traces. The ``flow`` column
     counts TCP connections: a flow split at relays has one per segment of its route, named
     ``name#k``, and ``names["connections"]`` gives each connection's ``[flow index, k, sender
@@ -43,6 +44,7 @@ class Result:
     scenario: dict[str, Any] = field(default_factory=dict)
     engine: str = "sim"
     pcap: dict[str, bytes] = field(default_factory=dict)
+    pcap_addresses: dict[str, str] = field(default_factory=dict)
     names: dict[str, list[Any]] = field(default_factory=dict)
 
     def trace(self, name: str) -> dict[str, np.ndarray]:
@@ -116,16 +118,21 @@ class Result:
 
 
 def write_pcaps(result: Result, directory: str | Path) -> list[Path]:
-    """Write each tapped link's capture as ``<directory>/<link>.pcap`` (the name made safe)."""
+    """Write each tap's capture as ``<directory>/<tap>.pcap`` (the name made safe) and, when the
+    result has it, its address map beside it as ``<tap>.addresses.json``."""
+    from farlink.sim import address_map_file_name, pcap_file_name
+
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    from farlink.sim import pcap_file_name
-
-    for link, data in sorted(result.pcap.items()):
-        path = out / pcap_file_name(link)
+    for tap, data in sorted(result.pcap.items()):
+        path = out / pcap_file_name(tap)
         path.write_bytes(data)
         written.append(path)
+        if tap in result.pcap_addresses:
+            map_path = out / address_map_file_name(tap)
+            map_path.write_text(result.pcap_addresses[tap] + "\n")
+            written.append(map_path)
     return written
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "headline",
     "interval_rows",
     "output_names",
+    "address_map_file_name",
     "pcap_file_name",
     "simulate",
     "write_run",
@@ -87,6 +88,7 @@ def simulate(
         scenario=doc,
         engine="sim",
         pcap=raw["pcap"],
+        pcap_addresses=raw["pcap_addresses"],
         names={
             "flows": raw["flows"],
             "connections": [list(c) for c in raw["connections"]],
@@ -240,13 +242,21 @@ def output_names(result: Result, *, pcap: bool) -> list[str]:
     """The files :func:`write_run` writes: one Parquet file per trace, the summary, captures."""
     names = [f"{name}.parquet" for name in result.recorded_traces()] + ["summary.json"]
     if pcap:
-        names += [pcap_file_name(link) for link in sorted(result.pcap)]
+        for tap in sorted(result.pcap):
+            names.append(pcap_file_name(tap))
+            if tap in result.pcap_addresses:
+                names.append(address_map_file_name(tap))
     return names
 
 
-def pcap_file_name(link: str) -> str:
-    """A link's capture file: its name made safe (link names are scenario text)."""
-    return f"{safe_name(link, 'link')}.pcap"
+def pcap_file_name(tap: str) -> str:
+    """A tap's capture file: its name made safe (tap names are scenario text)."""
+    return f"{safe_name(tap, 'link')}.pcap"
+
+
+def address_map_file_name(tap: str) -> str:
+    """The address map written beside a tap's capture (docs/captures.md)."""
+    return f"{safe_name(tap, 'link')}.addresses.json"
 
 
 def write_run(result: Result, folder: OutputFolder, *, pcap: bool) -> list[Path]:

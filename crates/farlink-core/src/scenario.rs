@@ -33,9 +33,12 @@
 //!   "flows": [ FLOW, ... ],           optional, default []
 //!   "lossy_link": "R-D",              optional: LINK name, or {"link": "R-D", "direction": "fwd"}
 //!   "trace": TRACE,                   optional, default: no traces
-//!   "pcap": ["R-D"],                  optional: links whose departing packets are tapped
+//!   "pcap": [ TAP, ... ],             optional: where to capture packets, one pcap per TAP
 //!   "extra": ...                      optional, anything: ignored (for other engines)
 //! }
+//! TAP = "R-D"                        a link: packets leaving either end (both directions)
+//!     | {"link": "R-D", "at": "b"}    a link end: packets leaving and arriving at end a or b
+//!     | {"node": "R"}                 a node: all it sends and receives on all its links
 //! LINK = {
 //!   "name": "R-D",                    optional, default "<a>-<b>"; unique
 //!   "a": "R", "b": "D",               the two nodes; "fwd" is a -> b, "rev" is b -> a
@@ -176,7 +179,7 @@ pub use rlp::RlpSpec;
 pub use routes::{Hop, LossyLink};
 pub use split::{RelaySpec, SegmentSpec, DEFAULT_RELAY_BUFFER_BYTES};
 pub use tcp::{TcpSpec, DEFAULT_MSS_BYTES, MAX_RECEIVE_BUFFER_BYTES, MSS_RANGE_BYTES};
-pub use trace::{TraceConfig, DEFAULT_GOODPUT_INTERVAL};
+pub use trace::{Tap, TapSite, TraceConfig, DEFAULT_GOODPUT_INTERVAL};
 
 use crate::time::SimDuration;
 use errors::err;
@@ -200,7 +203,7 @@ pub struct Scenario {
     pub(crate) flows: Vec<FlowSpec>,
     pub(crate) lossy_link: Option<LossyLink>,
     pub(crate) trace: TraceConfig,
-    pub(crate) pcap_links: Vec<usize>,
+    pub(crate) pcap: Vec<Tap>,
 }
 
 impl Scenario {
@@ -230,9 +233,9 @@ impl Scenario {
     pub fn trace(&self) -> &TraceConfig {
         &self.trace
     }
-    /// Indices into [`Scenario::links`] of the links whose packets are tapped for pcap.
-    pub fn pcap_links(&self) -> &[usize] {
-        &self.pcap_links
+    /// The pcap taps, in the order of the scenario's `pcap`, each once.
+    pub fn pcap(&self) -> &[Tap] {
+        &self.pcap
     }
     /// The same scenario with another master seed (for replications).
     pub fn with_seed(mut self, seed: u64) -> Scenario {
@@ -357,7 +360,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
     let flows = flows::flows(&raw.flows, &nodes, &adjacency, duration)?;
     let links = loss::attach(pending, &flows)?;
     let lossy_link = routes::lossy_link(raw.lossy_link.as_ref(), &link_index, &links, &flows)?;
-    let pcap_links = trace::pcap_links(&raw.pcap, &link_index, &links)?;
+    let pcap = trace::pcap_taps(&raw.pcap, &raw.nodes, &link_index, &links)?;
     let trace = trace::trace_config(raw.trace.as_ref().unwrap_or(&Default::default()))?;
     Ok(Scenario {
         name: raw.name,
@@ -368,7 +371,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
         flows,
         lossy_link,
         trace,
-        pcap_links,
+        pcap,
     })
 }
 

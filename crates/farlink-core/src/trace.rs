@@ -10,12 +10,14 @@
 //! by their position in the scenario's `flows`, links by their position in `links`, and
 //! `forward` is the link's `a -> b` direction.
 //!
-//! Packet taps ([`TapRecord`]) hold a copy of every segment that leaves a tapped link's queue
-//! for the wire; `crate::pcap` turns them into a capture.
+//! Packet taps ([`TapRecord`]) hold a copy of every segment a tap of the scenario's `pcap`
+//! sees leave a link's queue for the wire or arrive at a link's end; `crate::pcap` turns them
+//! into a capture per tap.
 
 use serde::Serialize;
 
 use crate::link::{drop_cause_code, DropCause};
+use crate::scenario::{LinkSpec, Tap, TapSite};
 use crate::tcp::segment::Segment;
 use crate::time::SimTime;
 
@@ -343,11 +345,13 @@ impl GoodputTrace {
     }
 }
 
-/// One packet leaving a tapped link's queue for the wire (the instant its first bit is sent),
-/// for the pcap writer.
+/// One packet seen by a tap, for the pcap writer: leaving a link's queue for the wire (the
+/// instant its first bit is sent) or, for a tap at the far end, arriving there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TapRecord {
     pub at: SimTime,
+    /// Index of the tap in the scenario's `pcap` (see [`TapInfo`]).
+    pub tap: u32,
     /// Index of the link in the scenario's `links` (see [`TapLink`] for its ends).
     pub link: u32,
     /// Crossing the link `a -> b` (else `b -> a`).
@@ -358,6 +362,50 @@ pub struct TapRecord {
     /// sender). The IP source is the flow's `from` node for data and its `to` node for ACKs.
     pub data: bool,
     pub seg: Segment,
+}
+
+/// A tap as a capture's reader needs it: its name (the capture's file name), where it sits,
+/// and the links it sees.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TapInfo {
+    pub name: String,
+    /// The tapped link, for a link or link-end tap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// `"departures"` for a link tap (packets leaving either end), `"a"` or `"b"` for a link
+    /// end (packets leaving and arriving there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<&'static str>,
+    /// The tapped node, for a node tap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The links the tap sees, with their ends.
+    pub links: Vec<TapLink>,
+}
+
+impl TapInfo {
+    pub fn new(tap: &Tap, nodes: &[String], links: &[LinkSpec]) -> TapInfo {
+        let (link, at, node) = match tap.site {
+            TapSite::Link { link } => (Some(link), "departures", None),
+            TapSite::LinkEnd { link, at_b } => (Some(link), if at_b { "b" } else { "a" }, None),
+            TapSite::Node { node } => (None, "", Some(node)),
+        };
+        TapInfo {
+            name: tap.name.clone(),
+            link: link.map(|l| links[l].name.clone()),
+            at: link.map(|_| at),
+            node: node.map(|n| nodes[n].clone()),
+            links: (0..links.len())
+                .filter(|&l| tap.touches(links, l))
+                .map(|l| TapLink {
+                    link: l as u32,
+                    name: links[l].name.clone(),
+                    a: nodes[links[l].a].clone(),
+                    b: nodes[links[l].b].clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A tapped link and the names of its two end nodes, from which addresses are derived.

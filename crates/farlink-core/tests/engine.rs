@@ -382,9 +382,13 @@ fn traces_record_on_change_and_taps_record_departures() {
     assert!(t.goodput.delivered_bytes.windows(2).all(|w| w[0] <= w[1]));
 
     // Taps: the packets leaving R-D's queues in either direction, data one way, ACKs back.
-    assert_eq!(r.tap_links.len(), 1);
+    assert_eq!(r.tap_sites.len(), 1);
+    assert_eq!(r.tap_sites[0].links.len(), 1);
     assert_eq!(
-        (r.tap_links[0].a.as_str(), r.tap_links[0].b.as_str()),
+        (
+            r.tap_sites[0].links[0].a.as_str(),
+            r.tap_sites[0].links[0].b.as_str()
+        ),
         ("R", "D")
     );
     let l = &s.links[1];

@@ -246,12 +246,13 @@ fn each_connection_is_its_own_tcp_connection_in_the_pcap() {
     v["pcap"] = json!(["S-G", "G-D"]);
     v["flows"][0]["app"] = json!({"kind": "bulk", "size": "20KB"});
     let r = run_json(&v);
+    // The taps are listed in the order of the links, so tap k is link k.
     for (link, conn) in [(0u32, 0u32), (1, 1)] {
         assert!(r
             .taps
             .iter()
             .filter(|t| t.link == link)
-            .all(|t| t.flow == conn));
+            .all(|t| t.flow == conn && t.tap == link));
         let pcap = farlink_core::world::write_pcap(&r, link, Vec::new()).unwrap();
         assert!(pcap.len() > 20_000, "link {link}: {} bytes", pcap.len());
     }

@@ -201,7 +201,13 @@ fn telnet_and_trace_switches() {
     );
     assert!(s.trace().cwnd && s.trace().queue && !s.trace().rtt);
     assert_eq!(s.trace().goodput_interval, SimDuration::from_secs(1));
-    assert_eq!(s.pcap_links(), &[1]);
+    assert_eq!(
+        s.pcap(),
+        &[farlink_core::scenario::Tap {
+            name: "R-D".into(),
+            site: farlink_core::scenario::TapSite::Link { link: 1 }
+        }]
+    );
 }
 
 // ----- errors: syntax and types -----

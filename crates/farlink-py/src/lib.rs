@@ -70,8 +70,9 @@ fn build_info() -> (String, String) {
 struct Output {
     summary_json: String,
     traces: Traces,
-    /// Tapped link name and its capture, in the order of the scenario's `pcap`.
-    pcap: Vec<(String, Vec<u8>)>,
+    /// Tap name, its capture and its address map (JSON), in the order of the scenario's
+    /// `pcap`.
+    pcap: Vec<(String, Vec<u8>, String)>,
     flows: Vec<String>,
     /// Per connection (the traces' `flow` column): scenario flow index, connection index
     /// within it, sender node, receiver node.
@@ -148,12 +149,11 @@ fn run_core(
     })?;
     let summary_json = serde_json::to_string(&result.summary)
         .map_err(|e| Failure::Internal(format!("farlink core: summary to JSON: {e}")))?;
-    let pcap = result
-        .tap_links
-        .iter()
-        .map(|t| {
-            world::write_pcap(&result, t.link, Vec::new())
-                .map(|bytes| (t.name.clone(), bytes))
+    let pcap = (0..result.tap_sites.len() as u32)
+        .zip(&result.tap_sites)
+        .map(|(i, t)| {
+            world::write_pcap(&result, i, Vec::new())
+                .and_then(|bytes| Ok((t.name.clone(), bytes, world::address_map_json(&result, i)?)))
                 .map_err(|e| Failure::Internal(format!("farlink core: pcap of {}: {e}", t.name)))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -299,10 +299,13 @@ fn run_scenario<'py>(
     result.set_item("summary", out.summary_json)?;
     result.set_item("traces", traces_to_py(py, out.traces)?)?;
     let pcap = PyDict::new(py);
-    for (name, bytes) in out.pcap {
-        pcap.set_item(name, PyBytes::new(py, &bytes))?;
+    let addresses = PyDict::new(py);
+    for (name, bytes, map) in out.pcap {
+        pcap.set_item(&name, PyBytes::new(py, &bytes))?;
+        addresses.set_item(name, map)?;
     }
     result.set_item("pcap", pcap)?;
+    result.set_item("pcap_addresses", addresses)?;
     result.set_item("flows", out.flows)?;
     result.set_item("connections", out.connections)?;
     result.set_item("links", out.links)?;

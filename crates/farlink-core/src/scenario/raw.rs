@@ -156,7 +156,7 @@ pub(super) struct RawScenario {
     pub(super) lossy_link: Option<RawLossyLink>,
     pub(super) trace: Option<RawTrace>,
     #[serde(default)]
-    pub(super) pcap: Vec<String>,
+    pub(super) pcap: Vec<serde_json::Value>,
     #[allow(dead_code)]
     pub(super) extra: Option<IgnoredAny>,
 }

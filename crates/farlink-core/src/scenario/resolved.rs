@@ -47,6 +47,7 @@ use serde_json::Value;
 
 use super::links::DirectionSpec;
 use super::routes::Hop;
+use super::trace::{Tap, TapSite};
 use super::{AppSpec, FlowSpec, LinkSpec, LossSpec, Scenario, TcpSpec, SCHEMA_VERSION};
 use crate::link::QueueLimit;
 use crate::rlp::IdlePolicy;
@@ -95,7 +96,8 @@ pub struct Resolved {
     pub flows: Vec<RFlow>,
     pub lossy_link: Option<RLossyLink>,
     pub trace: RTrace,
-    pub pcap: Vec<String>,
+    /// The taps as a scenario writes them: a link's name, `{link, at}` or `{node}`.
+    pub pcap: Vec<Value>,
     pub defaults: Vec<String>,
 }
 
@@ -335,11 +337,7 @@ impl Resolved {
                 capacity: t.capacity,
                 goodput_interval_s: secs(t.goodput_interval),
             },
-            pcap: s
-                .pcap_links
-                .iter()
-                .map(|&i| s.links[i].name.clone())
-                .collect(),
+            pcap: s.pcap.iter().map(|t| tap_value(s, t)).collect(),
             defaults: Vec::new(),
         };
         if let Ok(value) = serde_json::to_value(&resolved) {
@@ -649,5 +647,17 @@ fn flow(s: &Scenario, f: &FlowSpec) -> RFlow {
         rtt,
         bottleneck_bps,
         bottleneck_link,
+    }
+}
+
+/// A tap written back the way a scenario spells it.
+fn tap_value(s: &Scenario, tap: &Tap) -> Value {
+    match tap.site {
+        TapSite::Link { link } => Value::from(s.links[link].name.clone()),
+        TapSite::LinkEnd { link, at_b } => serde_json::json!({
+            "link": s.links[link].name,
+            "at": if at_b { "b" } else { "a" },
+        }),
+        TapSite::Node { node } => serde_json::json!({ "node": s.nodes[node] }),
     }
 }

@@ -144,9 +144,15 @@ pub fn estimate(sc: &Scenario) -> Estimate {
         for hop in &flow.path {
             let link = &sc.links()[hop.link];
             hop_events += hop_cost(link, pkt) + hop_cost(link, ACK_BYTES);
-            if sc.pcap_links().contains(&hop.link) {
+            // Each tap that sees the link holds a data packet and an ACK per packet sent.
+            let taps = sc
+                .pcap()
+                .iter()
+                .filter(|t| t.touches(sc.links(), hop.link))
+                .count() as f64;
+            if taps > 0.0 {
                 let record = std::mem::size_of::<TapRecord>() as f64 + PCAP_RECORD_HEADER_BYTES;
-                tap_bytes += packets * (2.0 * record + pkt + ACK_BYTES);
+                tap_bytes += taps * packets * (2.0 * record + pkt + ACK_BYTES);
             }
         }
         events += packets * hop_events;

@@ -1,4 +1,4 @@
-//! A run's taps as a pcap capture: one file per tapped link, both directions, in time order,
+//! A run's taps as a pcap capture: one file per tap of the scenario's `pcap`, in time order,
 //! with a synthetic handshake per flow so that Wireshark and tcptrace see the options agreed.
 //!
 //! This module only joins a [`RunResult`] to the writer of [`crate::pcap`]; the wire format,
@@ -14,15 +14,17 @@
 //!   from the sender → receiver endpoints and the receiver's from the reversed ones.
 //! * **Handshakes**: a flow whose handshake was simulated (`tcp.handshake`) has its real SYN,
 //!   SYN-ACK and ACK among the taps, written like any packet (the writer maps a SYN's
-//!   sequence number to the ISN). Any other flow that has at least one packet on the link
-//!   gets a synthetic SYN, SYN-ACK and ACK at its start, each end offering the flow's options and receive buffer
-//!   ([`SynOffer::from_tcp_options`]). A flow whose route does not cross the link, or whose
-//!   packets never reached it before the run ended, gets none: its handshake did not cross
-//!   this link either. A flow's first packet leaves its sender at its start, so it reaches
-//!   the link no earlier, and the handshake comes before it; a handshake and a packet at the
-//!   same instant are written handshake first.
-//! * **Time order**: the taps are in time order already; handshakes are merged in by start
-//!   time (ties by flow id), so the records' timestamps never go back.
+//!   sequence number to the ISN). Any other flow that has at least one packet among the
+//!   tap's records gets a synthetic SYN, SYN-ACK and ACK at its start, each end offering the
+//!   flow's options and receive buffer ([`SynOffer::from_tcp_options`]). A flow whose route
+//!   does not pass the tap, or whose packets never reached it before the run ended, gets
+//!   none: its handshake did not pass the tap either. A flow's first packet leaves its
+//!   sender at its start, so it reaches the tap no earlier, and the handshake comes before
+//!   it; a handshake and a packet at the same instant are written handshake first.
+//! * **Time order**: a link's departures are in time order already; a link end's or a
+//!   node's records, which interleave directions, are put in time order by a stable sort;
+//!   handshakes are merged in by start time (ties by flow id), so the records' timestamps
+//!   never go back.
 
 use std::io::{self, Write};
 
@@ -56,23 +58,8 @@ fn wire(flow: &FlowInfo, addresses: &NodeAddresses) -> io::Result<Wire> {
     })
 }
 
-/// Writes the packets tapped on link `link` (its index in the scenario's `links`) as a pcap
-/// capture into `out`, and returns `out`: the global header, then a handshake per flow seen
-/// on the link and every [`crate::trace::TapRecord`] of the link, both directions, in time
-/// order. See the module documentation for addresses, ISNs and handshakes.
-///
-/// Fails with [`io::ErrorKind::InvalidInput`], never panics, when `link` was not tapped (not
-/// listed under the scenario's `pcap`), the run has more nodes than there are addresses
-/// ([`NODE_ADDRESS_SLOTS`]), or the result is inconsistent (a tap of an unknown flow);
-/// otherwise only when `out` fails. A link tapped but crossed by nothing gives a capture of
-/// the header alone.
-pub fn write_pcap<W: Write>(result: &RunResult, link: u32, out: W) -> io::Result<W> {
-    if !result.tap_links.iter().any(|t| t.link == link) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("link {link} was not tapped (it is not listed under the scenario's pcap)"),
-        ));
-    }
+/// The run's node addresses, or an error when they do not fit.
+pub(crate) fn node_addresses(result: &RunResult) -> io::Result<NodeAddresses> {
     if result.nodes.len() > NODE_ADDRESS_SLOTS as usize {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -82,22 +69,64 @@ pub fn write_pcap<W: Write>(result: &RunResult, link: u32, out: W) -> io::Result
             ),
         ));
     }
-    let addresses = NodeAddresses::new(&result.nodes);
-    let wires = result
-        .flows
-        .iter()
-        .map(|f| wire(f, &addresses))
-        .collect::<io::Result<Vec<Wire>>>()?;
+    Ok(NodeAddresses::new(&result.nodes))
+}
+
+/// Each connection's endpoints (sender -> receiver) and ISNs, by its index in `result.flows`.
+fn wires(result: &RunResult, addresses: &NodeAddresses) -> io::Result<Vec<Wire>> {
+    result.flows.iter().map(|f| wire(f, addresses)).collect()
+}
+
+/// The connection's endpoints as the capture writes its data: sender -> receiver.
+pub(crate) fn connection_endpoints(
+    flow: &FlowInfo,
+    addresses: &NodeAddresses,
+) -> io::Result<Endpoints> {
+    wire(flow, addresses).map(|w| w.endpoints)
+}
+
+/// Checks that `tap` (its index in the scenario's `pcap`) was listed.
+pub(crate) fn tapped(result: &RunResult, tap: u32) -> io::Result<&crate::trace::TapInfo> {
+    result.tap_sites.get(tap as usize).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "there is no tap {tap} (the scenario's pcap lists {})",
+                result.tap_sites.len()
+            ),
+        )
+    })
+}
+
+/// Writes the packets seen by tap `tap` (its index in the scenario's `pcap`) as a pcap
+/// capture into `out`, and returns `out`: the global header, then a handshake per flow seen
+/// by the tap and every [`crate::trace::TapRecord`] of the tap, both directions, in time
+/// order. See the module documentation for addresses, ISNs and handshakes.
+///
+/// Fails with [`io::ErrorKind::InvalidInput`], never panics, when there is no such tap, the
+/// run has more nodes than there are addresses ([`NODE_ADDRESS_SLOTS`]), or the result is
+/// inconsistent (a tap of an unknown flow); otherwise only when `out` fails. A tap that sees
+/// nothing gives a capture of the header alone.
+pub fn write_pcap<W: Write>(result: &RunResult, tap: u32, out: W) -> io::Result<W> {
+    let name = &tapped(result, tap)?.name;
+    let addresses = node_addresses(result)?;
+    let wires = wires(result, &addresses)?;
     let unknown_flow = |flow: u32| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("a packet on link {link} belongs to flow {flow}, which is not in the run"),
+            format!("a packet of tap {name} belongs to flow {flow}, which is not in the run"),
         )
     };
+    // A node's or a link end's records interleave directions that the engine logs at
+    // different moments; a stable sort puts them in time order and leaves a link tap's
+    // records, which are in order already, as they are.
+    let mut records: Vec<&crate::trace::TapRecord> =
+        result.taps.iter().filter(|t| t.tap == tap).collect();
+    records.sort_by_key(|t| t.at);
 
-    // The flows seen on the link, in the order their handshakes are written.
+    // The flows seen by the tap, in the order their handshakes are written.
     let mut seen = vec![false; result.flows.len()];
-    for tap in result.taps.iter().filter(|t| t.link == link) {
+    for tap in &records {
         *seen
             .get_mut(tap.flow as usize)
             .ok_or_else(|| unknown_flow(tap.flow))? = true;
@@ -123,7 +152,7 @@ pub fn write_pcap<W: Write>(result: &RunResult, link: u32, out: W) -> io::Result
             &offer,
         )
     };
-    for tap in result.taps.iter().filter(|t| t.link == link) {
+    for tap in records {
         while let Some(f) = handshakes.next_if(|f| f.start <= tap.at) {
             handshake(&mut w, f)?;
         }
@@ -222,7 +251,7 @@ mod tests {
         // Flow "down" crosses R-D from D to R: its data is on the link's reverse direction.
         assert!(taps.iter().all(|t| t.forward == (t.data == (t.flow == 0))));
 
-        let bytes = write_pcap(&r, 1, Vec::new()).unwrap();
+        let bytes = write_pcap(&r, 0, Vec::new()).unwrap();
         let records = read_records(&bytes);
         assert_eq!(records.len(), taps.len() + 3 * 2);
         assert!(records.windows(2).all(|w| w[0].at_ns <= w[1].at_ns));
@@ -295,12 +324,12 @@ mod tests {
     }
 
     #[test]
-    fn identical_runs_give_identical_captures_and_an_untapped_link_is_refused() {
+    fn identical_runs_give_identical_captures_and_a_tap_not_listed_is_refused() {
         let sc = parse_scenario_json(SCENARIO).unwrap();
-        let one = write_pcap(&run(&sc).unwrap(), 1, Vec::new()).unwrap();
+        let one = write_pcap(&run(&sc).unwrap(), 0, Vec::new()).unwrap();
         let r = run(&sc).unwrap();
-        assert_eq!(one, write_pcap(&r, 1, Vec::new()).unwrap());
-        let err = write_pcap(&r, 0, Vec::new()).unwrap_err();
+        assert_eq!(one, write_pcap(&r, 0, Vec::new()).unwrap());
+        let err = write_pcap(&r, 1, Vec::new()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
 
@@ -310,8 +339,10 @@ mod tests {
         let mut r = run(&sc).unwrap();
         r.nodes
             .extend((0..NODE_ADDRESS_SLOTS).map(|i| format!("extra{i}")));
-        let err = write_pcap(&r, 1, Vec::new()).unwrap_err();
+        let err = write_pcap(&r, 0, Vec::new()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("10.0.0.0/16"), "{err}");
+        let err = crate::world::address_map(&r, 0).unwrap_err();
         assert!(err.to_string().contains("10.0.0.0/16"), "{err}");
     }
 
@@ -322,7 +353,7 @@ mod tests {
         sc["flows"] = serde_json::json!([sc["flows"][1].clone()]);
         let r = run(&parse_scenario_json(&sc.to_string()).unwrap()).unwrap();
         assert!(r.taps.is_empty());
-        let bytes = write_pcap(&r, 1, Vec::new()).unwrap();
+        let bytes = write_pcap(&r, 0, Vec::new()).unwrap();
         assert_eq!(bytes.len(), GLOBAL_HEADER_BYTES);
     }
 }

@@ -42,12 +42,14 @@
 //! [`RunError::Conservation`]); in debug builds the packet counts are also checked every 1024
 //! events.
 
+pub mod address_map;
 pub mod budget;
 mod bundles;
 pub mod capture;
 mod relay;
 mod summary;
 
+pub use address_map::{address_map, address_map_json, AddressMap};
 pub use budget::{Budget, Estimate, OverBudget};
 pub use capture::write_pcap;
 
@@ -64,14 +66,14 @@ use std::collections::BTreeMap;
 use crate::link::{DropCause, LinkEvent, Packet, DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
 use crate::rng::StreamRng;
-use crate::scenario::{AppSpec, Hop, Scenario, ScenarioError, TraceConfig};
+use crate::scenario::{AppSpec, Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
 use crate::sched::EventQueue;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{AppSource, Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
-use crate::trace::{TapLink, TapRecord, Traces};
+use crate::trace::{TapInfo, TapRecord, Traces};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -112,10 +114,11 @@ pub struct Progress {
 pub struct RunResult {
     pub summary: Summary,
     pub traces: Traces,
-    /// Packets leaving the queues of the links listed under `pcap`, in time order.
+    /// Packets seen by the taps listed under `pcap` (a packet seen by two taps is here
+    /// twice), in the order the engine saw them.
     pub taps: Vec<TapRecord>,
-    /// The tapped links and their end nodes.
-    pub tap_links: Vec<TapLink>,
+    /// The taps, in the order of the scenario's `pcap`: where each sits.
+    pub tap_sites: Vec<TapInfo>,
     /// The flows, with what a pcap writer needs to synthesise their handshakes.
     pub flows: Vec<FlowInfo>,
     /// The scenario's node names (IP addresses are derived from them).
@@ -238,7 +241,10 @@ struct Dir {
     timer: Timer,
     link_index: u32,
     forward: bool,
-    tapped: bool,
+    /// Indices into the scenario's `pcap` of the taps that see packets leave on this
+    /// direction, and of those that see them arrive.
+    depart_taps: Vec<u32>,
+    arrive_taps: Vec<u32>,
     /// Queue occupancy last written to the queue trace.
     traced_queue: (u32, u64),
 }
@@ -433,14 +439,22 @@ impl<'s> World<'s> {
             .enumerate()
             .map(|(d, mut link)| {
                 let i = d / 2;
-                let tapped = sc.pcap_links().contains(&i);
-                link.set_departure_log(tapped);
+                let forward = d % 2 == 0;
+                let taps_where = |sees: fn(&Tap, &[LinkSpec], usize, bool) -> bool| {
+                    (0..sc.pcap().len() as u32)
+                        .filter(|&t| sees(&sc.pcap()[t as usize], sc.links(), i, forward))
+                        .collect::<Vec<u32>>()
+                };
+                let depart_taps = taps_where(Tap::sees_departure);
+                let arrive_taps = taps_where(Tap::sees_arrival);
+                link.set_departure_log(!depart_taps.is_empty());
                 Dir {
                     link,
                     timer: Timer::default(),
                     link_index: i as u32,
-                    forward: d % 2 == 0,
-                    tapped,
+                    forward,
+                    depart_taps,
+                    arrive_taps,
                     traced_queue: (0, 0),
                 }
             })
@@ -993,7 +1007,10 @@ impl<'s> World<'s> {
             self.take_departures(d);
             match event {
                 None => break,
-                Some(LinkEvent::Delivered { at, pkt }) => self.on_link_delivered(pkt.id, at),
+                Some(LinkEvent::Delivered { at, pkt }) => {
+                    self.tap_arrival(d, pkt.id, at);
+                    self.on_link_delivered(pkt.id, at)
+                }
                 Some(LinkEvent::Dropped { at, pkt, cause }) => self.on_drop(d, pkt.id, at, cause),
             }
         }
@@ -1020,26 +1037,49 @@ impl<'s> World<'s> {
     }
 
     fn take_departures(&mut self, d: usize) {
-        if !self.dirs[d].tapped {
+        if self.dirs[d].depart_taps.is_empty() {
             return;
         }
         while let Some(dep) = self.dirs[d].link.pop_departure() {
-            let dir = &self.dirs[d];
-            match self.slab.get(dep.pkt.id) {
-                Some(p) => self.taps.push(TapRecord {
-                    at: dep.at,
-                    link: dir.link_index,
-                    forward: dir.forward,
-                    flow: p.flow,
-                    data: !p.ack,
-                    seg: p.seg,
-                }),
-                None => {
-                    let id = dep.pkt.id;
-                    self.fail(format!("tapped packet {id} is not in flight"));
-                }
+            if !self.record_tap(d, dep.pkt.id, dep.at, false) {
+                let id = dep.pkt.id;
+                self.fail(format!("tapped packet {id} is not in flight"));
             }
         }
+    }
+
+    /// A packet arriving at the far end of direction `d`, for the taps there (after the
+    /// link's loss: only what was delivered).
+    fn tap_arrival(&mut self, d: usize, id: u64, at: SimTime) {
+        if !self.dirs[d].arrive_taps.is_empty() && !self.record_tap(d, id, at, true) {
+            self.fail(format!("arriving tapped packet {id} is not in flight"));
+        }
+    }
+
+    /// One record per tap of direction `d` that sees packet `id` leave (or arrive); false
+    /// when the packet is not in flight.
+    fn record_tap(&mut self, d: usize, id: u64, at: SimTime, arrival: bool) -> bool {
+        let dir = &self.dirs[d];
+        let Some(p) = self.slab.get(id) else {
+            return false;
+        };
+        let taps = if arrival {
+            &dir.arrive_taps
+        } else {
+            &dir.depart_taps
+        };
+        for &tap in taps {
+            self.taps.push(TapRecord {
+                at,
+                tap,
+                link: dir.link_index,
+                forward: dir.forward,
+                flow: p.flow,
+                data: !p.ack,
+                seg: p.seg,
+            });
+        }
+        true
     }
 
     /// A link delivered packet `id`: forward it to its next hop, or hand it to its endpoint.
@@ -1220,18 +1260,10 @@ impl<'s> World<'s> {
         let summary = self.summarize();
         let sc = self.sc;
         let nodes = sc.nodes().to_vec();
-        let tap_links = sc
-            .pcap_links()
+        let tap_sites = sc
+            .pcap()
             .iter()
-            .map(|&i| {
-                let l = &sc.links()[i];
-                TapLink {
-                    link: i as u32,
-                    name: l.name.clone(),
-                    a: nodes[l.a].clone(),
-                    b: nodes[l.b].clone(),
-                }
-            })
+            .map(|t| TapInfo::new(t, &nodes, sc.links()))
             .collect();
         let flows = (0..self.flows.len())
             .map(|i| {
@@ -1259,7 +1291,7 @@ impl<'s> World<'s> {
             summary,
             traces: self.traces,
             taps: self.taps,
-            tap_links,
+            tap_sites,
             flows,
             nodes,
         })
