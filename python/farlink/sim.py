@@ -29,12 +29,12 @@ from farlink.scenario import apply_overrides, load_scenario, to_core_json
 __all__ = [
     "HEADLINE_FIELDS",
     "ProgressLine",
+    "address_map_file_name",
     "estimate",
     "flow_rows",
     "headline",
     "interval_rows",
     "output_names",
-    "address_map_file_name",
     "pcap_file_name",
     "simulate",
     "write_run",
