@@ -114,14 +114,14 @@ def test_json_without_the_emulator_has_model_and_sim_documents(monkeypatch, tmp_
 
 def test_an_emulator_failure_that_is_not_missing_capability_is_an_error(monkeypatch, capsys):
     def refused(*args, **kwargs):
-        err = _core.EmulatorError("--tcp vegas: this kernel has reno, cubic, bbr")
+        err = _core.EmulatorError("--tcp vegass: unknown congestion control (known: reno, vegas, ...)")
         err.kind = "usage"
         raise err
 
     monkeypatch.setattr(compare_module, "emulate", refused)
     assert main(["compare", *RUN]) == 2
     assert capsys.readouterr().err == (
-        "farlink: error: --tcp vegas: this kernel has reno, cubic, bbr\n"
+        "farlink: error: --tcp vegass: unknown congestion control (known: reno, vegas, ...)\n"
     )
 
 

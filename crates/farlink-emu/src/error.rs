@@ -7,10 +7,11 @@ pub enum EmuError {
     /// The scenario is invalid, or asks for what the emulator cannot do.
     #[error("{0}")]
     Scenario(#[from] ScenarioError),
-    /// A bad option (an unknown or unavailable congestion controller, ...).
+    /// A bad option (an unknown congestion controller name, ...).
     #[error("{0}")]
     Usage(String),
-    /// This host cannot emulate: no CAP_NET_ADMIN, no /dev/net/tun, not Linux.
+    /// This host cannot emulate it: no CAP_NET_ADMIN, no /dev/net/tun, not Linux, or a
+    /// congestion controller this kernel lacks.
     #[error("{0}")]
     Unsupported(String),
     /// A system call or a helper command failed while setting up or running.

@@ -42,7 +42,8 @@ pub(crate) fn controllers(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<String
                             .unwrap_or(0)
                     )
                 };
-                Err(EmuError::Usage(format!(
+                // A host limitation, not a bad option: another kernel may have it.
+                Err(EmuError::Unsupported(format!(
                     "{origin}: congestion control \"{name}\" is not in this kernel (it has: {}); \
                      farlink's own controllers are not on the wire yet",
                     have.join(", ")
