@@ -146,10 +146,10 @@ fn a_controller_the_kernel_lacks_is_refused_before_anything_is_made() {
         ..EmuOptions::default()
     };
     match emulate(&sc, &opts) {
-        Err(EmuError::Usage(msg)) => {
+        Err(EmuError::Unsupported(msg)) => {
             assert!(msg.contains("stpd") && msg.contains("reno"), "{msg}")
         }
-        other => panic!("expected a usage error, got {other:?}"),
+        other => panic!("expected an unsupported error, got {other:?}"),
     }
 }
 
