@@ -62,6 +62,7 @@ use crate::tcp::segment::{
     encode_window, timestamp_clock, Flags, Options, Segment, Timestamps, IPV4_HEADER_BYTES,
     MAX_OPTIONS_BYTES, TCP_HEADER_BYTES,
 };
+use crate::tcp::wire::{write_ipv4_header, write_tcp_header, TcpHeader, PROTO_TCP};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::SimTime;
 
@@ -79,20 +80,6 @@ pub const GLOBAL_HEADER_BYTES: usize = 24;
 pub const RECORD_HEADER_BYTES: usize = 16;
 /// The largest IPv4 + TCP header this writer produces: no IP options, 40 bytes of TCP options.
 pub const MAX_HEADERS_BYTES: u32 = IPV4_HEADER_BYTES + TCP_HEADER_BYTES + MAX_OPTIONS_BYTES;
-
-/// IP time to live written on every packet (the Linux default).
-const TTL: u8 = 64;
-/// IP protocol number of TCP.
-const PROTO_TCP: u8 = 6;
-/// The IP "don't fragment" flag, in the flags / fragment offset word (RFC 791 3.1).
-const IP_DONT_FRAGMENT: u16 = 0x4000;
-/// TCP option kinds (RFC 9293 3.2, RFC 7323, RFC 2018).
-const OPT_NOP: u8 = 1;
-const OPT_MSS: u8 = 2;
-const OPT_WINDOW_SCALE: u8 = 3;
-const OPT_SACK_PERMITTED: u8 = 4;
-const OPT_SACK: u8 = 5;
-const OPT_TIMESTAMPS: u8 = 8;
 
 const NS_PER_S: u64 = 1_000_000_000;
 
@@ -163,20 +150,7 @@ impl Default for PcapConfig {
     }
 }
 
-/// The 32-bit sequence number on the wire of a simulated sequence number: `isn + 1 + seq`
-/// modulo 2^32, or `isn + seq` for a segment with SYN (the SYN itself occupies the ISN).
-/// See the module documentation.
-pub fn wire_seq(isn: u32, seq: u64, syn: bool) -> u32 {
-    // Truncating `seq` keeps it modulo 2^32, which is what the sum needs.
-    let offset = if syn { 0 } else { 1 };
-    isn.wrapping_add(offset).wrapping_add(seq as u32)
-}
-
-/// The 32-bit acknowledgement number (or SACK edge) on the wire: `peer_isn + 1 + ack` modulo
-/// 2^32, `ack` counted from the peer's first data byte.
-pub fn wire_ack(peer_isn: u32, ack: u64) -> u32 {
-    peer_isn.wrapping_add(1).wrapping_add(ack as u32)
-}
+pub use crate::tcp::wire::{wire_ack, wire_seq};
 
 /// A deterministic initial sequence number for one direction of a connection: FNV-1a of its
 /// addresses and ports. Any ISN works; this one needs no state and differs between
@@ -314,13 +288,21 @@ impl<W: Write> PcapWriter<W> {
         record[12..16].copy_from_slice(&u32::from(total).to_le_bytes());
 
         let (ip, tcp) = packet.split_at_mut(IPV4_HEADER_BYTES as usize);
-        write_ipv4_header(ip, endpoints, total, id);
-        write_tcp_header(
-            &mut tcp[..headers_bytes - IPV4_HEADER_BYTES as usize],
-            endpoints,
+        write_ipv4_header(ip, endpoints.src_ip, endpoints.dst_ip, PROTO_TCP, total, id);
+        let header = TcpHeader::from_segment(
             seg,
+            endpoints.src_port,
+            endpoints.dst_port,
             isn_local,
             isn_remote,
+        );
+        // The payload is zeros, which add nothing to the checksum.
+        write_tcp_header(
+            &mut tcp[..headers_bytes - IPV4_HEADER_BYTES as usize],
+            endpoints.src_ip,
+            endpoints.dst_ip,
+            &header,
+            &[],
             u32::from(total) - IPV4_HEADER_BYTES,
         );
 
@@ -462,118 +444,6 @@ fn write_zeros(out: &mut impl Write, mut n: usize) -> io::Result<()> {
         n -= k;
     }
     Ok(())
-}
-
-/// RFC 1071 one's-complement sum of `bytes` as big-endian 16-bit words (an odd last byte is
-/// padded with a zero), added to `sum`; not yet folded.
-fn ones_complement_add(mut sum: u32, bytes: &[u8]) -> u32 {
-    let mut words = bytes.chunks_exact(2);
-    for w in &mut words {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = words.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    sum
-}
-
-/// Folds the carries of a one's-complement sum and complements it: the checksum field.
-fn checksum_of(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-/// RFC 791 3.1: version 4, IHL 5, no options.
-fn write_ipv4_header(ip: &mut [u8], endpoints: &Endpoints, total: u16, id: u16) {
-    ip[0] = 0x45;
-    ip[1] = 0; // DSCP 0, not ECN-capable
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[4..6].copy_from_slice(&id.to_be_bytes());
-    ip[6..8].copy_from_slice(&IP_DONT_FRAGMENT.to_be_bytes());
-    ip[8] = TTL;
-    ip[9] = PROTO_TCP;
-    ip[10..12].fill(0);
-    ip[12..16].copy_from_slice(&endpoints.src_ip);
-    ip[16..20].copy_from_slice(&endpoints.dst_ip);
-    let checksum = checksum_of(ones_complement_add(0, &ip[..20]));
-    ip[10..12].copy_from_slice(&checksum.to_be_bytes());
-}
-
-/// RFC 9293 3.1: the TCP header with its options into `tcp` (exactly the header's length);
-/// `tcp_len` is header + payload, for the pseudo-header. The payload is zeros, which add
-/// nothing to the checksum.
-fn write_tcp_header(
-    tcp: &mut [u8],
-    endpoints: &Endpoints,
-    seg: &Segment,
-    isn_local: u32,
-    isn_remote: u32,
-    tcp_len: u32,
-) {
-    let syn = seg.flags.contains(Flags::SYN);
-    let has_ack = seg.flags.contains(Flags::ACK);
-    tcp[0..2].copy_from_slice(&endpoints.src_port.to_be_bytes());
-    tcp[2..4].copy_from_slice(&endpoints.dst_port.to_be_bytes());
-    tcp[4..8].copy_from_slice(&wire_seq(isn_local, seg.seq, syn).to_be_bytes());
-    let ack = if has_ack {
-        wire_ack(isn_remote, seg.ack)
-    } else {
-        0
-    };
-    tcp[8..12].copy_from_slice(&ack.to_be_bytes());
-    let words = (tcp.len() / 4) as u8;
-    tcp[12] = words << 4;
-    tcp[13] = seg.flags.bits();
-    tcp[14..16].copy_from_slice(&seg.window_field.to_be_bytes());
-    tcp[16..18].fill(0); // checksum, filled below
-    tcp[18..20].fill(0); // urgent pointer
-    let written = write_options(&mut tcp[20..], &seg.options, isn_remote);
-    debug_assert_eq!(written, tcp.len() - 20);
-
-    let mut pseudo = [0u8; 12];
-    pseudo[0..4].copy_from_slice(&endpoints.src_ip);
-    pseudo[4..8].copy_from_slice(&endpoints.dst_ip);
-    pseudo[9] = PROTO_TCP;
-    pseudo[10..12].copy_from_slice(&(tcp_len as u16).to_be_bytes());
-    let sum = ones_complement_add(ones_complement_add(0, &pseudo), tcp);
-    tcp[16..18].copy_from_slice(&checksum_of(sum).to_be_bytes());
-}
-
-/// The options in the canonical layout of [`Options::len_bytes`]: MSS, window scale,
-/// SACK-permitted, timestamps, SACK, each padded in front with NOPs to a 4-byte boundary.
-/// Returns the bytes written.
-fn write_options(out: &mut [u8], options: &Options, isn_remote: u32) -> usize {
-    let mut n = 0;
-    let mut put = |bytes: &[u8]| {
-        out[n..n + bytes.len()].copy_from_slice(bytes);
-        n += bytes.len();
-    };
-    if let Some(mss) = options.mss_bytes {
-        let [hi, lo] = mss.to_be_bytes();
-        put(&[OPT_MSS, 4, hi, lo]);
-    }
-    if let Some(shift) = options.window_shift {
-        put(&[OPT_NOP, OPT_WINDOW_SCALE, 3, shift]);
-    }
-    if options.sack_permitted {
-        put(&[OPT_NOP, OPT_NOP, OPT_SACK_PERMITTED, 2]);
-    }
-    if let Some(ts) = options.timestamps {
-        put(&[OPT_NOP, OPT_NOP, OPT_TIMESTAMPS, 10]);
-        put(&ts.tsval.to_be_bytes());
-        put(&ts.tsecr.to_be_bytes());
-    }
-    if !options.sack.is_empty() {
-        let len = 2 + 8 * options.sack.len() as u8;
-        put(&[OPT_NOP, OPT_NOP, OPT_SACK, len]);
-        for block in options.sack.as_slice() {
-            put(&wire_ack(isn_remote, block.left).to_be_bytes());
-            put(&wire_ack(isn_remote, block.right).to_be_bytes());
-        }
-    }
-    n
 }
 
 /// 32-bit FNV-1a (offset basis 0x811c9dc5, prime 0x01000193): a small, fixed hash whose value

@@ -38,6 +38,7 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod segment;
 pub mod sender;
+pub mod wire;
 
 use std::fmt;
 

@@ -44,7 +44,16 @@ impl Flags {
     pub const NONE: Flags = Flags(0);
     pub const FIN: Flags = Flags(0x01);
     pub const SYN: Flags = Flags(0x02);
+    /// Reset; only on the wire (`wire.rs`), the simulated endpoints never send it.
+    pub const RST: Flags = Flags(0x04);
+    /// Push; only on the wire.
+    pub const PSH: Flags = Flags(0x08);
     pub const ACK: Flags = Flags(0x10);
+
+    /// The flags of a header's flags byte, as read off the wire.
+    pub const fn from_bits(bits: u8) -> Flags {
+        Flags(bits)
+    }
 
     /// The header's flags byte.
     pub const fn bits(self) -> u8 {
