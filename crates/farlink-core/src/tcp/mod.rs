@@ -32,6 +32,7 @@ pub mod cc;
 pub mod detection;
 pub mod handshake;
 pub mod limits;
+pub mod payload;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;
@@ -39,6 +40,7 @@ pub mod scoreboard;
 pub mod segment;
 pub mod sender;
 pub mod wire;
+pub mod wire_client;
 
 use std::fmt;
 
