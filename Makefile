@@ -75,6 +75,13 @@ bench-emu: setup
 validate-ns3: setup
 	$(PY) bench/validate_ns3.py
 
+# farlink's own senders on the wire to the kernel's receiver: every controller through
+# stpd-wireless (p = 0, 1e-2) and iridium-4, and farlink reno/cubic/bbr beside the kernel's;
+# writes the tables of docs/wire.md. Needs root (namespaces, TUN). WIRE_ARGS="--size 1MB" etc.
+.PHONY: validate-wire
+validate-wire: setup
+	$(PY) bench/validate_wire.py $(WIRE_ARGS)
+
 validate: setup
 	$(VENV)/bin/pytest -q -m slow
 

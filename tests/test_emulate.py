@@ -118,7 +118,9 @@ def test_captures_at_both_ends_are_read_by_analyze(tmp_path, capsys):
 
 
 def test_a_controller_the_kernel_lacks_is_one_line_naming_those_it_has(capsys):
-    assert main(["emulate", "stpd-wireless", "--tcp", "stpd", "--size", "10KB"]) == 2
+    # Without --sender kernel, farlink's own sender would run it (tests/test_emulate_wire.py).
+    args = ["emulate", "stpd-wireless", "--tcp", "stpd", "--sender", "kernel", "--size", "10KB"]
+    assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("farlink: error: --tcp:") and "\n" not in err
     assert "stpd" in err and "reno" in err

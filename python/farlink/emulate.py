@@ -32,6 +32,7 @@ def emulate(
     scenario: str | Path | dict[str, Any],
     *,
     tcp: str | None = None,
+    sender: str | None = None,
     loss: float | None = None,
     duration: str | None = None,
     size: str | None = None,
@@ -41,26 +42,32 @@ def emulate(
     record_deliveries: bool = False,
     realtime: bool = True,
     pcap_dir: str | Path | None = None,
+    listen: bool = True,
 ) -> Result:
     """Run a scenario (a preset name, a TOML path or a parsed document) on the emulator.
 
-    ``tcp`` names the kernel congestion controller of every flow (``TCP_CONGESTION``; default:
-    each flow's controller, if the kernel has it); the other overrides are ``simulate``'s.
+    ``tcp`` names the congestion controller of every flow (default: each flow's own), or a loss
+    recovery (``tahoe``, ``newreno``, ``sack``: farlink's sender with that recovery).
+    ``sender``: ``"kernel"`` (kernel TCP in the sender's namespace, ``TCP_CONGESTION``) or
+    ``"farlink"`` (farlink's own sender on the wire, docs/wire.md); default: the kernel's where
+    the kernel has the controller, farlink's otherwise. The other overrides are ``simulate``'s.
     ``spin_us``: the driver wakes this long before each deadline and spins to it (0: timerfd
     alone). ``record_deliveries`` adds, per link direction, the loss-model ordinals of the
     packets lost (``lost_ordinals``). ``realtime``: run the driver's thread SCHED_FIFO while it
     runs, where permitted (``emulator.realtime`` says whether it did). ``pcap_dir``: write what
     crossed each end node's TUN device, both ways, as ``<pcap_dir>/<node>.pcap`` (LINKTYPE_RAW,
-    nanosecond timestamps).
+    nanosecond timestamps). ``listen=False`` starts no sink: every connection is refused.
     """
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(doc, loss=loss, duration=duration, size=size, seed=seed, sets=sets)
     options = {
         "tcp": tcp,
+        "sender": sender,
         "spin_us": spin_us,
         "record_deliveries": record_deliveries,
         "realtime": realtime,
         "pcap_dir": None if pcap_dir is None else str(pcap_dir),
+        "listen": listen,
     }
     # While it runs, the core handles Ctrl-C and SIGTERM itself (it ends the run, cleans up and
     # says `interrupted`), then gives the process its handlers back.

@@ -1,4 +1,5 @@
-"""``farlink emulate``: a scenario through the emulator, with real kernel TCP."""
+"""``farlink emulate``: a scenario through the emulator, with real kernel TCP or farlink's own
+sender on the wire."""
 
 from __future__ import annotations
 
@@ -16,8 +17,16 @@ def emulate_command(
     tcp: Annotated[
         str | None,
         typer.Option(
-            help="Kernel congestion controller of every flow (those of this kernel, e.g. reno, "
-            "cubic, bbr); default: the scenario's controller, if the kernel has it.",
+            help="Congestion controller of every flow (farlink's: reno, vegas, hybla, westwood, "
+            "cubic, bic, stpd, bbr; or one of this kernel's), or a loss recovery (tahoe, "
+            "newreno, sack: farlink's sender with it); default: the scenario's.",
+        ),
+    ] = None,
+    sender: Annotated[
+        str | None,
+        typer.Option(
+            help="Whose TCP sends: kernel or farlink (farlink's own sender on the wire); "
+            "default: the kernel's where it has the controller, farlink's otherwise.",
         ),
     ] = None,
     loss: Annotated[
@@ -77,6 +86,7 @@ def emulate_command(
         result = emulate(
             doc,
             tcp=tcp,
+            sender=sender,
             loss=None if loss is None else read("--loss", _loss_rate, loss),
             duration=None
             if duration is None

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use farlink_core::tcp::payload::{Digest, PayloadStream};
 use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
 use nix::sys::time::TimeVal;
 
@@ -32,6 +33,9 @@ pub(crate) struct SenderPlan {
     pub(crate) stop_ns: Option<u64>,
     pub(crate) congestion: String,
     pub(crate) send_buffer_bytes: Option<u64>,
+    /// The seed of the bytes written (`farlink_core::tcp::payload`), which the sink's digest
+    /// checks.
+    pub(crate) payload_seed: u64,
 }
 
 /// One `TCP_INFO` sample.
@@ -54,6 +58,8 @@ pub(crate) struct SenderOutcome {
     pub(crate) samples: Vec<Sample>,
     pub(crate) last: Option<TcpInfo>,
     pub(crate) error: Option<String>,
+    /// What farlink's sender counted on the wire (none for a kernel sender).
+    pub(crate) wire: Option<crate::report::WireSummary>,
 }
 
 /// What the sink of one flow saw.
@@ -63,6 +69,8 @@ pub(crate) struct SinkOutcome {
     pub(crate) last_byte_ns: Option<u64>,
     pub(crate) eof: bool,
     pub(crate) error: Option<String>,
+    /// The digest of the bytes read, in order (`farlink_core::tcp::payload::Digest`).
+    pub(crate) digest: u64,
 }
 
 fn timeval(d: Duration) -> TimeVal {
@@ -80,6 +88,7 @@ pub(crate) fn sink(
     now_ns: fn() -> u64,
 ) -> SinkOutcome {
     let mut out = SinkOutcome::default();
+    let mut digest = Digest::new();
     let result = (|| -> std::io::Result<()> {
         let fd = socket::socket(
             AddressFamily::Inet,
@@ -123,6 +132,7 @@ pub(crate) fn sink(
                 Ok(n) => {
                     out.received_bytes += n as u64;
                     out.last_byte_ns = Some(now_ns());
+                    digest.update(&buf[..n]);
                 }
                 Err(e) if is_timeout(&e) => continue,
                 Err(e) => return Err(e),
@@ -132,6 +142,7 @@ pub(crate) fn sink(
     if let Err(e) = result {
         out.error = Some(format!("sink: {e}"));
     }
+    out.digest = digest.value();
     out
 }
 
@@ -196,7 +207,7 @@ pub(crate) fn sender(
         out.connected_ns = Some(now_ns());
         let mut conn = TcpStream::from(fd);
         conn.set_read_timeout(Some(POLL))?;
-        let chunk = vec![0u8; 64 * 1024];
+        let mut chunk = vec![0u8; 64 * 1024];
         // A thread of its own samples TCP_INFO: writes block while the send buffer is full.
         let sampling = Arc::new(AtomicBool::new(true));
         let sampler = {
@@ -216,7 +227,7 @@ pub(crate) fn sender(
                 samples
             })
         };
-        let result = transfer(&plan, &mut conn, &chunk, &stop, &mut out, now_ns);
+        let result = transfer(&plan, &mut conn, &mut chunk, &stop, &mut out, now_ns);
         sampling.store(false, Ordering::Relaxed);
         out.samples = sampler.join().unwrap_or_default();
         out.last = TcpInfo::read(conn.as_fd()).ok();
@@ -232,12 +243,13 @@ pub(crate) fn sender(
 fn transfer(
     plan: &SenderPlan,
     conn: &mut TcpStream,
-    chunk: &[u8],
+    chunk: &mut [u8],
     stop: &AtomicBool,
     out: &mut SenderOutcome,
     now_ns: fn() -> u64,
 ) -> std::io::Result<()> {
     {
+        let stream = PayloadStream::new(plan.payload_seed);
         while out.written_bytes < plan.size_bytes {
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
@@ -250,6 +262,7 @@ fn transfer(
             if out.first_write_ns.is_none() {
                 out.first_write_ns = Some(now_ns());
             }
+            stream.fill(out.written_bytes, &mut chunk[..want]);
             match conn.write(&chunk[..want]) {
                 Ok(n) => out.written_bytes += n as u64,
                 Err(e) if is_timeout(&e) => {}

@@ -31,6 +31,7 @@ use nix::time::clock_gettime;
 
 use crate::slab::{Meta, Slab};
 use crate::tun::Tun;
+use crate::wire_sender::WireFlow;
 use crate::EmuError;
 
 /// Packets from one end node to another, through these link directions.
@@ -93,6 +94,8 @@ enum Due {
     Dir(usize),
     BundleTimer(usize),
     BundleEvent(usize),
+    /// A timer of farlink's sender `i` at user node `u`.
+    User(usize, usize),
 }
 
 pub(crate) struct Driver {
@@ -101,6 +104,14 @@ pub(crate) struct Driver {
     pending: Vec<(SimTime, usize, BundleEvent)>,
     routes: Vec<Route>,
     tuns: Vec<Tun>,
+    /// End nodes without a kernel, after the TUNs in the device numbering of [`Route`]: the
+    /// farlink senders there (`wire_sender.rs`), and whether each has had its timer handled
+    /// and waits for `read_all` to let it send.
+    users: Vec<Vec<WireFlow>>,
+    user_polled: Vec<Vec<bool>>,
+    /// The instant farlink's senders are told while links are serviced: the wall clock when
+    /// the servicing began, so the senders' time never runs backwards.
+    user_now: SimTime,
     slab: Slab,
     t0_ns: u64,
     vnow: SimTime,
@@ -138,6 +149,7 @@ impl Driver {
         links: PathLinks,
         routes: Vec<Route>,
         tuns: Vec<Tun>,
+        users: Vec<Vec<WireFlow>>,
         pcap: Vec<Option<File>>,
         slot_bytes: usize,
         flow_ports: Vec<u16>,
@@ -151,6 +163,9 @@ impl Driver {
             pending: Vec::with_capacity(64),
             routes,
             tuns,
+            user_polled: users.iter().map(|u| vec![true; u.len()]).collect(),
+            users,
+            user_now: SimTime::ZERO,
             slab: Slab::new(slot_bytes, 4096),
             t0_ns: 0,
             vnow: SimTime::ZERO,
@@ -209,7 +224,7 @@ impl Driver {
         &mut self,
         end: SimTime,
         realtime: bool,
-        stop: impl Fn() -> bool,
+        stop: impl Fn(bool) -> bool,
     ) -> Result<(), EmuError> {
         let cpu_before = thread_cpu_ns();
         let rt = realtime
@@ -227,7 +242,18 @@ impl Driver {
         self.t0_ns
     }
 
-    fn run_loop(&mut self, end: SimTime, stop: impl Fn() -> bool) -> Result<(), EmuError> {
+    /// Whether every farlink sender has closed its connection (or failed).
+    fn users_done(&self) -> bool {
+        self.users.iter().flatten().all(WireFlow::is_finished)
+    }
+
+    /// The farlink senders, for their outcomes.
+    pub(crate) fn wire_flows(&self) -> impl Iterator<Item = &WireFlow> {
+        self.users.iter().flatten()
+    }
+
+    /// `stop` is asked whether to stop, told whether every farlink sender is done.
+    fn run_loop(&mut self, end: SimTime, stop: impl Fn(bool) -> bool) -> Result<(), EmuError> {
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)
             .map_err(|e| EmuError::sys("epoll_create", e))?;
         let timer = TimerFd::new(
@@ -247,7 +273,7 @@ impl Driver {
             )
             .map_err(|e| EmuError::sys("epoll_ctl", e))?;
         let mut events = [EpollEvent::empty(); 8];
-        while !stop() {
+        while !stop(self.users_done()) {
             let now = self.now();
             if now >= end {
                 break;
@@ -311,29 +337,51 @@ impl Driver {
                     }
                 };
                 n += 1;
-                self.capture(t, slot, len);
-                self.stats.read_pkts += 1;
-                self.stats.read_bytes += len as u64;
-                let Some((route, flow)) = self.classify(t, slot, len) else {
-                    self.stats.unroutable_pkts += 1;
-                    self.slab.untake(slot);
-                    continue;
-                };
-                self.slab.hold(
-                    slot,
-                    Meta {
-                        len: len as u32,
-                        route: route as u16,
-                        hop: 0,
-                        flow,
-                    },
-                );
-                let first = self.routes[route].dirs[0];
-                self.offer(first, slot, now);
+                self.ingest(t, slot, len, now);
+            }
+        }
+        // farlink's senders: whatever they may send now.
+        for u in 0..self.users.len() {
+            let t = self.tuns.len() + u;
+            for i in 0..self.users[u].len() {
+                self.user_polled[u][i] = true;
+                loop {
+                    let (slot, buf) = self.slab.take();
+                    let Some(len) = self.users[u][i].poll_transmit(now, buf) else {
+                        self.slab.untake(slot);
+                        break;
+                    };
+                    n += 1;
+                    self.ingest(t, slot, len, now);
+                }
             }
         }
         self.stats.slab_growths = self.slab.grown;
         Ok(n)
+    }
+
+    /// A packet of `len` bytes in `slot`, from device `t`: captured, counted, and offered to
+    /// the first link of its route at `now` (or dropped as unroutable).
+    fn ingest(&mut self, t: usize, slot: u32, len: usize, now: SimTime) {
+        self.capture(t, slot, len);
+        self.stats.read_pkts += 1;
+        self.stats.read_bytes += len as u64;
+        let Some((route, flow)) = self.classify(t, slot, len) else {
+            self.stats.unroutable_pkts += 1;
+            self.slab.untake(slot);
+            return;
+        };
+        self.slab.hold(
+            slot,
+            Meta {
+                len: len as u32,
+                route: route as u16,
+                hop: 0,
+                flow,
+            },
+        );
+        let first = self.routes[route].dirs[0];
+        self.offer(first, slot, now);
     }
 
     /// Writes the packet in `slot` (its first `len` bytes) to TUN `t`'s capture, if any.
@@ -423,11 +471,20 @@ impl Driver {
         for (i, &(t, _, _)) in self.pending.iter().enumerate() {
             consider(Some(t), Due::BundleEvent(i));
         }
+        // A sender whose timer was handled waits for `read_all` before it is due again.
+        for (u, flows) in self.users.iter().enumerate() {
+            for (i, f) in flows.iter().enumerate() {
+                if self.user_polled[u][i] {
+                    consider(f.next_wakeup(), Due::User(u, i));
+                }
+            }
+        }
         best
     }
 
     /// Handles, in time order, everything due at or before `until`.
     fn advance(&mut self, until: SimTime) {
+        self.user_now = until;
         while let Some((t, due)) = self.next_due().filter(|&(t, _)| t <= until) {
             self.vnow = self.vnow.max(t);
             let now = self.vnow;
@@ -437,6 +494,12 @@ impl Driver {
                 Due::BundleEvent(i) => {
                     let (_, b, event) = self.pending.swap_remove(i);
                     self.drive_bundle(b, Step::Event(event), now);
+                }
+                // The sender runs on the wall clock: `until`, the instant `read_all` then
+                // lets it send at.
+                Due::User(u, i) => {
+                    self.users[u][i].on_timeout(until);
+                    self.user_polled[u][i] = false;
                 }
             }
         }
@@ -474,6 +537,14 @@ impl Driver {
         }
         let out = route.to_tun;
         let late_ns = self.now().as_nanos().saturating_sub(at.as_nanos());
+        if out >= self.tuns.len() {
+            self.to_user(out - self.tuns.len(), slot);
+            self.capture(out, slot, meta.len as usize);
+            self.stats.written_pkts += 1;
+            self.stats.written_bytes += u64::from(meta.len);
+            self.slab.release(slot);
+            return;
+        }
         match self.tuns[out].send(self.slab.packet(slot)) {
             Ok(()) => {
                 self.capture(out, slot, meta.len as usize);
@@ -484,6 +555,22 @@ impl Driver {
             Err(_) => self.stats.write_errors += 1,
         }
         self.slab.release(slot);
+    }
+
+    /// Hands the packet in `slot` to the farlink sender at user node `u` it is for: by the
+    /// TCP destination port, or to all of them (an ICMP message, which each matches against
+    /// its own connection). They answer in the next `read_all`.
+    fn to_user(&mut self, u: usize, slot: u32) {
+        let pkt = self.slab.packet(slot);
+        let ihl = usize::from(pkt.first().map_or(0, |b| b & 0x0f)) * 4;
+        let port = (pkt.len() >= ihl + 4 && pkt.get(9) == Some(&6))
+            .then(|| u16::from_be_bytes([pkt[ihl + 2], pkt[ihl + 3]]));
+        let now = self.user_now;
+        for f in &mut self.users[u] {
+            if port.is_none_or(|p| p == f.local_port()) {
+                f.on_packet(now, pkt);
+            }
+        }
     }
 
     /// Lets bundle `b`'s driver act at `now`, keeping what it schedules.

@@ -3,11 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use farlink_core::scenario::{FlowSpec, Scenario, TcpSpec};
+use farlink_core::scenario::{FlowSpec, TcpSpec};
 use farlink_core::tcp::receiver::DelayedAck;
 
 use crate::report::FlowSettings;
-use crate::{EmuError, EmuOptions};
 
 /// The congestion controllers this kernel offers.
 pub(crate) fn kernel_controllers() -> Vec<String> {
@@ -15,41 +14,6 @@ pub(crate) fn kernel_controllers() -> Vec<String> {
         .unwrap_or_default()
         .split_whitespace()
         .map(str::to_owned)
-        .collect()
-}
-
-/// The kernel controller of each flow: `--tcp`, or the scenario's controller.
-pub(crate) fn controllers(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<String>, EmuError> {
-    let have = kernel_controllers();
-    sc.flows()
-        .iter()
-        .map(|f| {
-            let name = opts
-                .tcp
-                .clone()
-                .unwrap_or_else(|| f.tcp.cc.name().to_owned());
-            if have.contains(&name) {
-                Ok(name)
-            } else {
-                let origin = if opts.tcp.is_some() {
-                    "--tcp".to_owned()
-                } else {
-                    format!(
-                        "flows[{}].tcp",
-                        sc.flows()
-                            .iter()
-                            .position(|g| g.name == f.name)
-                            .unwrap_or(0)
-                    )
-                };
-                // A host limitation, not a bad option: another kernel may have it.
-                Err(EmuError::Unsupported(format!(
-                    "{origin}: congestion control \"{name}\" is not in this kernel (it has: {}); \
-                     farlink's own controllers are not on the wire yet",
-                    have.join(", ")
-                )))
-            }
-        })
         .collect()
 }
 

@@ -14,6 +14,7 @@
 //! * `driver`: the real-time loop (epoll, timerfd, a short spin before each deadline);
 //! * `kernel`: the congestion controllers the kernel has, and which TCP settings it takes;
 //! * `bulk`: the built-in workload, one kernel TCP bulk transfer per flow, TCP_INFO sampled;
+//! * `wire_sender`: farlink's own TCP sender as a flow's sending end (no kernel there);
 //! * `report`: the result in `simulate`'s shape plus the emulator's own figures.
 
 mod error;
@@ -41,6 +42,8 @@ mod slab;
 mod tcpinfo;
 #[cfg(target_os = "linux")]
 mod tun;
+#[cfg(target_os = "linux")]
+mod wire_sender;
 
 #[cfg(target_os = "linux")]
 pub use run::emulate;
@@ -52,6 +55,9 @@ pub struct EmuOptions {
     /// The kernel congestion controller of every flow (`TCP_CONGESTION`); `None`: the
     /// scenario's controller, if the kernel has it.
     pub tcp: Option<String>,
+    /// Whose TCP sends: "kernel" or "farlink" (farlink's own sender on the wire); `None`: the
+    /// kernel's where the kernel has the controller, farlink's otherwise.
+    pub sender: Option<String>,
     /// Wake this long before a deadline and spin to it (0: the timerfd alone). 10 µs: at
     /// 100 Mbit/s it halves the median error of the timerfd alone for a few % more CPU, where
     /// 50 µs keeps a SCHED_FIFO thread busy long enough for the kernel to preempt it for
@@ -64,16 +70,21 @@ pub struct EmuOptions {
     pub realtime: bool,
     /// Write a capture of each end node's TUN device (both ways) as `<dir>/<node>.pcap`.
     pub pcap_dir: Option<String>,
+    /// Start the sinks (listening sockets); without them every connection is refused (the
+    /// receiver's kernel answers the SYN with a RST), which tests how a sender ends.
+    pub listen: bool,
 }
 
 impl Default for EmuOptions {
     fn default() -> Self {
         EmuOptions {
             tcp: None,
+            sender: None,
             spin_us: 10,
             record_deliveries: false,
             realtime: true,
             pcap_dir: None,
+            listen: true,
         }
     }
 }

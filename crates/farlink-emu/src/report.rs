@@ -78,6 +78,41 @@ pub struct Flow {
     pub final_rto_s: Option<f64>,
     pub kernel_settings: FlowSettings,
     pub error: Option<String>,
+    /// Whose TCP sent: "kernel" (in the sender's namespace) or "farlink" (farlink's own
+    /// sender on the wire, `wire_sender.rs`).
+    pub sender: &'static str,
+    /// A bulk transfer: whether the sink read exactly the bytes sent, in order (its digest
+    /// against the payload stream's); null for other applications.
+    pub verified: Option<bool>,
+    /// What farlink's sender counted on the wire; absent for a kernel sender.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire: Option<WireSummary>,
+}
+
+/// What farlink's sender counted on the wire.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct WireSummary {
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    pub dsack_blocks: u64,
+    pub out_of_window: u64,
+    pub malformed: u64,
+    pub window_probes: u64,
+    pub fin_transmissions: u64,
+}
+
+impl WireSummary {
+    pub(crate) fn new(w: &farlink_core::tcp::wire_client::WireStats, window_probes: u64) -> Self {
+        WireSummary {
+            packets_sent: w.packets_sent,
+            packets_received: w.packets_received,
+            dsack_blocks: w.dsack_blocks,
+            out_of_window: w.out_of_window,
+            malformed: w.malformed,
+            window_probes,
+            fin_transmissions: w.fin_transmissions,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -174,6 +209,10 @@ pub(crate) struct Outcomes<'a> {
     pub(crate) senders: &'a [SenderOutcome],
     pub(crate) sinks: &'a [SinkOutcome],
     pub(crate) congestion: &'a [String],
+    /// Per flow: farlink's sender (else the kernel's).
+    pub(crate) farlink: &'a [bool],
+    /// Per flow: the digest of the bytes a bulk transfer sends.
+    pub(crate) expected_digests: &'a [Option<u64>],
     pub(crate) settings: Vec<FlowSettings>,
     pub(crate) interrupted: bool,
     pub(crate) run_id: String,
@@ -291,6 +330,15 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
             final_rto_s: last.map(|i| f64::from(i.rto_us) / 1e6),
             kernel_settings: o.settings.get(k).cloned().unwrap_or_default(),
             error,
+            sender: if o.farlink.get(k).copied().unwrap_or(false) {
+                "farlink"
+            } else {
+                "kernel"
+            },
+            verified: o.expected_digests.get(k).copied().flatten().map(|d| {
+                sink.is_some_and(|x| x.eof && Some(x.received_bytes) == size && x.digest == d)
+            }),
+            wire: snd.and_then(|x| x.wire),
         });
     }
     let delivered: u64 = flows.iter().map(|f| f.delivered_bytes).sum();

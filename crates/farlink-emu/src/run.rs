@@ -20,6 +20,7 @@ use crate::netns::{self, Netns, RunLock};
 use crate::report::{self, EmuResult, FlowSettings, Kernel};
 use crate::signals::Signals;
 use crate::tun::Tun;
+use crate::wire_sender::{self, SenderChoice};
 use crate::{EmuError, EmuOptions};
 
 /// The first flow's sink listens on this port, flow `k`'s on `BASE_PORT + k`.
@@ -87,7 +88,8 @@ fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
 pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> {
     check_scenario(sc)?;
     check_host()?;
-    let congestion = kernel::controllers(sc, opts)?;
+    let choices = wire_sender::plan(sc, opts)?;
+    let congestion: Vec<String> = choices.iter().map(SenderChoice::congestion).collect();
     // Before anything of ours exists: what a killed run left behind.
     let removed_stale = netns::remove_stale();
     let signals = Signals::install()?;
@@ -96,9 +98,16 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     let nodes = sc.nodes();
     let addrs = NodeAddresses::new(nodes);
     let addr = |n: usize| Ipv4Addr::from(addrs.get(&nodes[n]).unwrap_or([10, 0, 0, 1]));
+    // Nodes where only farlink's senders send have no namespace (`wire_sender.rs`).
+    let users = wire_sender::user_nodes(sc, &choices)?;
     let ends: BTreeSet<usize> = sc.flows().iter().flat_map(|f| [f.from, f.to]).collect();
-    let ends: Vec<usize> = ends.into_iter().collect();
-    let tun_of = |n: usize| ends.iter().position(|&e| e == n).unwrap_or(0);
+    let ends: Vec<usize> = ends.into_iter().filter(|n| !users.contains(n)).collect();
+    let tun_of = |n: usize| {
+        ends.iter()
+            .position(|&e| e == n)
+            .or_else(|| users.iter().position(|&u| u == n).map(|u| ends.len() + u))
+            .unwrap_or(0)
+    };
     let device = format!("farlink-{}", lock.id);
     let first = &sc.flows()[0].tcp;
     let mtu = sc
@@ -178,10 +187,12 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
                 args.extend(["quickack".to_owned(), "1".to_owned()]);
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            namespaces[tun_of(a)].ip(&args)?;
-            kernel
-                .routes
-                .push(format!("{}: {}", nodes[a], args[2..].join(" ")));
+            if let Some(ns) = namespaces.get(tun_of(a)) {
+                ns.ip(&args)?;
+                kernel
+                    .routes
+                    .push(format!("{}: {}", nodes[a], args[2..].join(" ")));
+            }
             routes.push(Route {
                 from_tun: tun_of(a),
                 to_addr: addr(b).octets(),
@@ -194,8 +205,11 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     let settings: Vec<FlowSettings> = sc
         .flows()
         .iter()
-        .zip(&congestion)
-        .map(|(f, c)| kernel::flow_settings(f, first, c, mtu))
+        .zip(&choices)
+        .map(|(f, c)| match c {
+            SenderChoice::Kernel(name) => kernel::flow_settings(f, first, name, mtu),
+            SenderChoice::Farlink(tcp) => wire_sender::flow_settings(tcp),
+        })
         .collect();
 
     let links = path::build(sc)?;
@@ -203,8 +217,8 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         .map(|k| BASE_PORT + k as u16)
         .collect();
     let slot_bytes = (mtu as usize).max(2048);
-    let mut captures = Vec::with_capacity(ends.len());
-    for &n in &ends {
+    let mut captures = Vec::with_capacity(ends.len() + users.len());
+    for &n in ends.iter().chain(&users) {
         captures.push(match &opts.pcap_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| EmuError::sys(dir, e))?;
@@ -214,10 +228,12 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             None => None,
         });
     }
+    let wire_flows = wire_sender::wire_flows(sc, &choices, &users, &ports, addr);
     let mut driver = Driver::new(
         links,
         routes,
         tuns,
+        wire_flows,
         captures,
         slot_bytes,
         ports.clone(),
@@ -232,6 +248,9 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     let mut senders = Vec::new();
     let mut setup = || -> Result<(), EmuError> {
         for (k, f) in sc.flows().iter().enumerate() {
+            if !opts.listen {
+                break;
+            }
             let ready = Arc::new(AtomicBool::new(false));
             let at = SocketAddrV4::new(addr(f.to), ports[k]);
             let (r, s) = (Arc::clone(&ready), Arc::clone(&stop));
@@ -244,6 +263,9 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             }
         }
         for (k, f) in sc.flows().iter().enumerate() {
+            if choices[k].is_farlink() {
+                continue;
+            }
             let size_bytes = match f.app {
                 AppSpec::Bulk { size_bytes } => size_bytes,
                 _ => u64::MAX,
@@ -255,6 +277,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
                 stop_ns: f.stop.map(|s| t0 + s.as_nanos()),
                 congestion: congestion[k].clone(),
                 send_buffer_bytes: f.tcp.send_buffer_bytes,
+                payload_seed: wire_sender::payload_seed(sc, k),
             };
             let s = Arc::clone(&stop);
             senders.push(namespaces[tun_of(f.from)].spawn("farlink-sender", move || {
@@ -266,9 +289,8 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     let started = setup();
     let end = SimTime::ZERO + sc.duration();
     let ran = started.and_then(|()| {
-        driver.run(end, opts.realtime, || {
-            signals.interrupted()
-                || (!senders.is_empty() && senders.iter().all(|h| h.is_finished()))
+        driver.run(end, opts.realtime, |users_done| {
+            signals.interrupted() || (users_done && senders.iter().all(|h| h.is_finished()))
         })
     });
     let end_ns = monotonic_ns().saturating_sub(t0);
@@ -278,11 +300,28 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         .into_iter()
         .map(|h| h.join().ok().flatten().unwrap_or_default())
         .collect();
-    let sender_outcomes: Vec<_> = senders
+    let mut kernel_outcomes = senders
         .into_iter()
-        .map(|h| h.join().ok().flatten().unwrap_or_default())
+        .map(|h| h.join().ok().flatten().unwrap_or_default());
+    let mut wire_outcomes: Vec<_> = choices.iter().map(|_| None).collect();
+    for w in driver.wire_flows() {
+        wire_outcomes[w.flow] = Some(w.outcome(t0));
+    }
+    let sender_outcomes: Vec<_> = choices
+        .iter()
+        .zip(wire_outcomes)
+        .map(|(c, w)| {
+            if c.is_farlink() {
+                w
+            } else {
+                kernel_outcomes.next()
+            }
+            .unwrap_or_default()
+        })
         .collect();
     ran?;
+    let farlink: Vec<bool> = choices.iter().map(SenderChoice::is_farlink).collect();
+    let expected_digests = wire_sender::expected_digests(sc);
     let result = report::build(
         sc,
         &driver,
@@ -292,6 +331,8 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             senders: &sender_outcomes,
             sinks: &sink_outcomes,
             congestion: &congestion,
+            farlink: &farlink,
+            expected_digests: &expected_digests,
             settings,
             interrupted: signals.interrupted(),
             run_id: lock.id.clone(),
