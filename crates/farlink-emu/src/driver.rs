@@ -538,7 +538,7 @@ impl Driver {
         let out = route.to_tun;
         let late_ns = self.now().as_nanos().saturating_sub(at.as_nanos());
         if out >= self.tuns.len() {
-            self.to_user(out - self.tuns.len(), slot);
+            self.deliver_to_user(out - self.tuns.len(), slot);
             self.capture(out, slot, meta.len as usize);
             self.stats.written_pkts += 1;
             self.stats.written_bytes += u64::from(meta.len);
@@ -560,7 +560,7 @@ impl Driver {
     /// Hands the packet in `slot` to the farlink sender at user node `u` it is for: by the
     /// TCP destination port, or to all of them (an ICMP message, which each matches against
     /// its own connection). They answer in the next `read_all`.
-    fn to_user(&mut self, u: usize, slot: u32) {
+    fn deliver_to_user(&mut self, u: usize, slot: u32) {
         let pkt = self.slab.packet(slot);
         let ihl = usize::from(pkt.first().map_or(0, |b| b & 0x0f)) * 4;
         let port = (pkt.len() >= ihl + 4 && pkt.get(9) == Some(&6))

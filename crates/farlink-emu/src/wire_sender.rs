@@ -91,7 +91,7 @@ pub(crate) fn plan(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>
                 .tcp
                 .clone()
                 .unwrap_or_else(|| f.tcp.cc.name().to_owned());
-            let mut tcp = f.tcp.clone();
+            let mut tcp = f.tcp;
             if let Some(recovery) = recovery_only(&name) {
                 if forced == Some(false) {
                     return Err(EmuError::Usage(format!(
@@ -138,9 +138,11 @@ pub(crate) fn user_nodes(sc: &Scenario, choices: &[SenderChoice]) -> Result<Vec<
         if !c.is_farlink() || users.contains(&f.from) {
             continue;
         }
-        let kernel_too = sc.flows().iter().zip(choices).any(|(g, d)| {
-            g.to == f.from || (g.from == f.from && !d.is_farlink())
-        });
+        let kernel_too = sc
+            .flows()
+            .iter()
+            .zip(choices)
+            .any(|(g, d)| g.to == f.from || (g.from == f.from && !d.is_farlink()));
         if kernel_too {
             return Err(farlink_core::ScenarioError::new(
                 format!("flows[{k}].from"),
@@ -227,7 +229,10 @@ pub(crate) fn flow_settings(t: &TcpSpec) -> FlowSettings {
     ] {
         put(k, format!("offered in the SYN: {on}"));
     }
-    put("initial_window_segments", t.initial_window_segments.to_string());
+    put(
+        "initial_window_segments",
+        t.initial_window_segments.to_string(),
+    );
     put("min_rto", format!("{}", t.rtt.min_rto));
     put("initial_rto", format!("{}", t.rtt.initial_rto));
     put("max_rto", format!("{}", t.rtt.max_rto));
@@ -259,12 +264,7 @@ pub(crate) struct WireFlow {
 }
 
 impl WireFlow {
-    pub(crate) fn new(
-        sc: &Scenario,
-        k: usize,
-        tcp: &TcpSpec,
-        endpoints: Endpoints,
-    ) -> WireFlow {
+    pub(crate) fn new(sc: &Scenario, k: usize, tcp: &TcpSpec, endpoints: Endpoints) -> WireFlow {
         let f: &FlowSpec = &sc.flows()[k];
         let app = match f.app {
             AppSpec::Bulk { size_bytes } => AppSource::Bulk {
@@ -309,7 +309,7 @@ impl WireFlow {
             });
             let step = SimDuration::from_nanos(SAMPLE_INTERVAL.as_nanos() as u64);
             while self.next_sample <= now {
-                self.next_sample = self.next_sample + step;
+                self.next_sample += step;
             }
         }
     }

@@ -199,9 +199,9 @@ pub fn unwrap_seq(reference: u64, isn: u32, wire: u32) -> Option<u64> {
 }
 
 /// RFC 1071 one's-complement sum of `bytes` as big-endian 16-bit words (an odd last byte is
-/// padded with a zero), added to `sum`; not yet folded. Callers sum at most a 64 KiB packet
-/// plus the pseudo-header, far from overflowing the `u32`... as long as `sum` is folded
-/// between packets, which [`checksum_of`] does.
+/// padded with a zero), added to `sum`; not yet folded. A 64 KiB packet and its pseudo-header
+/// add at most 2^15 words of 2^16 each, far from the `u32`'s limit; the additions wrap rather
+/// than panic whatever the input.
 pub fn ones_complement_add(mut sum: u32, bytes: &[u8]) -> u32 {
     let mut words = bytes.chunks_exact(2);
     for w in &mut words {
