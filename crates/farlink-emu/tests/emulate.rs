@@ -143,6 +143,7 @@ fn a_controller_the_kernel_lacks_is_refused_before_anything_is_made() {
     let sc = parse_scenario_json(&wireless("10KB", r#"{"model": "none"}"#, "5s")).unwrap();
     let opts = EmuOptions {
         tcp: Some("stpd".into()),
+        sender: Some("kernel".into()),
         ..EmuOptions::default()
     };
     match emulate(&sc, &opts) {
@@ -151,6 +152,25 @@ fn a_controller_the_kernel_lacks_is_refused_before_anything_is_made() {
         }
         other => panic!("expected an unsupported error, got {other:?}"),
     }
+}
+
+#[test]
+fn a_controller_only_farlink_has_runs_on_farlink_s_sender_to_the_kernel_receiver() {
+    need_host!();
+    let sc = parse_scenario_json(&wireless("100KB", r#"{"model": "none"}"#, "30s")).unwrap();
+    let opts = EmuOptions {
+        tcp: Some("vegas".into()),
+        ..EmuOptions::default()
+    };
+    let r = emulate(&sc, &opts).unwrap();
+    let f = &r.flows[0];
+    assert_eq!((f.sender, f.congestion.as_str()), ("farlink", "vegas"));
+    assert_eq!(f.error, None);
+    assert!(f.finished && f.verified == Some(true), "{f:?}");
+    assert_eq!(f.delivered_bytes, 100_000);
+    // The links carried the farlink sender's own packets, and it parsed every answer.
+    let wire = f.wire.expect("farlink's sender reports its wire counters");
+    assert!(wire.packets_sent > 70 && wire.malformed == 0, "{wire:?}");
 }
 
 /// The host's own interfaces, routes and queueing disciplines, as the tools print them.
