@@ -38,9 +38,7 @@ def one_emulation(preset: str, cc: str, sender: str, loss: float | None, size: s
 
 
 def one_simulation(preset: str, cc: str, loss: float | None, size: str) -> dict:
-    r = simulate(
-        preset, loss=loss, size=size, duration="3600s", sets=[f"flows[0].tcp.cc={cc}"]
-    )
+    r = simulate(preset, loss=loss, size=size, duration="3600s", sets=[f"flows[0].tcp.cc={cc}"])
     (f,) = r.summary["flows"]
     return f
 
