@@ -790,7 +790,13 @@ def _reproduce_all(
 
 @app.command("fit-drops")
 def fit_drops(
-    log: Annotated[Path, typer.Argument(help="Call-drop log: CSV (modem,time) or KUMICS XML.")],
+    log: Annotated[
+        Path,
+        typer.Argument(
+            help="Call-drop log: CSV (modem,time), KUMICS XML, or the link manager's SQLite "
+            "event log (recognised by its header)."
+        ),
+    ],
     confidence: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
     bins: Annotated[int, typer.Option(help="Chi-square bins (seed 000 uses 15).")] = 15,
     alpha: Annotated[float, typer.Option(help="Significance level of the test.")] = 0.05,
@@ -799,10 +805,20 @@ def fit_drops(
     """Fit the per-member call-drop rate beta and test the exponential (seed 000 section 5.3)."""
     from farlink.dropfit import fit_drop_log
     from farlink.droplog import DropLogError, read_drop_log
+    from farlink.linkmgr.eventlog import EventLogError, is_sqlite_file
+    from farlink.linkmgr.uptime import drop_log_from_event_log
 
     try:
-        drops = read_drop_log(log)
-    except DropLogError as err:
+        if is_sqlite_file(log):
+            drops = drop_log_from_event_log(log)
+            if drops.drops == 0:
+                raise CliError(
+                    f"LOG: {log}: too short for a fit: {drops.exposure_s:.0f} s of member "
+                    "up-time and no call drop; a rate needs at least one drop"
+                )
+        else:
+            drops = read_drop_log(log)
+    except (DropLogError, EventLogError) as err:
         raise CliError(f"LOG: {err}") from None
     fit = _evaluate(
         "fit-drops",
@@ -1511,6 +1527,9 @@ def results_summary(
 
 
 import farlink.cli_scenario  # noqa: E402, F401  (registers `farlink scenario`)
+from farlink.linkmgr.cli import linkmgr_app  # noqa: E402
+
+app.add_typer(linkmgr_app, name="linkmgr")
 
 EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a bug in farlink, not the user's input
 
