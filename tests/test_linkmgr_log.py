@@ -264,3 +264,39 @@ def test_readers_never_write_to_the_log(tmp_path, capsys):
     run(capsys, "linkmgr", "log", str(path), "--xml")
     run(capsys, "fit-drops", str(path))
     assert path.read_bytes() == before
+
+
+def test_throughput_comes_from_tx_and_rx_sampled_together(tmp_path):
+    from farlink.linkmgr.uptime import read_tracker
+    from farlink.linkmgr.view import snapshot, throughput_bps
+
+    path = tmp_path / "rates.sqlite"
+    with LogWriter(path, ["A"], started_unix_s=T0) as w:
+        w.event(T0, "daemon", detail="start")
+        for k in range(1, 61):  # 300 B/s sent, 75 B/s received, sampled every second
+            w.event(T0 + k, "tx_bytes", None, value=300.0 * k)
+            w.event(T0 + k, "rx_bytes", None, value=75.0 * k)
+    tracker = read_tracker(path)
+    assert throughput_bps(tracker) == pytest.approx((2400.0, 600.0))
+    series = snapshot(tracker)["throughput"]
+    assert len(series) > 10
+    for _, tx_bps, rx_bps in series:
+        assert (tx_bps, rx_bps) == pytest.approx((2400.0, 600.0))
+
+
+def test_throughput_falls_to_zero_when_the_counters_stand_still(tmp_path):
+    from farlink.linkmgr.uptime import read_tracker
+    from farlink.linkmgr.view import THROUGHPUT_WINDOW_S, snapshot, throughput_bps
+
+    path = tmp_path / "still.sqlite"
+    with LogWriter(path, ["A"], started_unix_s=T0) as w:
+        w.event(T0, "daemon", detail="start")
+        for k in range(1, 61):
+            w.event(T0 + k, "tx_bytes", None, value=300.0 * k)
+        w.event(T0 + 60 + THROUGHPUT_WINDOW_S / 2, "signal", 0, value=3)
+        half = read_tracker(path)
+        w.event(T0 + 60 + 2 * THROUGHPUT_WINDOW_S, "signal", 0, value=3)
+    assert throughput_bps(half)[0] == pytest.approx(1200.0)  # half the window still sending
+    still = read_tracker(path)
+    assert throughput_bps(still) == (0.0, 0.0)
+    assert snapshot(still)["throughput"][-1][1:] == [0.0, 0.0]

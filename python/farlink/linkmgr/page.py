@@ -71,7 +71,7 @@ h2 { font-size: 1.05em; margin: 22px 0 8px; color: #37474f; }
 .figure .label { font-size: 0.78em; color: #546e7a; }
 .figure .value { font-size: 1.5em; font-weight: 600; margin-top: 2px; }
 #modems { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 10px; }
-.modem { border-radius: 8px; padding: 10px 12px; min-height: 112px; position: relative;
+.modem { border-radius: 8px; padding: 10px 12px; min-height: 124px; position: relative;
   box-shadow: 0 1px 3px #0003; }
 .modem .name { font-weight: 700; font-size: 1.1em; }
 .modem .state { font-size: 1.15em; text-transform: uppercase; letter-spacing: 0.04em;
@@ -107,6 +107,7 @@ SCRIPT = r"""
     return node;
   }
   const pct = (x) => (100 * x).toFixed(1) + " %";
+  const plural = (n, word) => n + " " + word + (n === 1 ? "" : "s");
   function duration(s) {
     if (s === null || s === undefined) return "";
     s = Math.max(0, s);
@@ -131,7 +132,8 @@ SCRIPT = r"""
       ["Primary", s.primary === null ? "none" : s.primary, "primary"],
       ["Members up", s.members_up + " / " + s.members.length, "members-up"],
       ["Call drops (primary)", s.drops + " (" + s.primary_drops + ")", "drops"],
-      ["Throughput tx / rx", rate(s.tx_bps) + " / " + rate(s.rx_bps), "throughput-now"],
+      ["Throughput tx / rx, kbit/s",
+       (s.tx_bps / 1000).toFixed(2) + " / " + (s.rx_bps / 1000).toFixed(2), "throughput-now"],
       ["Log time", duration(s.duration_s), "log-time"],
     ];
     for (const [label, value, id] of figures) {
@@ -163,9 +165,11 @@ SCRIPT = r"""
       card.append(el("div", {class: "state"}, m.state));
       if (m.primary) card.append(el("span", {class: "badge"}, "PRIMARY"));
       const facts = el("div", {class: "facts"});
-      const since = m.since_s === null ? "" : " for " + duration(s.duration_s - m.since_s);
-      facts.append(el("div", {}, "uptime " + pct(m.uptime_fraction) + since));
-      facts.append(el("div", {}, m.drops + " drops, " + m.dials + " dials"));
+      if (m.since_s !== null) {
+        facts.append(el("div", {}, "for " + duration(s.duration_s - m.since_s)));
+      }
+      facts.append(el("div", {}, "uptime " + pct(m.uptime_fraction)));
+      facts.append(el("div", {}, plural(m.drops, "drop") + ", " + plural(m.dials, "dial")));
       if (m.handover) facts.append(el("div", {}, "handover"));
       if (m.held) facts.append(el("div", {}, "held"));
       card.append(facts, bars(m.signal_bars));
@@ -187,7 +191,8 @@ SCRIPT = r"""
     for (let i = 0; i <= ticks; i++) {
       const x = x0 + (x1 - x0) * i / ticks;
       svg.append(el("svg:line", {x1: x, x2: x, y1: y, y2: y + 4, stroke: "#90a4ae"}));
-      svg.append(el("svg:text", {x: x, y: y + 16, "text-anchor": "middle"},
+      const anchor = i === 0 ? "start" : i === ticks ? "end" : "middle";
+      svg.append(el("svg:text", {x: x, y: y + 16, "text-anchor": anchor},
                     duration(span * i / ticks)));
     }
   }
@@ -241,8 +246,9 @@ SCRIPT = r"""
         (i ? "L" : "M") + X(p[0]).toFixed(1) + " " + Y(p[col]).toFixed(1));
       svg.append(el("svg:path", {d: d.join(" "), fill: "none", stroke: color,
                                  "stroke-width": 1.6, class: "series-" + name}));
-      svg.append(el("svg:text", {x: width - right - (col === 1 ? 60 : 25), y: top + 10,
-                                 fill: color}, name));
+      const label = el("svg:text", {x: width - right - (col === 1 ? 60 : 25), y: top + 10}, name);
+      label.style.fill = color;
+      svg.append(label);
     }
     if (!pts.length) {
       svg.append(el("svg:text", {x: width / 2, y: height / 2, "text-anchor": "middle"},

@@ -282,7 +282,11 @@ class Tracker:
     def _add_throughput_point(self, t: float) -> None:
         tx, rx = self.bundle_bytes()
         points = self.throughput_points
-        if len(points) >= 2 and t - points[-2][0] < _POINT_SPACING_S:
+        # Replace the last point while it is less than the spacing after the one before it
+        # (or at this very time: tx and rx are sampled together); else start a new point.
+        if points and (
+            t == points[-1][0] or (len(points) >= 2 and t - points[-2][0] < _POINT_SPACING_S)
+        ):
             points[-1] = (t, tx, rx)
         else:
             points.append((t, tx, rx))

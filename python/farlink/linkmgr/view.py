@@ -34,19 +34,34 @@ THROUGHPUT_WINDOW_S = 30.0
 """The current throughput is the rate over the last this many seconds of counter samples."""
 
 
+def _totals_at(points: list[tuple[float, float, float]], t: float) -> tuple[float, float]:
+    """Byte totals at time ``t``, linear between samples, held after the last one."""
+    if t <= points[0][0]:
+        return points[0][1], points[0][2]
+    for (t0, tx0, rx0), (t1, tx1, rx1) in itertools.pairwise(points):
+        if t0 <= t <= t1:
+            f = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
+            return tx0 + f * (tx1 - tx0), rx0 + f * (rx1 - rx0)
+    return points[-1][1], points[-1][2]
+
+
 def throughput_bps(tracker: Tracker) -> tuple[float, float]:
-    """(tx, rx) bundle rate in bit/s over the last :data:`THROUGHPUT_WINDOW_S` of samples."""
+    """(tx, rx) bundle rate in bit/s over the log's last :data:`THROUGHPUT_WINDOW_S`.
+
+    The window ends at the log's last event, not at the last byte sample: the daemon samples a
+    counter only while it changes, so a counter without recent samples has stood still.
+    """
     points = tracker.throughput_points
-    if len(points) < 2:
+    if len(points) < 2 or tracker.last_s is None:
         return 0.0, 0.0
-    t1, tx1, rx1 = points[-1]
-    i = len(points) - 2
-    while i > 0 and t1 - points[i][0] < THROUGHPUT_WINDOW_S:
-        i -= 1
-    t0, tx0, rx0 = points[i]
-    if t1 <= t0:
+    end = max(tracker.last_s, points[-1][0])
+    start = max(end - THROUGHPUT_WINDOW_S, points[0][0])
+    if end <= start:
         return 0.0, 0.0
-    return 8.0 * (tx1 - tx0) / (t1 - t0), 8.0 * (rx1 - rx0) / (t1 - t0)
+    recent = [p for p in points if p[0] >= start - THROUGHPUT_WINDOW_S]
+    tx0, rx0 = _totals_at(recent if len(recent) >= 2 else points, start)
+    tx1, rx1 = points[-1][1], points[-1][2]
+    return 8.0 * (tx1 - tx0) / (end - start), 8.0 * (rx1 - rx0) / (end - start)
 
 
 def _series(tracker: Tracker, start: float) -> list[list[float]]:
@@ -65,10 +80,14 @@ def _series(tracker: Tracker, start: float) -> list[list[float]]:
         acc[0] += t1 - t0
         acc[1] += tx1 - tx0
         acc[2] += rx1 - rx0
-    return [
+    series = [
         [round(first + (k + 0.5) * width - start, 3), 8 * tx / dt, 8 * rx / dt]
         for k, (dt, tx, rx) in sorted(bins.items())
     ]
+    end = tracker.last_s or last
+    if end - last > 2 * width:  # counters stood still since their last sample
+        series += [[round(last + width - start, 3), 0.0, 0.0], [round(end - start, 3), 0.0, 0.0]]
+    return series
 
 
 def snapshot(tracker: Tracker, source: str = "") -> dict[str, Any]:
