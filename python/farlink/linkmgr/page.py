@@ -66,10 +66,11 @@ h2 { font-size: 1.05em; margin: 22px 0 8px; color: #37474f; }
 .live { margin-left: auto; font-size: 0.8em; padding: 2px 8px; border-radius: 9px; }
 .live.on { background: #2e9d3a; color: #fff; }
 .live.off { background: #b0bec5; color: #1d2429; }
-#summary { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 10px; }
+#summary { display: grid; grid-template-columns: repeat(auto-fit, minmax(128px, 1fr));
+  gap: 10px; }
 .figure { background: #fff; border-radius: 8px; padding: 10px 12px; box-shadow: 0 1px 2px #0002; }
 .figure .label { font-size: 0.78em; color: #546e7a; }
-.figure .value { font-size: 1.5em; font-weight: 600; margin-top: 2px; }
+.figure .value { font-size: 1.3em; font-weight: 600; margin-top: 2px; white-space: nowrap; }
 #modems { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 10px; }
 .modem { border-radius: 8px; padding: 10px 12px; min-height: 124px; position: relative;
   box-shadow: 0 1px 3px #0003; }
@@ -127,12 +128,12 @@ SCRIPT = r"""
     const box = document.getElementById("summary");
     box.replaceChildren();
     const figures = [
-      ["Uptime, all members", pct(s.all_up_fraction), "uptime-all"],
-      ["Uptime, at least one", pct(s.any_up_fraction), "uptime-any"],
+      ["All members up", pct(s.all_up_fraction), "uptime-all"],
+      ["At least one up", pct(s.any_up_fraction), "uptime-any"],
       ["Primary", s.primary === null ? "none" : s.primary, "primary"],
       ["Members up", s.members_up + " / " + s.members.length, "members-up"],
       ["Call drops (primary)", s.drops + " (" + s.primary_drops + ")", "drops"],
-      ["Throughput tx / rx, kbit/s",
+      ["tx / rx, kbit/s",
        (s.tx_bps / 1000).toFixed(2) + " / " + (s.rx_bps / 1000).toFixed(2), "throughput-now"],
       ["Log time", duration(s.duration_s), "log-time"],
     ];
