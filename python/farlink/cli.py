@@ -910,7 +910,7 @@ def simulate_command(
             return
         result = simulate(doc, **overrides, **budget, progress=line)
     except ScenarioError as err:
-        raise CliError(describe_error(scenario, err)) from None
+        raise CliError(describe_error(scenario, err, sets=sets)) from None
     except _core.BudgetError as err:
         raise CliError(f"{scenario}: {err} ({refusal_options(err)})") from None
     except _core.ConservationError as err:
