@@ -738,7 +738,7 @@ def reproduce(
         return
     known = [entry.id for entry in registry.entries()]
     if id not in known:
-        raise CliError(f"ID: unknown reproduction {id!r}; known: {', '.join(known)}")
+        raise CliError(f"unknown reproduction {id!r}; known: {', '.join(known)}")
     folder = OutputFolder(out / "reproduce", force=force)
     folder.claim_folder()
     before = folder.listing()
@@ -803,7 +803,7 @@ def fit_drops(
     try:
         drops = read_drop_log(log)
     except DropLogError as err:
-        raise CliError(f"LOG: {err}") from None
+        raise CliError(str(err)) from None
     fit = _evaluate(
         "fit-drops",
         lambda: fit_drop_log(drops, confidence=confidence, bins=bins, alpha=alpha),
@@ -1055,7 +1055,7 @@ def report_command(
         path = write_report(directory, target, traces=trace or ())
         folder.record([path])
     except sw.SweepError as err:
-        raise CliError(f"DIR: {err}") from None
+        raise CliError(str(err)) from None
     except ReportError as err:
         raise CliError(f"--trace: {err}") from None
     typer.echo(f"wrote {path}")
@@ -1115,12 +1115,12 @@ def analyze_command(
     try:
         cap, connections = analyze_capture(capture, min_rto_s=min_rto_s)
     except CaptureError as err:
-        raise CliError(f"CAPTURE: {err}") from None
+        raise CliError(str(err)) from None
     _warn_capture(cap.warnings)
     if not connections:
         skipped = ", ".join(f"{v} {k.replace('_', '-')}" for k, v in cap.skipped.items() if v)
         raise CliError(
-            f"CAPTURE: {capture}: no TCP connection carrying data in {cap.records} packets"
+            f"{capture}: no TCP connection carrying data in {cap.records} packets"
             + (f" (skipped {skipped})" if skipped else "")
         )
     drops_s = None if drops is None else _log_drops_s(drops, cap.start_unix_s)
@@ -1189,7 +1189,7 @@ def analyze_command(
 def _warn_capture(warnings: list[str] | tuple[str, ...]) -> None:
     """What every command that reads a capture says about it: one line per warning."""
     for warning in warnings:
-        print(f"farlink: warning: CAPTURE: {warning}", file=sys.stderr)
+        print(f"farlink: warning: {warning}", file=sys.stderr)
 
 
 def _log_drops_s(drops: Path, capture_start_unix_s: float) -> np.ndarray:
@@ -1486,7 +1486,7 @@ def results_query(
     try:
         columns, rows = sw.query(directory, sql)
     except sw.SweepError as err:
-        raise CliError(f"DIR: {err}" if not str(err).startswith("SQL") else str(err)) from None
+        raise CliError(str(err)) from None
     print_rows(columns, rows, as_json)
 
 
