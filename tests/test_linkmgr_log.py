@@ -188,7 +188,7 @@ def test_a_short_log_gets_an_uptime_but_no_fit(tmp_path, capsys):
     code, out, _ = run(capsys, "linkmgr", "uptime", str(path))
     assert code == 0 and "at least one up" in out
     code, _, err = run(capsys, "fit-drops", str(path))
-    assert_one_error(code, err, "too short for a fit", "no call drop")
+    assert_one_error(code, err, "short.sqlite: too short for a fit", "no call drop")
 
 
 def test_an_empty_log_reports_zero_time(tmp_path, capsys):
@@ -240,12 +240,12 @@ def _newer_schema(tmp_path: Path) -> Path:
 def test_a_bad_file_is_one_line_and_exit_2(tmp_path, capsys, make, fragment, command):
     path = make(tmp_path)
     code, _, err = run(capsys, *command[:2], str(path), *command[2:])
-    assert_one_error(code, err, fragment)
+    assert_one_error(code, err, fragment, path.name)
 
 
 def test_fit_drops_on_a_corrupt_sqlite_file_is_one_line(tmp_path, capsys):
     code, _, err = run(capsys, "fit-drops", str(_truncated(tmp_path)))
-    assert_one_error(code, err, "LOG:")
+    assert_one_error(code, err, "cut.sqlite")
 
 
 def test_log_needs_exactly_one_format_and_never_overwrites_the_log(tmp_path, capsys):

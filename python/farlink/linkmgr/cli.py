@@ -37,7 +37,7 @@ def _checked_log(log: Path):
     try:
         EventLog(log).close()
     except EventLogError as err:
-        raise _cli_error(f"LOG: {err}") from None
+        raise _cli_error(str(err)) from None
 
 
 @linkmgr_app.command("log")
@@ -65,7 +65,7 @@ def log_command(
     try:
         data = events_csv(log).encode() if csv else xml_database(log)
     except EventLogError as err:
-        raise _cli_error(f"LOG: {err}") from None
+        raise _cli_error(str(err)) from None
     if out is None:
         typer.echo(data.decode(), nl=False)
     else:
@@ -88,7 +88,7 @@ def uptime_command(
     try:
         report = uptime_report(log)
     except EventLogError as err:
-        raise _cli_error(f"LOG: {err}") from None
+        raise _cli_error(str(err)) from None
     if as_json:
         print_json(report.to_dict())
         return
@@ -154,4 +154,4 @@ def dashboard_command(
     except DashboardError as err:
         raise _cli_error(str(err)) from None
     except EventLogError as err:
-        raise _cli_error(f"LOG: {err}") from None
+        raise _cli_error(str(err)) from None
