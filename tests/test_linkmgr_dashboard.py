@@ -200,3 +200,31 @@ def test_malformed_requests_get_4xx_and_never_stop_the_server(run_log, token):
             status = reply.split(b" ", 2)[1] if reply.startswith(b"HTTP/1.") else b""
             assert status[:1] == b"4", (payload[:60], reply[:200])
             assert get(url + "metrics", auth)[0] == 200  # still serving
+
+
+def test_serve_runs_in_a_thread_of_its_caller_and_stops_when_asked(run_log):
+    import threading
+
+    ready: list[str] = []
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            serve(run_log, "127.0.0.1:0", None, on_ready=ready.append, stop=stop)
+        except BaseException as exc:  # reported below, in the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not ready and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert ready, failed
+        status, body, _ = get(ready[0] + "api/state")
+        assert status == 200 and json.loads(body)["id"] > 0
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive() and not failed

@@ -56,6 +56,7 @@ POLL_S = 0.5
 """How often the log is read for new events."""
 KEEPALIVE_S = 15.0
 """A comment line on the event stream this often keeps proxies from closing it."""
+STOP_POLL_S = 0.2
 _BATCH = 5000  # events folded between two yields to the event loop while catching up
 LISTEN_FORMS = "ADDR:PORT, e.g. 127.0.0.1:8750, [::1]:8750 or 0.0.0.0:8750 (port 0: any free)"
 
@@ -294,7 +295,7 @@ async def _serve(
     port: int,
     token: str | None,
     on_ready: Callable[[str], None] | None,
-    stop: asyncio.Event | None,
+    stop: threading.Event | None,
 ) -> None:
     app = make_app(log_path, token)
     # Signal handlers can only be set from the main thread; a daemon may serve from another.
@@ -313,7 +314,10 @@ async def _serve(
         url = _url(host, bound, token)
         if on_ready is not None:
             on_ready(url)
-        await (stop.wait() if stop is not None else asyncio.Event().wait())
+        if stop is None:
+            await asyncio.Event().wait()
+        while not stop.is_set():  # a caller in another thread asks to stop
+            await asyncio.sleep(STOP_POLL_S)
     finally:
         await runner.cleanup()
 
@@ -324,14 +328,19 @@ def serve(
     token: str | None = None,
     *,
     on_ready: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
-    """Serve the dashboard of ``log_path`` until interrupted (Ctrl-C, SIGTERM).
+    """Serve the dashboard of ``log_path`` until interrupted (Ctrl-C, SIGTERM) or ``stop`` is set.
+
+    A daemon may call it from a thread of its own (signals are then left to the daemon, and it
+    ends the dashboard by setting ``stop``).
 
     Args:
         log_path: the event log (it must exist and be an event log).
         listen: ``ADDR:PORT``; loopback by default.
         token: required off loopback; when given, every request must carry it.
         on_ready: called with the page's address once listening (default: print it).
+        stop: set it (from any thread) to stop serving; serve then returns.
 
     Raises:
         DashboardError: a bad ``listen``, a missing token off loopback, a port in use.
@@ -347,4 +356,4 @@ def serve(
             print(f"dashboard at {url}", flush=True)
 
     with contextlib.suppress(KeyboardInterrupt, GracefulExit):
-        asyncio.run(_serve(path, host, port, token, on_ready, None))
+        asyncio.run(_serve(path, host, port, token, on_ready, stop))
