@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from farlink.cli import main
 from farlink.dropfit import fit_drop_log
@@ -300,3 +302,66 @@ def test_throughput_falls_to_zero_when_the_counters_stand_still(tmp_path):
     still = read_tracker(path)
     assert throughput_bps(still) == (0.0, 0.0)
     assert snapshot(still)["throughput"][-1][1:] == [0.0, 0.0]
+
+
+# Figure 7.2's transitions, plus idle (a hold, or a stopped daemon) from anywhere.
+NEXT_STATES = {
+    "idle": ("connecting",),
+    "connecting": ("connected", "failed", "idle"),
+    "connected": ("dropped", "idle", "connected"),
+    "dropped": ("connecting", "idle"),
+    "failed": ("connecting", "blocked", "idle"),
+    "blocked": ("connecting", "idle"),
+}
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_every_reader_agrees_on_any_run_of_the_state_machine(tmp_path_factory, data):
+    members = data.draw(st.integers(1, 4), label="members")
+    path = tmp_path_factory.mktemp("prop") / "log.sqlite"
+    states = ["idle"] * members
+    t = T0
+    with LogWriter(path, [f"m{i}" for i in range(members)], started_unix_s=T0) as w:
+        w.event(t, "daemon", detail="start")
+        for _ in range(data.draw(st.integers(0, 40), label="steps")):
+            t += data.draw(st.sampled_from([0.0, 0.5, 7.0, 300.0]), label="dt")
+            if data.draw(st.integers(0, 15), label="daemon?") == 0:
+                detail = data.draw(st.sampled_from(["start", "stop", "resume"]), label="daemon")
+                w.event(t, "daemon", detail=detail)
+                if detail != "resume":
+                    states = ["idle"] * members
+                continue
+            m = data.draw(st.integers(0, members - 1), label="member")
+            state = data.draw(st.sampled_from(NEXT_STATES[states[m]]), label="state")
+            if state == "dropped":
+                w.event(t, "drop", m, detail="no carrier")
+            w.event(t, "state", m, state=state)
+            states[m] = state
+        w.event(t + 1.0, "daemon", detail="stop")  # the XML's last connection ends here too
+
+    report = uptime_report(path)
+    eps = 1e-6
+    assert report.all_up_s <= report.any_up_s + eps <= report.duration_s + 2 * eps
+    for member in report.members:
+        assert member.up_s <= report.any_up_s + eps
+    from_sqlite = drop_log_from_event_log(path)
+    xml = xml_database(path)
+    if ET.fromstring(xml).find("connection") is None:  # no member ever changed state
+        assert report.drops == 0 and from_sqlite.exposure_s == 0
+        return
+    from_xml = parse_xml_log(xml)
+    assert from_xml.drops == from_sqlite.drops == report.drops
+    assert sorted(from_xml.intervals_s) == pytest.approx(sorted(from_sqlite.intervals_s))
+    assert from_xml.exposure_s == pytest.approx(from_sqlite.exposure_s)
+    assert from_sqlite.exposure_s == pytest.approx(sum(m.up_s for m in report.members))
+
+
+def test_exports_are_deterministic(tmp_path):
+    spec = SyntheticBundle(duration_s=1800)
+    a = synthetic_log(tmp_path / "a.sqlite", spec, seed=9)
+    b = synthetic_log(tmp_path / "b.sqlite", spec, seed=9)
+    assert events_csv(a) == events_csv(b)
+    assert xml_database(a) == xml_database(b)

@@ -23,7 +23,8 @@ separately". The choices where the figure leaves things open:
   member, else the first member up); the others follow in the order they came up, then by
   member number.
 * An ``entry`` is one call of the member: a new one starts at each ``connecting`` state;
-  ``entry_id`` counts a member's calls over the whole log.
+  ``entry_id`` counts a member's calls over the whole log. A ``state`` event that repeats the
+  member's state changes nothing and is left out.
 * Times are ISO 8601 UTC with milliseconds (``2004-07-16T13:51:00.250Z``); the document is UTF-8
   (the figure's schema declares UTF-16; both are XML, UTF-8 is what tools expect today).
 """
@@ -162,7 +163,11 @@ class _Splitter:
             self.close()
         elif e.kind == "primary" and e.modem is not None and self.current.first_primary is None:
             self.current.first_primary = e.modem
-        elif e.kind == "state" and e.modem is not None and e.state is not None:
+        elif (
+            e.kind == "state"
+            and e.modem is not None
+            and e.state not in (None, self.states.get(e.modem))
+        ):
             was_up = any(s == "connected" for s in self.states.values())
             self._state(e.modem, e.state, t)
             if was_up and not any(s == "connected" for s in self.states.values()):
