@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import sys
 import time
 import urllib.error
@@ -228,3 +229,39 @@ def test_serve_runs_in_a_thread_of_its_caller_and_stops_when_asked(run_log):
         stop.set()
         thread.join(30)
     assert not thread.is_alive() and not failed
+
+
+def test_the_feed_tails_by_event_id_to_the_same_state_as_one_read(tmp_path):
+    import asyncio
+
+    from farlink.linkmgr.dashboard import LogFeed
+    from farlink.linkmgr.synthetic import LogWriter
+    from farlink.linkmgr.uptime import read_tracker
+    from farlink.linkmgr.view import snapshot
+
+    whole = synthetic_log(tmp_path / "whole.sqlite", SyntheticBundle(duration_s=3600), seed=3)
+    with sqlite3.connect(whole) as db:
+        rows = db.execute(
+            "SELECT t_unix_s, kind, modem, state, value, detail FROM events ORDER BY id"
+        ).fetchall()
+        names = json.loads(db.execute("SELECT value FROM meta WHERE key='modems'").fetchone()[0])
+    growing = tmp_path / "growing.sqlite"
+    writer = LogWriter(growing, names, started_unix_s=rows[0][0])
+    feed = LogFeed(growing)
+
+    async def follow() -> list[bool]:
+        grew = []
+        for start in range(0, len(rows), 997):  # pieces that end anywhere in the sequence
+            for t, kind, modem, state, value, detail in rows[start : start + 997]:
+                writer.event(t, kind, modem, state=state, value=value, detail=detail)
+            grew.append(await feed.catch_up())
+        grew.append(await feed.catch_up())  # nothing new
+        return grew
+
+    grew = asyncio.run(follow())
+    writer.close()
+    feed.close()
+    assert all(grew[:-1]) and not grew[-1]
+    assert feed.version == len(grew) - 1
+    expected = snapshot(read_tracker(whole), "x")
+    assert snapshot(feed.tracker, "x") == expected
