@@ -265,3 +265,25 @@ def test_the_feed_tails_by_event_id_to_the_same_state_as_one_read(tmp_path):
     assert feed.version == len(grew) - 1
     expected = snapshot(read_tracker(whole), "x")
     assert snapshot(feed.tracker, "x") == expected
+
+
+def test_odd_details_never_break_the_page_data(tmp_path):
+    from farlink.linkmgr.synthetic import LogWriter
+    from farlink.linkmgr.uptime import read_tracker
+    from farlink.linkmgr.view import snapshot
+
+    path = tmp_path / "odd.sqlite"
+    with LogWriter(path, ["</script><b>x", "B"], started_unix_s=T0) as w:
+        w.event(T0, "daemon", detail="start")
+        w.event(T0 + 1, "signal", 0, value=3, detail='{"reply_s": Infinity, "handover": 1}')
+        w.event(T0 + 2, "signal", 1, value=2, detail="not json")
+        w.event(T0 + 3, "error", 1, detail="\x00 garbage \u202e")
+        w.event(T0 + 4, "state", 1, state="a state nobody knows")
+    data = snapshot(read_tracker(path))
+    text = json.dumps(data, allow_nan=False)  # raises on NaN or infinity
+    assert data["members"][0]["reply_s"] is None
+    assert data["members"][1]["color"] != data["colors"]["idle"]
+    from farlink.linkmgr.page import html
+
+    page = html(text, None)
+    assert "</script><b>" not in page  # the name cannot end the data's script element

@@ -365,3 +365,32 @@ def test_exports_are_deterministic(tmp_path):
     b = synthetic_log(tmp_path / "b.sqlite", spec, seed=9)
     assert events_csv(a) == events_csv(b)
     assert xml_database(a) == xml_database(b)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "fragment"),
+    [
+        ("modem", -1, "malformed column"),
+        ("modem", 10**9, "is not below 256"),
+        ("modem", "seven", "malformed column"),
+        ("value", float("inf"), "not a finite number"),
+        ("t_unix_s", "yesterday", "malformed column"),
+    ],
+)
+def test_a_corrupt_row_is_one_line_never_a_crash_or_a_huge_bundle(
+    tmp_path, capsys, column, value, fragment
+):
+    path = two_members(tmp_path / "log.sqlite")
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE events SET {column} = ? WHERE id = 5", (value,))
+    for command in (("linkmgr", "uptime"), ("fit-drops",), ("linkmgr", "log", "--xml")):
+        code, _, err = run(capsys, *command[:2], str(path), *command[2:])
+        assert_one_error(code, err, "log.sqlite", fragment)
+
+
+def test_text_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    path = two_members(tmp_path / "log.sqlite")
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE events SET detail = CAST(x'fffe41' AS TEXT) WHERE id = 5")
+    code, _, err = run(capsys, "linkmgr", "log", str(path), "--csv")
+    assert_one_error(code, err, "log.sqlite", "cannot read it")

@@ -13,6 +13,7 @@ A file that is not SQLite, a corrupt database, or a database without the log's t
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from urllib.parse import quote
 
 __all__ = [
     "EVENT_KINDS",
+    "MAX_MEMBERS",
     "SCHEMA_VERSION",
     "SQLITE_MAGIC",
     "STATES",
@@ -50,6 +52,9 @@ EVENT_KINDS = (
     "release",
     "error",
 )
+MAX_MEMBERS = 256
+"""Member numbers run from 0 to this minus one (KUMICS bundled 1 to 8 modems); a larger number
+in a log is taken for corruption rather than allocated for."""
 _EVENT_COLUMNS = ("id", "t_unix_s", "t_daemon_s", "modem", "kind", "state", "value", "detail")
 _EXPECTED = "a farlink link-manager event log (SQLite with tables meta and events, docs/linkmgr.md)"
 # SQLite waits this long for a writer's lock before a read gives up (a checkpoint is brief).
@@ -81,6 +86,15 @@ class Event:
             return json.loads(self.detail)
         except ValueError:
             return None
+
+
+def _member_number(value: Any) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    number = int(value)
+    if not 0 <= number < MAX_MEMBERS:
+        raise ValueError(value)
+    return number
 
 
 def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
@@ -177,6 +191,8 @@ class EventLog:
             names = list(parsed)
         rows = self._query("SELECT MAX(modem) FROM events WHERE modem IS NOT NULL")
         highest = rows[0][0]
+        if isinstance(highest, int) and highest >= MAX_MEMBERS:
+            raise self._fail(f"member number {highest} is not below {MAX_MEMBERS}")
         if isinstance(highest, int) and highest >= len(names):
             names += [f"modem{i}" for i in range(len(names), highest + 1)]
         return names
@@ -216,11 +232,11 @@ class EventLog:
     def _event(self, row: tuple[Any, ...]) -> Event:
         id_, t_unix, t_daemon, modem, kind, state, value, detail = row
         try:
-            return Event(
+            event = Event(
                 id=int(id_),
                 t_unix_s=float(t_unix),
                 t_daemon_s=float(t_daemon),
-                modem=None if modem is None else int(modem),
+                modem=None if modem is None else _member_number(modem),
                 kind=str(kind),
                 state=None if state is None else str(state),
                 value=None if value is None else float(value),
@@ -228,6 +244,10 @@ class EventLog:
             )
         except (TypeError, ValueError):
             raise self._fail(f"event {id_} has a malformed column ({row!r})") from None
+        finite = (event.t_unix_s, event.t_daemon_s, 0.0 if event.value is None else event.value)
+        if not all(math.isfinite(x) for x in finite):
+            raise self._fail(f"event {id_} has a time or value that is not a finite number")
+        return event
 
     def modem_name(self, modem: int | None) -> str:
         """The member's name ('' for the bundle or the daemon)."""

@@ -23,6 +23,7 @@ Rules (docs/linkmgr.md, "The event log" and "Reading the log"):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -234,7 +235,8 @@ class Tracker:
         detail = event.detail_json()
         if isinstance(detail, dict):
             reply = detail.get("reply_s")
-            m.reply_s = float(reply) if isinstance(reply, (int, float)) else None
+            finite = isinstance(reply, (int, float)) and math.isfinite(reply)
+            m.reply_s = float(reply) if finite else None  # JSON allows Infinity; JSON out not
             m.handover = detail.get("handover") is True
 
     def _on_primary(self, event: Event, t: float) -> None:
