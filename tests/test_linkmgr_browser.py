@@ -112,6 +112,7 @@ def test_each_state_shows_in_its_colour(browser, six_states, shots, state):
 def test_the_page_shows_the_bundle_figures(browser, six_states):
     browser.get(six_states)
     WebDriverWait(browser, WAIT_S).until(lambda d: d.find_elements(By.ID, "uptime-all"))
+    assert "states.sqlite (air)" in browser.find_element(By.ID, "log").text
     assert browser.find_element(By.ID, "primary").text == "Colorado"
     assert browser.find_element(By.ID, "members-up").text == "1 / 6"
     assert "PRIMARY" in _card(browser, "Colorado").text

@@ -160,6 +160,7 @@ class LogFeed:
     def state_json(self) -> bytes:
         if self._json is None:
             data = snapshot(self.tracker, self.path.name)
+            data["role"] = None if self._log is None else self._log.meta.get("role")
             data["error"] = self.error
             self._json = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
         return self._json

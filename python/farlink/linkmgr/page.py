@@ -263,7 +263,8 @@ SCRIPT = r"""
     const when = s.last_unix_s === null ? "" :
       new Date(s.last_unix_s * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC";
     document.getElementById("log").textContent =
-      s.log + " · event " + s.id + (when ? " · " + when : "") +
+      s.log + (s.role ? " (" + s.role + ")" : "") + " · event " + s.id +
+      (when ? " · " + when : "") +
       (s.daemon ? " · daemon " + s.daemon : "");
     document.body.dataset.eventId = String(s.id);
     summary(s);
