@@ -287,3 +287,32 @@ def test_odd_details_never_break_the_page_data(tmp_path):
 
     page = html(text, None)
     assert "</script><b>" not in page  # the name cannot end the data's script element
+
+
+def test_a_log_that_turns_unreadable_is_shown_as_an_error_and_then_recovers(tmp_path):
+    import asyncio
+
+    from farlink.linkmgr.dashboard import LogFeed
+
+    path = tmp_path / "log.sqlite"
+    states_log(path, ["A"], ["connected"]).close()
+    feed = LogFeed(path)
+
+    async def steps() -> list[str | None]:
+        seen = []
+        await feed.catch_up()
+        seen.append(json.loads(feed.state_json())["error"])
+        with sqlite3.connect(path) as db:
+            db.execute("INSERT INTO events (t_unix_s, t_daemon_s, kind) VALUES (1e999, 0, 'x')")
+        await feed.catch_up()
+        seen.append(json.loads(feed.state_json())["error"])
+        with sqlite3.connect(path) as db:
+            db.execute("DELETE FROM events WHERE kind = 'x'")
+        await feed.catch_up()
+        seen.append(json.loads(feed.state_json())["error"])
+        return seen
+
+    first, broken, mended = asyncio.run(steps())
+    feed.close()
+    assert first is None and mended is None
+    assert "log.sqlite" in broken and "not a finite number" in broken

@@ -122,8 +122,13 @@ class LogFeed:
         return self._log
 
     async def catch_up(self) -> bool:
-        """Fold the events written since the last call; True if there were any."""
+        """Fold the events written since the last call; True if there were any.
+
+        Waiters are woken when the log grew or when it turned unreadable or readable again (the
+        page shows the error).
+        """
         grew = False
+        error_before = self.error
         try:
             log = self._open()
             while True:
@@ -141,7 +146,7 @@ class LogFeed:
             if self._log is not None:
                 self._log.close()
                 self._log = None
-        if grew:
+        if grew or self.error != error_before:
             self.version += 1
             self._json = None
             self._changed.set()
