@@ -87,7 +87,7 @@ class LogWriter:
         value: float | None = None,
         detail: str | None = None,
     ) -> None:
-        """Append one event (committed at once unless inside :meth:`batch`)."""
+        """Append one event (committed at once, unless :meth:`begin_batch` collects events)."""
         row = (t_unix_s, t_unix_s - self.started_unix_s, modem, kind, state, value, detail)
         if self._batch is not None:
             self._batch.append(row)
