@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from farlink import simulate
-from farlink.capture import (
+from farlink.captures.analysis import (
     CaptureError,
     analyze_capture,
     analyze_result,
@@ -26,7 +26,7 @@ from farlink.capture import (
     plot_connections,
     read_capture,
 )
-from farlink.cli import main
+from farlink.cli.app import main
 
 TAP_RETURN_DELAY_S = 0.001
 

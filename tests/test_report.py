@@ -6,11 +6,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from farlink import sweep as sw
-from farlink.cli import main
-from farlink.report_html import fmt, plotted_metrics
+from farlink.cli.app import main
+from farlink.reports.html import fmt, plotted_metrics
 from farlink.reproduce import entries
 from farlink.reproduce.doc import is_fast
+from farlink.sweeps import sweep as sw
 
 
 def run(capsys, *argv):
@@ -138,7 +138,7 @@ def controllers_dir(tmp_path_factory):
 @pytest.fixture()
 def figures(monkeypatch):
     """The report's figures as matplotlib objects, by their title's first words."""
-    from farlink import report_html
+    from farlink.reports import html as report_html
 
     drawn = {}
 
@@ -154,7 +154,7 @@ def figures(monkeypatch):
 
 
 def test_the_reno_model_is_drawn_for_reno_only(controllers_dir, figures, tmp_path):
-    from farlink.report_html import write_report
+    from farlink.reports.html import write_report
 
     page = write_report(controllers_dir, tmp_path / "r.html").read_text()
     ax = figures["normalized_goodput against loss"].axes[0]
@@ -168,7 +168,7 @@ def test_the_reno_model_is_drawn_for_reno_only(controllers_dir, figures, tmp_pat
 
 
 def test_a_categorical_axis_is_drawn_as_points_not_lines(controllers_dir, figures, tmp_path):
-    from farlink.report_html import write_report
+    from farlink.reports.html import write_report
 
     write_report(controllers_dir, tmp_path / "r.html")
     ax = figures["normalized_goodput against tcp"].axes[0]
@@ -183,7 +183,7 @@ def test_a_categorical_axis_is_drawn_as_points_not_lines(controllers_dir, figure
 def test_bands_stay_in_the_physical_range_and_few_seeds_are_flagged(
     controllers_dir, figures, tmp_path
 ):
-    from farlink.report_html import write_report
+    from farlink.reports.html import write_report
 
     page = write_report(controllers_dir, tmp_path / "r.html").read_text()
     summary = sw.summarize(controllers_dir)

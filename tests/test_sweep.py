@@ -12,9 +12,9 @@ import pytest
 from scipy import stats
 
 from farlink import simulate
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.models import pftk_full_throughput
-from farlink.sweep import (
+from farlink.sweeps.sweep import (
     METRICS,
     MODEL_COLUMN,
     SCHEMA_VERSION,
@@ -206,7 +206,7 @@ def test_killed_sweep_resumes_without_recomputing(tmp_path):
     )
     out = tmp_path / "out"
     points = out / "points"
-    code = "import sys; from farlink.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from farlink.cli.app import main; sys.exit(main(sys.argv[1:]))"
     argv = [sys.executable, "-c", code, "sweep", str(path), "--out", str(out), "--workers", "1"]
     process = subprocess.Popen(
         [*argv, "--no-progress"],

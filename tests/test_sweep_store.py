@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from farlink import sweep as sw
-from farlink.cli import main
-from farlink.report_html import write_report
+from farlink.cli.app import main
+from farlink.reports.html import write_report
+from farlink.sweeps import sweep as sw
 
 STORE_V1 = Path(__file__).parent / "data" / "sweep-schema-1"
 

@@ -99,7 +99,7 @@ def _best_black_box() -> tuple[int, int, np.ndarray]:
 )
 def transfer_2_8mb(out_dir: Path) -> Findings:
     from farlink.models.short import cardwell_components
-    from farlink.plots import line_figure
+    from farlink.reports.plots import line_figure
 
     reference = _times_s("marchese-geo", [])
     # The same with the three-way handshake simulated (SYN, SYN-ACK across the GEO hop).
@@ -314,7 +314,7 @@ def table_1(out_dir: Path) -> Findings:
         else:
             hi = mid
     size = lo
-    from farlink.plots import line_figure
+    from farlink.reports.plots import line_figure
 
     rows = []
     curves = []

@@ -3,7 +3,7 @@
 A sweep is a base scenario, axes (lists of values for ``farlink simulate`` options or ``--set``
 paths, whose Cartesian product gives the points), options that apply to every point, a number
 of seeds per point and the sweep's own seed. ``docs/sweeps.md`` describes the file format, the
-command line and the dataset; this module holds the logic, ``farlink.cli`` only the command.
+command line and the dataset; this module holds the logic, ``farlink.cli.app`` only the command.
 
 * Seeds form a tree (NumPy's ``SeedSequence``): a point's parent is
   ``SeedSequence(sweep_seed, spawn_key=<4 words of SHA-256 of the point's parameters>)`` and its
@@ -835,8 +835,8 @@ def run_point(
     ``error`` holds ``"<kind>: <message>"``.
     """
     from farlink import _core
-    from farlink.result_schema import sim_document
-    from farlink.results import Result
+    from farlink.results.result import Result
+    from farlink.results.schema import sim_document
     from farlink.sim import headline
 
     row: dict[str, Any] = {"error": None, "core_version": None, **_worker_provenance()}
@@ -892,7 +892,7 @@ class ProcessPool:
     def run(self, fn: Callable, calls: Iterator[tuple[Any, tuple]]) -> Iterator[tuple[Any, Any]]:
         """Call ``fn(*args)`` for each (key, args), yielding (key, result) as each returns."""
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["farlink.sweep"])
+        context.set_forkserver_preload(["farlink.sweeps.sweep"])
         pool = cf.ProcessPoolExecutor(self.workers, mp_context=context)
 
         def submit(args: tuple) -> cf.Future:

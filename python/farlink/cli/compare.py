@@ -53,10 +53,10 @@ def compare_command(
     bundle with call drops, none for BBR, Vegas or ST-PD; it is said which and why. Without
     CAP_NET_ADMIN the emulate column is left out with a warning."""
     from farlink import _core, units
-    from farlink.cli import DEFAULT_OUT, CliError, _checked, _loss_rate, _warn, read
+    from farlink.cli.app import DEFAULT_OUT, CliError, _checked, _loss_rate, _warn, read
     from farlink.compare import compare, figure, table_rows
-    from farlink.report import print_json, print_rows
-    from farlink.result_schema import write_document
+    from farlink.reports.terminal import print_json, print_rows
+    from farlink.results.schema import write_document
     from farlink.scenario import ScenarioError, describe_error, load_scenario
 
     try:

@@ -59,10 +59,10 @@ def emulate_command(
     """Emulate a scenario: real kernel TCP between network namespaces, through the scenario's
     link models in real time (Linux; needs CAP_NET_ADMIN and /dev/net/tun)."""
     from farlink import _core, units
-    from farlink.cli import DEFAULT_OUT, CliError, _checked, _loss_rate, read
+    from farlink.cli.app import DEFAULT_OUT, CliError, _checked, _loss_rate, read
     from farlink.emulate import emulate, headline
     from farlink.outputs import OutputFolder, safe_name
-    from farlink.report import print_json, print_quantities
+    from farlink.reports.terminal import print_json, print_quantities
     from farlink.scenario import ScenarioError, describe_error, load_scenario
 
     try:

@@ -1,11 +1,11 @@
 """Analyse the TCP connections of packet captures (pcap, pcapng) like a simulation.
 
-``read_capture(path)`` (:mod:`farlink.capread`, bounded and streaming) returns the TCP
+``read_capture(path)`` (:mod:`farlink.captures.read`, bounded and streaming) returns the TCP
 packets (IPv4, IPv6) of a capture and what was skipped; ``analyze_capture(path)`` groups them
 into connections and builds, per connection, the series ``docs/captures.md`` describes:
 time-sequence (with retransmissions), ACKs with SACK blocks, tap-to-tap RTT samples and the
-sender's own RTT where its timestamps show it (:mod:`farlink.caprtt`), timeouts inferred from
-the capture (:mod:`farlink.caprto`), outstanding data and goodput over 10, 100 and 1,000 s
+sender's own RTT where its timestamps show it (:mod:`farlink.captures.rtt`), timeouts inferred from
+the capture (:mod:`farlink.captures.rto`), outstanding data and goodput over 10, 100 and 1,000 s
 windows. ``analyze_result(result)`` builds the same :class:`Connection` from a simulation's
 ``seq``/``ack``/``rtt`` traces, so a capture and a simulation can be drawn in one figure
 (:func:`plot_connections`).
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from farlink.capread import Capture, CaptureError, Packet, read_capture
-from farlink.caprto import TIMEOUT_TOLERANCE, infer_timeouts
-from farlink.caprtt import sender_rtt, tap_rtt
+from farlink.captures.read import Capture, CaptureError, Packet, read_capture
+from farlink.captures.rto import TIMEOUT_TOLERANCE, infer_timeouts
+from farlink.captures.rtt import sender_rtt, tap_rtt
 
 __all__ = [
     "GOODPUT_WINDOWS_S",
@@ -62,10 +62,10 @@ class Connection:
     ``seq``: ``time_s``, ``seq`` (relative to the first data byte), ``len_bytes``,
     ``retransmission``. ``ack``: ``time_s``, ``ack`` (relative), ``dupack``; ``sack`` lists the
     SACK blocks (relative) of each ACK. ``rtt``: ``time_s``, ``rtt_s`` by ``rtt_method``
-    (tap to tap, :mod:`farlink.caprtt`, or ``sender`` for the simulator's own samples);
+    (tap to tap, :mod:`farlink.captures.rtt`, or ``sender`` for the simulator's own samples);
     ``rtt_karn`` the tap-to-tap samples without timestamps always. ``sender_rtt``: the
     sender's own RTT estimated from its TSvals (the queue before the tap included), or None.
-    ``timeouts_s``: the timeouts seen at the tap (:mod:`farlink.caprto`), and
+    ``timeouts_s``: the timeouts seen at the tap (:mod:`farlink.captures.rto`), and
     ``timeouts_unseen`` the firings inferred from backoff whose copies never crossed it.
     ``outstanding``: ``time_s``, ``bytes``. ``goodput``: window length in seconds → goodput in
     bit/s of each complete non-overlapping window.
@@ -195,7 +195,7 @@ def analyze_capture(
     path: str | Path, *, min_rto_s: float | None = None
 ) -> tuple[Capture, list[Connection]]:
     """Read a capture and analyse each of its TCP connections (see :func:`analyze_packets`)."""
-    from farlink.address_map import label_connections  # flow names from the address map
+    from farlink.captures.address_map import label_connections  # flow names from the address map
 
     cap = read_capture(path)
     connections = analyze_packets(
@@ -329,8 +329,8 @@ def build_connection(
     """Build the per-connection series from data segments and ACKs (both time-ordered).
 
     ``retransmission`` defaults to "starts below the highest sequence number sent so far".
-    Without ``rtt`` (a capture), the RTT samples are the tap's (:mod:`farlink.caprtt`) and the
-    timeouts are inferred from the capture (:mod:`farlink.caprto`, ``min_rto_s`` a hint);
+    Without ``rtt`` (a capture), the RTT samples are the tap's (:mod:`farlink.captures.rtt`) and the
+    timeouts are inferred from the capture (:mod:`farlink.captures.rto`, ``min_rto_s`` a hint);
     with the sender's own samples (a simulation), timeouts are found by the RTO those samples
     give (:func:`_timeouts`, at least ``min_rto_s``, 1 s by default).
     ``seg_ok``/``ack_ok`` are False for packets whose time is a clock step (none by default).
@@ -567,7 +567,7 @@ def plot_connections(
     four (by the names ending their files). Returns the paths written."""
     import matplotlib.pyplot as plt
 
-    from farlink import plots  # noqa: F401  (selects the Agg backend)
+    from farlink.reports import plots  # noqa: F401  (selects the Agg backend)
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)

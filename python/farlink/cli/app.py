@@ -17,8 +17,8 @@ import numpy as np
 import typer
 
 from farlink import units
-from farlink.compare_cli import compare_command
-from farlink.emulate_cli import emulate_command
+from farlink.cli.compare import compare_command
+from farlink.cli.emulate import emulate_command
 from farlink.predict import (
     CALLDROP_BUNDLE_ONLY,
     CALLDROP_DEFAULTS,
@@ -28,7 +28,7 @@ from farlink.predict import (
     bound,
     path_inputs,
 )
-from farlink.report import print_json, print_quantities
+from farlink.reports.terminal import print_json, print_quantities
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -103,8 +103,8 @@ OutDirOpt = Annotated[
 
 def _predicted(payload: dict[str, Any], out: Path | None) -> dict[str, Any]:
     """A prediction as a result document (docs/results.md), written to ``out`` if given."""
-    from farlink.report import plain
-    from farlink.result_schema import model_document, write_document
+    from farlink.reports.terminal import plain
+    from farlink.results.schema import model_document, write_document
 
     doc = plain(model_document(payload))  # NaN and inf as null, as printed
     if out is not None:
@@ -797,8 +797,8 @@ def fit_drops(
     as_json: JsonFlag = False,
 ) -> None:
     """Fit the per-member call-drop rate beta and test the exponential (seed 000 section 5.3)."""
-    from farlink.dropfit import fit_drop_log
-    from farlink.droplog import DropLogError, read_drop_log
+    from farlink.calldrops.fit import fit_drop_log
+    from farlink.calldrops.log import DropLogError, read_drop_log
 
     try:
         drops = read_drop_log(log)
@@ -874,7 +874,7 @@ def simulate_command(
     on stderr; Ctrl-C stops the run and keeps its partial result.
     """
     from farlink import _core
-    from farlink.budget import estimate_payload, refusal_options
+    from farlink.cli.budget import estimate_payload, refusal_options
     from farlink.outputs import OutputFolder, safe_name
     from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
     from farlink.sim import ProgressLine, estimate, interval_rows, simulate, write_run
@@ -945,7 +945,7 @@ def _print_simulation(
 ) -> None:
     """The text output of ``simulate``: the headline figures, one row per flow, the intervals,
     the files written."""
-    from farlink.report import print_rows
+    from farlink.reports.terminal import print_rows
     from farlink.sim import flow_rows, headline
 
     payload = {**headline(result), "scenario": name, "out": str(folder)}
@@ -977,7 +977,7 @@ def _print_simulation(
 
 def _budget(events: str | None, memory: str | None) -> dict[str, int | None]:
     """The run budget options as ``simulate`` takes them; None keeps the default."""
-    from farlink.budget import parse_event_count
+    from farlink.cli.budget import parse_event_count
 
     return {
         "budget_events": None
@@ -991,7 +991,7 @@ def _budget(events: str | None, memory: str | None) -> dict[str, int | None]:
 
 def _stopped_early(partial: str) -> None:
     """A run stopped before its end: exit 130 for an interrupt, 2 for its budget."""
-    from farlink.budget import EXIT_INTERRUPTED, stop_line
+    from farlink.cli.budget import EXIT_INTERRUPTED, stop_line
 
     line, interrupted = stop_line(partial)
     print(line, file=sys.stderr)
@@ -1042,9 +1042,9 @@ def report_command(
     force: ForceFlag = False,
 ) -> None:
     """Write a self-contained HTML report of a sweep: figures with confidence bands, tables."""
-    from farlink import sweep as sw
     from farlink.outputs import OutputError, OutputFolder
-    from farlink.report_html import ReportError, write_report
+    from farlink.reports.html import ReportError, write_report
+    from farlink.sweeps import sweep as sw
 
     target = out if out is not None else directory / "report.html"
     if target.is_dir():
@@ -1103,7 +1103,7 @@ def analyze_command(
     With --sim, a simulation of the scenario is analysed the same way and drawn in the same
     figures, and its numbers are printed beside the capture's.
     """
-    from farlink.capture import CaptureError, analyze_capture, plot_connections
+    from farlink.captures.analysis import CaptureError, analyze_capture, plot_connections
     from farlink.outputs import OutputFolder, safe_name
 
     min_rto_s = None if min_rto is None else read("--min-rto", units.parse_duration_s, min_rto)
@@ -1194,7 +1194,7 @@ def _warn_capture(warnings: list[str] | tuple[str, ...]) -> None:
 
 def _log_drops_s(drops: Path, capture_start_unix_s: float) -> np.ndarray:
     """The drop times of a call-drop log on the capture's clock."""
-    from farlink.droplog import DropLogError, read_drop_log
+    from farlink.calldrops.log import DropLogError, read_drop_log
 
     try:
         log = read_drop_log(drops)
@@ -1212,7 +1212,7 @@ def _simulate_beside(
     from dataclasses import replace
 
     from farlink import _core
-    from farlink.capture import analyze_result, call_drop_times_s
+    from farlink.captures.analysis import analyze_result, call_drop_times_s
     from farlink.scenario import ScenarioError, apply_overrides, load_scenario
     from farlink.sim import simulate
 
@@ -1259,7 +1259,7 @@ _SIDE_BY_SIDE = (
 
 
 def _print_side_by_side(summaries: list[dict[str, Any]], link_rate_bps: float | None) -> None:
-    from farlink.report import print_rows
+    from farlink.reports.terminal import print_rows
 
     rows = [(key, *(s[key] for s in summaries)) for key in _SIDE_BY_SIDE]
     field, what = ("mean_normalized", "/ rate") if link_rate_bps else ("mean_bps", "bit/s")
@@ -1287,9 +1287,9 @@ def fit_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Estimate loss rate, RTT and beta from a capture and a drop log; write a scenario."""
-    from farlink.capture import CaptureError
-    from farlink.droplog import DropLogError
-    from farlink.fitpath import checked_scenario_toml, fit_path
+    from farlink.calldrops.log import DropLogError
+    from farlink.captures.analysis import CaptureError
+    from farlink.captures.fit import checked_scenario_toml, fit_path
     from farlink.outputs import OutputError, OutputFolder, safe_name
 
     name = safe_name(f"fit-{capture.stem}")
@@ -1418,10 +1418,10 @@ def sweep_command(
     Runs already in --out are kept and not run again; exit status 1 if any run failed. Each
     run is held to the run budget (docs/scenarios.md); a run over it is a failed run.
     """
-    from farlink import sweep as sw
     from farlink.outputs import safe_name
-    from farlink.report import print_sweep_report
-    from farlink.sweep_check import check_points
+    from farlink.reports.terminal import print_sweep_report
+    from farlink.sweeps import sweep as sw
+    from farlink.sweeps.check import check_points
 
     fixed = {
         "tcp": tcp,
@@ -1458,7 +1458,7 @@ def sweep_command(
 def _sweep_executor(workers: int | None, dask_local: int | None, dask: str | None):
     from importlib.util import find_spec
 
-    from farlink import sweep as sw
+    from farlink.sweeps import sweep as sw
 
     if sum(x is not None for x in (workers, dask_local, dask)) > 1:
         raise CliError("--workers: give one of --workers, --dask-local and --dask")
@@ -1480,8 +1480,8 @@ def results_query(
     as_json: JsonFlag = False,
 ) -> None:
     """Run SQL over a sweep's dataset, e.g. "SELECT loss, avg(timeouts) FROM results GROUP BY 1"."""
-    from farlink import sweep as sw
-    from farlink.report import print_rows
+    from farlink.reports.terminal import print_rows
+    from farlink.sweeps import sweep as sw
 
     try:
         columns, rows = sw.query(directory, sql)
@@ -1500,8 +1500,8 @@ def results_summary(
     as_json: JsonFlag = False,
 ) -> None:
     """Mean and confidence interval across seeds, per point and metric; failed runs listed."""
-    from farlink import sweep as sw
-    from farlink.report import print_sweep_summary
+    from farlink.reports.terminal import print_sweep_summary
+    from farlink.sweeps import sweep as sw
 
     try:
         summary = sw.summarize(directory, metrics=metric or None, confidence=confidence)
@@ -1510,7 +1510,7 @@ def results_summary(
     print_sweep_summary(summary, as_json)
 
 
-import farlink.cli_scenario  # noqa: E402, F401  (registers `farlink scenario`)
+import farlink.cli.scenario  # noqa: E402, F401  (registers `farlink scenario`)
 
 EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a bug in farlink, not the user's input
 

@@ -27,8 +27,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from farlink import sweep as sw
 from farlink.models.pftk import MODELLED_CONTROLLERS
+from farlink.sweeps import sweep as sw
 
 __all__ = ["ReportError", "fmt", "plotted_metrics", "write_report"]
 

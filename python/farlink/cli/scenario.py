@@ -8,8 +8,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from farlink.cli import CliError, JsonFlag, app
-from farlink.report import print_json
+from farlink.cli.app import CliError, JsonFlag, app
+from farlink.reports.terminal import print_json
 
 scenario_app = typer.Typer(
     no_args_is_help=True,

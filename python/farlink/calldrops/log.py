@@ -4,8 +4,8 @@ Seed 000, section 5.3 ("The Development of the Call Drops Probability Density Fu
 call drops per link into a table of ``(modem, drop time)`` rows (Table 5.2, e.g. ``Kansas,
 7/16/2004 13:51``) and fits an exponential distribution to the time between drops of one link;
 chapter 7 stores the same information as the KUMICS connection database in XML (Figure 7.4). Both
-forms are read here into a :class:`DropLog`, which :func:`farlink.dropfit.fit_drop_log` turns into
-a rate with a confidence interval and a goodness-of-fit verdict.
+forms are read here into a :class:`DropLog`, which :func:`farlink.calldrops.fit.fit_drop_log` turns
+into a rate with a confidence interval and a goodness-of-fit verdict.
 
 CSV (drop times only)
     A header row naming a modem column and a time column, then one row per call drop. Accepted
