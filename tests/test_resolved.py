@@ -94,9 +94,11 @@ _REDERIVED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "name", ["sweeps/sweep.py", "scenario.py", "cli/app.py", "demo.py", "sim.py"]
-)
+_CLI_MODULES = sorted(f"cli/{path.name}" for path in (PACKAGE / "cli").glob("*.py"))
+_CONSUMERS = ["sweeps/sweep.py", "scenario.py", "demo.py", "sim.py", *_CLI_MODULES]
+
+
+@pytest.mark.parametrize("name", _CONSUMERS)
 def test_consumers_do_not_rederive_the_cores_defaults(name):
     text = (PACKAGE / name).read_text(encoding="utf-8")
     found = [

@@ -46,7 +46,25 @@ import numpy as np
 from farlink.captures.analysis import Connection, analyze_capture
 from farlink.captures.loss import LossEstimate, estimate_loss
 
-__all__ = ["PathFit", "checked_scenario_toml", "fit_path", "scenario_toml"]
+__all__ = [
+    "LOSS_RATE_MEANINGS",
+    "PathFit",
+    "checked_scenario_toml",
+    "fit_path",
+    "scenario_toml",
+]
+
+LOSS_RATE_MEANINGS = {
+    "loss_rate": "copies lost after the tap (seen sent, never acknowledged: the needed "
+    "retransmissions of data the tap saw) / data segments seen at the tap",
+    "loss_rate_before_tap": "copies lost before the tap (needed retransmissions of data the tap "
+    "never saw, timer firings it never saw) / data segments that reached that part; a lower "
+    "bound",
+    "scenario_loss_p": "both together, the loss of the fitted scenario's one link",
+    "loss_rate_upper_bound": "every retransmission / first transmissions, spurious resends "
+    "(go-back-N after a timeout, a resend crossing its ACK) included",
+}
+"""What each loss figure of a :class:`PathFit` counts, as ``farlink fit`` prints it."""
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def compare_command(
     bundle with call drops, none for BBR, Vegas or ST-PD; it is said which and why. Without
     CAP_NET_ADMIN the emulate column is left out with a warning."""
     from farlink import _core, units
-    from farlink.cli.app import DEFAULT_OUT, CliError, _checked, _loss_rate, _warn, read
+    from farlink.cli.options import DEFAULT_OUT, CliError, checked, read, warn
     from farlink.compare import compare, figure, table_rows
     from farlink.reports.terminal import print_json, print_rows
     from farlink.results.schema import write_document
@@ -64,11 +64,11 @@ def compare_command(
         result = compare(
             doc,
             tcp=tcp,
-            loss=None if loss is None else read("--loss", _loss_rate, loss),
+            loss=None if loss is None else read("--loss", units.parse_error_rate, loss),
             duration=None
             if duration is None
-            else _checked("--duration", units.parse_duration_s, duration),
-            size=None if size is None else _checked("--size", units.parse_size_bytes, size),
+            else checked("--duration", units.parse_duration_s, duration),
+            size=None if size is None else checked("--size", units.parse_size_bytes, size),
             seed=seed,
             sets=set_ or (),
         )
@@ -82,7 +82,7 @@ def compare_command(
         typer.echo(f"farlink: error: emulate: {err}", err=True)
         raise typer.Exit(EXIT_FAILED) from None
     if result.skipped is not None:
-        _warn(f"emulate left out: {result.skipped}")
+        warn(f"emulate left out: {result.skipped}")
     name = result.scenario
     folder = out if out is not None else DEFAULT_OUT / "compare" / name
     written = [figure(result, folder / "compare.png")]

@@ -394,7 +394,7 @@ FIG_5_1_TRACES = "trace={seq=true,ack=true,rtt=true,member_state=true}"
 
 
 def _iperf_run(seed: int):
-    from farlink.captures.analysis import analyze_result, call_drop_times_s
+    from farlink.captures.simulated import analyze_result, call_drop_times_s
 
     result = simulate(
         "iridium-greenland-8",
@@ -426,7 +426,7 @@ def _follow_counts(
     engine="sim",
 )
 def fig_5_1(out_dir: Path) -> Findings:
-    from farlink.captures.analysis import plot_connections
+    from farlink.captures.figures import plot_connections
 
     result, conn, drops_s = _iperf_run(FIG_5_1_SEED)
     figures = plot_connections(

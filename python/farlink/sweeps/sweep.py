@@ -3,7 +3,7 @@
 A sweep is a base scenario, axes (lists of values for ``farlink simulate`` options or ``--set``
 paths, whose Cartesian product gives the points), options that apply to every point, a number
 of seeds per point and the sweep's own seed. ``docs/sweeps.md`` describes the file format, the
-command line and the dataset; this module holds the logic, ``farlink.cli.app`` only the command.
+command line and the dataset; this module holds the logic, ``farlink.cli.sweeps`` only the command.
 
 * Seeds form a tree (NumPy's ``SeedSequence``): a point's parent is
   ``SeedSequence(sweep_seed, spawn_key=<4 words of SHA-256 of the point's parameters>)`` and its
