@@ -158,7 +158,7 @@ def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
 
 def test_a_sweep_point_over_the_budget_is_a_failed_row():
     from farlink.scenario import load_scenario
-    from farlink.sweeps.sweep import run_point
+    from farlink.sweeps.point import run_point
 
     doc = load_scenario("stpd-wired")
     doc["duration"] = "1e8s"

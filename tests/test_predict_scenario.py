@@ -6,7 +6,7 @@ import pytest
 
 from farlink.cli.app import main
 from farlink.scenario import apply_overrides, load_scenario, resolve
-from farlink.sweeps.sweep import pftk_inputs
+from farlink.sweeps.model import pftk_inputs
 
 
 def run(capsys, *argv):

@@ -9,7 +9,9 @@ import pytest
 from farlink import _core
 from farlink.models import pftk_full_throughput
 from farlink.scenario import apply_overrides, load_scenario, resolve
-from farlink.sweeps.sweep import model_normalized_goodput, pftk_inputs, plan, sweep_from_options
+from farlink.sweeps.model import model_normalized_goodput, pftk_inputs
+from farlink.sweeps.run import plan
+from farlink.sweeps.sweep import sweep_from_options
 
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "farlink"
 

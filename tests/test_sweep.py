@@ -14,22 +14,19 @@ from scipy import stats
 from farlink import simulate
 from farlink.cli.app import main
 from farlink.models import pftk_full_throughput
+from farlink.sweeps.dataset import load_results, query
+from farlink.sweeps.executors import DaskCluster, ProcessPool
+from farlink.sweeps.model import model_normalized_goodput
+from farlink.sweeps.run import plan, run_sweep
 from farlink.sweeps.sweep import (
     METRICS,
     MODEL_COLUMN,
     SCHEMA_VERSION,
-    DaskCluster,
-    ProcessPool,
     SweepError,
-    load_results,
     load_sweep,
-    model_normalized_goodput,
     parse_grid_option,
-    plan,
     point_doc,
     point_seeds,
-    query,
-    run_sweep,
     sweep_from_options,
 )
 

@@ -157,7 +157,7 @@ def _simulation_beside_prediction(console: Console, out: Path) -> None:
     from farlink.models import mathis_throughput, pftk_full_throughput
     from farlink.scenario import apply_overrides, load_scenario
     from farlink.sim import simulate
-    from farlink.sweeps.sweep import pftk_inputs
+    from farlink.sweeps.model import pftk_inputs
 
     loss = 0.01
     table = Table(

@@ -93,6 +93,7 @@ def sweep_command(
     """
     from farlink.outputs import safe_name
     from farlink.reports.terminal import print_sweep_report
+    from farlink.sweeps import run
     from farlink.sweeps import sweep as sw
     from farlink.sweeps.check import check_points
 
@@ -113,7 +114,7 @@ def sweep_command(
         )  # fmt: skip
         folder = out if out is not None else DEFAULT_OUT / "sweep" / safe_name(definition.name)
         check_points(definition)  # every point through the core's validation, before any run
-        report = sw.run_sweep(
+        report = run.run_sweep(
             definition, folder, executor=executor, force=force, retry_failed=retry_failed,
             progress=progress, budget=budget,
         )  # fmt: skip
@@ -131,7 +132,7 @@ def sweep_command(
 def _sweep_executor(workers: int | None, dask_local: int | None, dask: str | None):
     from importlib.util import find_spec
 
-    from farlink.sweeps import sweep as sw
+    from farlink.sweeps import executors
 
     if sum(x is not None for x in (workers, dask_local, dask)) > 1:
         raise CliError("--workers: give one of --workers, --dask-local and --dask")
@@ -139,11 +140,11 @@ def _sweep_executor(workers: int | None, dask_local: int | None, dask: str | Non
         if count is not None and count < 1:
             raise CliError(f"{option}: expected at least 1, got {count}")
     if dask_local is None and dask is None:
-        return sw.ProcessPool(workers)
+        return executors.ProcessPool(workers)
     if find_spec("distributed") is None:
         option = "--dask" if dask else "--dask-local"
         raise CliError(f"{option}: needs Dask (pip install 'dask[distributed]')")
-    return sw.DaskCluster(address=dask, local_workers=dask_local)
+    return executors.DaskCluster(address=dask, local_workers=dask_local)
 
 
 @results_app.command("query")
@@ -154,10 +155,11 @@ def results_query(
 ) -> None:
     """Run SQL over a sweep's dataset, e.g. "SELECT loss, avg(timeouts) FROM results GROUP BY 1"."""
     from farlink.reports.terminal import print_rows
+    from farlink.sweeps import dataset
     from farlink.sweeps import sweep as sw
 
     try:
-        columns, rows = sw.query(directory, sql)
+        columns, rows = dataset.query(directory, sql)
     except sw.SweepError as err:
         raise CliError(f"DIR: {err}" if not str(err).startswith("SQL") else str(err)) from None
     print_rows(columns, rows, as_json)
@@ -174,10 +176,11 @@ def results_summary(
 ) -> None:
     """Mean and confidence interval across seeds, per point and metric; failed runs listed."""
     from farlink.reports.terminal import print_sweep_summary
+    from farlink.sweeps import dataset
     from farlink.sweeps import sweep as sw
 
     try:
-        summary = sw.summarize(directory, metrics=metric or None, confidence=confidence)
+        summary = dataset.summarize(directory, metrics=metric or None, confidence=confidence)
     except sw.SweepError as err:
         raise CliError(str(err)) from None
     print_sweep_summary(summary, as_json)
