@@ -46,6 +46,18 @@ def checked(option: str, parser: Callable[[str], float], text: str) -> str:
     return text
 
 
+def run_quantities(loss: str | None, duration: str | None, size: str | None) -> dict[str, Any]:
+    """``--loss``, ``--duration`` and ``--size`` of a run, checked here for a one-line error
+    naming the option: the loss as a number, the others as given, for the core to read."""
+    return {
+        "loss": None if loss is None else read("--loss", units.parse_error_rate, loss),
+        "duration": None
+        if duration is None
+        else checked("--duration", units.parse_duration_s, duration),
+        "size": None if size is None else checked("--size", units.parse_size_bytes, size),
+    }
+
+
 def warn(message: str) -> None:
     typer.echo(f"farlink: warning: {message}", err=True)
 
@@ -73,4 +85,13 @@ DurationOpt = f"({units.DURATION_FORMS})."
 
 OutDirOpt = Annotated[
     Path | None, typer.Option("--out", help="Also write the result as DIR/summary.json.")
+]
+ScenarioNameArg = Annotated[str, typer.Argument(help="A scenario TOML file or a preset name.")]
+LossOpt = Annotated[
+    str | None,
+    typer.Option(help="Packet error rate of the scenario's lossy link, data direction, in [0, 1)."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),
 ]

@@ -16,16 +16,19 @@ from farlink.cli.options import (
     DurationOpt,
     ForceFlag,
     JsonFlag,
+    LossOpt,
+    ScenarioNameArg,
+    SetOpt,
     SizeOpt,
     checked,
     emit,
-    read,
+    run_quantities,
 )
 from farlink.reports.terminal import print_json, print_quantities
 
 
 def simulate_command(
-    scenario: Annotated[str, typer.Argument(help="A scenario TOML file or a preset name.")],
+    scenario: ScenarioNameArg,
     tcp: Annotated[
         str | None,
         typer.Option(
@@ -33,21 +36,13 @@ def simulate_command(
             "(vegas, hybla, westwood, cubic, bic, bbr, stpd: these run over SACK recovery).",
         ),
     ] = None,
-    loss: Annotated[
-        str | None,
-        typer.Option(
-            help="Packet error rate of the scenario's lossy link, data direction, in [0, 1)."
-        ),
-    ] = None,
+    loss: LossOpt = None,
     duration: Annotated[str | None, typer.Option(help=f"Simulated time {DurationOpt}")] = None,
     size: Annotated[
         str | None, typer.Option(help=f"Make every flow a bulk transfer of this size. {SizeOpt}")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Master seed of the run.")] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),
-    ] = None,
+    set_: SetOpt = None,
     out: Annotated[
         Path | None, typer.Option(help="Folder for summary, traces and captures.")
     ] = None,
@@ -104,11 +99,7 @@ def simulate_command(
             doc["pcap"] = [link["name"] for link in resolve(doc)["links"]]
         overrides = {
             "tcp": tcp,
-            "loss": None if loss is None else read("--loss", units.parse_error_rate, loss),
-            "duration": None
-            if duration is None
-            else checked("--duration", units.parse_duration_s, duration),
-            "size": None if size is None else checked("--size", units.parse_size_bytes, size),
+            **run_quantities(loss, duration, size),
             "seed": seed,
             "sets": sets,
         }

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from farlink import units
 from farlink.cli.budget import BudgetEventsOpt, BudgetMemoryOpt, budget_options
 from farlink.cli.options import (
     DEFAULT_OUT,
@@ -16,8 +15,7 @@ from farlink.cli.options import (
     ForceFlag,
     JsonFlag,
     SizeOpt,
-    checked,
-    read,
+    run_quantities,
 )
 
 results_app = typer.Typer(
@@ -99,11 +97,7 @@ def sweep_command(
 
     fixed = {
         "tcp": tcp,
-        "loss": None if loss is None else read("--loss", units.parse_error_rate, loss),
-        "duration": None
-        if duration is None
-        else checked("--duration", units.parse_duration_s, duration),
-        "size": None if size is None else checked("--size", units.parse_size_bytes, size),
+        **run_quantities(loss, duration, size),
     }
     budget = tuple(budget_options(budget_events, budget_memory).values())
     executor = _sweep_executor(workers, dask_local, dask)
