@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from farlink import simulate
-from farlink.capread import MAX_FORWARD_JUMP_S
-from farlink.capture import CaptureError, analyze_capture, read_capture
-from farlink.cli import main
-from farlink.fitpath import PathFit, checked_scenario_toml, fit_path
-from farlink.lossest import LossEstimate
+from farlink.captures.analysis import CaptureError, analyze_capture, read_capture
+from farlink.captures.fit import PathFit, checked_scenario_toml, fit_path
+from farlink.captures.loss import LossEstimate
+from farlink.captures.read import MAX_FORWARD_JUMP_S
+from farlink.cli.app import main
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +190,7 @@ def test_a_folder_is_not_a_capture(tmp_path):
 
 
 def test_goodput_windows_are_bounded_for_a_capture_of_years():
-    from farlink.capture import MAX_GOODPUT_WINDOWS, build_connection
+    from farlink.captures.analysis import MAX_GOODPUT_WINDOWS, build_connection
 
     # Two packets a decade apart with nothing wrong with the clock between them.
     conn = build_connection(

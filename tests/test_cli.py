@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from farlink.cli import main
+from farlink.cli.app import main
 
 
 def run(capsys, *argv):

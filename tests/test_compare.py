@@ -11,7 +11,7 @@ import pytest
 
 from farlink import _core
 from farlink import compare as compare_module
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.compare import compare, model_column
 from farlink.scenario import apply_overrides, load_scenario, resolve
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.linkmgr.dashboard import DashboardError, parse_listen, serve
 from farlink.linkmgr.synthetic import SyntheticBundle, synthetic_log
 from farlink.linkmgr.uptime import uptime_report

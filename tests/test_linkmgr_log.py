@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from farlink.cli import main
-from farlink.dropfit import fit_drop_log
-from farlink.droplog import parse_xml_log
+from farlink.calldrops.fit import fit_drop_log
+from farlink.calldrops.log import parse_xml_log
+from farlink.cli.app import main
 from farlink.linkmgr.eventlog import EventLog
 from farlink.linkmgr.export import CSV_COLUMNS, events_csv, xml_database
 from farlink.linkmgr.synthetic import LogWriter, SyntheticBundle, synthetic_log

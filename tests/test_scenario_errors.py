@@ -3,7 +3,7 @@
 import pytest
 
 from farlink import simulate
-from farlink.cli import main
+from farlink.cli.app import main
 
 SCENARIO = """\
 duration = "2s"

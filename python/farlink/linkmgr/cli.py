@@ -1,7 +1,7 @@
 """``farlink linkmgr``: the link manager's commands (its event log's readers and the dashboard).
 
 Each command reads the log through :mod:`farlink.linkmgr`; a file that is not an event log is
-one ``farlink: error:`` line and exit status 2 (``farlink.cli.main``).
+one ``farlink: error:`` line and exit status 2 (``farlink.cli.app.main``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ LogArg = Annotated[
 
 
 def _cli_error(message: str) -> Exception:
-    from farlink.cli import CliError  # late: farlink.cli registers this group
+    from farlink.cli.options import CliError
 
     return CliError(message)
 
@@ -82,7 +82,7 @@ def uptime_command(
     """Uptime with all members and with at least one member up (seed 001), per member too."""
     from farlink.linkmgr.eventlog import EventLogError
     from farlink.linkmgr.uptime import uptime_report
-    from farlink.report import print_json
+    from farlink.reports.terminal import print_json
 
     _checked_log(log)
     try:

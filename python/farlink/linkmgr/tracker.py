@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from farlink.droplog import DropLog
+from farlink.calldrops.log import DropLog
 from farlink.linkmgr.eventlog import Event
 
 __all__ = ["MAX_THROUGHPUT_POINTS", "MAX_TIMELINE_SEGMENTS", "Member", "Tracker"]
@@ -311,7 +311,7 @@ class Tracker:
         return max(0.0, self.last_s - self.first_s)
 
     def drop_log(self, source: str) -> DropLog:
-        """The members' up-periods as a time-censored :class:`~farlink.droplog.DropLog`."""
+        """The members' up-periods as a time-censored :class:`~farlink.calldrops.log.DropLog`."""
         end = self.last_s or 0.0
         intervals = [x for m in self.members for x in m.intervals_s]
         censored = sum(m.censored_s for m in self.members)

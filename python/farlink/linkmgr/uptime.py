@@ -13,7 +13,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from farlink.droplog import DropLog
+from farlink.calldrops.log import DropLog
 from farlink.linkmgr.eventlog import EventLog
 from farlink.linkmgr.tracker import Tracker
 
@@ -110,5 +110,5 @@ def uptime_report(path: str | os.PathLike[str]) -> UptimeReport:
 
 
 def drop_log_from_event_log(path: str | os.PathLike[str]) -> DropLog:
-    """The members' up-periods and call drops of an event log, for :mod:`farlink.dropfit`."""
+    """The members' up-periods and call drops of an event log, for :mod:`farlink.calldrops.fit`."""
     return read_tracker(path).drop_log(str(path))

@@ -7,11 +7,13 @@ from typing import Annotated
 
 import typer
 
+from farlink.cli.options import LossOpt, ScenarioNameArg, SetOpt
+
 EXIT_FAILED = 1
 
 
 def compare_command(
-    scenario: Annotated[str, typer.Argument(help="A scenario TOML file or a preset name.")],
+    scenario: ScenarioNameArg,
     tcp: Annotated[
         str | None,
         typer.Option(
@@ -19,12 +21,7 @@ def compare_command(
             "e.g. reno, cubic, bbr); default: the scenario's.",
         ),
     ] = None,
-    loss: Annotated[
-        str | None,
-        typer.Option(
-            help="Packet error rate of the scenario's lossy link, data direction, in [0, 1)."
-        ),
-    ] = None,
+    loss: LossOpt = None,
     duration: Annotated[
         str | None,
         typer.Option(help="Simulated time, and the longest wall-clock time of the emulation."),
@@ -33,10 +30,7 @@ def compare_command(
         str | None, typer.Option(help="Make every flow a bulk transfer of this size (e.g. 1MB).")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Master seed of the runs.")] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),
-    ] = None,
+    set_: SetOpt = None,
     out: Annotated[
         Path | None,
         typer.Option(help="Folder for the figure (compare.png) and each engine's summary.json."),
@@ -52,11 +46,11 @@ def compare_command(
     The model is PFTK for a loss-based controller, seed 000 eq. 36 for a bulk transfer over a
     bundle with call drops, none for BBR, Vegas or ST-PD; it is said which and why. Without
     CAP_NET_ADMIN the emulate column is left out with a warning."""
-    from farlink import _core, units
-    from farlink.cli import DEFAULT_OUT, CliError, _checked, _loss_rate, _warn, read
+    from farlink import _core
+    from farlink.cli.options import DEFAULT_OUT, CliError, run_quantities, warn
     from farlink.compare import compare, figure, table_rows
-    from farlink.report import print_json, print_rows
-    from farlink.result_schema import write_document
+    from farlink.reports.terminal import print_json, print_rows
+    from farlink.results.schema import write_document
     from farlink.scenario import ScenarioError, describe_error, load_scenario
 
     try:
@@ -64,11 +58,7 @@ def compare_command(
         result = compare(
             doc,
             tcp=tcp,
-            loss=None if loss is None else read("--loss", _loss_rate, loss),
-            duration=None
-            if duration is None
-            else _checked("--duration", units.parse_duration_s, duration),
-            size=None if size is None else _checked("--size", units.parse_size_bytes, size),
+            **run_quantities(loss, duration, size),
             seed=seed,
             sets=set_ or (),
         )
@@ -82,7 +72,7 @@ def compare_command(
         typer.echo(f"farlink: error: emulate: {err}", err=True)
         raise typer.Exit(EXIT_FAILED) from None
     if result.skipped is not None:
-        _warn(f"emulate left out: {result.skipped}")
+        warn(f"emulate left out: {result.skipped}")
     name = result.scenario
     folder = out if out is not None else DEFAULT_OUT / "compare" / name
     written = [figure(result, folder / "compare.png")]

@@ -8,9 +8,13 @@ The budget itself (the estimate, the bounds, the checks while running) is the co
 from __future__ import annotations
 
 import math
-from typing import Any
+import sys
+from typing import Annotated, Any
+
+import typer
 
 from farlink import units
+from farlink.cli.options import EXIT_BAD_INPUT, SizeOpt, read
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -81,3 +85,38 @@ def _round_up(x: float) -> float:
         return 1.0
     scale = 10 ** math.floor(math.log10(x))
     return math.ceil(x / scale) * scale
+
+
+BudgetEventsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-events",
+        help="Most events the run may take (default 1e9, a few minutes), e.g. 5e9.",
+    ),
+]
+BudgetMemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-memory",
+        help=f"Most memory the run may hold, traces included (default 2GiB). {SizeOpt}",
+    ),
+]
+
+
+def budget_options(events: str | None, memory: str | None) -> dict[str, int | None]:
+    """The run budget options as ``simulate`` takes them; None keeps the default."""
+    return {
+        "budget_events": None
+        if events is None
+        else read("--budget-events", parse_event_count, events),
+        "budget_memory_bytes": None
+        if memory is None
+        else int(read("--budget-memory", units.parse_size_bytes, memory)),
+    }
+
+
+def stopped_early(partial: str) -> None:
+    """A run stopped before its end: exit 130 for an interrupt, 2 for its budget."""
+    line, interrupted = stop_line(partial)
+    print(line, file=sys.stderr)
+    raise typer.Exit(EXIT_INTERRUPTED if interrupted else EXIT_BAD_INPUT)

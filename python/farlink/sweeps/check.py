@@ -9,7 +9,7 @@ from typing import Any
 
 from farlink import _core
 from farlink.scenario import ScenarioError, _steps, to_core_json
-from farlink.sweep import OPTION_AXES, Sweep, SweepError, point_doc
+from farlink.sweeps.sweep import OPTION_AXES, Sweep, SweepError, point_doc
 
 __all__ = ["check_points", "paths_near"]
 

@@ -59,10 +59,10 @@ def emulate_command(
     """Emulate a scenario: real kernel TCP between network namespaces, through the scenario's
     link models in real time (Linux; needs CAP_NET_ADMIN and /dev/net/tun)."""
     from farlink import _core, units
-    from farlink.cli import DEFAULT_OUT, CliError, _checked, _loss_rate, read
+    from farlink.cli.options import DEFAULT_OUT, CliError, checked, read
     from farlink.emulate import emulate, headline
     from farlink.outputs import OutputFolder, safe_name
-    from farlink.report import print_json, print_quantities
+    from farlink.reports.terminal import print_json, print_quantities
     from farlink.scenario import ScenarioError, describe_error, load_scenario
 
     try:
@@ -77,11 +77,11 @@ def emulate_command(
         result = emulate(
             doc,
             tcp=tcp,
-            loss=None if loss is None else read("--loss", _loss_rate, loss),
+            loss=None if loss is None else read("--loss", units.parse_error_rate, loss),
             duration=None
             if duration is None
-            else _checked("--duration", units.parse_duration_s, duration),
-            size=None if size is None else _checked("--size", units.parse_size_bytes, size),
+            else checked("--duration", units.parse_duration_s, duration),
+            size=None if size is None else checked("--size", units.parse_size_bytes, size),
             seed=seed,
             sets=set_ or (),
             pcap_dir=folder.path if pcap else None,

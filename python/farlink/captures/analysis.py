@@ -1,14 +1,14 @@
 """Analyse the TCP connections of packet captures (pcap, pcapng) like a simulation.
 
-``read_capture(path)`` (:mod:`farlink.capread`, bounded and streaming) returns the TCP
+``read_capture(path)`` (:mod:`farlink.captures.read`, bounded and streaming) returns the TCP
 packets (IPv4, IPv6) of a capture and what was skipped; ``analyze_capture(path)`` groups them
 into connections and builds, per connection, the series ``docs/captures.md`` describes:
 time-sequence (with retransmissions), ACKs with SACK blocks, tap-to-tap RTT samples and the
-sender's own RTT where its timestamps show it (:mod:`farlink.caprtt`), timeouts inferred from
-the capture (:mod:`farlink.caprto`), outstanding data and goodput over 10, 100 and 1,000 s
-windows. ``analyze_result(result)`` builds the same :class:`Connection` from a simulation's
-``seq``/``ack``/``rtt`` traces, so a capture and a simulation can be drawn in one figure
-(:func:`plot_connections`).
+sender's own RTT where its timestamps show it (:mod:`farlink.captures.rtt`), timeouts inferred from
+the capture (:mod:`farlink.captures.rto`), outstanding data and goodput over 10, 100 and 1,000 s
+windows. :mod:`farlink.captures.simulated` builds the same :class:`Connection` from a
+simulation's traces, so that a capture and a simulation can be drawn in one set of figures
+(:mod:`farlink.captures.figures`).
 
 A truncated capture, a corrupted record or a clock step is not an error: the packets are
 analysed and :attr:`Capture.warnings` says what was ignored or distrusted. A file that is no
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from farlink.capread import Capture, CaptureError, Packet, read_capture
-from farlink.caprto import TIMEOUT_TOLERANCE, infer_timeouts
-from farlink.caprtt import sender_rtt, tap_rtt
+from farlink.captures.read import Capture, CaptureError, Packet, read_capture
+from farlink.captures.rto import TIMEOUT_TOLERANCE, infer_timeouts
+from farlink.captures.rtt import sender_rtt, tap_rtt
 
 __all__ = [
     "GOODPUT_WINDOWS_S",
@@ -36,9 +36,6 @@ __all__ = [
     "Packet",
     "analyze_capture",
     "analyze_packets",
-    "analyze_result",
-    "call_drop_times_s",
-    "plot_connections",
     "read_capture",
 ]
 
@@ -62,10 +59,10 @@ class Connection:
     ``seq``: ``time_s``, ``seq`` (relative to the first data byte), ``len_bytes``,
     ``retransmission``. ``ack``: ``time_s``, ``ack`` (relative), ``dupack``; ``sack`` lists the
     SACK blocks (relative) of each ACK. ``rtt``: ``time_s``, ``rtt_s`` by ``rtt_method``
-    (tap to tap, :mod:`farlink.caprtt`, or ``sender`` for the simulator's own samples);
+    (tap to tap, :mod:`farlink.captures.rtt`, or ``sender`` for the simulator's own samples);
     ``rtt_karn`` the tap-to-tap samples without timestamps always. ``sender_rtt``: the
     sender's own RTT estimated from its TSvals (the queue before the tap included), or None.
-    ``timeouts_s``: the timeouts seen at the tap (:mod:`farlink.caprto`), and
+    ``timeouts_s``: the timeouts seen at the tap (:mod:`farlink.captures.rto`), and
     ``timeouts_unseen`` the firings inferred from backoff whose copies never crossed it.
     ``outstanding``: ``time_s``, ``bytes``. ``goodput``: window length in seconds → goodput in
     bit/s of each complete non-overlapping window.
@@ -195,7 +192,7 @@ def analyze_capture(
     path: str | Path, *, min_rto_s: float | None = None
 ) -> tuple[Capture, list[Connection]]:
     """Read a capture and analyse each of its TCP connections (see :func:`analyze_packets`)."""
-    from farlink.address_map import label_connections  # flow names from the address map
+    from farlink.captures.address_map import label_connections  # flow names from the address map
 
     cap = read_capture(path)
     connections = analyze_packets(
@@ -329,8 +326,8 @@ def build_connection(
     """Build the per-connection series from data segments and ACKs (both time-ordered).
 
     ``retransmission`` defaults to "starts below the highest sequence number sent so far".
-    Without ``rtt`` (a capture), the RTT samples are the tap's (:mod:`farlink.caprtt`) and the
-    timeouts are inferred from the capture (:mod:`farlink.caprto`, ``min_rto_s`` a hint);
+    Without ``rtt`` (a capture), the RTT samples are the tap's (:mod:`farlink.captures.rtt`) and the
+    timeouts are inferred from the capture (:mod:`farlink.captures.rto`, ``min_rto_s`` a hint);
     with the sender's own samples (a simulation), timeouts are found by the RTO those samples
     give (:func:`_timeouts`, at least ``min_rto_s``, 1 s by default).
     ``seg_ok``/``ack_ok`` are False for packets whose time is a clock step (none by default).
@@ -482,195 +479,3 @@ def _goodput(ack_t: np.ndarray, ack: np.ndarray, t0: float, t1: float) -> dict[f
         level = np.where(idx >= 0, highest[np.clip(idx, 0, None)] if len(ack) else 0, 0)
         out[w] = np.diff(level) * 8 / w
     return out
-
-
-def analyze_result(result: Any, *, min_rto_s: float | None = None) -> list[Connection]:
-    """The same :class:`Connection` per flow from a ``farlink.simulate`` Result's traces.
-
-    The retransmission flags and RTT samples are the sender's own (``seq`` and ``rtt`` traces);
-    the ``ack`` trace holds the ACKs the sender took in, so no duplicate ACKs are seen.
-    """
-    seq_tr, ack_tr, rtt_tr = (result.trace(n) for n in ("seq", "ack", "rtt"))
-    flows = result.names.get("flows", [])
-    out = []
-    for f in sorted(set(seq_tr["flow"].tolist())):
-        s = seq_tr["flow"] == f
-        a = ack_tr["flow"] == f
-        r = rtt_tr["flow"] == f
-        seg_t = seq_tr["time_ns"][s] / 1e9
-        ack_t = ack_tr["time_ns"][a] / 1e9
-        out.append(
-            build_connection(
-                name=flows[f] if f < len(flows) else f"flow {f}",
-                source="simulation",
-                seg_t=seg_t,
-                seq=seq_tr["seq"][s].astype(np.int64),
-                lens=seq_tr["len_bytes"][s].astype(np.int64),
-                ack_t=ack_t,
-                ack=ack_tr["ack"][a].astype(np.int64),
-                retransmission=seq_tr["retransmission"][s],
-                rtt={
-                    "time_s": rtt_tr["time_ns"][r] / 1e9,
-                    "rtt_s": rtt_tr["rtt_ns"][r] / 1e9,
-                },
-                rtt_method="sender",
-                span=(0.0, max([*seg_t[-1:], *ack_t[-1:], 0.0])),
-                min_rto_s=min_rto_s,
-            )
-        )
-    return out
-
-
-# The member states of the core's ``member_state`` trace, by code (crates/farlink-core
-# src/trace.rs, MEMBER_STATE_NAMES); ``call_lost`` is entered at the instant of a call drop.
-MEMBER_STATE_NAMES = (
-    "idle",
-    "connecting",
-    "connected",
-    "call_lost",
-    "dropped",
-    "failed",
-    "blocked",
-)
-_CALL_LOST = MEMBER_STATE_NAMES.index("call_lost")
-
-
-def call_drop_times_s(result: Any) -> np.ndarray:
-    """Times (s) of the call drops of every bundle member in a simulation, from its
-    ``member_state`` trace (empty when the scenario has no bundle or the trace is off)."""
-    states = result.traces.get("member_state")
-    if not states or not len(states["time_ns"]):
-        return np.zeros(0)
-    lost = states["state"] == _CALL_LOST
-    return np.sort(states["time_ns"][lost] / 1e9)
-
-
-# --------------------------------------------------------------------------------------------
-# figures
-
-
-def plot_connections(
-    connections: list[Connection],
-    out: str | Path,
-    *,
-    stem: str = "analysis",
-    drops_s: np.ndarray | None = None,
-    sim_drops_s: np.ndarray | None = None,
-    link_rate_bps: float | None = None,
-    title: str | None = None,
-    figures: tuple[str, ...] = ("tseq", "rtt", "outstanding", "goodput"),
-) -> list[Path]:
-    """Draw the connections (of one capture, or a capture beside a simulation) in four PNGs:
-    time-sequence (retransmissions marked, call drops as vertical lines: ``drops_s`` from a log
-    dashed, ``sim_drops_s`` from a simulation dotted), RTT samples, outstanding data and goodput
-    histograms (normalised to ``link_rate_bps`` when given); ``figures`` chooses which of the
-    four (by the names ending their files). Returns the paths written."""
-    import matplotlib.pyplot as plt
-
-    from farlink import plots  # noqa: F401  (selects the Agg backend)
-
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-
-    def save(fig: Any, name: str) -> None:
-        if name not in figures:
-            plt.close(fig)
-            return
-        path = folder / f"{stem}-{name}.png"
-        fig.savefig(path, metadata={"Software": "farlink"})
-        plt.close(fig)
-        written.append(path)
-
-    fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
-    for i, c in enumerate(connections):
-        s = c.seq
-        ax.plot(s["time_s"], (s["seq"] + s["len_bytes"]) / 1e3, ".", ms=2, label=f"{c.name} sent")
-        rt = s["retransmission"]
-        ax.plot(
-            s["time_s"][rt],
-            (s["seq"][rt] + s["len_bytes"][rt]) / 1e3,
-            _RETX_MARKERS[i % len(_RETX_MARKERS)],
-            ms=5,
-            label=f"{c.name} retransmissions ({rt.sum()})",
-        )
-        ax.step(c.ack["time_s"], c.ack["ack"] / 1e3, where="post", lw=0.8, label=f"{c.name} ACK")
-    for i, t in enumerate(drops_s if drops_s is not None else []):
-        ax.axvline(t, color="0.4", ls="--", lw=0.8, label="call drop" if i == 0 else None)
-    for i, t in enumerate(sim_drops_s if sim_drops_s is not None else []):
-        label = "simulated call drop" if i == 0 else None
-        ax.axvline(t, color="tab:purple", ls=":", lw=0.9, label=label)
-    ax.set(xlabel="time (s)", ylabel="sequence (KB)", title=title or f"{stem}: time-sequence")
-    _finish(ax)
-    save(fig, "tseq")
-
-    fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
-    for c in connections:
-        ax.plot(c.rtt["time_s"], c.rtt["rtt_s"], ".", ms=3, label=f"{c.name} ({c.rtt_method})")
-    ax.set(xlabel="time (s)", ylabel="RTT (s)", title=f"{stem}: RTT samples")
-    _finish(ax)
-    save(fig, "rtt")
-
-    fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
-    for c in connections:
-        ax.step(
-            c.outstanding["time_s"],
-            c.outstanding["bytes"] / 1e3,
-            where="post",
-            lw=0.8,
-            label=c.name,
-        )
-    ax.set(xlabel="time (s)", ylabel="outstanding (KB)", title=f"{stem}: outstanding data")
-    _finish(ax)
-    save(fig, "outstanding")
-
-    fig, axes = plt.subplots(len(GOODPUT_WINDOWS_S), 1, figsize=(7.0, 8.0), dpi=120)
-    for ax, w in zip(axes, GOODPUT_WINDOWS_S, strict=True):
-        _goodput_panel(ax, connections, w, link_rate_bps)
-    axes[0].set_title(f"{stem}: goodput histograms", fontsize=10)
-    fig.tight_layout()
-    save(fig, "goodput")
-    return written
-
-
-# Retransmission markers, one style per connection so a capture and a simulation drawn together
-# stay apart (red crosses first, as tcptrace draws them).
-_RETX_MARKERS = ("rx", "k+", "m1", "c2")
-
-
-def _goodput_panel(
-    ax: Any, connections: list[Connection], w: float, link_rate_bps: float | None
-) -> None:
-    """One histogram panel: goodput over windows of ``w`` seconds, in kbit/s or normalised."""
-    drawn = False
-    for c in connections:
-        g = c.goodput[w]
-        if not len(g):
-            continue
-        label = f"{c.name} ({len(g)} windows)"
-        if link_rate_bps:
-            # Fractions of the windows, so a capture and a longer simulation compare.
-            counts = normalized_histogram(g / link_rate_bps)
-            ax.stairs(counts / len(g), NORMALIZED_BIN_EDGES, fill=True, alpha=0.5, label=label)
-        else:
-            ax.hist(g / 1e3, bins=30, alpha=0.6, label=label)
-        drawn = True
-    if not drawn:
-        ax.text(0.5, 0.5, "no complete window", ha="center", va="center", transform=ax.transAxes)
-    if link_rate_bps:
-        rate = f"{link_rate_bps / 1e3:g} kbit/s"
-        ax.set(
-            xlabel=f"goodput over {w:g} s windows / link rate ({rate})",
-            ylabel="share of windows",
-            xlim=(0.0, 1.0),
-        )
-    else:
-        ax.set(xlabel=f"goodput over {w:g} s windows (kbit/s)", ylabel="windows")
-    _finish(ax, legend=drawn)
-
-
-def _finish(ax: Any, legend: bool = True) -> None:
-    ax.grid(True, alpha=0.3)
-    ax.title.set_fontsize(10)
-    if legend:
-        ax.legend(fontsize=7)

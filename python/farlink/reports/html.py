@@ -27,8 +27,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from farlink import sweep as sw
 from farlink.models.pftk import MODELLED_CONTROLLERS
+from farlink.sweeps import dataset
+from farlink.sweeps import sweep as sw
 
 __all__ = ["ReportError", "fmt", "plotted_metrics", "write_report"]
 
@@ -83,7 +84,7 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def plotted_metrics(summary: sw.Summary) -> list[str]:
+def plotted_metrics(summary: dataset.Summary) -> list[str]:
     """The metrics that get figures: all but the model's column, which is overlaid instead."""
     return [m for m in summary.metrics if m != sw.MODEL_COLUMN]
 
@@ -136,7 +137,7 @@ def _sweep_of(manifest: dict[str, Any]) -> sw.Sweep:
     )  # fmt: skip
 
 
-def point_controllers(summary: sw.Summary, manifest: dict[str, Any]) -> dict[str, str | None]:
+def point_controllers(summary: dataset.Summary, manifest: dict[str, Any]) -> dict[str, str | None]:
     """Each point's congestion controller (point_id → ``tcp.cc`` of its single flow).
 
     None where the point has no single flow or its scenario cannot be rebuilt: the closed-form
@@ -161,7 +162,7 @@ def _model_applies(context: _Context, point: dict[str, Any]) -> bool:
     return context.controllers.get(point["point_id"]) in MODELLED_CONTROLLERS
 
 
-def _bounds(summary: sw.Summary, metric: str, point: dict[str, Any]) -> tuple[float, float]:
+def _bounds(summary: dataset.Summary, metric: str, point: dict[str, Any]) -> tuple[float, float]:
     """The range a run's value of ``metric`` can take at ``point``, as far as it is known."""
     low = 0.0 if metric in _NON_NEGATIVE else -math.inf
     high = 1.0 if metric in _AT_MOST_ONE else math.inf
@@ -213,7 +214,7 @@ def _band(
     return mean, low, high, clipped
 
 
-def _figure(summary: sw.Summary, metric: str, axis: str, context: _Context) -> str:
+def _figure(summary: dataset.Summary, metric: str, axis: str, context: _Context) -> str:
     """One metric against one axis, a curve per combination of the other axes; base64 PNG.
 
     A numeric axis gets lines and shaded bands; a categorical one (a controller, a recovery)
@@ -295,7 +296,7 @@ def _figure(summary: sw.Summary, metric: str, axis: str, context: _Context) -> s
     return _png(fig)
 
 
-def _figures(summary: sw.Summary, context: _Context) -> str:
+def _figures(summary: dataset.Summary, context: _Context) -> str:
     if not summary.axes:
         return "<p>The sweep has no axes (one point): see the table.</p>"
     parts = []
@@ -314,7 +315,7 @@ def _notes(context: _Context) -> str:
     return f'<ul class="notes">{items}</ul>'
 
 
-def _points_table(summary: sw.Summary, context: _Context) -> str:
+def _points_table(summary: dataset.Summary, context: _Context) -> str:
     header = [*summary.axes, "runs", "failed"]
     for metric in summary.metrics:
         header += [f"{metric} n", f"{metric} mean", f"{metric} CI low", f"{metric} CI high"]
@@ -336,9 +337,9 @@ def _provenance(directory: Path, manifest: dict[str, Any]) -> str:
     rows = [[k, manifest.get(k)] for k in keys]
     columns = ("farlink_version", "core_version", "git_revision", "host", "python_version")
     for column in columns:
-        _, found = sw.query(directory, f"SELECT DISTINCT {column} FROM results ORDER BY 1")
+        _, found = dataset.query(directory, f"SELECT DISTINCT {column} FROM results ORDER BY 1")
         rows.append([f"runs: {column}", ", ".join(fmt(v) for (v,) in found)])
-    _, span = sw.query(
+    _, span = dataset.query(
         directory, "SELECT min(finished_at)::VARCHAR, max(finished_at)::VARCHAR FROM results"
     )
     rows.append(["runs finished", f"{span[0][0]} to {span[0][1]}"])
@@ -355,7 +356,7 @@ def _png(fig) -> str:
 def _find_run(directory: Path, wanted: str) -> dict[str, Any]:
     """The row of a run: its run_key or point_id, or a prefix of one (a point: replicate 0)."""
     pattern = wanted.replace("'", "''") + "%"
-    _, rows = sw.query(
+    _, rows = dataset.query(
         directory,
         "SELECT run_key, point_id, replicate, seed, error, "
         + ", ".join(TRACE_METRICS)
@@ -436,7 +437,7 @@ def write_report(
     and tracing on; their cwnd, RTT, RTO and queue occupancy are plotted.
     """
     directory = Path(directory)
-    summary = sw.summarize(directory)  # raises SweepError when DIR is not a sweep
+    summary = dataset.summarize(directory)  # raises SweepError when DIR is not a sweep
     manifest = json.loads((directory / sw.MANIFEST).read_text(encoding="utf-8"))
     failed_rows = [
         [*(f["params"][a] for a in summary.axes), f["replicate"], f["seed"], f["error"]]

@@ -1,8 +1,9 @@
 """``farlink fit``: estimate a path from a capture (and a call-drop log) and write a scenario.
 
-From the busiest TCP connection of a capture (:mod:`farlink.capture`):
+From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
 
-* the loss rates, split by where the loss happened relative to the tap (:mod:`farlink.lossest`):
+* the loss rates, split by where the loss happened relative to the tap
+  (:mod:`farlink.captures.loss`):
   ``loss_rate``, copies lost after the tap (seen sent, never acknowledged) / data segments seen
   there, and ``loss_rate_before_tap``, copies lost before it (resends of data the tap never saw,
   timer firings it never saw) / data segments that reached that part of the path. The fitted
@@ -14,12 +15,12 @@ From the busiest TCP connection of a capture (:mod:`farlink.capture`):
   congestion the fitted scenario's own queue will add again;
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
   sender's own RTT where its timestamps show it (the queue before the tap included), else the
-  tap-to-tap samples (:mod:`farlink.caprtt`);
+  tap-to-tap samples (:mod:`farlink.captures.rtt`);
 * the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
   close when the flow filled the path for ten seconds at least;
 * the one-way delay as half the minimum RTT;
 * the sender's least RTO, where the capture shows timeouts: the shortest wait from the timer's
-  restart to a timeout (:mod:`farlink.caprto`); the scenario's flow gets it as ``min_rto``
+  restart to a timeout (:mod:`farlink.captures.rto`); the scenario's flow gets it as ``min_rto``
   (farlink's default, RFC 6298's 1 s, otherwise).
 
 With ``--drops LOG`` the per-member call-drop rate β is fitted as ``farlink fit-drops`` does
@@ -42,10 +43,28 @@ from typing import Any
 
 import numpy as np
 
-from farlink.capture import Connection, analyze_capture
-from farlink.lossest import LossEstimate, estimate_loss
+from farlink.captures.analysis import Connection, analyze_capture
+from farlink.captures.loss import LossEstimate, estimate_loss
 
-__all__ = ["PathFit", "checked_scenario_toml", "fit_path", "scenario_toml"]
+__all__ = [
+    "LOSS_RATE_MEANINGS",
+    "PathFit",
+    "checked_scenario_toml",
+    "fit_path",
+    "scenario_toml",
+]
+
+LOSS_RATE_MEANINGS = {
+    "loss_rate": "copies lost after the tap (seen sent, never acknowledged: the needed "
+    "retransmissions of data the tap saw) / data segments seen at the tap",
+    "loss_rate_before_tap": "copies lost before the tap (needed retransmissions of data the tap "
+    "never saw, timer firings it never saw) / data segments that reached that part; a lower "
+    "bound",
+    "scenario_loss_p": "both together, the loss of the fitted scenario's one link",
+    "loss_rate_upper_bound": "every retransmission / first transmissions, spurious resends "
+    "(go-back-N after a timeout, a resend crossing its ACK) included",
+}
+"""What each loss figure of a :class:`PathFit` counts, as ``farlink fit`` prints it."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +132,8 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     rate = float(windows.max()) if len(windows) else 8 * conn.delivered_bytes / conn.duration_s
     beta = ci = verdict = None
     if drops is not None:
-        from farlink.dropfit import fit_drop_log
-        from farlink.droplog import read_drop_log
+        from farlink.calldrops.fit import fit_drop_log
+        from farlink.calldrops.log import read_drop_log
 
         fit = fit_drop_log(read_drop_log(drops))
         beta, ci, verdict = fit.beta_per_s, (fit.ci_low_per_s, fit.ci_high_per_s), fit.verdict
@@ -142,7 +161,7 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
 
 def _shortest_timeout_wait(conn: Connection) -> float | None:
     """The sender's least RTO as the capture shows it: the shortest wait from the timer's
-    restart to a timeout (:mod:`farlink.caprto`); None when it timed out never."""
+    restart to a timeout (:mod:`farlink.captures.rto`); None when it timed out never."""
     waits = conn.timeout_waits_s
     return float(waits.min()) if waits is not None and len(waits) else None
 
@@ -209,7 +228,7 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         "[links.fwd.loss]",
         'model = "bernoulli"',
         f"p = {fit.scenario_loss_p:.6g}              # loss before and after the tap "
-        "(farlink.lossest)",
+        "(farlink.captures.loss)",
         "",
         "[[flows]]",
         'name = "fitted"',

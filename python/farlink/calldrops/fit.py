@@ -33,7 +33,7 @@ This module does the same with the textbook statistics made explicit:
   rejects a true exponential slightly more often than ``alpha``.
 
 :func:`synthetic_drop_log` draws Poisson call-drop logs for tests and documentation, and
-:mod:`farlink.droplog` reads real ones.
+:mod:`farlink.calldrops.log` reads real ones.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.stats import chi2
 
-from farlink.droplog import DropLog
+from farlink.calldrops.log import DropLog
 
 __all__ = [
     "BETA_KANSAS_GREENLAND_PER_S",
@@ -238,7 +238,8 @@ def fit_exponential(
         censoring: ``"time"`` or ``"failure"`` (see :func:`rate_confidence_interval`). Default:
             ``"failure"`` when ``exposure_s`` is omitted (the observation is the intervals, each
             ending at a drop), ``"time"`` when it is given (the observation ran to the end of
-            the log). Use :func:`fit_drop_log` to take it from a :class:`~farlink.droplog.DropLog`.
+            the log). Use :func:`fit_drop_log` to take it from a
+            :class:`~farlink.calldrops.log.DropLog`.
 
     Raises:
         ValueError: negative or non-finite intervals, inconsistent ``drops``/``exposure_s``, or
@@ -294,7 +295,7 @@ def fit_exponential(
 def fit_drop_log(
     log: DropLog, confidence: float = 0.95, bins: int = 15, alpha: float = 0.05
 ) -> DropFit:
-    """:func:`fit_exponential` on a :class:`~farlink.droplog.DropLog`, with its censoring."""
+    """:func:`fit_exponential` on a :class:`~farlink.calldrops.log.DropLog`, with its censoring."""
     return fit_exponential(
         log.intervals_s,
         log.exposure_s,

@@ -1,4 +1,5 @@
-"""``farlink scenario``: a scenario as the core resolves it, and a check of a scenario file."""
+"""``farlink scenario``: a scenario as the core resolves it, a check of a scenario file, and
+``farlink presets``."""
 
 from __future__ import annotations
 
@@ -8,14 +9,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from farlink.cli import CliError, JsonFlag, app
-from farlink.report import print_json
+from farlink.cli.options import CliError, JsonFlag
+from farlink.reports.terminal import print_json
 
 scenario_app = typer.Typer(
     no_args_is_help=True,
     help="Scenarios as the core reads them: every default filled, or errors with their place.",
 )
-app.add_typer(scenario_app, name="scenario")
 
 
 def _resolved(scenario: str, sets: list[str] | None) -> dict[str, Any]:
@@ -87,3 +87,11 @@ def check(
         f"{_count(resolved['links'], 'link')}, {_count(resolved['flows'], 'flow')}; "
         f"{_count(resolved['defaults'], 'field')} taking defaults)"
     )
+
+
+def presets() -> None:
+    """List the scenario presets shipped with farlink."""
+    from farlink.scenario import list_presets
+
+    for name, description in list_presets():
+        typer.echo(f"{name:<24} {description}")

@@ -36,7 +36,7 @@ offloads on, is one copy resent as several segments). One of data the tap never 
 a copy lost *before* it (the sender's own queue, a link upstream): one per hole in the data the
 tap saw first, since the tap cannot tell how the sender cut a hole's bytes into segments (two
 adjacent segments lost there count once). To those before the tap are added
-the timer firings whose copies the tap never saw (:mod:`farlink.caprto`, from the backoff): a
+the timer firings whose copies the tap never saw (:mod:`farlink.captures.rto`, from the backoff): a
 segment lost k times before the tap counts k times when its timeouts show it. What stays
 unseen: a fast-recovery resend lost before the tap and followed by another fast resend (no
 timer to show it); so the count before the tap is a lower bound. ``loss_rate`` after the tap
@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from farlink.capture import Connection
+from farlink.captures.analysis import Connection
 
 __all__ = ["LossEstimate", "estimate_loss"]
 

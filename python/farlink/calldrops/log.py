@@ -4,8 +4,8 @@ Seed 000, section 5.3 ("The Development of the Call Drops Probability Density Fu
 call drops per link into a table of ``(modem, drop time)`` rows (Table 5.2, e.g. ``Kansas,
 7/16/2004 13:51``) and fits an exponential distribution to the time between drops of one link;
 chapter 7 stores the same information as the KUMICS connection database in XML (Figure 7.4). Both
-forms are read here into a :class:`DropLog`, which :func:`farlink.dropfit.fit_drop_log` turns into
-a rate with a confidence interval and a goodness-of-fit verdict.
+forms are read here into a :class:`DropLog`, which :func:`farlink.calldrops.fit.fit_drop_log` turns
+into a rate with a confidence interval and a goodness-of-fit verdict.
 
 CSV (drop times only)
     A header row naming a modem column and a time column, then one row per call drop. Accepted
@@ -71,6 +71,7 @@ __all__ = [
     "XML_FORM",
     "DropLog",
     "DropLogError",
+    "drop_times_on_clock",
     "parse_csv_log",
     "parse_time",
     "parse_xml_log",
@@ -139,6 +140,21 @@ class DropLog:
     def n_intervals(self) -> int:
         """Number of complete intervals."""
         return int(self.intervals_s.size)
+
+
+WALL_CLOCK_FROM_S = 1e8
+"""A log time beyond this is POSIX seconds (1973-03-03 on), not seconds from the log's
+own start: no log of relative times spans three years."""
+
+
+def drop_times_on_clock(log: DropLog, start_unix_s: float) -> np.ndarray:
+    """Every drop of ``log``, all modems together and sorted, on the clock of a record that
+    began at POSIX time ``start_unix_s`` (a capture): a log on the wall clock is shifted by that
+    start; a log of relative times is taken as already on the record's clock."""
+    times = np.sort(
+        np.concatenate([np.zeros(0), *(np.asarray(t, float) for t in log.drop_times_s.values())])
+    )
+    return times - start_unix_s if times.size and times[0] > WALL_CLOCK_FROM_S else times
 
 
 # --------------------------------------------------------------------------------------------

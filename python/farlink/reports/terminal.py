@@ -93,7 +93,7 @@ def _params_text(params: Mapping[str, Any]) -> str:
 
 
 def print_sweep_report(sweep: Any, report: Any, as_json: bool) -> None:
-    """What ``farlink sweep`` did (``farlink.sweep.SweepReport``) and the runs that failed."""
+    """What ``farlink sweep`` did (``farlink.sweeps.run.SweepReport``) and the failed runs."""
     payload = {
         "sweep": sweep.name,
         "out": str(report.out),

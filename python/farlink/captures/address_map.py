@@ -27,7 +27,7 @@ def read_address_map(capture: str | Path) -> dict[str, Any] | None:
 
 
 def flow_names(address_map: dict[str, Any]) -> dict[str, str]:
-    """Connection name as :mod:`farlink.capture` writes it (``src:port->dst:port``, data
+    """Connection name as :mod:`farlink.captures.analysis` writes it (``src:port->dst:port``, data
     sender first) → the flow's name."""
     names = {}
     for f in address_map["flows"]:

@@ -1,7 +1,7 @@
 """The result document: one shape for what every engine returns, prints and stores.
 
 ``farlink simulate --json`` prints it, ``summary.json`` (written with ``--out``, by sweeps'
-re-runs and by :meth:`farlink.results.Result.to_parquet`) holds it unchanged, and
+re-runs and by :meth:`farlink.results.result.Result.to_parquet`) holds it unchanged, and
 ``Result.summary`` is it. The aggregate figures of all flows sit at the top level beside the
 run's metadata, with ``flows`` and ``links`` (one object each, as the core reports them) next to
 them; ``engine`` says which engine produced it. The shape is versioned (``schema_version``) and

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from farlink.result_schema import write_document
+from farlink.results.schema import write_document
 
 SCHEMA_VERSION = "1"
 
@@ -48,9 +48,9 @@ class Result:
     names: dict[str, list[Any]] = field(default_factory=dict)
 
     def trace(self, name: str) -> dict[str, np.ndarray]:
-        """One trace table; :class:`~farlink.traces.TraceNotRecorded` (a ``KeyError``) for a
+        """One trace table; :class:`~farlink.results.traces.TraceNotRecorded` (a ``KeyError``) for a
         trace the scenario did not switch on, saying how to switch it on."""
-        from farlink.traces import TraceNotRecorded, how_to_switch_on
+        from farlink.results.traces import TraceNotRecorded, how_to_switch_on
 
         if name not in self.traces:
             known = ", ".join(sorted(self.traces)) or "none recorded"
@@ -62,7 +62,7 @@ class Result:
     def recorded_traces(self) -> list[str]:
         """The traces this run recorded (switched on in its scenario, or always kept by its
         engine: the emulator's ``tcp_info``), sorted."""
-        from farlink.traces import switched_on
+        from farlink.results.traces import switched_on
 
         wanted = switched_on(self.scenario) | ENGINE_TRACES.get(self.engine, set())
         return sorted(wanted & set(self.traces))
