@@ -10,7 +10,8 @@ link starts, which ends when the bundle disappears; "each connection is stored i
 separately". The choices where the figure leaves things open:
 
 * The names with a space in the figure (``modem name``, ``modem index``) are not legal XML
-  names; they are written ``modem_name`` and ``modem_index`` (what :mod:`farlink.calldrops.log` reads).
+  names; they are written ``modem_name`` and ``modem_index`` (what
+  :mod:`farlink.calldrops.log` reads).
 * One document holds the whole log: a root ``connection_database`` wrapping, per connection, one
   ``connection`` element for each member that logged a state in it.
 * A connection ends at the event after which no member is up (having had one up), and at a
