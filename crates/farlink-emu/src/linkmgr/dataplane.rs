@@ -315,3 +315,109 @@ impl DataPlane {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use farlink_core::ppp::ipcp::IpcpConfig;
+    use farlink_core::ppp::lcp::LcpConfig;
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+
+    fn pair(kind: SockType) -> (OwnedFd, OwnedFd) {
+        socketpair(AddressFamily::Unix, kind, None, SockFlag::SOCK_CLOEXEC).unwrap()
+    }
+
+    fn config(members: usize, side: u8) -> BondConfig {
+        let mut lcp = LcpConfig::multilink(0x7e57_0000 | u32::from(side));
+        lcp.endpoint = Some((1, vec![side]));
+        BondConfig::new(
+            vec![1_000_000; members],
+            lcp,
+            IpcpConfig::new([10, 1, 0, side], Some([10, 1, 0, 3 - side])),
+        )
+    }
+
+    /// Two data planes whose TUNs are packet sockets (a TUN hands over one IP packet per
+    /// read, as a SOCK_SEQPACKET socket does) and whose members are socketpairs: what one
+    /// host end writes, the other reads, through the bond's framing, LCP, IPCP and MP.
+    #[test]
+    fn packets_cross_two_data_planes_over_socketpair_members() {
+        let (air_tun, air_host) = pair(SockType::SeqPacket);
+        let (gnd_tun, gnd_host) = pair(SockType::SeqPacket);
+        let mut air = DataPlane::new(air_tun, config(3, 1)).unwrap();
+        let mut gnd = DataPlane::new(gnd_tun, config(3, 2)).unwrap();
+        let members: Vec<(OwnedFd, OwnedFd)> = (0..3).map(|_| pair(SockType::Stream)).collect();
+        let t0 = crate::driver::monotonic_ns();
+        let clock = || SimTime::from_nanos(crate::driver::monotonic_ns() - t0);
+        for (m, (a, g)) in members.iter().enumerate() {
+            air.member_up(m as u32, a.as_raw_fd(), clock());
+            gnd.member_up(m as u32, g.as_raw_fd(), clock());
+        }
+        let step = |dp: &mut DataPlane| {
+            let now = clock();
+            for fd in dp.fds() {
+                dp.on_ready(fd, now);
+            }
+            if dp.next_wakeup().is_some_and(|w| w <= now) {
+                dp.on_timer(now);
+            }
+        };
+        let limit = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !(air.bond().ip_is_up() && gnd.bond().ip_is_up()) {
+            step(&mut air);
+            step(&mut gnd);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            assert!(std::time::Instant::now() < limit, "IPCP never opened");
+        }
+        nix::fcntl::fcntl(
+            gnd_host.as_fd(),
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .unwrap();
+        let packet = |k: u8| {
+            let mut p = vec![k; 600];
+            p[0] = 0x45;
+            p
+        };
+        let mut air_host = File::from(air_host.try_clone().unwrap());
+        for k in 0..20 {
+            air_host.write_all(&packet(k)).unwrap();
+        }
+        // Not IPv4: never sent.
+        air_host.write_all(&[0x60; 80]).unwrap();
+        let mut gnd_host = File::from(gnd_host.try_clone().unwrap());
+        let mut got = Vec::new();
+        let mut buf = [0u8; 2048];
+        while got.len() < 20 {
+            step(&mut air);
+            step(&mut gnd);
+            while let Ok(n) = gnd_host.read(&mut buf) {
+                got.push(buf[..n].to_vec());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            assert!(
+                std::time::Instant::now() < limit,
+                "{} of 20 arrived",
+                got.len()
+            );
+        }
+        assert_eq!(got, (0..20).map(packet).collect::<Vec<_>>());
+        let s = air.stats();
+        assert_eq!(s.not_ipv4_pkts, 1);
+        assert_eq!(s.bundle_tx_bytes, 20 * 600);
+        assert_eq!(gnd.stats().bundle_rx_bytes, 20 * 600);
+        assert!(s.member_tx_bytes.iter().all(|&b| b > 0));
+        // The far end gone (its ports closed): each member's port is reported lost, once.
+        drop(gnd);
+        drop(members);
+        for _ in 0..5 {
+            step(&mut air);
+        }
+        let mut lost = Vec::new();
+        while let Some(l) = air.take_member_lost() {
+            lost.push(l.0);
+        }
+        lost.sort();
+        assert_eq!(lost, vec![0, 1, 2]);
+    }
+}
