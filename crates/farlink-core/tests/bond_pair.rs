@@ -534,3 +534,35 @@ fn the_first_frames_on_the_wire_are_the_ones_scapy_builds() {
         "IPCP's request in one MP fragment, as scapy frames it"
     );
 }
+
+#[test]
+fn a_dead_call_with_no_traffic_is_found_by_lcp_echoes() {
+    let mut p = Pair::new(4, 2400, 0.0);
+    let t = |s: u64| SimTime::ZERO + SimDuration::from_secs(s);
+    while p.now < t(5) {
+        p.step(t(5));
+    }
+    assert!(p.a.ip_is_up() && p.b.ip_is_up());
+    // Member 0's call dies silently; the other three stay idle but alive.
+    p.a_to_b[0].cut();
+    p.b_to_a[0].cut();
+    while p.now < t(120) {
+        p.step(t(120));
+    }
+    let timeouts = |ev: &[(SimTime, BondEvent)]| -> Vec<(usize, SimTime)> {
+        ev.iter()
+            .filter_map(|(at, e)| match e {
+                BondEvent::EchoTimeout(m) => Some((*m, *at)),
+                _ => None,
+            })
+            .collect()
+    };
+    for ev in [&p.events_a, &p.events_b] {
+        let got = timeouts(ev);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, 0);
+        // Three echoes 10 s apart after 10 s of silence, then the verdict: 40 s.
+        let after = got[0].1.saturating_since(t(5));
+        assert!(after > SimDuration::from_secs(30) && after <= SimDuration::from_secs(46));
+    }
+}

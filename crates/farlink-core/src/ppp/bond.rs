@@ -69,13 +69,21 @@ pub struct BondConfig {
     /// How long a member lagging behind the bundle's numbers stays idle before it carries a
     /// null fragment.
     pub null_interval: SimDuration,
+    /// LCP keepalive: a member that delivered nothing for this long is sent an Echo-Request
+    /// (RFC 1661 section 5.8); `None`: never.
+    pub echo_interval: Option<SimDuration>,
+    /// Echo-Requests in a row without anything received before the member is reported dead
+    /// ([`BondEvent::EchoTimeout`]).
+    pub echo_failures: u32,
 }
 
 impl BondConfig {
     /// Defaults for members at `rates_bps`: hand-off 100 ms ahead of the line (the I/O loop
     /// wakes well within it), lead 200 ms, 64-octet least fragment (its 8 octets of framing
     /// cost at most 12.5 %), a queue of 4 s of the bundle's rate (at least four 1500-octet
-    /// packets), 1024 fragments held, a null fragment every 500 ms at most.
+    /// packets), 1024 fragments held, a null fragment after 500 ms idle, an LCP echo after
+    /// 10 s with nothing received and a member reported dead after 3 unanswered (an echo
+    /// waits behind at most one full-size frame each way, 10 s at 2400 bit/s).
     pub fn new(rates_bps: Vec<u64>, lcp: LcpConfig, ipcp: IpcpConfig) -> Self {
         let sum_bps: u64 = rates_bps.iter().sum();
         BondConfig {
@@ -89,6 +97,8 @@ impl BondConfig {
             min_fragment_bytes: 64,
             max_fragments: 1024,
             null_interval: SimDuration::from_millis(500),
+            echo_interval: Some(SimDuration::from_secs(10)),
+            echo_failures: 3,
         }
     }
 
@@ -127,6 +137,9 @@ pub enum BondEvent {
     },
     /// A member's LCP gave up (the peer never answered) or was terminated: hang up.
     MemberFinished(usize),
+    /// A member in the bundle delivered nothing through `echo_failures` LCP echoes: its call
+    /// is presumably lost. The owner decides (hang up, [`Bond::member_down`]).
+    EchoTimeout(usize),
     /// The first member joined: the bundle exists.
     BundleUp,
     /// The last member left.
@@ -197,6 +210,9 @@ struct Member {
     /// carried a fragment.
     last_seq: Option<u64>,
     last_sent: SimTime,
+    /// When the next Echo-Request is due, and how many went unanswered in a row.
+    echo_due: Option<SimTime>,
+    echo_missed: u32,
     stats: MemberStats,
 }
 
@@ -220,6 +236,17 @@ impl Member {
                 .saturating_sub(self.line_time(self.out.len()).as_nanos()),
         )
     }
+}
+
+/// The working lists of one cut: members in the order they are free, their shares, the
+/// fragments (member, octets), and each fragment's member, number, header and place.
+#[derive(Debug, Default)]
+struct Plan {
+    order: Vec<usize>,
+    shares: Vec<usize>,
+    pieces: Vec<(usize, usize)>,
+    sizes: Vec<usize>,
+    frags: Vec<(usize, u64, MpHeader, usize, usize)>,
 }
 
 /// The bundle while at least one member is in it.
@@ -257,6 +284,7 @@ pub struct Bond {
     frame: Vec<u8>,
     rx_flat: Vec<u8>,
     rx_spans: Vec<(usize, usize)>,
+    plan: Plan,
 }
 
 /// Member `m`'s magic number: distinct per member, never zero.
@@ -309,6 +337,8 @@ impl Bond {
                     busy_until: SimTime::ZERO,
                     last_seq: None,
                     last_sent: SimTime::ZERO,
+                    echo_due: None,
+                    echo_missed: 0,
                     stats: MemberStats::default(),
                 }
             })
@@ -330,6 +360,7 @@ impl Bond {
             frame: Vec::new(),
             rx_flat: Vec::new(),
             rx_spans: Vec::new(),
+            plan: Plan::default(),
             cfg,
         }
     }
@@ -409,6 +440,7 @@ impl Bond {
         m.out.clear();
         m.busy_until = now;
         m.last_seq = None;
+        m.echo_due = None;
         m.lcp.open(now);
         self.pump_lcp(member, now);
     }
@@ -532,6 +564,9 @@ impl Bond {
             if let Some(w) = m.lcp.next_wakeup() {
                 at(w);
             }
+            if let Some(w) = m.echo_due {
+                at(w);
+            }
             if m.lower_up && !m.out.is_empty() {
                 let h = m.handed_until().as_nanos();
                 at(SimTime::from_nanos(h.saturating_sub(half.as_nanos())));
@@ -563,6 +598,7 @@ impl Bond {
         for m in 0..self.members.len() {
             self.members[m].lcp.on_timer(now);
             self.pump_lcp(m, now);
+            self.keepalive(m, now);
         }
         self.ipcp.on_timer(now);
         self.pump_ipcp(now);
@@ -572,7 +608,33 @@ impl Bond {
 
     // ---- receiving ----
 
+    /// LCP echoes on a member that has been silent (RFC 1661 section 5.8).
+    fn keepalive(&mut self, member: usize, now: SimTime) {
+        let (Some(interval), m) = (self.cfg.echo_interval, &mut self.members[member]) else {
+            return;
+        };
+        if m.echo_due.is_none_or(|t| now < t) {
+            return;
+        }
+        if m.echo_missed >= self.cfg.echo_failures {
+            m.echo_due = None;
+            self.events.push_back(BondEvent::EchoTimeout(member));
+            return;
+        }
+        m.echo_missed += 1;
+        m.echo_due = Some(now + interval);
+        m.lcp.send_echo();
+        self.pump_lcp(member, now);
+    }
+
     fn on_frame(&mut self, member: usize, now: SimTime, content: &[u8]) {
+        // Anything received is proof of life: no echo needed while traffic flows.
+        if let (Some(interval), m) = (self.cfg.echo_interval, &mut self.members[member]) {
+            if m.echo_due.is_some() {
+                m.echo_missed = 0;
+                m.echo_due = Some(now + interval);
+            }
+        }
         let Ok(f) = hdlc::parse_content(content) else {
             self.members[member].stats.bad_frames += 1;
             return;
@@ -661,6 +723,8 @@ impl Bond {
                         mru: usize::from(self.cfg.lcp.mru).max(hdlc::DEFAULT_MRU),
                     });
                     m.negotiated = Some(n.clone());
+                    m.echo_due = self.cfg.echo_interval.map(|i| now + i);
+                    m.echo_missed = 0;
                     self.events.push_back(BondEvent::MemberOpened {
                         member,
                         negotiated: n,
@@ -671,6 +735,7 @@ impl Bond {
                     self.leave(member, now);
                     let m = &mut self.members[member];
                     m.negotiated = None;
+                    m.echo_due = None;
                     m.tx = TxOptions::default();
                 }
                 LcpOutput::Finished => self.events.push_back(BondEvent::MemberFinished(member)),
@@ -838,6 +903,57 @@ impl Bond {
         m.last_sent = now;
     }
 
+    /// Cuts queued packets onto the members while the member free first is within `lead`.
+    fn cut_packets(&mut self, now: SimTime, plan: &mut Plan) {
+        let Some(b) = &self.bundle else { return };
+        let fmt = b.tx_format;
+        let max_payload = b.peer_mrru.min(usize::from(self.cfg.lcp.mru)).max(64);
+        let per_frame = max_payload - fmt.header_len();
+        while let Some(len) = self.queue.front().map(Vec::len) {
+            plan.order.clear();
+            plan.order
+                .extend((0..self.members.len()).filter(|&m| self.members[m].joined));
+            if plan.order.is_empty() {
+                return;
+            }
+            plan.order
+                .sort_by_key(|&m| (self.members[m].busy_until.max(now), m));
+            if self.members[plan.order[0]].backlog(now) > self.cfg.lead {
+                return;
+            }
+            self.water_fill(now, len, fmt, &mut plan.order, &mut plan.shares);
+            let pkt = self.queue.pop_front().unwrap_or_default();
+            self.queued_bytes -= pkt.len();
+            // A member's share larger than a frame may carry goes as several fragments.
+            plan.pieces.clear();
+            for (&m, &share) in plan.order.iter().zip(&plan.shares) {
+                let mut left = share;
+                while left > 0 {
+                    let n = left.min(per_frame);
+                    plan.pieces.push((m, n));
+                    left -= n;
+                }
+            }
+            if plan.pieces.is_empty() {
+                plan.pieces.push((plan.order[0], 0));
+            }
+            plan.sizes.clear();
+            plan.sizes.extend(plan.pieces.iter().map(|p| p.1));
+            plan.frags.clear();
+            let (mut at, mut seq) = (0, self.fragmenter.next_seq());
+            let (pieces, frags) = (&plan.pieces, &mut plan.frags);
+            self.fragmenter.split_sizes(&pkt, &plan.sizes, |i, h, d| {
+                frags.push((pieces[i].0, seq, h, at, d.len()));
+                at += d.len();
+                seq += 1;
+            });
+            for &(m, seq, h, from, len) in plan.frags.iter() {
+                self.send_fragment(m, now, seq, h, &pkt[from..from + len]);
+            }
+            self.spare.push(pkt);
+        }
+    }
+
     fn wants_null(&self, m: &Member) -> bool {
         m.joined
             && m.out.is_empty()
@@ -849,52 +965,13 @@ impl Bond {
     /// Cuts queued packets onto the members while the member free first is within `lead`,
     /// then sends null fragments on idle members that lag.
     fn schedule(&mut self, now: SimTime) {
-        let Some(b) = &self.bundle else { return };
-        let fmt = b.tx_format;
-        let max_payload = b.peer_mrru.min(usize::from(self.cfg.lcp.mru)).max(64);
-        let mut order: Vec<usize> = Vec::with_capacity(self.members.len());
-        let mut shares: Vec<usize> = Vec::with_capacity(self.members.len());
-        while let Some(len) = self.queue.front().map(Vec::len) {
-            order.clear();
-            order.extend((0..self.members.len()).filter(|&m| self.members[m].joined));
-            if order.is_empty() {
-                return;
-            }
-            order.sort_by_key(|&m| (self.members[m].busy_until.max(now), m));
-            if self.members[order[0]].backlog(now) > self.cfg.lead {
-                break;
-            }
-            self.water_fill(now, len, fmt, &mut order, &mut shares);
-            let pkt = self.queue.pop_front().unwrap_or_default();
-            self.queued_bytes -= pkt.len();
-            // A member's share larger than a frame may carry goes as several fragments.
-            let mut pieces: Vec<(usize, usize)> = Vec::with_capacity(order.len() + 1);
-            for (&m, &s) in order.iter().zip(&shares) {
-                let per_frame = max_payload - fmt.header_len();
-                let mut left = s;
-                while left > 0 {
-                    let n = left.min(per_frame);
-                    pieces.push((m, n));
-                    left -= n;
-                }
-            }
-            if pieces.is_empty() {
-                pieces.push((order[0], 0));
-            }
-            let sizes: Vec<usize> = pieces.iter().map(|p| p.1).collect();
-            let mut frags: Vec<(usize, u64, MpHeader, usize, usize)> =
-                Vec::with_capacity(sizes.len());
-            let (mut at, mut seq) = (0, self.fragmenter.next_seq());
-            self.fragmenter.split_sizes(&pkt, &sizes, |i, h, d| {
-                frags.push((pieces[i].0, seq, h, at, d.len()));
-                at += d.len();
-                seq += 1;
-            });
-            for (m, seq, h, from, len) in frags {
-                self.send_fragment(m, now, seq, h, &pkt[from..from + len]);
-            }
-            self.spare.push(pkt);
+        if self.bundle.is_none() {
+            return;
         }
+        // The cut's working lists live in the bond, so a packet allocates nothing.
+        let mut plan = std::mem::take(&mut self.plan);
+        self.cut_packets(now, &mut plan);
+        self.plan = plan;
         // Null fragments: members idle while later numbers went out elsewhere.
         for m in 0..self.members.len() {
             let due = {

@@ -221,8 +221,8 @@ impl DataPlane {
         self.events.pop_front()
     }
 
-    /// A member the data plane found dead (its port closed or failed, its LCP gave up), and
-    /// how: the daemon treats it as a call drop.
+    /// A member the data plane found dead (its port closed or failed, its LCP gave up, its
+    /// LCP echoes unanswered), and how: the daemon treats it as a call drop.
     pub fn take_member_lost(&mut self) -> Option<(u32, String)> {
         self.lost.pop_front()
     }
@@ -307,9 +307,14 @@ impl DataPlane {
             }
         }
         while let Some(e) = self.bond.poll_event() {
-            if let BondEvent::MemberFinished(m) = e {
-                self.lost
-                    .push_back((m as u32, "lcp gave up (the peer did not answer)".into()));
+            match e {
+                BondEvent::MemberFinished(m) => self
+                    .lost
+                    .push_back((m as u32, "lcp gave up (the peer did not answer)".into())),
+                BondEvent::EchoTimeout(m) => {
+                    self.lost.push_back((m as u32, "lcp echo timeout".into()))
+                }
+                _ => {}
             }
             self.events.push_back(e);
         }

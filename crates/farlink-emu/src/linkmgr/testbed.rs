@@ -238,7 +238,10 @@ fn drive(
                 _ => {}
             }
         }
-        while dp.take_member_lost().is_some() {}
+        // As the daemon does: a member found dead is a call drop.
+        while let Some((m, _how)) = dp.take_member_lost() {
+            dp.member_down(m, clock());
+        }
         let t = monotonic_ns();
         if t >= published + 100_000_000 {
             published = t;
