@@ -499,6 +499,11 @@ fn both_ends_negotiate_multilink_and_ipcp() {
     assert_eq!(opened.peer_mrru, Some(1500));
     assert_eq!(opened.peer_endpoint, Some((1, vec![1])));
     assert!(p.events_a.iter().any(|e| e.1 == BondEvent::BundleUp));
+    // Longer than the peer's MRRU: the peer could not reassemble it.
+    let now = p.now;
+    assert!(!p.a.send_ip(now, &packet(0, 1501)));
+    assert!(p.a.send_ip(now, &packet(1, 1500)));
+    assert_eq!(p.a.stats().too_long_drops, 1);
 }
 
 fn vector(key: &str) -> Vec<u8> {

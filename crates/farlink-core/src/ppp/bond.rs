@@ -184,6 +184,8 @@ pub struct BondStats {
     /// IP packets dropped: the bundle queue was full, or IPCP was not open.
     pub queue_drops: u64,
     pub not_open_drops: u64,
+    /// IP packets longer than the peer's MRRU (dropped).
+    pub too_long_drops: u64,
     /// Packets dropped from the queue when the last member left.
     pub flushed_pkts: u64,
     /// Frames or packets of a protocol nobody here speaks.
@@ -503,6 +505,15 @@ impl Bond {
             return false;
         }
         let pfc = self.bundle.as_ref().is_some_and(|b| b.tx_pfc);
+        // The peer reassembles at most its MRRU octets of information (RFC 1990 5.1.1).
+        if self
+            .bundle
+            .as_ref()
+            .is_some_and(|b| packet.len() > b.peer_mrru)
+        {
+            self.stats.too_long_drops += 1;
+            return false;
+        }
         let len = packet.len() + if pfc { 1 } else { 2 };
         if self.queued_bytes + len > self.cfg.queue_limit_bytes {
             self.stats.queue_drops += 1;
@@ -861,7 +872,13 @@ impl Bond {
                     self.ip_up = false;
                     self.events.push_back(BondEvent::IpDown);
                 }
-                IpcpOutput::Finished => {}
+                // The peer never answered: an unattended link keeps asking, every
+                // Max-Configure × Restart (30 s by default), while the bundle lasts.
+                IpcpOutput::Finished => {
+                    if self.bundle.is_some() {
+                        self.ipcp.open(now);
+                    }
+                }
             }
         }
         self.schedule(now);
@@ -907,8 +924,6 @@ impl Bond {
     fn cut_packets(&mut self, now: SimTime, plan: &mut Plan) {
         let Some(b) = &self.bundle else { return };
         let fmt = b.tx_format;
-        let max_payload = b.peer_mrru.min(usize::from(self.cfg.lcp.mru)).max(64);
-        let per_frame = max_payload - fmt.header_len();
         while let Some(len) = self.queue.front().map(Vec::len) {
             plan.order.clear();
             plan.order
@@ -927,6 +942,13 @@ impl Bond {
             // A member's share larger than a frame may carry goes as several fragments.
             plan.pieces.clear();
             for (&m, &share) in plan.order.iter().zip(&plan.shares) {
+                // A fragment's information field (MP header and data) fits the member's
+                // peer MRU.
+                let peer_mru = self.members[m]
+                    .negotiated
+                    .as_ref()
+                    .map_or(hdlc::DEFAULT_MRU, |n| usize::from(n.peer_mru));
+                let per_frame = peer_mru.max(64) - fmt.header_len();
                 let mut left = share;
                 while left > 0 {
                     let n = left.min(per_frame);
