@@ -81,6 +81,27 @@ fn set_nonblocking(fd: BorrowedFd<'_>) -> Result<(), EmuError> {
     Ok(())
 }
 
+/// The bundle configuration of one end: members at `rates_bps` (bits/s of octets), IPv4
+/// `local` and the `peer` address offered to a peer that asks for one, LCP's Magic-Number
+/// base `magic` (nonzero, drawn by the caller: two ends must differ) and the Endpoint
+/// Discriminator (class 1, locally assigned, `endpoint` as its address: the same for every
+/// member of this end), the rest at [`BondConfig::new`]'s defaults.
+pub fn bundle_config(
+    rates_bps: Vec<u64>,
+    local: std::net::Ipv4Addr,
+    peer: std::net::Ipv4Addr,
+    magic: u32,
+    endpoint: &[u8],
+) -> BondConfig {
+    let mut lcp = farlink_core::ppp::lcp::LcpConfig::multilink(magic);
+    lcp.endpoint = Some((1, endpoint.to_vec()));
+    BondConfig::new(
+        rates_bps,
+        lcp,
+        farlink_core::ppp::ipcp::IpcpConfig::new(local.octets(), Some(peer.octets())),
+    )
+}
+
 impl DataPlane {
     /// A data plane on the TUN device `tun` (opened by the caller, in whatever namespace the
     /// device is to live) for a bundle of `cfg.rates_bps.len()` members.

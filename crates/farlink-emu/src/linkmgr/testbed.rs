@@ -20,14 +20,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use farlink_core::ppp::bond::{BondConfig, BondEvent};
-use farlink_core::ppp::ipcp::IpcpConfig;
-use farlink_core::ppp::lcp::LcpConfig;
 use farlink_core::rng::splitmix64;
 use farlink_core::time::SimTime;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
-use super::dataplane::{DataPlane, DataPlaneStats};
+use super::dataplane::{bundle_config, DataPlane, DataPlaneStats};
 use crate::driver::monotonic_ns;
 use crate::netns::{self, Netns, RunLock};
 use crate::signals::Signals;
@@ -252,12 +250,12 @@ fn drive(
 }
 
 fn bond_config(opts: &TestbedOptions, local: Ipv4Addr, peer: Ipv4Addr, tag: u8) -> BondConfig {
-    let mut lcp = LcpConfig::multilink(0x4c4d_0000 | u32::from(tag));
-    lcp.endpoint = Some((1, vec![tag]));
-    let mut cfg = BondConfig::new(
+    let mut cfg = bundle_config(
         vec![opts.rate_bps; opts.members],
-        lcp,
-        IpcpConfig::new(local.octets(), Some(peer.octets())),
+        local,
+        peer,
+        0x4c4d_0000 | u32::from(tag),
+        &[tag],
     );
     cfg.max_delay = farlink_core::time::SimDuration::from_millis(100);
     cfg
