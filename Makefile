@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures bench-emu clean
+	validate-captures bench-emu bench-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -70,6 +70,13 @@ bench: setup
 # The emulator's clock: departure-time error at 10 and 100 Mbit/s (root: namespaces, TUN).
 bench-emu: setup
 	$(PY) bench/bench_emu.py
+
+# The link manager's data plane: kernel TCP across 8 bonded members paced at 2400 bit/s between
+# two namespaces, without and with a call drop mid-fragment (root: namespaces, TUN; minutes).
+# Its figures are in docs/linkmgr.md.
+bench-linkmgr:
+	cargo test --release -p farlink-emu --test linkmgr_dataplane -- --ignored --nocapture \
+		bench_eight_iridium_members
 
 # The engine beside ns-3 on seed 003's wireless path; reads bench/ns3/results (make ns3-reference)
 # and writes docs/validation.md.

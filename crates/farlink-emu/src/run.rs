@@ -26,7 +26,7 @@ use crate::{EmuError, EmuOptions};
 const BASE_PORT: u16 = 5001;
 
 /// Whether this process may make namespaces and TUN devices.
-fn check_host() -> Result<(), EmuError> {
+pub(crate) fn check_host() -> Result<(), EmuError> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(|e| EmuError::sys("/proc/self/status", e))?;
     let cap_eff = status
