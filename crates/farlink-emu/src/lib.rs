@@ -14,7 +14,8 @@
 //! * `driver`: the real-time loop (epoll, timerfd, a short spin before each deadline);
 //! * `kernel`: the congestion controllers the kernel has, and which TCP settings it takes;
 //! * `bulk`: the built-in workload, one kernel TCP bulk transfer per flow, TCP_INFO sampled;
-//! * `report`: the result in `simulate`'s shape plus the emulator's own figures.
+//! * `report`: the result in `simulate`'s shape plus the emulator's own figures;
+//! * [`linkmgr`]: the link manager (a daemon running real or simulated modems, its log).
 
 mod error;
 pub use error::EmuError;
@@ -25,6 +26,8 @@ mod bulk;
 mod driver;
 #[cfg(target_os = "linux")]
 mod kernel;
+#[cfg(target_os = "linux")]
+pub mod linkmgr;
 #[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]

@@ -332,6 +332,19 @@ impl Dce {
         self.result("OK", 0);
     }
 
+    /// A call comes in from the network. Idle in command mode, the modem rings and answers at
+    /// once (auto-answer, `S0=1`, as a ground station's modems are set), `RING` then
+    /// `CONNECT`; returns whether it answered (`false`: busy with a call or a dial).
+    pub fn on_incoming_call(&mut self, now: SimTime) -> bool {
+        if self.mode != Mode::Command {
+            return false;
+        }
+        self.result("RING", 2);
+        self.mode = Mode::Dialling;
+        self.on_dial_outcome(now, DialOutcome::Connected);
+        true
+    }
+
     /// The environment's answer to a [`DceOutput::Dial`].
     pub fn on_dial_outcome(&mut self, now: SimTime, outcome: DialOutcome) {
         if self.mode != Mode::Dialling {
