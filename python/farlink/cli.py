@@ -19,6 +19,7 @@ import typer
 from farlink import units
 from farlink.compare_cli import compare_command
 from farlink.emulate_cli import emulate_command
+from farlink.linkmgr.cli import linkmgr_app
 from farlink.predict import (
     CALLDROP_BUNDLE_ONLY,
     CALLDROP_DEFAULTS,
@@ -43,6 +44,7 @@ predict_app = typer.Typer(
 app.add_typer(predict_app, name="predict")
 app.command("emulate")(emulate_command)
 app.command("compare")(compare_command)
+app.add_typer(linkmgr_app, name="linkmgr")
 
 T = TypeVar("T")
 EXIT_BAD_INPUT = 2

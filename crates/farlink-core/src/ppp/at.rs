@@ -616,4 +616,31 @@ mod tests {
         assert_eq!(drain(&mut d), [AtOutput::Event(AtEvent::CarrierLost)]);
         assert!(!d.is_online());
     }
+
+    #[test]
+    fn an_answered_call_rings_then_connects_even_during_a_signal_query() {
+        let mut d = AtDialogue::new(ModemProfile::iridium());
+        d.on_bytes(t(0), b"\r\nRING\r\n\r\nCONNECT 9600\r\n");
+        assert_eq!(
+            drain(&mut d),
+            [
+                AtOutput::Event(AtEvent::Ring),
+                AtOutput::Event(AtEvent::Connected {
+                    rate_bps: Some(9600)
+                })
+            ]
+        );
+        assert!(d.is_online());
+        let mut d = AtDialogue::new(ModemProfile::iridium());
+        d.query_signal(t(0));
+        drain(&mut d);
+        assert_eq!(d.next_wakeup(), Some(t(15_000)), "the signal timeout");
+        d.on_bytes(t(1), b"\r\nRING\r\n");
+        assert_eq!(drain(&mut d), [AtOutput::Event(AtEvent::Ring)]);
+        d.on_bytes(t(2), b"\r\nCONNECT\r\n");
+        assert_eq!(
+            drain(&mut d),
+            [AtOutput::Event(AtEvent::Connected { rate_bps: None })]
+        );
+    }
 }

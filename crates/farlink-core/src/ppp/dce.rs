@@ -544,4 +544,20 @@ mod tests {
         let outs: Vec<_> = std::iter::from_fn(|| d2.poll()).collect();
         assert_eq!(outs.last(), Some(&DceOutput::ToHost(b"4\r".to_vec())));
     }
+
+    #[test]
+    fn an_incoming_call_rings_and_is_answered_unless_busy() {
+        let mut dce = Dce::new(DceConfig::iridium());
+        assert!(dce.on_incoming_call(t(0)));
+        let outs: Vec<_> = std::iter::from_fn(|| dce.poll()).collect();
+        assert_eq!(
+            outs,
+            [
+                DceOutput::ToHost(b"\r\nRING\r\n".to_vec()),
+                DceOutput::ToHost(b"\r\nCONNECT 9600\r\n".to_vec())
+            ]
+        );
+        assert!(dce.call_up());
+        assert!(!dce.on_incoming_call(t(1)), "busy with the call");
+    }
 }

@@ -357,11 +357,13 @@ impl Daemon {
         Ok(())
     }
 
-    /// Makes the wanted dial if the modem is free for it.
+    /// Makes the wanted dial if the modem is free for it. The ground end's "dial" is waiting
+    /// for its modem to answer a call (auto-answer): nothing to send, and signal queries go on.
     fn start_dial(&mut self, now: SimTime, m: usize) {
         let role = self.cfg.role;
         let member = &mut self.members[m];
-        if member.phase != Phase::Ready || !member.at.is_idle() {
+        let free = member.at.is_idle() || (role == Role::Ground && !member.at.is_online());
+        if member.phase != Phase::Ready || !free {
             return;
         }
         let Some(a) = member.want_dial.take() else {
@@ -371,7 +373,6 @@ impl Daemon {
         if role == Role::Air {
             member.at.dial(now);
         }
-        // The ground end waits for its modem to answer a call (auto-answer): nothing to send.
     }
 
     /// Member `m` may no longer be dialling (held, torn down with its primary): abort a dial
@@ -401,7 +402,8 @@ impl Daemon {
                 };
                 self.members[m].last_write = now;
                 self.members[m].signal_sent = None;
-                match self.members[m].dialling.take() {
+                let member = &mut self.members[m];
+                match member.dialling.take().or_else(|| member.want_dial.take()) {
                     Some(a) => self.dial_result(now, m, a, true, &code)?,
                     None => {
                         // A call the supervisor did not ask for (answered while waiting out
@@ -580,17 +582,23 @@ impl Daemon {
         Ok(())
     }
 
-    fn maybe_query_signal(&mut self, now: SimTime, m: usize) -> Result<(), String> {
-        let interval = self.cfg.profile.signal_interval;
-        let member = &mut self.members[m];
-        let due = interval > SimDuration::ZERO
+    /// When member `m`'s next signal query is due, if one may be made: in command mode with
+    /// nothing else outstanding (the ground end: also while waiting for a call).
+    fn signal_due(&self, m: usize) -> Option<SimTime> {
+        let member = &self.members[m];
+        let waiting_call = self.cfg.role == Role::Ground || member.dialling.is_none();
+        let may = self.cfg.profile.signal_interval > SimDuration::ZERO
             && member.phase == Phase::Ready
             && member.at.is_idle()
             && member.want_dial.is_none()
-            && member.dialling.is_none()
-            && member.signal_sent.is_none()
-            && now >= member.next_signal;
-        if due {
+            && waiting_call
+            && member.signal_sent.is_none();
+        may.then_some(member.next_signal)
+    }
+
+    fn maybe_query_signal(&mut self, now: SimTime, m: usize) -> Result<(), String> {
+        if self.signal_due(m).is_some_and(|t| t <= now) {
+            let member = &mut self.members[m];
             member.at.query_signal(now);
             member.signal_sent = Some(now);
             self.drain_dialogue(now, m)?;
@@ -635,11 +643,9 @@ impl Daemon {
                 t = t.min(w);
             }
         };
-        for m in &self.members {
+        for (i, m) in self.members.iter().enumerate() {
             consider(m.at.next_wakeup());
-            if m.phase == Phase::Ready && m.signal_sent.is_none() && m.at.is_idle() {
-                consider(Some(m.next_signal));
-            }
+            consider(self.signal_due(i));
         }
         consider(self.sup.next_wakeup());
         consider(self.plane.as_ref().and_then(|p| p.next_wakeup()));

@@ -360,7 +360,8 @@ impl ModemSim {
             }
             SimEvent::ToHost { pair: k, side, data } => {
                 let m = self.pairs[k].modem(side);
-                if m.dte_open {
+                // A reply overtaken by a call (answered meanwhile) is not sent into it.
+                if m.dte_open && !m.dce.call_up() {
                     m.out.extend_from_slice(&data);
                 }
             }

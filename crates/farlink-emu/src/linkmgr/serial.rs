@@ -57,7 +57,8 @@ impl SerialPort {
         let rate = baud_constant(baud).ok_or_else(|| format!("{baud} is not a standard rate"))?;
         cfsetspeed(&mut t, rate).map_err(|e| format!("{}: baud {baud}: {}", path.display(), e))?;
         // CLOCAL: reads and writes do not wait on the carrier; the daemon watches DCD itself.
-        t.control_flags |= ControlFlags::CLOCAL | ControlFlags::CREAD;
+        // HUPCL: closing the port (a stop, a kill) drops DTR, and the modem hangs up.
+        t.control_flags |= ControlFlags::CLOCAL | ControlFlags::CREAD | ControlFlags::HUPCL;
         t.control_flags.set(ControlFlags::CRTSCTS, flow_control);
         tcsetattr(&fd, SetArg::TCSANOW, &t)
             .map_err(|e| format!("{}: cannot set raw mode: {}", path.display(), e.desc()))?;
