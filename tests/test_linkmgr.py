@@ -18,8 +18,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-from contextlib import closing
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -271,8 +271,10 @@ def test_a_ground_daemon_answers_the_calls_and_sees_them_drop(rig):
     _wait(lambda: _all_connected(r) and _all_connected(ground), "both ends to connect")
     r.control(3, "drop")
     _wait(
-        lambda: ground.states(3)[-3:] == ["dropped", "connecting", "connected"]
-        and r.states(3)[-1:] == ["connected"],
+        lambda: (
+            ground.states(3)[-3:] == ["dropped", "connecting", "connected"]
+            and r.states(3)[-1:] == ["connected"]
+        ),
         "both ends to see the drop and the call come back",
     )
     assert [(d["modem"], d["detail"]) for d in ground.events("drop")] == [(3, "no carrier")]
@@ -307,9 +309,7 @@ def test_a_killed_daemon_resumes_from_its_snapshot_with_the_log_intact(rig):
     resumed_at = r.events("daemon")[-1]["id"]
     _wait(
         lambda: all(
-            [e["state"] for e in r.events("state") if e["modem"] == k and e["id"] > resumed_at][
-                -1:
-            ]
+            [e["state"] for e in r.events("state") if e["modem"] == k and e["id"] > resumed_at][-1:]
             == ["connected"]
             for k in range(4)
         ),
@@ -325,8 +325,11 @@ def test_a_killed_daemon_resumes_from_its_snapshot_with_the_log_intact(rig):
 def test_the_presets_call_drops_compressed_are_noticed_and_redialled(tmp_path):
     """iridium-greenland-8's β at --time-scale 600: a call lasts 5 s on average, a dial 24 ms."""
     sim = subprocess.Popen(
-        [*FARLINK, "linkmgr", "modem-sim", "--modems", "4", "--dir", str(tmp_path / "modems")]
-        + ["--time-scale", "600", "--seed", "3", "--signal-reply", "0.2"],
+        [
+            *FARLINK,
+            *("linkmgr", "modem-sim", "--modems", "4", "--dir", str(tmp_path / "modems")),
+            *("--time-scale", "600", "--seed", "3", "--signal-reply", "0.2"),
+        ],
         stdout=subprocess.DEVNULL,
     )
     config = _config(tmp_path, 4)

@@ -386,7 +386,10 @@ impl AtDialogue {
             }
             // A call answered by the modem (auto-answer): data mode. A signal query it
             // interrupted has no answer coming.
-            (State::Idle | State::Signal { .. }, Some(Reply::Code(ResultCode::Connect(rate_bps)))) => {
+            (
+                State::Idle | State::Signal { .. },
+                Some(Reply::Code(ResultCode::Connect(rate_bps))),
+            ) => {
                 self.state = State::Online;
                 self.event(AtEvent::Connected { rate_bps });
             }

@@ -163,7 +163,12 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<LinkMgrConfig, Confi
         None | Some("air") => Role::Air,
         Some("ground") => Role::Ground,
         Some(other) => {
-            return Err(r.at_value(root, "", "role", format!("expected \"air\" or \"ground\", got {other:?}")));
+            return Err(r.at_value(
+                root,
+                "",
+                "role",
+                format!("expected \"air\" or \"ground\", got {other:?}"),
+            ));
         }
     };
     let primary = r.opt_bool(root, "", "primary")?.unwrap_or(false);
@@ -172,12 +177,15 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<LinkMgrConfig, Confi
             root,
             "",
             "primary",
-            "the ground end answers calls; only the air end (which dials) has a primary modem".into(),
+            "the ground end answers calls; only the air end (which dials) has a primary modem"
+                .into(),
         ));
     }
     let log = match r.opt_str(root, "", "log")? {
         Some(l) if !l.is_empty() => base.join(l),
-        Some(_) => return Err(r.at_value(root, "", "log", "expected a file path, got \"\"".into())),
+        Some(_) => {
+            return Err(r.at_value(root, "", "log", "expected a file path, got \"\"".into()))
+        }
         None => return Err(r.missing(root, "", "log", "the event log's path (an SQLite file)")),
     };
     let members = r.members(root, base)?;
@@ -211,7 +219,10 @@ fn join(prefix: &str, key: &str) -> String {
 
 impl Reader<'_> {
     fn line(&self, offset: usize) -> usize {
-        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
+        self.text[..offset.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
     }
 
     fn err(&self, offset: Option<usize>, path: String, message: String) -> ConfigError {
@@ -231,7 +242,11 @@ impl Reader<'_> {
                 .or_else(|| k.span())
                 .map(|s| s.start)
         });
-        self.err(offset.or(t.span().map(|s| s.start)), join(prefix, key), message)
+        self.err(
+            offset.or(t.span().map(|s| s.start)),
+            join(prefix, key),
+            message,
+        )
     }
 
     fn missing(&self, t: &Table, prefix: &str, key: &str, what: &str) -> ConfigError {
@@ -338,18 +353,18 @@ impl Reader<'_> {
                 key,
                 format!(
                     "expected a duration {} and at most 10^7 s, got {secs} s",
-                    if allow_zero { "of 0 or more" } else { "above 0" }
+                    if allow_zero {
+                        "of 0 or more"
+                    } else {
+                        "above 0"
+                    }
                 ),
             ));
         }
         Ok(Some(SimDuration::from_secs_f64(secs)))
     }
 
-    fn table<'t>(
-        &self,
-        root: &'t Table,
-        key: &str,
-    ) -> Result<Option<&'t Table>, ConfigError> {
+    fn table<'t>(&self, root: &'t Table, key: &str) -> Result<Option<&'t Table>, ConfigError> {
         match root.get(key) {
             None => Ok(None),
             Some(Item::Table(t)) => Ok(Some(t)),
@@ -378,7 +393,14 @@ impl Reader<'_> {
             self.known(t, &prefix, &["name", "device"])?;
             let device = match self.opt_str(t, &prefix, "device")? {
                 Some(d) if !d.is_empty() => base.join(d),
-                _ => return Err(self.missing(t, &prefix, "device", "the modem's serial device path")),
+                _ => {
+                    return Err(self.missing(
+                        t,
+                        &prefix,
+                        "device",
+                        "the modem's serial device path",
+                    ))
+                }
             };
             let name = self
                 .opt_str(t, &prefix, "name")?
@@ -490,7 +512,10 @@ impl Reader<'_> {
             p.init = init;
         }
         if let Some(n) = self.opt_str(t, pre, "number")? {
-            if n.is_empty() || n.len() > 40 || !n.chars().all(|c| c.is_ascii_digit() || "+*#".contains(c)) {
+            if n.is_empty()
+                || n.len() > 40
+                || !n.chars().all(|c| c.is_ascii_digit() || "+*#".contains(c))
+            {
                 return Err(self.at_value(
                     t,
                     pre,
@@ -563,18 +588,42 @@ impl Reader<'_> {
         };
         let pre = "tun";
         self.known(t, pre, &["name", "address", "peer"])?;
-        let name = self.opt_str(t, pre, "name")?.unwrap_or_else(|| "farlink0".into());
+        let name = self
+            .opt_str(t, pre, "name")?
+            .unwrap_or_else(|| "farlink0".into());
         if name.is_empty() || name.len() > 15 {
-            return Err(self.at_value(t, pre, "name", "expected an interface name of 1 to 15 characters".into()));
+            return Err(self.at_value(
+                t,
+                pre,
+                "name",
+                "expected an interface name of 1 to 15 characters".into(),
+            ));
         }
         let address = match self.opt_str(t, pre, "address")? {
             Some(a) if valid_cidr(&a) => a,
-            Some(_) => return Err(self.at_value(t, pre, "address", "expected an IPv4 address with its prefix length, such as \"10.77.0.1/30\"".into())),
-            None => return Err(self.missing(t, pre, "address", "the local address with its prefix length")),
+            Some(_) => {
+                return Err(self.at_value(
+                    t,
+                    pre,
+                    "address",
+                    "expected an IPv4 address with its prefix length, such as \"10.77.0.1/30\""
+                        .into(),
+                ))
+            }
+            None => {
+                return Err(self.missing(
+                    t,
+                    pre,
+                    "address",
+                    "the local address with its prefix length",
+                ))
+            }
         };
         let peer = match self.opt_str(t, pre, "peer")? {
             Some(a) if a.parse::<std::net::Ipv4Addr>().is_ok() => a,
-            Some(_) => return Err(self.at_value(t, pre, "peer", "expected an IPv4 address".into())),
+            Some(_) => {
+                return Err(self.at_value(t, pre, "peer", "expected an IPv4 address".into()))
+            }
             None => return Err(self.missing(t, pre, "peer", "the far end's address")),
         };
         Ok(Some(TunConfig {
@@ -701,7 +750,9 @@ blocked_for = "10min"
         )
         .unwrap();
         assert_eq!(c.tun.unwrap().name, "farlink0");
-        assert!(err(&format!("{GOOD}\n[tun]\naddress = \"10.77.0.1\"\npeer = \"10.77.0.2\"\n"))
-            .starts_with("cfg.toml:22: tun.address: expected an IPv4 address with its prefix"));
+        assert!(err(&format!(
+            "{GOOD}\n[tun]\naddress = \"10.77.0.1\"\npeer = \"10.77.0.2\"\n"
+        ))
+        .starts_with("cfg.toml:22: tun.address: expected an IPv4 address with its prefix"));
     }
 }

@@ -155,7 +155,10 @@ impl Daemon {
             }
             None => Supervisor::new(sup_cfg, now).map_err(|e| e.to_string())?,
         };
-        log.event(0.0, &Event::new("daemon").detail(if resumed { "resume" } else { "start" }))?;
+        log.event(
+            0.0,
+            &Event::new("daemon").detail(if resumed { "resume" } else { "start" }),
+        )?;
         if let Some(e) = restore_error {
             log.event(0.0, &Event::new("error").detail(&e))?;
         }
@@ -666,7 +669,9 @@ impl Daemon {
                 let mut owners: Vec<Option<usize>> = Vec::new();
                 let mut fds: Vec<PollFd<'_>> = Vec::new();
                 for (i, m) in self.members.iter().enumerate() {
-                    let Some(port) = m.port.as_ref() else { continue };
+                    let Some(port) = m.port.as_ref() else {
+                        continue;
+                    };
                     let mut ev = PollFlags::empty();
                     if !m.in_plane {
                         ev |= PollFlags::POLLIN;
@@ -681,16 +686,14 @@ impl Daemon {
                     self.plane.as_ref().map(|p| p.fds()).unwrap_or_default();
                 // SAFETY-free: the data plane's descriptors stay open while it holds them;
                 // they are borrowed for this one poll.
-                let borrowed: Vec<std::os::fd::BorrowedFd<'_>> = plane_fds
-                    .iter()
-                    .map(|&fd| borrow_raw(fd))
-                    .collect();
+                let borrowed: Vec<std::os::fd::BorrowedFd<'_>> =
+                    plane_fds.iter().map(|&fd| borrow_raw(fd)).collect();
                 for b in &borrowed {
                     fds.push(PollFd::new(*b, PollFlags::POLLIN));
                     owners.push(None);
                 }
-                let t = PollTimeout::try_from(timeout_ms.min(1000) as i32)
-                    .unwrap_or(PollTimeout::MAX);
+                let t =
+                    PollTimeout::try_from(timeout_ms.min(1000) as i32).unwrap_or(PollTimeout::MAX);
                 match poll(&mut fds, t) {
                     Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                     Err(e) => return Err(format!("poll: {}", e.desc())),

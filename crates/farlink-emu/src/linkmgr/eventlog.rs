@@ -239,7 +239,8 @@ mod tests {
         let names = vec!["a".to_string(), "b".to_string()];
         let (mut log, snap) = EventLog::open(&path, "air", &names, "{}").unwrap();
         assert!(snap.is_none());
-        log.event(0.0, &Event::new("daemon").detail("start")).unwrap();
+        log.event(0.0, &Event::new("daemon").detail("start"))
+            .unwrap();
         log.event(1.5, &Event::new("state").modem(1).state("connecting"))
             .unwrap();
         let cfg = SupervisorConfig {
@@ -271,7 +272,9 @@ mod tests {
             ]
         );
         let modems: String = db
-            .query_row("SELECT value FROM meta WHERE key='modems'", [], |r| r.get(0))
+            .query_row("SELECT value FROM meta WHERE key='modems'", [], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert_eq!(modems, r#"["a","b"]"#);
         std::fs::remove_dir_all(&dir).unwrap();

@@ -78,7 +78,11 @@ pub fn run_modem_sim(
         link_name: link.name.clone(),
         rate_bps: first.rate_bps,
         delay: first.delay,
-        call_drop_rate_per_s: bundle.members.iter().map(|m| m.call_drop_rate_per_s).collect(),
+        call_drop_rate_per_s: bundle
+            .members
+            .iter()
+            .map(|m| m.call_drop_rate_per_s)
+            .collect(),
         dial_time: bundle.dial_time,
         dial_failure_prob: bundle.dial_failure_prob,
         signal_reply: farlink_core::time::SimDuration::from_secs_f64(signal_reply_s),

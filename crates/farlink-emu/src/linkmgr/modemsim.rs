@@ -79,10 +79,25 @@ impl Side {
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum SimEvent {
-    DialDone { pair: usize, ok: bool },
-    CallDrop { pair: usize, conn: u64 },
-    Deliver { pair: usize, to: Side, conn: u64, data: Vec<u8> },
-    ToHost { pair: usize, side: Side, data: Vec<u8> },
+    DialDone {
+        pair: usize,
+        ok: bool,
+    },
+    CallDrop {
+        pair: usize,
+        conn: u64,
+    },
+    Deliver {
+        pair: usize,
+        to: Side,
+        conn: u64,
+        data: Vec<u8>,
+    },
+    ToHost {
+        pair: usize,
+        side: Side,
+        data: Vec<u8>,
+    },
 }
 
 /// One modem and its pty.
@@ -184,7 +199,8 @@ impl ModemSim {
             let rates = &opts.call_drop_rate_per_s;
             let rate = rates.get(k).or(rates.last()).copied().unwrap_or(0.0);
             let mut phase_rng = StreamRng::derive(opts.seed, &format!("modemsim:air{k}:handover"));
-            let phase = SimDuration::from_secs_f64(phase_rng.uniform() * HANDOVER_PERIOD.as_secs_f64());
+            let phase =
+                SimDuration::from_secs_f64(phase_rng.uniform() * HANDOVER_PERIOD.as_secs_f64());
             pairs.push(Pair {
                 air: modem(Side::Air)?,
                 ground: modem(Side::Ground)?,
@@ -244,7 +260,13 @@ impl ModemSim {
         }
         if side == Side::Air && in_command && self.fault(k, "garbage") {
             if bytes.contains(&b'\r') {
-                self.emit(now, k, side, b"\r\n\x07#?%garbage&*\r\n".to_vec(), SimDuration::ZERO);
+                self.emit(
+                    now,
+                    k,
+                    side,
+                    b"\r\n\x07#?%garbage&*\r\n".to_vec(),
+                    SimDuration::ZERO,
+                );
             }
             return;
         }
@@ -273,7 +295,14 @@ impl ModemSim {
 
     fn emit(&mut self, now: SimTime, k: usize, side: Side, data: Vec<u8>, delay: SimDuration) {
         if delay > SimDuration::ZERO {
-            self.schedule(now + delay, SimEvent::ToHost { pair: k, side, data });
+            self.schedule(
+                now + delay,
+                SimEvent::ToHost {
+                    pair: k,
+                    side,
+                    data,
+                },
+            );
         } else {
             let m = self.pairs[k].modem(side);
             if m.dte_open {
@@ -290,7 +319,10 @@ impl ModemSim {
                 DceOutput::Dial { .. } => {
                     if side == Side::Ground {
                         // The ground station does not dial out.
-                        self.pairs[k].ground.dce.on_dial_outcome(now, DialOutcome::NoCarrier);
+                        self.pairs[k]
+                            .ground
+                            .dce
+                            .on_dial_outcome(now, DialOutcome::NoCarrier);
                         continue;
                     }
                     let ok = draw_dial_ok(&mut self.pairs[k].dial_rng, self.opts.dial_failure_prob);
@@ -304,7 +336,15 @@ impl ModemSim {
                         Side::Ground => Side::Air,
                     };
                     let conn = self.pairs[k].conn;
-                    self.schedule(at + self.opts.delay, SimEvent::Deliver { pair: k, to, conn, data });
+                    self.schedule(
+                        at + self.opts.delay,
+                        SimEvent::Deliver {
+                            pair: k,
+                            to,
+                            conn,
+                            data,
+                        },
+                    );
                 }
             }
         }
@@ -352,13 +392,22 @@ impl ModemSim {
                     self.drop_call(now, k);
                 }
             }
-            SimEvent::Deliver { pair: k, to, conn, data } => {
+            SimEvent::Deliver {
+                pair: k,
+                to,
+                conn,
+                data,
+            } => {
                 if self.pairs[k].conn == conn {
                     self.pairs[k].modem(to).dce.on_peer_bytes(now, &data);
                     self.drain(now, k, to, SimDuration::ZERO);
                 }
             }
-            SimEvent::ToHost { pair: k, side, data } => {
+            SimEvent::ToHost {
+                pair: k,
+                side,
+                data,
+            } => {
                 let m = self.pairs[k].modem(side);
                 // A reply overtaken by a call (answered meanwhile) is not sent into it.
                 if m.dte_open && !m.dce.call_up() {
@@ -398,7 +447,9 @@ impl ModemSim {
                 if m.dte_open {
                     continue;
                 }
-                let Some(master) = m.master.as_ref() else { continue };
+                let Some(master) = m.master.as_ref() else {
+                    continue;
+                };
                 let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
                 let _ = poll(&mut fds, PollTimeout::ZERO);
                 let hup = fds[0]
@@ -457,7 +508,9 @@ impl ModemSim {
                 let mut owners = Vec::new();
                 for (k, p) in self.pairs.iter().enumerate() {
                     for (side, m) in [(Side::Air, &p.air), (Side::Ground, &p.ground)] {
-                        let Some(master) = m.master.as_ref() else { continue };
+                        let Some(master) = m.master.as_ref() else {
+                            continue;
+                        };
                         if !m.dte_open {
                             continue;
                         }
@@ -469,8 +522,8 @@ impl ModemSim {
                         owners.push((k, side));
                     }
                 }
-                let t = PollTimeout::try_from(timeout_ms.min(1000) as i32)
-                    .unwrap_or(PollTimeout::MAX);
+                let t =
+                    PollTimeout::try_from(timeout_ms.min(1000) as i32).unwrap_or(PollTimeout::MAX);
                 match poll(&mut fds, t) {
                     Ok(_) | Err(Errno::EINTR) => {}
                     Err(e) => return Err(format!("poll: {}", e.desc())),
@@ -534,7 +587,9 @@ impl ModemSim {
                 if m.out.is_empty() || !m.dte_open {
                     continue;
                 }
-                let Some(master) = m.master.as_ref() else { continue };
+                let Some(master) = m.master.as_ref() else {
+                    continue;
+                };
                 match nix::unistd::write(master, &m.out) {
                     Ok(n) => {
                         m.out.drain(..n);
@@ -595,7 +650,10 @@ mod tests {
         assert!(sim.handover_within(0, at, at));
         assert!(sim.handover_within(0, t(599), t(600)));
         assert!(!sim.handover_within(0, t(1), t(599)));
-        assert_eq!(sim.scaled(SimDuration::from_secs(10)), SimDuration::from_secs(10));
+        assert_eq!(
+            sim.scaled(SimDuration::from_secs(10)),
+            SimDuration::from_secs(10)
+        );
         drop(sim);
         std::fs::remove_dir_all(&dir).unwrap();
         let mut bad = opts(Path::new("/tmp"));

@@ -10,8 +10,7 @@ use nix::errno::Errno;
 use nix::fcntl::{open, OFlag};
 use nix::sys::stat::Mode;
 use nix::sys::termios::{
-    cfmakeraw, cfsetspeed, tcflush, tcgetattr, tcsetattr, BaudRate, ControlFlags, FlushArg,
-    SetArg,
+    cfmakeraw, cfsetspeed, tcflush, tcgetattr, tcsetattr, BaudRate, ControlFlags, FlushArg, SetArg,
 };
 
 /// The rates `baud` may take (the termios constants up to 4 Mbit/s).
