@@ -56,20 +56,28 @@ app = { kind = "bulk", size = "1MB" }
 """
 
 
-def _config(tmp: Path, modems: int, *, primary: bool = False, role: str = "air") -> Path:
+def _config(
+    tmp: Path,
+    modems: int,
+    *,
+    primary: bool = False,
+    role: str = "air",
+    t_d: str | None = None,
+    handover_reply: str = "2s",
+) -> Path:
     members = "".join(
         f'\n[[members]]\nname = "m{k}"\ndevice = "modems/{role}{k}"\n' for k in range(modems)
     )
     # The ground end waits out a drop for less time than the air end, so that it is waiting
     # again when the air end redials.
-    t_d = "0.1s" if role == "ground" else "0.3s"
+    t_d = t_d or ("0.1s" if role == "ground" else "0.3s")
     text = f"""role = "{role}"
 log = "{role}.sqlite"
 primary = {"true" if primary else "false"}
 {members}
 [profile]
 signal_interval = "1s"
-handover_reply = "2s"
+handover_reply = "{handover_reply}"
 signal_timeout = "3s"
 command_timeout = "1s"
 dial_timeout = "5s"
@@ -257,6 +265,26 @@ def test_a_port_that_disappears_is_a_call_drop_and_its_member_fails_alone(rig):
         assert r.states(k) == ["connecting", "connected"], "others unaffected"
 
 
+def test_signal_is_polled_while_a_member_waits_and_a_late_reply_marks_a_handover(rig):
+    # Replies take 0.2 s, 0.35 s in a handover; 0.3 s or later counts as one.
+    r = rig(2)
+    r.start_daemon(_config(r.tmp, 2, t_d="1h", handover_reply="0.3s"))
+    _wait(lambda: _all_connected(r), "every member to connect")
+    r.control(1, "drop")
+
+    def samples(handover: bool) -> list[dict]:
+        details = [json.loads(e["detail"]) for e in r.events("signal") if e["modem"] == 1]
+        return [d for d in details if d["handover"] is handover]
+
+    # Replies come 0.2 s after asking: on an idle machine most are not handovers.
+    _wait(lambda: len(samples(False)) >= 2, "member 1's signal, polled while it waits out T_d")
+    r.control(1, "handover")
+    _wait(lambda: len(samples(True)) >= 1, "a late reply")
+    assert all(d["reply_s"] >= 0.3 for d in samples(True))
+    assert all(0.2 <= d["reply_s"] < 0.3 for d in samples(False))
+    assert not [e for e in r.events("signal") if e["modem"] == 0], "never during a call"
+
+
 def test_a_ground_daemon_answers_the_calls_and_sees_them_drop(rig):
     r = rig(4)
     r.procs.append(
@@ -296,6 +324,14 @@ def test_a_killed_daemon_resumes_from_its_snapshot_with_the_log_intact(rig):
     )
     primaries = [e["modem"] for e in r.events("primary")]
     assert primaries == [0, 1]
+    # The secondaries were hung up (+++, ATH) and dialled again without a hitch.
+    assert not r.events("error")
+    assert {e["modem"] for e in r.events("dial") if e["id"] > r.events("drop")[0]["id"]} == {
+        0,
+        1,
+        2,
+        3,
+    }
     assert r.daemon is not None
     r.daemon.send_signal(signal.SIGKILL)
     r.daemon.wait(timeout=10)

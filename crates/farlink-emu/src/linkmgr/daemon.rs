@@ -728,6 +728,17 @@ impl Daemon {
                 }
             }
             self.on_timers(now)?;
+            while let Some((member, how)) = self.plane.as_mut().and_then(|p| p.take_member_lost()) {
+                if (member as usize) < self.members.len() {
+                    self.call_lost(now, member as usize, &how)?;
+                    // Its modem is still in data mode: hang the call up.
+                    let m = &mut self.members[member as usize];
+                    if m.at.is_online() {
+                        let last = m.last_write;
+                        m.at.hang_up(now, last);
+                    }
+                }
+            }
             self.apply(now)?;
         }
         let now = self.now();

@@ -20,7 +20,7 @@ use std::path::Path;
 
 pub use config::{ConfigError, LinkMgrConfig, Role};
 pub use modemsim::SimOptions;
-pub use plane::{DataPlane, DataPlaneEvents, PlaneStats};
+pub use plane::{DataPlane, PlaneStats};
 
 /// Why the link manager did not run or stopped.
 #[derive(Debug, thiserror::Error)]

@@ -16,8 +16,9 @@
 //! Faults, by control files in `DIR` (made by a test or an operator, looked at every 100 ms):
 //! `air<k>.drop` drops the call now (the file is removed), `air<k>.unplug` closes the modem's
 //! port for good (its link is removed), `air<k>.garbage` makes the modem answer every command
-//! line with noise while the file exists, `air<k>.mute` makes it answer nothing. A DTE that
-//! closes its port (DTR drops) hangs the call up (`&D2`).
+//! line with noise while the file exists, `air<k>.mute` makes it answer nothing,
+//! `air<k>.handover` makes its next signal reply as late as in a handover (the file is
+//! removed). A DTE that closes its port (DTR drops) hangs the call up (`&D2`).
 
 use std::collections::BinaryHeap;
 use std::os::fd::{AsFd, OwnedFd};
@@ -252,6 +253,11 @@ impl ModemSim {
         self.opts.dir.join(format!("air{k}.{what}")).exists()
     }
 
+    /// A one-shot fault: whether its file exists, removing it.
+    fn take_fault(&self, k: usize, what: &str) -> bool {
+        std::fs::remove_file(self.opts.dir.join(format!("air{k}.{what}"))).is_ok()
+    }
+
     /// Octets the DTE of modem (`k`, `side`) wrote.
     fn on_dte_bytes(&mut self, now: SimTime, k: usize, side: Side, bytes: &[u8]) {
         let in_command = !self.pairs[k].modem(side).dce.call_up();
@@ -285,7 +291,9 @@ impl ModemSim {
                     m.line.push(b);
                 }
             }
-            if delay > SimDuration::ZERO && self.handover_within(k, now, now + delay) {
+            let forced =
+                delay > SimDuration::ZERO && side == Side::Air && self.take_fault(k, "handover");
+            if delay > SimDuration::ZERO && (forced || self.handover_within(k, now, now + delay)) {
                 delay = SimDuration::from_nanos(delay.as_nanos() / 4 * 7);
             }
         }

@@ -34,12 +34,10 @@ pub trait DataPlane {
     fn next_wakeup(&self) -> Option<SimTime>;
     fn on_timer(&mut self, now: SimTime);
     fn stats(&self) -> PlaneStats;
-}
-
-/// What the daemon asks of a data plane beyond the required methods, with defaults.
-pub trait DataPlaneEvents {
     /// A member the data plane found dead (its LCP echoes unanswered, `NO CARRIER` among its
-    /// octets): the daemon treats it as a call drop, noticed `how`.
+    /// octets), with how (`lcp echo timeout`, `no carrier`): the daemon takes it as a call
+    /// drop. Asked after every `on_ready` and `on_timer`; a data plane that cannot tell
+    /// leaves the default.
     fn take_member_lost(&mut self) -> Option<(u32, String)> {
         None
     }
