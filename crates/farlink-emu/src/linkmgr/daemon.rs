@@ -655,96 +655,112 @@ impl Daemon {
         t.max(now)
     }
 
-    /// Runs until SIGTERM or SIGINT.
-    pub(crate) fn run(mut self, signals: &Signals) -> Result<(), String> {
+    /// One turn of the loop: waits for a port, the data plane or a timer (at most
+    /// `max_wait_ms`), and handles what is due.
+    pub fn step(&mut self, max_wait_ms: u64) -> Result<(), String> {
+        let now = self.now();
+        let wake = self.next_wakeup(now);
+        let timeout_ms = wake
+            .saturating_since(now)
+            .as_nanos()
+            .div_ceil(1_000_000)
+            .min(max_wait_ms);
         let mut ready: Vec<(usize, PollFlags)> = Vec::new();
         let mut plane_ready: Vec<RawFd> = Vec::new();
-        while !signals.interrupted() {
-            let now = self.now();
-            let wake = self.next_wakeup(now);
-            let timeout_ms = wake.saturating_since(now).as_nanos().div_ceil(1_000_000);
-            ready.clear();
-            plane_ready.clear();
-            {
-                let mut owners: Vec<Option<usize>> = Vec::new();
-                let mut fds: Vec<PollFd<'_>> = Vec::new();
-                for (i, m) in self.members.iter().enumerate() {
-                    let Some(port) = m.port.as_ref() else {
-                        continue;
-                    };
-                    let mut ev = PollFlags::empty();
-                    if !m.in_plane {
-                        ev |= PollFlags::POLLIN;
-                    }
-                    if !m.out.is_empty() {
-                        ev |= PollFlags::POLLOUT;
-                    }
-                    fds.push(PollFd::new(port.borrow(), ev));
-                    owners.push(Some(i));
+        {
+            let mut owners: Vec<Option<usize>> = Vec::new();
+            let mut fds: Vec<PollFd<'_>> = Vec::new();
+            for (i, m) in self.members.iter().enumerate() {
+                let Some(port) = m.port.as_ref() else {
+                    continue;
+                };
+                let mut ev = PollFlags::empty();
+                if !m.in_plane {
+                    ev |= PollFlags::POLLIN;
                 }
-                let plane_fds: Vec<RawFd> =
-                    self.plane.as_ref().map(|p| p.fds()).unwrap_or_default();
-                // SAFETY-free: the data plane's descriptors stay open while it holds them;
-                // they are borrowed for this one poll.
-                let borrowed: Vec<std::os::fd::BorrowedFd<'_>> =
-                    plane_fds.iter().map(|&fd| borrow_raw(fd)).collect();
-                for b in &borrowed {
-                    fds.push(PollFd::new(*b, PollFlags::POLLIN));
-                    owners.push(None);
+                if !m.out.is_empty() {
+                    ev |= PollFlags::POLLOUT;
                 }
-                let t =
-                    PollTimeout::try_from(timeout_ms.min(1000) as i32).unwrap_or(PollTimeout::MAX);
-                match poll(&mut fds, t) {
-                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-                    Err(e) => return Err(format!("poll: {}", e.desc())),
-                }
-                for (k, fd) in fds.iter().enumerate() {
-                    let Some(rev) = fd.revents().filter(|r| !r.is_empty()) else {
-                        continue;
-                    };
-                    match owners[k] {
-                        Some(i) => ready.push((i, rev)),
-                        None => plane_ready.push(plane_fds[k - (owners.len() - plane_fds.len())]),
-                    }
+                fds.push(PollFd::new(port.borrow(), ev));
+                owners.push(Some(i));
+            }
+            let plane_fds: Vec<RawFd> = self.plane.as_ref().map(|p| p.fds()).unwrap_or_default();
+            let borrowed: Vec<std::os::fd::BorrowedFd<'_>> =
+                plane_fds.iter().map(|&fd| borrow_raw(fd)).collect();
+            for b in &borrowed {
+                fds.push(PollFd::new(*b, PollFlags::POLLIN));
+                owners.push(None);
+            }
+            let t = PollTimeout::try_from(timeout_ms as i32).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, t) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(format!("poll: {}", e.desc())),
+            }
+            let first_plane = owners.len() - plane_fds.len();
+            for (k, fd) in fds.iter().enumerate() {
+                let Some(rev) = fd.revents().filter(|r| !r.is_empty()) else {
+                    continue;
+                };
+                match owners[k] {
+                    Some(i) => ready.push((i, rev)),
+                    None => plane_ready.push(plane_fds[k - first_plane]),
                 }
             }
-            let now = self.now();
-            for &(m, rev) in &ready {
-                if rev.intersects(PollFlags::POLLIN) {
-                    self.read_port(now, m)?;
-                }
-                if rev.intersects(PollFlags::POLLOUT) {
-                    self.flush(now, m)?;
-                }
-                if rev.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
-                    && !rev.contains(PollFlags::POLLIN)
-                {
-                    self.port_gone(now, m, "hung up")?;
-                }
-            }
-            if let Some(p) = self.plane.as_mut() {
-                for &fd in &plane_ready {
-                    p.on_ready(fd, now);
-                }
-            }
-            self.on_timers(now)?;
-            while let Some((member, how)) = self.plane.as_mut().and_then(|p| p.take_member_lost()) {
-                if (member as usize) < self.members.len() {
-                    self.call_lost(now, member as usize, &how)?;
-                    // Its modem is still in data mode: hang the call up.
-                    let m = &mut self.members[member as usize];
-                    if m.at.is_online() {
-                        let last = m.last_write;
-                        m.at.hang_up(now, last);
-                    }
-                }
-            }
-            self.apply(now)?;
         }
         let now = self.now();
-        self.log(now, Event::new("daemon").detail("stop"))?;
-        // Closing the ports drops DTR: a modem set to `&D2` hangs its call up.
-        Ok(())
+        for &(m, rev) in &ready {
+            if rev.intersects(PollFlags::POLLIN) {
+                self.read_port(now, m)?;
+            }
+            if rev.intersects(PollFlags::POLLOUT) {
+                self.flush(now, m)?;
+            }
+            if rev.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
+                && !rev.contains(PollFlags::POLLIN)
+            {
+                self.port_gone(now, m, "hung up")?;
+            }
+        }
+        if let Some(p) = self.plane.as_mut() {
+            for &fd in &plane_ready {
+                p.on_ready(fd, now);
+            }
+        }
+        self.on_timers(now)?;
+        while let Some((member, how)) = self.plane.as_mut().and_then(|p| p.take_member_lost()) {
+            let m = member as usize;
+            if m < self.members.len() {
+                if how == "no carrier" {
+                    // The modem said so: it is back in command mode, nothing to hang up.
+                    self.members[m].at.on_carrier_lost(now);
+                    while self.members[m].at.poll().is_some() {}
+                }
+                // Otherwise the modem may still be in the call: the supervisor's `Down`
+                // hangs it up.
+                self.call_lost(now, m, &how)?;
+            }
+        }
+        self.apply(now)
+    }
+
+    /// The supervisor (for tests and the caller's inspection).
+    pub fn supervisor(&self) -> &Supervisor {
+        &self.sup
+    }
+
+    /// Logs the stop. Closing the ports (dropping the daemon) drops DTR: a modem set to
+    /// `&D2` hangs its call up.
+    pub fn stop(&mut self) -> Result<(), String> {
+        let now = self.now();
+        self.log(now, Event::new("daemon").detail("stop"))
+    }
+
+    /// Runs until SIGTERM or SIGINT.
+    pub(crate) fn run(mut self, signals: &Signals) -> Result<(), String> {
+        while !signals.interrupted() {
+            self.step(1000)?;
+        }
+        self.stop()
     }
 }
 
@@ -798,5 +814,110 @@ mod tests {
         assert_eq!(r.modems[0].timer_ns, Some(3_000_000_000_000));
         assert_eq!(r.modems[1].timer_ns, Some(0), "already over: at once");
         assert_eq!(r.next_attempt, 7);
+    }
+
+    /// A data plane that only reads its members' ports for `NO CARRIER`, recording what the
+    /// daemon hands it.
+    struct WatchingPlane {
+        seen: std::rc::Rc<std::cell::RefCell<Vec<(u32, bool)>>>,
+        up: Vec<(u32, RawFd)>,
+        lost: Vec<(u32, String)>,
+    }
+
+    impl DataPlane for WatchingPlane {
+        fn member_up(&mut self, member: u32, fd: RawFd, _now: SimTime) {
+            self.seen.borrow_mut().push((member, true));
+            self.up.push((member, fd));
+        }
+        fn member_down(&mut self, member: u32, _now: SimTime) {
+            self.seen.borrow_mut().push((member, false));
+            self.up.retain(|&(m, _)| m != member);
+        }
+        fn fds(&self) -> Vec<RawFd> {
+            self.up.iter().map(|&(_, fd)| fd).collect()
+        }
+        fn on_ready(&mut self, fd: RawFd, _now: SimTime) {
+            let mut buf = [0u8; 256];
+            let n = nix::unistd::read(borrow_raw(fd), &mut buf).unwrap_or(0);
+            if buf[..n].windows(10).any(|w| w == b"NO CARRIER") {
+                if let Some(&(m, _)) = self.up.iter().find(|&&(_, f)| f == fd) {
+                    self.lost.push((m, "no carrier".into()));
+                }
+            }
+        }
+        fn next_wakeup(&self) -> Option<SimTime> {
+            None
+        }
+        fn on_timer(&mut self, _now: SimTime) {}
+        fn stats(&self) -> PlaneStats {
+            PlaneStats::default()
+        }
+        fn take_member_lost(&mut self) -> Option<(u32, String)> {
+            self.lost.pop()
+        }
+    }
+
+    #[test]
+    fn the_loop_hands_calls_to_the_data_plane_and_takes_its_drops_back() {
+        use crate::linkmgr::config;
+        use crate::linkmgr::modemsim::{ModemSim, SimOptions};
+
+        let dir = std::env::temp_dir().join(format!("farlink-daemon-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut sim = ModemSim::new(SimOptions {
+            modems: 3,
+            dir: dir.clone(),
+            time_scale: 1.0,
+            seed: 1,
+            link_name: "iridium".into(),
+            rate_bps: 2400,
+            delay: SimDuration::from_millis(10),
+            call_drop_rate_per_s: vec![0.0],
+            dial_time: SimDuration::from_millis(50),
+            dial_failure_prob: 0.0,
+            signal_reply: SimDuration::from_millis(50),
+        })
+        .unwrap();
+        let members: String = (0..3)
+            .map(|k| format!("[[members]]\ndevice = \"air{k}\"\n"))
+            .collect();
+        let text = format!(
+            "log = \"log.sqlite\"\n{members}[profile]\nguard_time = \"0.1s\"\n\
+             [timers]\nt_d = \"0.1s\"\n"
+        );
+        let cfg = config::parse("t.toml", &text, &dir).unwrap();
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let plane = WatchingPlane {
+            seen: seen.clone(),
+            up: Vec::new(),
+            lost: Vec::new(),
+        };
+        let mut d = Daemon::new(cfg, Some(Box::new(plane))).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut turn = |d: &mut Daemon| {
+            assert!(std::time::Instant::now() < deadline, "gave up: {seen:?}");
+            sim.step(5).unwrap();
+            d.step(5).unwrap();
+        };
+        while d.supervisor().connected() < 3 {
+            turn(&mut d);
+        }
+        let mut ups: Vec<(u32, bool)> = seen.borrow().clone();
+        ups.sort();
+        assert_eq!(ups, [(0, true), (1, true), (2, true)]);
+        // The network drops member 1's call: the data plane, which holds its port, sees
+        // `NO CARRIER`; the daemon takes it as a drop, takes the port back and redials.
+        std::fs::write(dir.join("air1.drop"), b"").unwrap();
+        while d.supervisor().stats().call_drops == 0 || d.supervisor().connected() < 3 {
+            turn(&mut d);
+        }
+        let after: Vec<(u32, bool)> = seen.borrow()[3..].to_vec();
+        assert_eq!(after, [(1, false), (1, true)]);
+        assert_eq!(d.supervisor().stats().dials, 4);
+        assert_eq!(d.supervisor().stats().dial_failures, 0);
+        d.stop().unwrap();
+        drop(d);
+        drop(sim);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

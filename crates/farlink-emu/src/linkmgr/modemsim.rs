@@ -503,92 +503,117 @@ impl ModemSim {
         t.max(now)
     }
 
-    /// Runs until SIGTERM or SIGINT.
-    pub(crate) fn run(mut self, signals: &Signals) -> Result<(), String> {
+    /// One turn of the loop: waits for a DTE or an event (at most `max_wait_ms`) and handles
+    /// what is due.
+    pub fn step(&mut self, max_wait_ms: u64) -> Result<(), String> {
         let mut buf = [0u8; 1024];
-        while !signals.interrupted() {
-            let now = self.now();
-            let wake = self.next_wakeup(now);
-            let timeout_ms = wake.saturating_since(now).as_nanos().div_ceil(1_000_000);
-            let mut ready: Vec<(usize, Side, PollFlags)> = Vec::new();
-            {
-                let mut fds = Vec::new();
-                let mut owners = Vec::new();
-                for (k, p) in self.pairs.iter().enumerate() {
-                    for (side, m) in [(Side::Air, &p.air), (Side::Ground, &p.ground)] {
-                        let Some(master) = m.master.as_ref() else {
-                            continue;
-                        };
-                        if !m.dte_open {
-                            continue;
-                        }
-                        let mut ev = PollFlags::POLLIN;
-                        if !m.out.is_empty() {
-                            ev |= PollFlags::POLLOUT;
-                        }
-                        fds.push(PollFd::new(master.as_fd(), ev));
-                        owners.push((k, side));
-                    }
-                }
-                let t =
-                    PollTimeout::try_from(timeout_ms.min(1000) as i32).unwrap_or(PollTimeout::MAX);
-                match poll(&mut fds, t) {
-                    Ok(_) | Err(Errno::EINTR) => {}
-                    Err(e) => return Err(format!("poll: {}", e.desc())),
-                }
-                for (i, fd) in fds.iter().enumerate() {
-                    if let Some(r) = fd.revents().filter(|r| !r.is_empty()) {
-                        ready.push((owners[i].0, owners[i].1, r));
-                    }
-                }
-            }
-            let now = self.now();
-            for (k, side, rev) in ready {
-                if rev.contains(PollFlags::POLLIN) {
-                    let Some(master) = self.pairs[k].modem(side).master.as_ref() else {
+        let now = self.now();
+        let wake = self.next_wakeup(now);
+        let timeout_ms = wake
+            .saturating_since(now)
+            .as_nanos()
+            .div_ceil(1_000_000)
+            .min(max_wait_ms);
+        let mut ready: Vec<(usize, Side, PollFlags)> = Vec::new();
+        {
+            let mut fds = Vec::new();
+            let mut owners = Vec::new();
+            for (k, p) in self.pairs.iter().enumerate() {
+                for (side, m) in [(Side::Air, &p.air), (Side::Ground, &p.ground)] {
+                    let Some(master) = m.master.as_ref() else {
                         continue;
                     };
-                    match nix::unistd::read(master, &mut buf) {
-                        Ok(n) if n > 0 => {
-                            let data = buf[..n].to_vec();
-                            self.on_dte_bytes(now, k, side, &data);
-                        }
-                        Ok(_) | Err(Errno::EIO) => self.dte_closed(now, k, side),
-                        Err(_) => {}
+                    if !m.dte_open {
+                        continue;
                     }
-                } else if rev.intersects(PollFlags::POLLHUP | PollFlags::POLLERR) {
-                    self.dte_closed(now, k, side);
+                    let mut ev = PollFlags::POLLIN;
+                    if !m.out.is_empty() {
+                        ev |= PollFlags::POLLOUT;
+                    }
+                    fds.push(PollFd::new(master.as_fd(), ev));
+                    owners.push((k, side));
                 }
             }
-            while let Some(std::cmp::Reverse((at, _, _))) = self.queue.peek() {
-                if *at > now {
-                    break;
-                }
-                let Some(std::cmp::Reverse((_, _, e))) = self.queue.pop() else {
-                    break;
-                };
-                self.on_event(now, e);
+            let t = PollTimeout::try_from(timeout_ms as i32).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, t) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(format!("poll: {}", e.desc())),
             }
-            for k in 0..self.pairs.len() {
-                for side in [Side::Air, Side::Ground] {
-                    self.pairs[k].modem(side).dce.on_timer(now);
-                    self.drain(now, k, side, SimDuration::ZERO);
+            for (i, fd) in fds.iter().enumerate() {
+                if let Some(r) = fd.revents().filter(|r| !r.is_empty()) {
+                    ready.push((owners[i].0, owners[i].1, r));
                 }
             }
-            if now >= self.next_tick {
-                self.next_tick = now + TICK;
-                self.on_tick(now);
-            }
-            self.flush_all();
         }
+        let now = self.now();
+        for (k, side, rev) in ready {
+            if rev.contains(PollFlags::POLLIN) {
+                let Some(master) = self.pairs[k].modem(side).master.as_ref() else {
+                    continue;
+                };
+                match nix::unistd::read(master, &mut buf) {
+                    Ok(n) if n > 0 => {
+                        let data = buf[..n].to_vec();
+                        self.on_dte_bytes(now, k, side, &data);
+                    }
+                    Ok(_) | Err(Errno::EIO) => self.dte_closed(now, k, side),
+                    Err(_) => {}
+                }
+            } else if rev.intersects(PollFlags::POLLHUP | PollFlags::POLLERR) {
+                self.dte_closed(now, k, side);
+            }
+        }
+        while let Some(std::cmp::Reverse((at, _, _))) = self.queue.peek() {
+            if *at > now {
+                break;
+            }
+            let Some(std::cmp::Reverse((_, _, e))) = self.queue.pop() else {
+                break;
+            };
+            self.on_event(now, e);
+        }
+        for k in 0..self.pairs.len() {
+            for side in [Side::Air, Side::Ground] {
+                self.pairs[k].modem(side).dce.on_timer(now);
+                self.drain(now, k, side, SimDuration::ZERO);
+            }
+        }
+        if now >= self.next_tick {
+            self.next_tick = now + TICK;
+            self.on_tick(now);
+        }
+        self.flush_all();
+        Ok(())
+    }
+
+    /// The links made, air and ground of each pair.
+    pub fn links(&self) -> Vec<PathBuf> {
+        self.pairs
+            .iter()
+            .flat_map(|p| [p.air.link.clone(), p.ground.link.clone()])
+            .collect()
+    }
+
+    /// Runs until SIGTERM or SIGINT, then removes the links.
+    pub(crate) fn run(mut self, signals: &Signals) -> Result<(), String> {
+        while !signals.interrupted() {
+            self.step(1000)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ModemSim {
+    fn drop(&mut self) {
         for p in &self.pairs {
             for m in [&p.air, &p.ground] {
                 let _ = std::fs::remove_file(&m.link);
             }
         }
-        Ok(())
     }
+}
 
+impl ModemSim {
     fn flush_all(&mut self) {
         for p in &mut self.pairs {
             for m in [&mut p.air, &mut p.ground] {
@@ -615,12 +640,7 @@ impl ModemSim {
 pub fn run(opts: SimOptions, ready: impl FnOnce(&[PathBuf])) -> Result<(), String> {
     let signals = Signals::install().map_err(|e| e.to_string())?;
     let sim = ModemSim::new(opts)?;
-    let links: Vec<PathBuf> = sim
-        .pairs
-        .iter()
-        .flat_map(|p| [p.air.link.clone(), p.ground.link.clone()])
-        .collect();
-    ready(&links);
+    ready(&sim.links());
     sim.run(&signals)
 }
 

@@ -34,10 +34,11 @@ pub trait DataPlane {
     fn next_wakeup(&self) -> Option<SimTime>;
     fn on_timer(&mut self, now: SimTime);
     fn stats(&self) -> PlaneStats;
-    /// A member the data plane found dead (its LCP echoes unanswered, `NO CARRIER` among its
-    /// octets), with how (`lcp echo timeout`, `no carrier`): the daemon takes it as a call
-    /// drop. Asked after every `on_ready` and `on_timer`; a data plane that cannot tell
-    /// leaves the default.
+    /// A member the data plane found dead, with how: `no carrier` (the modem's `NO CARRIER`
+    /// among its octets: the modem is back in command mode) or anything else (`lcp echo
+    /// timeout`: the modem may still hold the call, and the daemon hangs it up). The daemon
+    /// takes it as a call drop. Asked after every `on_ready` and `on_timer`; a data plane
+    /// that cannot tell leaves the default.
     fn take_member_lost(&mut self) -> Option<(u32, String)> {
         None
     }
