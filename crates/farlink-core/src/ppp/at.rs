@@ -454,7 +454,16 @@ impl AtDialogue {
                 self.state = State::Idle;
                 self.event(AtEvent::HungUp);
             }
-            (State::Idle | State::Online, _) => {}
+            // The call ended on its own while being hung up: done.
+            (
+                State::EscapeBefore { .. } | State::EscapeAfter { .. },
+                Some(Reply::Code(ResultCode::NoCarrier)),
+            ) => {
+                self.state = State::Idle;
+                self.event(AtEvent::HungUp);
+            }
+            // Data still arriving before the escape.
+            (State::Idle | State::Online | State::EscapeBefore { .. }, _) => {}
             (state, _) => {
                 // Anything else while a command is outstanding: the modem answers nonsense.
                 let command = match state {
@@ -645,5 +654,20 @@ mod tests {
             drain(&mut d),
             [AtOutput::Event(AtEvent::Connected { rate_bps: None })]
         );
+    }
+
+    #[test]
+    fn a_call_that_ends_while_being_hung_up_is_hung_up() {
+        let mut d = AtDialogue::new(ModemProfile::iridium());
+        d.dial(t(0));
+        d.on_bytes(t(1), b"CONNECT 9600\r\n");
+        drain(&mut d);
+        d.hang_up(t(2), t(2));
+        d.on_bytes(t(100), b"data\r\n");
+        assert!(drain(&mut d).is_empty(), "data before the escape");
+        d.on_bytes(t(200), b"\r\nNO CARRIER\r\n");
+        assert_eq!(drain(&mut d), [AtOutput::Event(AtEvent::HungUp)]);
+        assert!(d.is_idle());
+        assert_eq!(d.next_wakeup(), None, "no +++ after the call is gone");
     }
 }

@@ -453,8 +453,23 @@ impl Daemon {
                 self.modem_failed(now, m, "ERROR")?;
             }
             AtEvent::Timeout { command } => {
-                let detail = format!("no answer to {command}");
+                let hanging_up = command == "+++" || command == "ATH";
+                let detail = if hanging_up {
+                    format!("no answer to {command}: the port is closed to drop DTR")
+                } else {
+                    format!("no answer to {command}")
+                };
                 self.log(now, Event::new("error").modem(mu).detail(&detail))?;
+                if hanging_up {
+                    // The modem may still hold the call: dropping DTR (closing the port, HUPCL)
+                    // is the hang-up that does not need its answer; the next dial reopens it.
+                    self.plane_down(now, m);
+                    let member = &mut self.members[m];
+                    member.port = None;
+                    member.phase = Phase::NoPort;
+                    member.out.clear();
+                    member.at = AtDialogue::new(self.cfg.profile.clone());
+                }
                 self.modem_failed(now, m, "timeout")?;
             }
         }
