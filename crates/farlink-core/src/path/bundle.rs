@@ -71,9 +71,9 @@ pub fn draw_dial_ok(rng: &mut StreamRng, failure_prob: f64) -> bool {
 
 /// How long a call lasts at call-drop rate `rate_per_s` (exponential, so drops are Poisson
 /// over the up-time, seed 000 section 5.3), rounded to the nanosecond; `None` (and no draw)
-/// without call drops. A draw beyond `u64` nanoseconds saturates: it is never reached.
+/// without call drops (a rate that is not above 0). A draw beyond `u64` nanoseconds saturates: it is never reached.
 pub fn draw_call_duration(rng: &mut StreamRng, rate_per_s: f64) -> Option<SimDuration> {
-    if rate_per_s <= 0.0 {
+    if rate_per_s.is_nan() || rate_per_s <= 0.0 {
         return None;
     }
     let gap_ns = libm::round(rng.exponential(1e9 / rate_per_s));
