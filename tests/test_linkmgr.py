@@ -417,3 +417,10 @@ def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith("farlink: error: --time-scale: expected a number of at least 1")
     assert not os.path.exists(tmp_path / "air0")
+    # A log the daemon cannot open is the configuration's fault too.
+    path.write_text(config.replace('t_d = "soon"', 't_d = "1s"').replace('log = "', 'log = "no/'))
+    done = subprocess.run(
+        [*FARLINK, "linkmgr", "run", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"farlink: error: cannot open the event log {tmp_path}/no/")

@@ -27,6 +27,7 @@ use super::config::{LinkMgrConfig, Role};
 use super::eventlog::{Event, EventLog};
 use super::plane::{DataPlane, PlaneStats};
 use super::serial::SerialPort;
+use super::LinkMgrError;
 use crate::driver::monotonic_ns;
 use crate::signals::Signals;
 
@@ -789,11 +790,12 @@ fn borrow_raw(fd: RawFd) -> std::os::fd::BorrowedFd<'static> {
     }
 }
 
-/// Reads the configuration at `path` and runs the daemon until SIGTERM or SIGINT.
-pub fn run(cfg: LinkMgrConfig, plane: Option<Box<dyn DataPlane>>) -> Result<(), String> {
-    let signals = Signals::install().map_err(|e| e.to_string())?;
-    let daemon = Daemon::new(cfg, plane)?;
-    daemon.run(&signals)
+/// Runs the daemon on `cfg` until SIGTERM or SIGINT. A log that cannot be opened or
+/// belongs to another schema is the configuration's fault ([`LinkMgrError::Config`]).
+pub fn run(cfg: LinkMgrConfig, plane: Option<Box<dyn DataPlane>>) -> Result<(), LinkMgrError> {
+    let signals = Signals::install().map_err(|e| LinkMgrError::System(e.to_string()))?;
+    let daemon = Daemon::new(cfg, plane).map_err(LinkMgrError::Config)?;
+    daemon.run(&signals).map_err(LinkMgrError::System)
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ pub enum LinkMgrError {
 pub fn run_daemon(config_path: &Path) -> Result<(), LinkMgrError> {
     let cfg = config::load(config_path).map_err(|e| LinkMgrError::Config(e.to_string()))?;
     let plane = plane::from_config(&cfg).map_err(LinkMgrError::Config)?;
-    daemon::run(cfg, plane).map_err(LinkMgrError::System)
+    daemon::run(cfg, plane)
 }
 
 /// `farlink linkmgr modem-sim`: the modems of the first bundle link of `scenario_json` (a
