@@ -417,6 +417,15 @@ def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith("farlink: error: --time-scale: expected a number of at least 1")
     assert not os.path.exists(tmp_path / "air0")
+    for option, value in (("--seed", "-1"), ("--modems", "0"), ("--signal-reply", "nan")):
+        done = subprocess.run(
+            [*FARLINK, "linkmgr", "modem-sim", "--dir", str(tmp_path), option, value],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (done.returncode, done.stderr.count("\n")) == (2, 1), done.stderr
+        assert done.stderr.startswith(f"farlink: error: {option}: expected")
     # A log the daemon cannot open is the configuration's fault too.
     path.write_text(config.replace('t_d = "soon"', 't_d = "1s"').replace('log = "', 'log = "no/'))
     done = subprocess.run(

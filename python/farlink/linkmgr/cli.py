@@ -10,6 +10,7 @@ import typer
 from farlink.linkmgr.run import DEFAULT_PRESET
 
 EXIT_FAILED = 1
+MAX_MODEMS = 64
 
 linkmgr_app = typer.Typer(
     no_args_is_help=True,
@@ -70,6 +71,10 @@ def modem_sim_command(
     from farlink.linkmgr.run import run_modem_sim
     from farlink.scenario import ScenarioError, describe_error
 
+    if not 1 <= modems <= MAX_MODEMS:
+        raise CliError(f"--modems: expected 1 to {MAX_MODEMS}, got {modems}")
+    if seed is not None and not 0 <= seed < 2**64:
+        raise CliError(f"--seed: expected a whole number from 0 to 2^64-1, got {seed}")
     try:
         run_modem_sim(
             modems,
