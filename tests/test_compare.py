@@ -114,17 +114,13 @@ def test_json_without_the_emulator_has_model_and_sim_documents(monkeypatch, tmp_
 
 def test_an_emulator_failure_that_is_not_missing_capability_is_an_error(monkeypatch, capsys):
     def refused(*args, **kwargs):
-        err = _core.EmulatorError(
-            "--tcp vegass: unknown congestion control (known: reno, vegas, ...)"
-        )
+        err = _core.EmulatorError("--tcp vegass: unknown congestion control")
         err.kind = "usage"
         raise err
 
     monkeypatch.setattr(compare_module, "emulate", refused)
     assert main(["compare", *RUN]) == 2
-    assert capsys.readouterr().err == (
-        "farlink: error: --tcp vegass: unknown congestion control (known: reno, vegas, ...)\n"
-    )
+    assert capsys.readouterr().err == ("farlink: error: --tcp vegass: unknown congestion control\n")
 
 
 def test_bad_options_are_one_line_errors(capsys):

@@ -87,7 +87,7 @@ def test_report_default_path_and_failures(capsys, tmp_path):
 def test_report_of_a_folder_that_is_not_a_sweep(capsys, tmp_path):
     code, _, err = run(capsys, "report", str(tmp_path))
     assert code == 2
-    assert err.startswith("farlink: error: DIR:") and "not a sweep directory" in err
+    assert err.startswith(f"farlink: error: {tmp_path}: ") and "not a sweep directory" in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "report.html").exists()
 

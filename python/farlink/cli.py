@@ -19,7 +19,6 @@ import typer
 from farlink import units
 from farlink.compare_cli import compare_command
 from farlink.emulate_cli import emulate_command
-from farlink.linkmgr.cli import linkmgr_app
 from farlink.predict import (
     CALLDROP_BUNDLE_ONLY,
     CALLDROP_DEFAULTS,
@@ -44,7 +43,6 @@ predict_app = typer.Typer(
 app.add_typer(predict_app, name="predict")
 app.command("emulate")(emulate_command)
 app.command("compare")(compare_command)
-app.add_typer(linkmgr_app, name="linkmgr")
 
 T = TypeVar("T")
 EXIT_BAD_INPUT = 2
@@ -740,7 +738,7 @@ def reproduce(
         return
     known = [entry.id for entry in registry.entries()]
     if id not in known:
-        raise CliError(f"ID: unknown reproduction {id!r}; known: {', '.join(known)}")
+        raise CliError(f"unknown reproduction {id!r}; known: {', '.join(known)}")
     folder = OutputFolder(out / "reproduce", force=force)
     folder.claim_folder()
     before = folder.listing()
@@ -792,7 +790,13 @@ def _reproduce_all(
 
 @app.command("fit-drops")
 def fit_drops(
-    log: Annotated[Path, typer.Argument(help="Call-drop log: CSV (modem,time) or KUMICS XML.")],
+    log: Annotated[
+        Path,
+        typer.Argument(
+            help="Call-drop log: CSV (modem,time), KUMICS XML, or the link manager's SQLite "
+            "event log (recognised by its header)."
+        ),
+    ],
     confidence: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
     bins: Annotated[int, typer.Option(help="Chi-square bins (seed 000 uses 15).")] = 15,
     alpha: Annotated[float, typer.Option(help="Significance level of the test.")] = 0.05,
@@ -801,11 +805,21 @@ def fit_drops(
     """Fit the per-member call-drop rate beta and test the exponential (seed 000 section 5.3)."""
     from farlink.dropfit import fit_drop_log
     from farlink.droplog import DropLogError, read_drop_log
+    from farlink.linkmgr.eventlog import EventLogError, is_sqlite_file
+    from farlink.linkmgr.uptime import drop_log_from_event_log
 
     try:
-        drops = read_drop_log(log)
-    except DropLogError as err:
-        raise CliError(f"LOG: {err}") from None
+        if is_sqlite_file(log):
+            drops = drop_log_from_event_log(log)
+            if drops.drops == 0:
+                raise CliError(
+                    f"{log}: too short for a fit: {drops.exposure_s:.0f} s of member "
+                    "up-time and no call drop; a rate needs at least one drop"
+                )
+        else:
+            drops = read_drop_log(log)
+    except (DropLogError, EventLogError) as err:
+        raise CliError(str(err)) from None
     fit = _evaluate(
         "fit-drops",
         lambda: fit_drop_log(drops, confidence=confidence, bins=bins, alpha=alpha),
@@ -912,7 +926,7 @@ def simulate_command(
             return
         result = simulate(doc, **overrides, **budget, progress=line)
     except ScenarioError as err:
-        raise CliError(describe_error(scenario, err)) from None
+        raise CliError(describe_error(scenario, err, sets=sets)) from None
     except _core.BudgetError as err:
         raise CliError(f"{scenario}: {err} ({refusal_options(err)})") from None
     except _core.ConservationError as err:
@@ -1057,7 +1071,7 @@ def report_command(
         path = write_report(directory, target, traces=trace or ())
         folder.record([path])
     except sw.SweepError as err:
-        raise CliError(f"DIR: {err}") from None
+        raise CliError(str(err)) from None
     except ReportError as err:
         raise CliError(f"--trace: {err}") from None
     typer.echo(f"wrote {path}")
@@ -1117,12 +1131,12 @@ def analyze_command(
     try:
         cap, connections = analyze_capture(capture, min_rto_s=min_rto_s)
     except CaptureError as err:
-        raise CliError(f"CAPTURE: {err}") from None
+        raise CliError(str(err)) from None
     _warn_capture(cap.warnings)
     if not connections:
         skipped = ", ".join(f"{v} {k.replace('_', '-')}" for k, v in cap.skipped.items() if v)
         raise CliError(
-            f"CAPTURE: {capture}: no TCP connection carrying data in {cap.records} packets"
+            f"{capture}: no TCP connection carrying data in {cap.records} packets"
             + (f" (skipped {skipped})" if skipped else "")
         )
     drops_s = None if drops is None else _log_drops_s(drops, cap.start_unix_s)
@@ -1191,7 +1205,7 @@ def analyze_command(
 def _warn_capture(warnings: list[str] | tuple[str, ...]) -> None:
     """What every command that reads a capture says about it: one line per warning."""
     for warning in warnings:
-        print(f"farlink: warning: CAPTURE: {warning}", file=sys.stderr)
+        print(f"farlink: warning: {warning}", file=sys.stderr)
 
 
 def _log_drops_s(drops: Path, capture_start_unix_s: float) -> np.ndarray:
@@ -1488,7 +1502,7 @@ def results_query(
     try:
         columns, rows = sw.query(directory, sql)
     except sw.SweepError as err:
-        raise CliError(f"DIR: {err}" if not str(err).startswith("SQL") else str(err)) from None
+        raise CliError(str(err)) from None
     print_rows(columns, rows, as_json)
 
 
@@ -1513,6 +1527,9 @@ def results_summary(
 
 
 import farlink.cli_scenario  # noqa: E402, F401  (registers `farlink scenario`)
+from farlink.linkmgr.cli import linkmgr_app  # noqa: E402
+
+app.add_typer(linkmgr_app, name="linkmgr")
 
 EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a bug in farlink, not the user's input
 

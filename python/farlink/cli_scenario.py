@@ -30,7 +30,7 @@ def _resolved(scenario: str, sets: list[str] | None) -> dict[str, Any]:
     try:
         return resolve(apply_overrides(load_scenario(scenario), sets=sets or ()))
     except ScenarioError as err:
-        raise CliError(describe_error(scenario, err)) from None
+        raise CliError(describe_error(scenario, err, sets=sets or ())) from None
 
 
 def _text(value: Any) -> str:

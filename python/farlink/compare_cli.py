@@ -73,7 +73,7 @@ def compare_command(
             sets=set_ or (),
         )
     except (ScenarioError, _core.ScenarioError) as err:
-        raise CliError(describe_error(scenario, err)) from None
+        raise CliError(describe_error(scenario, err, sets=set_ or ())) from None
     except ValueError as err:
         raise CliError(f"{scenario}: {err}") from None
     except _core.EmulatorError as err:

@@ -87,7 +87,7 @@ def emulate_command(
             pcap_dir=folder.path if pcap else None,
         )
     except ScenarioError as err:
-        raise CliError(describe_error(scenario, err)) from None
+        raise CliError(describe_error(scenario, err, sets=set_ or ())) from None
     except _core.EmulatorError as err:
         if err.kind in ("usage", "unsupported"):
             raise CliError(str(err)) from None

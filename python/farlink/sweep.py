@@ -54,6 +54,7 @@ from farlink.scenario import (
     _steps,
     apply_overrides,
     check_document,
+    describe_error,
     load_scenario,
     resolve,
     set_path,
@@ -585,7 +586,7 @@ def sweep_from_options(
         try:
             scenario = check_document(load_scenario(base))
         except ScenarioError as err:
-            raise SweepError(f"BASE: {err}") from None
+            raise SweepError(describe_error(base, err)) from None
         start = Sweep(scenario=scenario, source=base, grid={}, name=_default_name(scenario, base))
     origins = dict(start.origins)
     axes = dict(start.grid)

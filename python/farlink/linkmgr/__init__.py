@@ -1,8 +1,12 @@
-"""The link manager (seed 000 chapter 7, KUMICS): a daemon running a bundle of dial-up modems
-with the core's modem supervisor, simulated Iridium modems to run it against, and its event
-log. The daemon and the simulator are Rust (``farlink-emu``'s ``linkmgr``); this package is
-their front. ``docs/linkmgr.md`` is the guide and the log's schema."""
+"""The link manager's Python side: the front of its daemon and simulated modems, readers of its
+event log and its web dashboard.
 
-from farlink.linkmgr.run import run_daemon, run_modem_sim
-
-__all__ = ["run_daemon", "run_modem_sim"]
+The daemon itself (crates/farlink-emu) writes the event log of docs/linkmgr.md;
+:mod:`~farlink.linkmgr.run` starts it and the simulated modems (``farlink linkmgr run``,
+``farlink linkmgr modem-sim``); here are
+:mod:`~farlink.linkmgr.eventlog` (read-only access), :mod:`~farlink.linkmgr.tracker` (the log
+folded into the bundle's state), :mod:`~farlink.linkmgr.uptime`, :mod:`~farlink.linkmgr.export`
+(CSV and the XML connection database of seed 000 Figure 7.4), :mod:`~farlink.linkmgr.metrics`,
+:mod:`~farlink.linkmgr.dashboard` (the web page, live updates, ``/metrics``), and
+:mod:`~farlink.linkmgr.synthetic` (a writer of the same schema, for tests and examples).
+"""
