@@ -393,6 +393,22 @@ def test_the_presets_call_drops_compressed_are_noticed_and_redialled(tmp_path):
             if p is not None:
                 p.send_signal(signal.SIGTERM)
                 p.wait(timeout=10)
+    # The log's readers take the daemon's own log: the drops they count are the ones it wrote.
+    done = subprocess.run(
+        [*FARLINK, "linkmgr", "uptime", str(log), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["drops"] == len(_events(log, "drop")) >= 3
+    assert report["dials"] == len(_events(log, "dial"))
+    assert 0 < report["all_up_fraction"] <= report["any_up_fraction"] <= 1
+    done = subprocess.run(
+        [*FARLINK, "linkmgr", "log", str(log), "--xml"], capture_output=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.startswith(b"<?xml")
 
 
 def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
