@@ -20,7 +20,6 @@ use std::path::Path;
 
 pub use config::{ConfigError, LinkMgrConfig, Role};
 pub use modemsim::SimOptions;
-pub use plane::{DataPlane, PlaneStats};
 
 /// Why the link manager did not run or stopped.
 #[derive(Debug, thiserror::Error)]

@@ -45,7 +45,8 @@ pub trait DataPlane {
 }
 
 /// The data plane the configuration asks for: none without a `[tun]` table (the daemon then
-/// supervises and logs only).
+/// supervises and logs only). This is where a data plane on the TUN device is made and handed
+/// to the daemon; until one is built in, a `[tun]` table is refused with a placed message.
 pub fn from_config(
     cfg: &super::config::LinkMgrConfig,
 ) -> Result<Option<Box<dyn DataPlane>>, String> {
