@@ -46,7 +46,7 @@ pub trait DataPlane {
 
 /// The data plane the configuration asks for: none without a `[tun]` table (the daemon then
 /// supervises and logs only). This is where a data plane on the TUN device is made and handed
-/// to the daemon; until one is built in, a `[tun]` table is refused with a placed message.
+/// to the daemon; until one is built in, a `[tun]` table is refused (exit 2, naming `tun`).
 pub fn from_config(
     cfg: &super::config::LinkMgrConfig,
 ) -> Result<Option<Box<dyn DataPlane>>, String> {
