@@ -293,9 +293,15 @@ def test_a_ground_daemon_answers_the_calls_and_sees_them_drop(rig):
             cwd=r.tmp,
         )
     )
-    r.start_daemon(_config(r.tmp, 4))
     ground = Rig.__new__(Rig)
     ground.log, ground.modems = r.tmp / "ground.sqlite", 4
+    # The ground end is waiting for calls (its modems answer its signal queries meanwhile)
+    # before the air end dials.
+    _wait(
+        lambda: {e["modem"] for e in ground.events("signal")} == {0, 1, 2, 3},
+        "the ground end to wait for calls",
+    )
+    r.start_daemon(_config(r.tmp, 4))
     _wait(lambda: _all_connected(r) and _all_connected(ground), "both ends to connect")
     r.control(3, "drop")
     _wait(

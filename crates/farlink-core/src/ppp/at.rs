@@ -384,10 +384,10 @@ impl AtDialogue {
                     self.event(AtEvent::Ring);
                 }
             }
-            // A call answered by the modem (auto-answer): data mode. A signal query it
-            // interrupted has no answer coming.
+            // A call answered by the modem (auto-answer): data mode. A signal query or an init
+            // command it interrupted has no answer coming.
             (
-                State::Idle | State::Signal { .. },
+                State::Idle | State::Signal { .. } | State::Init { .. },
                 Some(Reply::Code(ResultCode::Connect(rate_bps))),
             ) => {
                 self.state = State::Online;
@@ -654,6 +654,18 @@ mod tests {
             drain(&mut d),
             [AtOutput::Event(AtEvent::Connected { rate_bps: None })]
         );
+        // A call answered while the modem is being initialised.
+        let mut d = AtDialogue::new(ModemProfile::iridium());
+        d.init(t(0));
+        drain(&mut d);
+        d.on_bytes(t(1), b"\r\nRING\r\n\r\nCONNECT 9600\r\n");
+        assert_eq!(
+            drain(&mut d).last(),
+            Some(&AtOutput::Event(AtEvent::Connected {
+                rate_bps: Some(9600)
+            }))
+        );
+        assert!(d.is_online());
     }
 
     #[test]

@@ -406,6 +406,10 @@ impl Daemon {
                 };
                 self.members[m].last_write = now;
                 self.members[m].signal_sent = None;
+                // A call answered during the init: the modem works, whatever was left of it.
+                if self.members[m].phase != Phase::NoPort {
+                    self.members[m].phase = Phase::Ready;
+                }
                 let member = &mut self.members[m];
                 match member.dialling.take().or_else(|| member.want_dial.take()) {
                     Some(a) => self.dial_result(now, m, a, true, &code)?,

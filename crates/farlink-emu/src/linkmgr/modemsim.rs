@@ -464,13 +464,22 @@ impl ModemSim {
                     .revents()
                     .is_some_and(|r| r.contains(PollFlags::POLLHUP));
                 if !hup {
-                    // A DTE opened the port: a fresh modem (its settings are the DTE's to make).
+                    // A DTE opened the port: a fresh modem (its settings are the DTE's to
+                    // make). A call it answered with no DTE there ends: the new DTE starts in
+                    // command mode, and the far end sees the call drop rather than a silent
+                    // peer.
+                    let had_call = m.dce.call_up();
                     m.dte_open = true;
+                    m.line.clear();
+                    if had_call {
+                        self.drop_call(now, k);
+                    }
+                    let m = self.pairs[k].modem(side);
                     m.dce = Dce::new(DceConfig {
                         rate_bps: self.opts.rate_bps,
                         ..DceConfig::iridium()
                     });
-                    m.line.clear();
+                    m.out.clear();
                 }
             }
         }
