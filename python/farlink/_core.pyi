@@ -9,11 +9,14 @@ __all__ = [
     "BudgetError",
     "ConservationError",
     "EmulatorError",
+    "LinkMgrError",
     "ScenarioError",
     "__version__",
     "build_info",
     "emulate",
     "estimate_scenario",
+    "linkmgr_modem_sim",
+    "linkmgr_run",
     "resolve_scenario",
     "run_scenario",
     "toml_line",
@@ -207,4 +210,38 @@ def emulate(scenario_json: str, options_json: str) -> str:
     Raises:
         ScenarioError: the scenario is invalid, or asks what the emulator cannot do yet.
         EmulatorError: the emulator could not run (``kind`` says why).
+    """
+
+class LinkMgrError(ValueError):
+    """The link manager could not run or stopped, in one line; ``kind`` says why."""
+
+    kind: str
+    """``config`` (the configuration file or an option is wrong; str() places it as
+    ``FILE:LINE: path: message``) or ``system`` (the event log, a port, a system call)."""
+
+def linkmgr_run(config_path: str) -> None:
+    """Run the link-management daemon on a configuration file (TOML, ``docs/linkmgr.md``) until
+    SIGTERM or SIGINT, with the GIL released.
+
+    Raises:
+        LinkMgrError: a bad configuration (``kind`` ``config``) or a failure while running.
+    """
+
+def linkmgr_modem_sim(
+    scenario_json: str,
+    modems: int,
+    dir: str,
+    time_scale: float,
+    seed: int | None,
+    signal_reply_s: float,
+) -> None:
+    """Run ``modems`` simulated Iridium modem pairs, taking the member rate, delay, call-drop
+    rate, dial time and dial failures of the first bundle of a resolved scenario (JSON), on
+    ptys linked as ``dir/air<k>`` and ``dir/ground<k>``, until SIGTERM or SIGINT; prints each
+    link's path once they exist. ``time_scale`` divides dial times and call durations;
+    ``seed`` (None: the scenario's) names the random streams; ``signal_reply_s`` is how long a
+    signal query takes to answer.
+
+    Raises:
+        LinkMgrError: a bad option (``kind`` ``config``) or a failure while running.
     """

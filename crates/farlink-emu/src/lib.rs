@@ -15,8 +15,8 @@
 //! * `kernel`: the congestion controllers the kernel has, and which TCP settings it takes;
 //! * `bulk`: the built-in workload, one kernel TCP bulk transfer per flow, TCP_INFO sampled;
 //! * `report`: the result in `simulate`'s shape plus the emulator's own figures;
-//! * [`linkmgr`]: the link manager's data plane (serial members bonded into one multilink PPP
-//!   bundle on a TUN device) and its testbed.
+//! * [`linkmgr`]: the link manager: a daemon running real or simulated modems, its log, and
+//!   its data plane (serial members bonded into one multilink PPP bundle on a TUN device).
 
 mod error;
 pub use error::EmuError;

@@ -17,6 +17,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 mod emulate;
+mod linkmgr;
 
 use farlink_core::trace::{
     AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
@@ -359,5 +360,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConservationError", py.get_type::<ConservationError>())?;
     m.add("BudgetError", py.get_type::<BudgetError>())?;
     emulate::register(m)?;
+    linkmgr::register(m)?;
     Ok(())
 }
