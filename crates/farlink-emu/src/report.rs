@@ -165,6 +165,9 @@ pub struct EmuResult {
     pub links: Vec<Link>,
     pub emulator: Emulator,
     pub tcp_info: TcpInfoTrace,
+    /// The program that was the workload (`-- COMMAND`, `--shell`), and how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<crate::command::CommandReport>,
 }
 
 /// What the run saw besides the driver.
@@ -376,5 +379,6 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
             kernel: o.kernel,
         },
         tcp_info: trace,
+        command: None,
     }
 }
