@@ -187,3 +187,49 @@ def test_a_workload_asked_for_twice_or_a_server_without_a_client_is_refused(args
     run = farlink("emulate", "stpd-wireless", *args)
     assert run.returncode == 2
     assert run.stderr.startswith(f"farlink: error: {says}") and run.stderr.count("\n") == 1
+
+
+def simulated_lost_ordinals(result, link: int) -> tuple[list[int], int]:
+    """The arrival numbers, at link `link`'s forward loss model, of the packets it corrupted in a
+    simulation, and how many arrived. With no queue overflow anywhere and no handshake, the
+    packets reaching it are the sender's segments in the order sent (the seq trace); a
+    corrupted one is the last send of its sequence number before the drop."""
+    seq = result.trace("seq")
+    drops = result.trace("drops")
+    assert not any(drops["cause"] == 0), "a queue overflowed: the arrivals are not the sends"
+    sent_t, sent_seq = list(seq["time_ns"]), list(seq["seq"])
+    lost = []
+    for t, s, ln, fwd, cause in zip(
+        drops["time_ns"], drops["seq"], drops["link"], drops["forward"], drops["cause"],
+        strict=True,
+    ):  # fmt: skip
+        if ln != link or not fwd or cause != 1:
+            continue
+        k = max(i for i in range(len(sent_t)) if sent_seq[i] == s and sent_t[i] <= t)
+        lost.append(k)
+    return sorted(lost), len(sent_t)
+
+
+def test_lcg16807_loses_the_same_packet_numbers_in_the_emulator_as_in_a_simulation():
+    """Seed 003 §5.3.3: the emulator's LCG16807 error generator drops the same arrival numbers
+    on a link as the simulator's does for the same seed, whatever TCP offers the packets."""
+    from farlink import simulate
+    from farlink.emulate import emulate
+
+    sets = [
+        'links[1].fwd.loss={model="lcg16807", rate=0.05, seed=11}',
+        "links[1].queue_pkts=1000",
+        'flows[0].tcp.receive_buffer="40KB"',
+        "flows[0].tcp.handshake=false",
+    ]
+    emu = emulate("stpd-wireless", size="120KB", duration="30s", sets=sets,
+                  record_deliveries=True)  # fmt: skip
+    fwd = next(link for link in emu.summary["links"] if link["name"] == "R-D")["fwd"]
+    emu_lost = fwd["lost_ordinals"]
+    emu_arrivals = fwd["delivered_pkts"] + fwd["drops"]["corruption"]
+    sim = simulate("stpd-wireless", size="120KB", duration="30s",
+                   sets=[*sets, "trace={seq=true, drops=true}"])  # fmt: skip
+    sim_lost, sim_arrivals = simulated_lost_ordinals(sim, link=1)
+    n = min(emu_arrivals, sim_arrivals)
+    assert n > 100 and len([k for k in sim_lost if k < n]) >= 3
+    assert [k for k in emu_lost if k < n] == [k for k in sim_lost if k < n]
