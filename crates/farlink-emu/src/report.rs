@@ -357,18 +357,23 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
                 let x = path::dir_index(Hop { link: i, forward });
                 direction(&dirs[x], lost.map(|v| &v[x]))
             };
-            let bundle = driver.links().bundles.iter().find(|b| b.link() == i).map(|b| {
-                let st = b.control().stats();
-                BundleCalls {
-                    call_drops: st.call_drops,
-                    drops_noticed: st.supervisor.call_drops,
-                    hangups: st.hangups,
-                    teardowns: st.supervisor.teardowns,
-                    dials: st.supervisor.dials,
-                    dial_failures: st.supervisor.dial_failures,
-                    blocks: st.supervisor.blocks,
-                }
-            });
+            let bundle = driver
+                .links()
+                .bundles
+                .iter()
+                .find(|b| b.link() == i)
+                .map(|b| {
+                    let st = b.control().stats();
+                    BundleCalls {
+                        call_drops: st.call_drops,
+                        drops_noticed: st.supervisor.call_drops,
+                        hangups: st.hangups,
+                        teardowns: st.supervisor.teardowns,
+                        dials: st.supervisor.dials,
+                        dial_failures: st.supervisor.dial_failures,
+                        blocks: st.supervisor.blocks,
+                    }
+                });
             let given_up = |forward: bool| {
                 dirs[path::dir_index(Hop { link: i, forward })]
                     .rlp()
