@@ -78,6 +78,8 @@ def test_a_command_moves_bytes_through_the_path_and_the_sink_counts_them(tmp_pat
     doc = last_json(run.stdout)
     (flow,) = doc["flows"]
     assert flow["delivered_bytes"] == 200_000, flow
+    # From the command's start: 200 kB through 1.5 Mbit/s take more than 1.07 s.
+    assert 0 < flow["goodput_bps"] < 1.5e6, flow
     assert doc["command"]["exit_status"] == 0 and doc["command"]["ended_by"] == "exit"
     assert doc["command"]["peer"].startswith("10.0.")
     # Every byte crossed the emulated bottleneck: 200 kB in MSS-sized packets, and more.

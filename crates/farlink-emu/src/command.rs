@@ -316,6 +316,8 @@ pub(crate) struct Programs {
     namespace: String,
     peer: SocketAddrV4,
     congestion: String,
+    /// Monotonic ns at which the command was started.
+    started_ns: u64,
 }
 
 impl Programs {
@@ -335,7 +337,7 @@ impl Programs {
         let mut sinks = Vec::new();
         let mut open = Vec::new();
         let mut server = None;
-        let started = (|| -> Result<Child, EmuError> {
+        let started = (|| -> Result<(Child, u64), EmuError> {
             match plan.server {
                 Some(cmd) => {
                     let argv = ["sh".to_owned(), "-c".to_owned(), cmd.to_owned()];
@@ -358,9 +360,10 @@ impl Programs {
                     }
                 }
             }
-            spawn_in(plan.sender_ns, plan.argv, &env)
+            let child = spawn_in(plan.sender_ns, plan.argv, &env)?;
+            Ok((child, now_ns()))
         })();
-        let command = match started {
+        let (command, started_ns) = match started {
             Ok(c) => c,
             Err(e) => {
                 stop.store(true, Ordering::Relaxed);
@@ -385,7 +388,13 @@ impl Programs {
             namespace: plan.sender_ns.name.clone(),
             peer: plan.peer,
             congestion,
+            started_ns,
         })
+    }
+
+    /// Monotonic ns at which the command started: the start of the first flow's transfer.
+    pub(crate) fn started_ns(&self) -> u64 {
+        self.started_ns
     }
 
     /// Whether the run is over: the command has exited and, with sinks, their connections

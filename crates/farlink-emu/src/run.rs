@@ -264,6 +264,11 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         });
         let end_ns = monotonic_ns().saturating_sub(t0);
         driver.finish_captures();
+        // The first flow's goodput runs from the command's start (the sink counts its bytes).
+        let started = [bulk::SenderOutcome {
+            first_write_ns: Some(programs.started_ns()),
+            ..Default::default()
+        }];
         let (sink_outcomes, report_of_command) = programs.finish(&stop, signals.interrupted());
         ran?;
         let mut result = report::build(
@@ -272,7 +277,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             report::Outcomes {
                 t0_ns: t0,
                 end_ns,
-                senders: &[],
+                senders: &started,
                 sinks: &sink_outcomes,
                 congestion: &congestion,
                 settings,
