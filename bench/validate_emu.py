@@ -238,7 +238,8 @@ def main() -> int:
         "absolute where the kernel is below 0.3. The kernel's mean cwnd is its `TCP_INFO`",
         "sampled every 10 ms; farlink's its cwnd trace; both time-weighted, in 948-byte",
         "segments. Machine: 2 shared vCPUs under other work (the emulator's departure-time p99",
-        "is in the last column).",
+        "is in the last column). The cells outside the criterion are read from the traces in",
+        "`docs/validation-notes.md` ('Linux TCP against the simulator').",
     ]
     if reduced:
         lines += [
