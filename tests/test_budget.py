@@ -11,7 +11,7 @@ import time
 import pytest
 
 from farlink import _core
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.sim import ProgressLine, simulate
 
 
@@ -136,7 +136,7 @@ def test_the_progress_line_rewrites_itself_and_erases_at_the_end():
 def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
     out = tmp_path / "out"
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from farlink.cli import main; sys.exit(main())",
+        [sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())",
          "simulate", "stpd-wired", "--duration", "1e5s",
          "--set", "trace.all=false", "--out", str(out), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -158,7 +158,7 @@ def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
 
 def test_a_sweep_point_over_the_budget_is_a_failed_row():
     from farlink.scenario import load_scenario
-    from farlink.sweep import run_point
+    from farlink.sweeps.point import run_point
 
     doc = load_scenario("stpd-wired")
     doc["duration"] = "1e8s"

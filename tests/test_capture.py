@@ -18,15 +18,10 @@ import numpy as np
 import pytest
 
 from farlink import simulate
-from farlink.capture import (
-    CaptureError,
-    analyze_capture,
-    analyze_result,
-    call_drop_times_s,
-    plot_connections,
-    read_capture,
-)
-from farlink.cli import main
+from farlink.captures.analysis import CaptureError, analyze_capture, read_capture
+from farlink.captures.figures import plot_connections
+from farlink.captures.simulated import analyze_result, call_drop_times_s
+from farlink.cli.app import main
 
 TAP_RETURN_DELAY_S = 0.001
 

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from farlink import _core
-from farlink.result_schema import emulate_document
-from farlink.results import Result
+from farlink.results.result import Result
+from farlink.results.schema import emulate_document
 from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = ["emulate", "headline"]

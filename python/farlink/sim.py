@@ -22,8 +22,8 @@ import numpy as np
 
 from farlink import _core
 from farlink.outputs import OutputError, OutputFolder, safe_name
-from farlink.result_schema import sim_document
-from farlink.results import Result
+from farlink.results.result import Result
+from farlink.results.schema import sim_document
 from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = [
@@ -266,7 +266,7 @@ def write_run(result: Result, folder: OutputFolder, *, pcap: bool) -> list[Path]
     replace writes nothing; traces and captures an earlier run wrote there and this one does not
     are removed, so the folder holds one run; what was written is recorded in the manifest.
     """
-    from farlink.results import write_pcaps
+    from farlink.results.result import write_pcaps
 
     names = output_names(result, pcap=pcap)
     folder.claim(*names)
