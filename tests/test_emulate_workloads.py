@@ -34,7 +34,7 @@ def _why_not() -> str | None:
 
 pytestmark = pytest.mark.skipif(_why_not() is not None, reason=f"emulator: {_why_not()}")
 
-FARLINK = [PY, "-c", "import sys; from farlink.cli import main; sys.exit(main())"]
+FARLINK = [PY, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())"]
 
 
 def farlink(*args: str, stdin: str | None = None, timeout_s: float = 120, env=None):

@@ -138,7 +138,7 @@ def emulate_command(
 
 def _workload(command: list[str] | None, shell: bool, server: str | None) -> list[str] | None:
     """The program the run is for: ``-- COMMAND``, the user's shell, or none (bulk)."""
-    from farlink.cli import CliError
+    from farlink.cli.options import CliError
 
     if shell and command:
         raise CliError("--shell: give either --shell or a command after --, not both")
