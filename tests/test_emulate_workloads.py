@@ -235,3 +235,33 @@ def test_lcg16807_loses_the_same_packet_numbers_in_the_emulator_as_in_a_simulati
     n = min(emu_arrivals, sim_arrivals)
     assert n > 100 and len([k for k in sim_lost if k < n]) >= 3
     assert [k for k in emu_lost if k < n] == [k for k in sim_lost if k < n]
+
+
+def test_processes_a_killed_run_left_in_its_namespaces_are_stopped_at_the_next_start():
+    marker = "96.5432101"
+    # The command dies with farlink (its parent-death signal); what it started in the
+    # background does not, and lives on in the namespace until the next run removes it.
+    proc = subprocess.Popen([*FARLINK, "emulate", "stpd-wireless", "--", "sh", "-c",
+                             f"sleep {marker} & sleep 600.0123"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    made: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not processes_running(f"sleep {marker}"):
+            time.sleep(0.05)
+        made = namespaces_of(proc.pid)
+        assert made and processes_running(f"sleep {marker}")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        time.sleep(0.5)
+        assert processes_running(f"sleep {marker}"), "the background process outlives farlink"
+        again = farlink("emulate", "stpd-wireless", "--", "true")
+        assert again.returncode == 0, again.stderr
+        assert processes_running(f"sleep {marker}") == []
+        assert not any((NETNS / n).exists() for n in made)
+    finally:
+        proc.kill()
+        for pid in processes_running(f"sleep {marker}") + processes_running("sleep 600.0123"):
+            os.kill(pid, signal.SIGKILL)
+        for name in made:
+            subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
