@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures bench-emu bench-linkmgr clean
+	validate-captures bench-emu validate-emu bench-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -70,6 +70,12 @@ bench: setup
 # The emulator's clock: departure-time error at 10 and 100 Mbit/s (root: namespaces, TUN).
 bench-emu: setup
 	$(PY) bench/bench_emu.py
+	$(PY) bench/bench_emu_throughput.py
+
+# Linux TCP (reno, cubic, bbr) through the emulator beside farlink's in the simulator, and the far
+# links under kernel TCP: writes its section of docs/validation.md. Root; about an hour and a half.
+validate-emu: setup
+	$(PY) bench/validate_emu.py $(VALIDATE_EMU_ARGS)
 
 # The link manager's data plane: kernel TCP across 8 bonded members paced at 2400 bit/s between
 # two namespaces, without and with a call drop mid-fragment (root: namespaces, TUN; minutes).

@@ -14,7 +14,9 @@
 //! * `driver`: the real-time loop (epoll, timerfd, a short spin before each deadline);
 //! * `kernel`: the congestion controllers the kernel has, and which TCP settings it takes;
 //! * `bulk`: the built-in workload, one kernel TCP bulk transfer per flow, TCP_INFO sampled;
+//! * `command`: programs as the workload, a command against a server or a counting sink;
 //! * `report`: the result in `simulate`'s shape plus the emulator's own figures;
+//! * [`ceiling`]: the references of the throughput benchmark (a bare TUN forwarder, veth);
 //! * [`linkmgr`]: the link manager: a daemon running real or simulated modems, its log, and
 //!   its data plane (serial members bonded into one multilink PPP bundle on a TUN device).
 
@@ -23,6 +25,10 @@ pub use error::EmuError;
 
 #[cfg(target_os = "linux")]
 mod bulk;
+#[cfg(target_os = "linux")]
+pub mod ceiling;
+#[cfg(target_os = "linux")]
+mod command;
 #[cfg(target_os = "linux")]
 mod driver;
 #[cfg(target_os = "linux")]
@@ -47,6 +53,8 @@ mod tcpinfo;
 mod tun;
 
 #[cfg(target_os = "linux")]
+pub use command::CommandReport;
+#[cfg(target_os = "linux")]
 pub use run::emulate;
 
 /// How to run an emulation, beside the scenario itself.
@@ -68,6 +76,15 @@ pub struct EmuOptions {
     pub realtime: bool,
     /// Write a capture of each end node's TUN device (both ways) as `<dir>/<node>.pcap`.
     pub pcap_dir: Option<String>,
+    /// A program to run in the first flow's sender namespace in place of the built-in bulk
+    /// transfer (`-- COMMAND`, `--shell`); the run ends when it exits.
+    pub command: Option<Vec<String>>,
+    /// A shell command run (`sh -c`) in the first flow's receiver namespace, listening on
+    /// `FARLINK_PORT`; without it, a sink accepts, discards and counts.
+    pub server: Option<String>,
+    /// Whether the scenario's duration also ends a command (given explicitly); otherwise only
+    /// the command's exit, or Ctrl-C, does.
+    pub command_bounded: bool,
 }
 
 impl Default for EmuOptions {
@@ -78,6 +95,9 @@ impl Default for EmuOptions {
             record_deliveries: false,
             realtime: true,
             pcap_dir: None,
+            command: None,
+            server: None,
+            command_bounded: false,
         }
     }
 }

@@ -14,6 +14,7 @@ use farlink_core::time::SimTime;
 use farlink_core::ScenarioError;
 
 use crate::bulk::{self, SenderPlan};
+use crate::command;
 use crate::driver::{monotonic_ns, Driver, Route};
 use crate::kernel;
 use crate::netns::{self, Netns, RunLock};
@@ -226,8 +227,74 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     )?;
     let t0 = driver.t0_ns();
 
-    // The workload: a sink per flow in the receiver's namespace, then the senders.
     let stop = Arc::new(AtomicBool::new(false));
+    if let Some(argv) = &opts.command {
+        // The workload is a program (and perhaps its server): crate::command.
+        let f0 = &sc.flows()[0];
+        let plan = command::Plan {
+            argv,
+            server: opts.server.as_deref(),
+            sender_ns: &namespaces[tun_of(f0.from)],
+            receiver_ns: &namespaces[tun_of(f0.to)],
+            peer: SocketAddrV4::new(addr(f0.to), ports[0]),
+            congestion: &congestion[0],
+            sinks: sc
+                .flows()
+                .iter()
+                .enumerate()
+                .map(|(k, f)| {
+                    let at = SocketAddrV4::new(addr(f.to), ports[k]);
+                    (
+                        &namespaces[tun_of(f.to)],
+                        at,
+                        Some(f.tcp.receive_buffer_bytes),
+                    )
+                })
+                .collect(),
+        };
+        let programs =
+            command::Programs::start(plan, &stop, || signals.interrupted(), monotonic_ns)?;
+        let end = if opts.command_bounded {
+            SimTime::ZERO + sc.duration()
+        } else {
+            SimTime::MAX
+        };
+        let ran = driver.run(end, opts.realtime, || {
+            signals.interrupted() || programs.done()
+        });
+        let end_ns = monotonic_ns().saturating_sub(t0);
+        driver.finish_captures();
+        // The first flow's goodput runs from the command's start (the sink counts its bytes).
+        let started = [bulk::SenderOutcome {
+            first_write_ns: Some(programs.started_ns()),
+            ..Default::default()
+        }];
+        let (sink_outcomes, report_of_command) = programs.finish(&stop, signals.interrupted());
+        ran?;
+        let mut result = report::build(
+            sc,
+            &driver,
+            report::Outcomes {
+                t0_ns: t0,
+                end_ns,
+                senders: &started,
+                sinks: &sink_outcomes,
+                congestion: &congestion,
+                settings,
+                interrupted: signals.interrupted(),
+                run_id: lock.id.clone(),
+                removed_stale,
+                spin_us: opts.spin_us,
+                kernel,
+            },
+        );
+        result.command = Some(report_of_command);
+        drop(driver);
+        drop(namespaces);
+        return Ok(result);
+    }
+
+    // The workload: a sink per flow in the receiver's namespace, then the senders.
     let mut sinks = Vec::new();
     let mut senders = Vec::new();
     let mut setup = || -> Result<(), EmuError> {

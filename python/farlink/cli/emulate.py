@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,15 @@ EXIT_FAILED = 1
 
 def emulate_command(
     scenario: Annotated[str, typer.Argument(help="A scenario TOML file or a preset name.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After `--`: a command run in the sender's namespace in place of the built-in "
+            "transfer, with FARLINK_PEER and FARLINK_PORT set; the run ends when it exits and "
+            "its exit status is farlink's.",
+            show_default=False,
+        ),
+    ] = None,
     tcp: Annotated[
         str | None,
         typer.Option(
@@ -55,6 +65,19 @@ def emulate_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of a table.")
     ] = False,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            help="A shell command run in the receiver's namespace, listening on $FARLINK_PORT "
+            "(e.g. 'python3 -m http.server $FARLINK_PORT'); default: a sink that counts.",
+        ),
+    ] = None,
+    shell: Annotated[
+        bool,
+        typer.Option(
+            "--shell", help="Run an interactive shell ($SHELL) in the sender's namespace."
+        ),
+    ] = False,
 ) -> None:
     """Emulate a scenario: real kernel TCP between network namespaces, through the scenario's
     link models in real time (Linux; needs CAP_NET_ADMIN and /dev/net/tun)."""
@@ -65,6 +88,7 @@ def emulate_command(
     from farlink.reports.terminal import print_json, print_quantities
     from farlink.scenario import ScenarioError, describe_error, load_scenario
 
+    argv = _workload(command, shell, server)
     try:
         doc = load_scenario(scenario)
         name = str(doc.get("name") or Path(scenario).stem)
@@ -85,6 +109,8 @@ def emulate_command(
             seed=seed,
             sets=set_ or (),
             pcap_dir=folder.path if pcap else None,
+            command=argv,
+            server=server,
         )
     except ScenarioError as err:
         raise CliError(describe_error(scenario, err, sets=set_ or ())) from None
@@ -105,3 +131,19 @@ def emulate_command(
             typer.echo(f"wrote {path}")
     if result.summary["interrupted"]:
         raise typer.Exit(EXIT_INTERRUPTED)
+    ran = result.summary.get("command")
+    if ran is not None and ran["exit_status"] != 0:
+        raise typer.Exit(ran["exit_status"])
+
+
+def _workload(command: list[str] | None, shell: bool, server: str | None) -> list[str] | None:
+    """The program the run is for: ``-- COMMAND``, the user's shell, or none (bulk)."""
+    from farlink.cli.options import CliError
+
+    if shell and command:
+        raise CliError("--shell: give either --shell or a command after --, not both")
+    if server is not None and not (shell or command):
+        raise CliError("--server: it serves a command; give one after -- (or --shell)")
+    if shell:
+        return [os.environ.get("SHELL") or "/bin/sh"]
+    return list(command) if command else None
