@@ -27,7 +27,7 @@ import pytest
 if not sys.platform.startswith("linux"):
     pytest.skip("the link manager runs on Linux (ptys, termios)", allow_module_level=True)
 
-FARLINK = [sys.executable, "-c", "import sys; from farlink.cli import main; sys.exit(main())"]
+FARLINK = [sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())"]
 WAIT_S = 30.0
 """The longest wait for any one behaviour (generous: a loaded machine; they take < 2 s)."""
 
