@@ -53,6 +53,10 @@ class BudgetError(ValueError):
     """Estimated trace rows."""
     memory_bytes: float
     """Estimated memory, traces and captures included."""
+    disk_bytes: float
+    """Estimated disk for trace rows streamed to a ``trace_sink``; 0 without one."""
+    max_disk_bytes: int
+    """The disk budget (bytes)."""
     max_events: int
     """The budget's bound on events."""
     max_memory_bytes: int
@@ -129,12 +133,15 @@ class Estimate(TypedDict):
     events: float
     trace_rows: float
     memory_bytes: float
+    disk_bytes: float
     default_max_events: int
     default_max_memory_bytes: int
+    default_max_disk_bytes: int
 
-def estimate_scenario(scenario_json: str) -> Estimate:
-    """Validates a scenario and estimates what a run of it costs (events, trace rows, memory)
-    without running it; also gives the default budget. Raises ``ScenarioError`` like
+def estimate_scenario(scenario_json: str, *, streamed: bool = False) -> Estimate:
+    """Validates a scenario and estimates what a run of it costs (events, trace rows, memory,
+    and with ``streamed``, for a run given a ``trace_sink``, the disk its rows take) without
+    running it; also gives the default budget. Raises ``ScenarioError`` like
     :func:`run_scenario`."""
 
 def run_scenario(
@@ -142,7 +149,9 @@ def run_scenario(
     *,
     max_events: int | None = None,
     max_memory_bytes: int | None = None,
+    max_disk_bytes: int | None = None,
     progress: Callable[[float, float, int], object] | None = None,
+    trace_sink: Callable[[dict[str, dict[str, npt.NDArray[Any]]]], object] | None = None,
 ) -> RunOutput:
     """Validates and runs one scenario in the simulation core.
 
@@ -162,6 +171,13 @@ def run_scenario(
     ``progress(simulated_s, duration_s, events)`` is called (an exception it raises stops the
     run and is raised here). A stopped run returns what it has; its summary's ``partial``
     says why and when (absent for a run that ran its course).
+
+    With ``trace_sink``, trace rows are not kept: the core calls ``trace_sink(tables)`` (every
+    table, ``{table: {column: array}}``, those with nothing to hand over empty) whenever a
+    table holds 65,536 rows, and once at the end with the rest, so the run's memory for traces
+    stays bounded; ``traces`` in the result are then empty. The budget then counts the rows as
+    disk, ``max_disk_bytes`` (default 16 GiB). An exception ``trace_sink`` raises stops the run
+    and is raised here.
 
     Raises:
         ScenarioError: the scenario is invalid; ``err.path`` names the field.

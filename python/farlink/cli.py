@@ -94,6 +94,13 @@ BudgetMemoryOpt = Annotated[
         help=f"Most memory the run may hold, traces included (default 2GiB). {SizeOpt}",
     ),
 ]
+BudgetDiskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-disk",
+        help=f"Most disk the run's traces may fill in its folder (default 16GiB). {SizeOpt}",
+    ),
+]
 
 
 OutDirOpt = Annotated[
@@ -848,6 +855,7 @@ def simulate_command(
     ] = False,
     budget_events: BudgetEventsOpt = None,
     budget_memory: BudgetMemoryOpt = None,
+    budget_disk: BudgetDiskOpt = None,
     estimate_only: Annotated[
         bool,
         typer.Option("--estimate", help="Print what the run would cost and the budget; no run."),
@@ -870,14 +878,30 @@ def simulate_command(
     receive window, send buffer, congestion window or link) with its share of the time.
 
     The run is held to a budget (docs/scenarios.md, "Run budget"): one estimated over it is
-    refused, one that outgrows it stops with what it has. On a terminal a progress line shows
-    on stderr; Ctrl-C stops the run and keeps its partial result.
+    refused, one that outgrows it stops with what it has. Traces stream into the folder as the
+    run records them, so memory stays bounded and the budget counts them as disk. On a terminal
+    a progress line shows on stderr; Ctrl-C stops the run and keeps its partial result.
     """
     from farlink import _core
     from farlink.budget import estimate_payload, refusal_options
     from farlink.outputs import OutputFolder, safe_name
-    from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
-    from farlink.sim import ProgressLine, estimate, interval_rows, simulate, write_run
+    from farlink.scenario import (
+        ScenarioError,
+        apply_overrides,
+        describe_error,
+        load_scenario,
+        resolve,
+    )
+    from farlink.sim import (
+        ProgressLine,
+        address_map_file_name,
+        estimate,
+        interval_rows,
+        pcap_file_name,
+        simulate,
+        write_run,
+    )
+    from farlink.traces import switched_on
 
     sets = list(set_ or ())
     if interval is not None:
@@ -904,11 +928,26 @@ def simulate_command(
             "sets": sets,
         }
         budget = _budget(budget_events, budget_memory)
+        budget["budget_disk_bytes"] = (
+            None
+            if budget_disk is None
+            else int(read("--budget-disk", units.parse_size_bytes, budget_disk))
+        )
         if estimate_only:
-            cost = estimate(doc, **overrides)
+            cost = estimate(doc, **overrides, streamed=True)
             _emit(as_json, "simulate --estimate", estimate_payload(cost, *budget.values()))
             return
-        result = simulate(doc, **overrides, **budget, progress=line)
+        doc = apply_overrides(doc, **overrides)
+        name = str(doc.get("name") or Path(scenario).stem)
+        target = out if out is not None else DEFAULT_OUT / "sim" / safe_name(name)
+        later = ["summary.json"]
+        if pcap:
+            for tap in resolve(doc).get("pcap", []):
+                later += [pcap_file_name(tap), address_map_file_name(tap)]
+        streamed = _trace_folder(target, force, [f"{t}.parquet" for t in switched_on(doc)], later)
+        if target.exists():
+            streamed()  # a file farlink may not replace is refused before the run
+        result = simulate(doc, **budget, progress=line, trace_dir=streamed)
     except ScenarioError as err:
         raise CliError(describe_error(scenario, err)) from None
     except _core.BudgetError as err:
@@ -918,10 +957,7 @@ def simulate_command(
     finally:
         if line is not None:
             line.close()
-    name = str(result.scenario.get("name") or Path(scenario).stem)
-    folder = OutputFolder(
-        out if out is not None else DEFAULT_OUT / "sim" / safe_name(name), force=force
-    )
+    folder = OutputFolder(target, force=force)
     written = write_run(result, folder, pcap=pcap)
     partial = result.summary.get("partial")
     intervals = interval_rows(result) if interval is not None else None
@@ -973,6 +1009,28 @@ def _print_simulation(
         )
     for path in written:
         typer.echo(f"wrote {path}")
+
+
+def _trace_folder(
+    target: Path, force: bool, names: list[str], later: list[str]
+) -> Callable[[], Path]:
+    """The folder ``simulate`` streams its traces into, made on the first call only (a run
+    refused before it starts creates nothing), with the files the run will write there
+    claimed: ``names``, the traces, recorded in its manifest as they are about to be written,
+    and ``later``, what is written once the run is over."""
+    from farlink.outputs import OutputFolder
+
+    made: list[Path] = []
+
+    def folder() -> Path:
+        if not made:
+            f = OutputFolder(target, force=force)
+            f.claim(*later)
+            f.record(f.claim(*names))
+            made.append(f.path)
+        return made[0]
+
+    return folder
 
 
 def _budget(events: str | None, memory: str | None) -> dict[str, int | None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,101 @@ class Result:
         written = []
         for name in self.recorded_traces():
             path = out / f"{name}.parquet"
-            pq.write_table(self.to_arrow(name), path)
+            # A trace streamed to this very file while the run went is there already.
+            if not (isinstance(self.traces, DiskTraces) and self.traces.file(name) == path):
+                pq.write_table(self.to_arrow(name), path)
             written.append(path)
         written.append(write_document(self.summary, out))
         return written
+
+
+class TraceStream:
+    """Writes a run's trace rows into ``<folder>/<trace>.parquet`` as the core hands them over
+    (``_core.run_scenario(..., trace_sink=)``): one Parquet row group per chunk, so that a run
+    holds a bounded buffer per trace whatever its length (docs/traces.md, "Long runs").
+
+    ``folder`` is called when the first rows arrive (a run refused by its budget creates
+    nothing); ``names`` are the traces the run records, each written even if it got no row.
+    :meth:`close` adds the provenance (with the summary, known only at the end) to every file,
+    which then reads back as the in-memory path's ``Result.to_parquet`` writes it.
+    """
+
+    def __init__(self, folder: Callable[[], Path], names: Iterable[str]):
+        self._folder = folder
+        self.names = sorted(names)
+        self.schemas: dict[str, Any] = {}
+        self.writers: dict[str, Any] = {}
+        self.files: dict[str, Path] = {}
+
+    def __call__(self, tables: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        import pyarrow as pa
+
+        for name in self.names:
+            table = pa.table(dict(tables[name]))
+            self.schemas.setdefault(name, table.schema)
+            if table.num_rows:
+                self._writer(name).write_table(table)
+
+    def _writer(self, name: str):
+        import pyarrow.parquet as pq
+
+        if name not in self.writers:
+            path = self._folder() / f"{name}.parquet"
+            # The Arrow schema is not stored: Parquet's own types read back the same, and the
+            # key-value metadata added at the end is then the schema's metadata, as in a file
+            # written whole.
+            self.writers[name] = pq.ParquetWriter(path, self.schemas[name], store_schema=False)
+            self.files[name] = path
+        return self.writers[name]
+
+    def traces(self, empty: Mapping[str, Mapping[str, np.ndarray]]) -> DiskTraces:
+        """The run's traces read back from the files (``empty``: the core's tables, which
+        the stream emptied, for the traces not recorded)."""
+        return DiskTraces(self.files, empty)
+
+    def close(self, provenance: Mapping[str, str]) -> None:
+        """Finish every file (an empty one for a trace without rows) with ``provenance``."""
+        for name in self.names:
+            if name in self.schemas:
+                self._writer(name)
+        for writer in self.writers.values():
+            writer.add_key_value_metadata(dict(provenance))
+            writer.close()
+        self.writers.clear()
+
+    def abort(self) -> None:
+        """Close and delete what was written: the run failed."""
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+        for path in self.files.values():
+            path.unlink(missing_ok=True)
+
+
+class DiskTraces(Mapping):
+    """A result's traces as a mapping (name → column → array) that reads each streamed trace
+    back from its Parquet file when asked (nothing is kept in memory between two asks)."""
+
+    def __init__(self, files: Mapping[str, Path], empty: Mapping[str, Mapping[str, np.ndarray]]):
+        self._files = dict(files)
+        self._empty = empty
+
+    def file(self, name: str) -> Path | None:
+        return self._files.get(name)
+
+    def __getitem__(self, name: str) -> dict[str, np.ndarray]:
+        if name not in self._files:
+            return dict(self._empty[name])
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(self._files[name])
+        return {c: table.column(c).to_numpy() for c in table.column_names}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._empty)
+
+    def __len__(self) -> int:
+        return len(self._empty)
 
 
 def write_pcaps(result: Result, directory: str | Path) -> list[Path]:

@@ -20,7 +20,7 @@ mod emulate;
 
 use farlink_core::trace::{
     AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
-    RtoTrace, RttTrace, SeqTrace, Traces,
+    RtoTrace, RttTrace, SeqTrace, TraceSink, Traces,
 };
 use farlink_core::world::{self, Budget, Progress, RunControl, RunError, RunResult};
 use numpy::IntoPyArray;
@@ -44,8 +44,9 @@ create_exception!(
     BudgetError,
     PyValueError,
     "A run refused before it started: its estimated events or memory are over the budget. \
-     `events`, `trace_rows` and `memory_bytes` are the estimate, `max_events` and \
-     `max_memory_bytes` the budget."
+     `events`, `trace_rows`, `memory_bytes` and `disk_bytes` (0 unless traces stream to a \
+     folder) are the estimate, `max_events`, `max_memory_bytes` and `max_disk_bytes` the \
+     budget."
 );
 create_exception!(
     farlink._core,
@@ -117,7 +118,9 @@ impl Failure {
                     .and_then(|()| value.setattr("trace_rows", o.estimate.trace_rows))
                     .and_then(|()| value.setattr("memory_bytes", o.estimate.memory_bytes))
                     .and_then(|()| value.setattr("max_events", o.budget.max_events))
-                    .and_then(|()| value.setattr("max_memory_bytes", o.budget.max_memory_bytes));
+                    .and_then(|()| value.setattr("max_memory_bytes", o.budget.max_memory_bytes))
+                    .and_then(|()| value.setattr("disk_bytes", o.estimate.disk_bytes))
+                    .and_then(|()| value.setattr("max_disk_bytes", o.budget.max_disk_bytes));
                 if let Err(set) = set {
                     return set;
                 }
@@ -136,11 +139,13 @@ fn run_core(
     scenario_json: &str,
     budget: Budget,
     hook: &mut dyn FnMut(Progress) -> bool,
+    sink: Option<&mut dyn TraceSink>,
 ) -> Result<Output, Failure> {
     let scenario = farlink_core::parse_scenario_json(scenario_json).map_err(Failure::Scenario)?;
     let control = RunControl {
         budget: Some(budget),
         progress: Some(hook),
+        sink: sink.map(|s| -> &mut dyn TraceSink { s }),
     };
     let result = world::run_with(&scenario, control).map_err(|e| match e {
         RunError::Scenario(e) => Failure::Scenario(e),
@@ -220,37 +225,82 @@ fn traces_to_py(py: Python<'_>, traces: Traces) -> PyResult<Bound<'_, PyDict>> {
     ))
 }
 
+/// A Python callable taking each chunk of trace rows (`{table: {column: array}}`, every table,
+/// those with nothing to hand over empty) as the run hands them over; the first error it raises stops the run and is
+/// raised once the run has stopped.
+struct PySink {
+    callback: Py<PyAny>,
+    raised: Option<PyErr>,
+}
+
+impl TraceSink for PySink {
+    fn rows(&mut self, chunk: Traces) -> bool {
+        if self.raised.is_some() {
+            return false;
+        }
+        let outcome = Python::attach(|py| {
+            let tables = traces_to_py(py, chunk)?;
+            self.callback.call1(py, (tables,)).map(drop)
+        });
+        match outcome {
+            Ok(()) => true,
+            Err(e) => {
+                self.raised = Some(e);
+                false
+            }
+        }
+    }
+}
+
 /// What a run of one scenario (JSON text) would cost, and the default budget; see `_core.pyi`.
 #[pyfunction]
-fn estimate_scenario<'py>(py: Python<'py>, scenario_json: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (scenario_json, *, streamed=false))]
+fn estimate_scenario<'py>(
+    py: Python<'py>,
+    scenario_json: &str,
+    streamed: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let scenario = farlink_core::parse_scenario_json(scenario_json)
         .map_err(|e| Failure::Scenario(e).into_py_err(py))?;
-    let e = world::budget::estimate(&scenario);
+    let e = world::budget::estimate_with(&scenario, streamed);
     let b = Budget::default();
     let out = PyDict::new(py);
     out.set_item("events", e.events)?;
     out.set_item("trace_rows", e.trace_rows)?;
     out.set_item("memory_bytes", e.memory_bytes)?;
+    out.set_item("disk_bytes", e.disk_bytes)?;
     out.set_item("default_max_events", b.max_events)?;
     out.set_item("default_max_memory_bytes", b.max_memory_bytes)?;
+    out.set_item("default_max_disk_bytes", b.max_disk_bytes)?;
     Ok(out)
 }
 
 /// Runs one scenario (JSON text) in the core and returns its result; see `_core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, *, max_events=None, max_memory_bytes=None, progress=None))]
+#[pyo3(signature = (
+    scenario_json, *, max_events=None, max_memory_bytes=None, max_disk_bytes=None,
+    progress=None, trace_sink=None
+))]
+#[allow(clippy::too_many_arguments)]
 fn run_scenario<'py>(
     py: Python<'py>,
     scenario_json: &str,
     max_events: Option<u64>,
     max_memory_bytes: Option<u64>,
+    max_disk_bytes: Option<u64>,
     progress: Option<Bound<'py, PyAny>>,
+    trace_sink: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let defaults = Budget::default();
     let budget = Budget {
         max_events: max_events.unwrap_or(defaults.max_events),
         max_memory_bytes: max_memory_bytes.unwrap_or(defaults.max_memory_bytes),
+        max_disk_bytes: max_disk_bytes.unwrap_or(defaults.max_disk_bytes),
     };
+    let mut sink = trace_sink.map(|callback| PySink {
+        callback: callback.unbind(),
+        raised: None,
+    });
     let progress = progress.map(Bound::unbind);
     // An error the callback raised, to raise once the run has stopped (an interrupt only
     // stops the run: its result is kept, marked partial).
@@ -281,7 +331,8 @@ fn run_scenario<'py>(
     };
     let outcome = py.detach(|| {
         panic::catch_unwind(AssertUnwindSafe(|| {
-            run_core(scenario_json, budget, &mut hook)
+            let sink = sink.as_mut().map(|s| s as &mut dyn TraceSink);
+            run_core(scenario_json, budget, &mut hook, sink)
         }))
         .unwrap_or_else(|payload| {
             Err(Failure::Internal(format!(
@@ -290,7 +341,7 @@ fn run_scenario<'py>(
             )))
         })
     });
-    if let Some(e) = raised {
+    if let Some(e) = raised.or_else(|| sink.and_then(|s| s.raised)) {
         return Err(Failure::Callback(e).into_py_err(py));
     }
     let out = outcome.map_err(|f| f.into_py_err(py))?;
