@@ -70,7 +70,7 @@ def test_a_refusal_names_the_options_that_raise_the_budget(capsys, tmp_path):
     assert code == 2
     # The command line streams the traces into its folder: their rows are disk, not memory.
     assert "--budget-events 2e9 --budget-disk 90GiB" in line, line
-    assert "88.3 GiB of disk for its traces (budget 16.0 GiB)" in line, line
+    assert "88.3 GiB of disk for its traces and captures (budget 16.0 GiB)" in line, line
     # Only the bound passed is named.
     code, _, err = run(capsys, "simulate", "stpd-wired", "--duration", "1e6s", "--set",
                        "trace.all=false", "--out", str(tmp_path))  # fmt: skip

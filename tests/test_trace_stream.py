@@ -4,13 +4,15 @@ in-memory path, and ``Result.trace`` reading them back (docs/traces.md, "Long ru
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from farlink import _core
-from farlink.results import columns_equal
+from farlink.results import DiskCaptures, columns_equal, write_pcaps
+from farlink.scenario import load_scenario, resolve
 from farlink.sim import estimate, simulate
 
 ALL = ["trace.all=true"]
@@ -73,7 +75,7 @@ def test_a_run_refused_by_its_budget_creates_nothing(tmp_path):
     err = caught.value
     assert err.disk_bytes > err.max_disk_bytes == 16 << 30
     assert err.memory_bytes < 2 << 30  # a buffer per trace, not the rows
-    assert "of disk for its traces (budget 16.0 GiB)" in str(err)
+    assert "of disk for its traces and captures (budget 16.0 GiB)" in str(err)
     assert not (tmp_path / "out").exists()
 
 
@@ -91,19 +93,65 @@ def test_a_failing_writer_stops_the_run_and_removes_what_it_began(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_streamed_captures_are_byte_for_byte_the_in_memory_ones(tmp_path):
+    # A link tap, a link end and a node (whose records interleave directions), a flow that
+    # starts late and one with a simulated handshake.
+    doc = load_scenario("stpd-wired")
+    doc["duration"] = "60s"
+    doc["flows"].append(
+        {"name": "late", "from": doc["nodes"][-1], "to": doc["nodes"][0], "start": "7s",
+         "tcp": {"handshake": True}, "app": {"kind": "bulk", "size": "300KB"}}
+    )  # fmt: skip
+    links = [link["name"] for link in resolve(doc)["links"]]
+    doc["pcap"] = [links[0], {"link": links[-1], "at": "b"}, {"node": doc["nodes"][1]}]
+    held = simulate(doc)
+    write_pcaps(held, tmp_path / "held")
+    streamed = simulate(doc, trace_dir=tmp_path / "streamed", stream_pcap=True)
+    assert isinstance(streamed.pcap, DiskCaptures) and not isinstance(held.pcap, DiskCaptures)
+    assert sorted(streamed.pcap) == sorted(held.pcap) and len(held.pcap) == 3
+    write_pcaps(streamed, tmp_path / "streamed")
+    for tap in held.pcap:
+        assert len(held.pcap[tap]) > 1_000_000, tap
+        assert streamed.pcap[tap] == held.pcap[tap], tap
+        assert streamed.pcap_addresses[tap] == held.pcap_addresses[tap], tap
+    held_files = sorted(p.name for p in (tmp_path / "held").iterdir())
+    assert held_files == sorted(
+        p.name for p in (tmp_path / "streamed").iterdir() if p.suffix in (".pcap", ".json")
+    )
+    for name in held_files:
+        assert (tmp_path / "held" / name).read_bytes() == (
+            tmp_path / "streamed" / name
+        ).read_bytes(), name
+    assert not list((tmp_path / "streamed").glob("*.spool")), "the spools are removed"
+
+
 PROBE = """
-import resource, sys
+import sys
+from pathlib import Path
 import pyarrow.parquet  # loaded before the baseline: the run loads it
 from farlink.cli import main
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def kib(field):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+
+# The peak RSS a process inherits through fork and exec is its parent's: reset it (Linux's
+# clear_refs, 5 resets VmHWM) and take the RSS now as the baseline.
+Path("/proc/self/clear_refs").write_text("5")
+before = kib("VmRSS")
 code = main(sys.argv[1:])
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(code, before, peak, file=sys.stderr)
+print(code, before, kib("VmHWM"), file=sys.stderr)
 """
+
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/clear_refs").exists(), reason="peak RSS is read from Linux's /proc"
+)
 
 BUDGET_MEMORY = 128 << 20
 
 
+@needs_proc
 def test_a_run_whose_rows_exceed_the_memory_budget_streams_in_bounded_memory(tmp_path):
     """8000 s of stpd-wired with every trace: about 8 million rows, over 200 MiB held in
     memory. Held, the run is refused by a memory budget of 128 MiB; streamed into --out, it
@@ -123,9 +171,42 @@ def test_a_run_whose_rows_exceed_the_memory_budget_streams_in_bounded_memory(tmp
     code, before_kib, peak_kib = (int(x) for x in probe.stderr.split()[-3:])
     assert code == 0, probe.stderr
     assert "partial" not in json.loads(probe.stdout)
-    rows_bytes = 0
+    rows, rows_bytes, file_bytes = 0, 0, 0
     for path in out.glob("*.parquet"):
         table = pq.read_table(path)
-        rows_bytes += table.nbytes
+        rows, rows_bytes = rows + table.num_rows, rows_bytes + table.nbytes
+        file_bytes += path.stat().st_size
+    print(
+        f"\n{rows} rows, {rows_bytes / 2**20:.0f} MiB of columns, {file_bytes / 2**20:.0f} MiB "
+        f"of Parquet; peak RSS {(peak_kib - before_kib) / 1024:.0f} MiB over the "
+        f"{before_kib / 1024:.0f} MiB before the run"
+    )
     assert rows_bytes > BUDGET_MEMORY * 3 // 2, rows_bytes
     assert (peak_kib - before_kib) * 1024 < BUDGET_MEMORY, (before_kib, peak_kib)
+
+
+@needs_proc
+def test_a_capture_larger_than_the_memory_budget_streams_in_bounded_memory(tmp_path):
+    """1000 s of stpd-wired captured on one link: about 200 MB of pcap, which a run holding
+    its captures in memory may not take within 128 MiB. With --pcap --out the capture goes to
+    its file as the run goes, and the peak RSS grows by less than the budget."""
+    pcap = ["--set", 'pcap=["R-D"]', "--set", "trace.all=false"]
+    with pytest.raises(_core.BudgetError):
+        simulate("stpd-wired", duration="1000s", sets=pcap[1::2],
+                 budget_memory_bytes=BUDGET_MEMORY)  # fmt: skip
+    out = tmp_path / "out"
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE, "simulate", "stpd-wired", "--duration", "1000s", *pcap,
+         "--pcap", "--out", str(out), "--budget-memory", str(BUDGET_MEMORY), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    code, before_kib, peak_kib = (int(x) for x in probe.stderr.split()[-3:])
+    assert code == 0, probe.stderr
+    size = (out / "R-D.pcap").stat().st_size
+    print(
+        f"\n{size / 2**20:.0f} MiB of pcap; peak RSS {(peak_kib - before_kib) / 1024:.0f} MiB "
+        f"over the {before_kib / 1024:.0f} MiB before the run"
+    )
+    assert size > BUDGET_MEMORY, size
+    assert (peak_kib - before_kib) * 1024 < BUDGET_MEMORY, (before_kib, peak_kib)
+    assert not list(out.glob("*.spool"))

@@ -1,5 +1,6 @@
 """Type stubs of the Rust extension ``farlink._core``."""
 
+import os
 from collections.abc import Callable
 from typing import Any, TypedDict
 
@@ -113,6 +114,8 @@ class RunOutput(TypedDict):
     sees (for a link, those leaving its queues in both directions), in time order, plus a
     synthetic SYN, SYN-ACK, ACK at the start of each flow seen by the tap; payload bytes are
     zeros. Timestamps are simulated time after 2000-01-01T00:00:00Z."""
+    pcap_files: dict[str, str]
+    """The captures written to files as the run went (``capture_files``): tap name to path."""
     pcap_addresses: dict[str, str]
     """Per capture (same keys as ``pcap``), its address map as JSON text: nodes by address,
     flows by 4-tuple, where the tap sits (docs/captures.md)."""
@@ -152,6 +155,7 @@ def run_scenario(
     max_disk_bytes: int | None = None,
     progress: Callable[[float, float, int], object] | None = None,
     trace_sink: Callable[[dict[str, dict[str, npt.NDArray[Any]]]], object] | None = None,
+    capture_files: Callable[[str], str | os.PathLike[str]] | None = None,
 ) -> RunOutput:
     """Validates and runs one scenario in the simulation core.
 
@@ -177,7 +181,10 @@ def run_scenario(
     table holds 65,536 rows, and once at the end with the rest, so the run's memory for traces
     stays bounded; ``traces`` in the result are then empty. The budget then counts the rows as
     disk, ``max_disk_bytes`` (default 16 GiB). An exception ``trace_sink`` raises stops the run
-    and is raised here.
+    and is raised here. With ``capture_files`` too (called before the run with each tap's name,
+    returning the path of its capture), the captures are written to those files as the run
+    goes, through a spool beside each (``PATH.spool``, removed at the end), byte for byte what
+    ``pcap`` would hold; ``pcap_files`` then maps each tap to its file and ``pcap`` is empty.
 
     Raises:
         ScenarioError: the scenario is invalid; ``err.path`` names the field.

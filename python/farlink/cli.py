@@ -892,15 +892,7 @@ def simulate_command(
         load_scenario,
         resolve,
     )
-    from farlink.sim import (
-        ProgressLine,
-        address_map_file_name,
-        estimate,
-        interval_rows,
-        pcap_file_name,
-        simulate,
-        write_run,
-    )
+    from farlink.sim import ProgressLine, estimate, interval_rows, simulate, write_run
     from farlink.traces import switched_on
 
     sets = list(set_ or ())
@@ -940,14 +932,10 @@ def simulate_command(
         doc = apply_overrides(doc, **overrides)
         name = str(doc.get("name") or Path(scenario).stem)
         target = out if out is not None else DEFAULT_OUT / "sim" / safe_name(name)
-        later = ["summary.json"]
-        if pcap:
-            for tap in resolve(doc).get("pcap", []):
-                later += [pcap_file_name(tap), address_map_file_name(tap)]
-        streamed = _trace_folder(target, force, [f"{t}.parquet" for t in switched_on(doc)], later)
+        streamed = _trace_folder(target, force, [f"{t}.parquet" for t in switched_on(doc)])
         if target.exists():
             streamed()  # a file farlink may not replace is refused before the run
-        result = simulate(doc, **budget, progress=line, trace_dir=streamed)
+        result = simulate(doc, **budget, progress=line, trace_dir=streamed, stream_pcap=pcap)
     except ScenarioError as err:
         raise CliError(describe_error(scenario, err)) from None
     except _core.BudgetError as err:
@@ -1011,24 +999,24 @@ def _print_simulation(
         typer.echo(f"wrote {path}")
 
 
-def _trace_folder(
-    target: Path, force: bool, names: list[str], later: list[str]
-) -> Callable[[], Path]:
-    """The folder ``simulate`` streams its traces into, made on the first call only (a run
-    refused before it starts creates nothing), with the files the run will write there
-    claimed: ``names``, the traces, recorded in its manifest as they are about to be written,
-    and ``later``, what is written once the run is over."""
+def _trace_folder(target: Path, force: bool, names: list[str]) -> Callable[..., Path]:
+    """The folder ``simulate`` streams its traces (and captures) into, made on the first call
+    only (a run refused before it starts creates nothing), with the files the run writes there
+    claimed: ``names``, the traces, and the names each call gives (captures), recorded in its
+    manifest as they are about to be written, and ``summary.json``, written once it is over."""
     from farlink.outputs import OutputFolder
 
-    made: list[Path] = []
+    made: list[OutputFolder] = []
 
-    def folder() -> Path:
+    def folder(*more: str) -> Path:
         if not made:
             f = OutputFolder(target, force=force)
-            f.claim(*later)
+            f.claim("summary.json")
             f.record(f.claim(*names))
-            made.append(f.path)
-        return made[0]
+            made.append(f)
+        if more:
+            made[0].record(made[0].claim(*more))
+        return made[0].path
 
     return folder
 

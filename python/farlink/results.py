@@ -130,7 +130,7 @@ class TraceStream:
     which then reads back as the in-memory path's ``Result.to_parquet`` writes it.
     """
 
-    def __init__(self, folder: Callable[[], Path], names: Iterable[str]):
+    def __init__(self, folder: Callable[..., Path], names: Iterable[str]):
         self._folder = folder
         self.names = sorted(names)
         self.schemas: dict[str, Any] = {}
@@ -208,6 +208,26 @@ class DiskTraces(Mapping):
         return len(self._empty)
 
 
+class DiskCaptures(Mapping):
+    """A result's captures (tap → pcap bytes) written to files as the run went, read when
+    asked."""
+
+    def __init__(self, files: Mapping[str, str | Path]):
+        self._files = {tap: Path(path) for tap, path in files.items()}
+
+    def file(self, tap: str) -> Path | None:
+        return self._files.get(tap)
+
+    def __getitem__(self, tap: str) -> bytes:
+        return self._files[tap].read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+
 def write_pcaps(result: Result, directory: str | Path) -> list[Path]:
     """Write each tap's capture as ``<directory>/<tap>.pcap`` (the name made safe) and, when the
     result has it, its address map beside it as ``<tap>.addresses.json``."""
@@ -216,9 +236,11 @@ def write_pcaps(result: Result, directory: str | Path) -> list[Path]:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for tap, data in sorted(result.pcap.items()):
+    for tap in sorted(result.pcap):
         path = out / pcap_file_name(tap)
-        path.write_bytes(data)
+        # A capture streamed to this very file while the run went is there already.
+        if not (isinstance(result.pcap, DiskCaptures) and result.pcap.file(tap) == path):
+            path.write_bytes(result.pcap[tap])
         written.append(path)
         if tap in result.pcap_addresses:
             map_path = out / address_map_file_name(tap)

@@ -56,7 +56,8 @@ def simulate(
     budget_memory_bytes: int | None = None,
     budget_disk_bytes: int | None = None,
     progress: ProgressCallback | None = None,
-    trace_dir: str | Path | Callable[[], Path] | None = None,
+    trace_dir: str | Path | Callable[..., Path] | None = None,
+    stream_pcap: bool = False,
 ) -> Result:
     """Run a scenario (a preset name, a TOML path or a parsed document) on the packet engine.
 
@@ -71,12 +72,15 @@ def simulate(
     2 GiB); ``farlink._core.BudgetError`` is raised for a run whose estimate is over it.
     ``progress(simulated_s, duration_s, events)`` is called about every 0.1 s of a long run.
 
-    With ``trace_dir`` (a folder, or a function giving one when the first rows are written) the
+    With ``trace_dir`` (a folder, or a function giving one when the first rows are written, called
+    with the names of files about to be written there, which it may claim) the
     traces stream into ``<trace_dir>/<trace>.parquet`` as the run records them, in bounded
     memory, and the result reads them back from there (docs/traces.md, "Long runs"); the
-    budget then counts their rows as disk, ``budget_disk_bytes`` (default 16 GiB).
+    budget then counts their rows as disk, ``budget_disk_bytes`` (default 16 GiB). With
+    ``stream_pcap`` too, the captures of the scenario's ``pcap`` taps are written there as
+    :func:`pcap_file_name` gives, as the run goes (docs/captures.md).
     """
-    from farlink.results import TraceStream
+    from farlink.results import DiskCaptures, TraceStream
     from farlink.traces import switched_on
 
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
@@ -84,18 +88,36 @@ def simulate(
         doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
     )
     stream = None
+    capture_files = None
+    core_json = to_core_json(doc)
     if trace_dir is not None:
         folder = trace_dir if callable(trace_dir) else _made(Path(trace_dir))
         stream = TraceStream(folder, switched_on(doc))
+        if stream_pcap and doc.get("pcap"):
+            # The spools are made as the first packets are captured: the folder must be
+            # there, unless the core will refuse the run (then nothing is made).
+            cost = _core.estimate_scenario(core_json, streamed=True)
+            if (
+                cost["events"] <= (budget_events or cost["default_max_events"])
+                and cost["memory_bytes"]
+                <= (budget_memory_bytes or cost["default_max_memory_bytes"])
+                and cost["disk_bytes"] <= (budget_disk_bytes or cost["default_max_disk_bytes"])
+            ):
+
+                def capture_files(tap: str) -> str:
+                    names = (pcap_file_name(tap), address_map_file_name(tap))
+                    return str(folder(*names) / names[0])
+
     started = time.perf_counter()
     try:
         raw = _core.run_scenario(
-            to_core_json(doc),
+            core_json,
             max_events=budget_events,
             max_memory_bytes=budget_memory_bytes,
             max_disk_bytes=budget_disk_bytes,
             progress=progress,
             trace_sink=stream,
+            capture_files=capture_files,
         )
     except BaseException:
         if stream is not None:
@@ -108,7 +130,7 @@ def simulate(
         traces=raw["traces"] if stream is None else stream.traces(raw["traces"]),
         scenario=doc,
         engine="sim",
-        pcap=raw["pcap"],
+        pcap=DiskCaptures(raw["pcap_files"]) if raw["pcap_files"] else raw["pcap"],
         pcap_addresses=raw["pcap_addresses"],
         names={
             "flows": raw["flows"],
@@ -122,10 +144,10 @@ def simulate(
     return result
 
 
-def _made(folder: Path) -> Callable[[], Path]:
+def _made(folder: Path) -> Callable[..., Path]:
     """A function that creates ``folder`` (when the first rows are written) and gives it."""
 
-    def make() -> Path:
+    def make(*names: str) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 

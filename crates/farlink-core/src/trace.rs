@@ -177,7 +177,30 @@ pub trait TraceSink {
     /// they were recorded: a table's chunks, concatenated, are the table a run without a sink
     /// would hold. Returns `false` when the rows could not be kept (the run then stops).
     fn rows(&mut self, chunk: Traces) -> bool;
+
+    /// Whether the sink takes the taps' captures too; if not, the taps stay in the result.
+    fn takes_captures(&self) -> bool {
+        false
+    }
+
+    /// Spool entries of tap `tap` ([`crate::world::CaptureStream::encode`]); `new_run`: they
+    /// begin a new sorted run at the spool's end rather than continue the last one.
+    fn capture(&mut self, tap: u32, new_run: bool, entries: &[u8]) -> bool {
+        let _ = (tap, new_run, entries);
+        true
+    }
+
+    /// The run is over: tap `stream.tap()`'s capture can be put together from its spool.
+    fn capture_done(&mut self, stream: crate::world::CaptureStream) -> bool {
+        let _ = stream;
+        true
+    }
 }
+
+/// Tap records a run streaming its captures holds before encoding them for the sink: at most
+/// 4,096 packets of at most 64 KiB are 256 MiB only for jumbo segments; 6 MiB at a 1,500-byte
+/// MTU.
+pub const CHUNK_TAP_RECORDS: usize = 4096;
 
 /// Calls `$m!` with every table of [`Traces`] and its columns, so that the walks over all
 /// columns below cannot forget one.

@@ -21,7 +21,8 @@
 use std::fmt;
 
 use crate::scenario::{AppSpec, FlowSpec, LinkSpec, Scenario};
-use crate::trace::{TapRecord, Traces, CHUNK_ROWS};
+use crate::trace::{TapRecord, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
+use crate::world::SPOOL_ENTRY_HEADER_BYTES;
 
 /// Default bound on events: a few minutes on one core (see the module documentation).
 pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000_000;
@@ -40,6 +41,13 @@ const TRACE_ROW_DISK_BYTES: f64 = 36.0;
 /// Memory a table's buffer holds when traces stream to a sink: [`CHUNK_ROWS`] rows, twice
 /// over for the doubling growth of its vectors, at [`TRACE_ROW_BYTES`].
 const TRACE_BUFFER_BYTES: f64 = 2.0 * CHUNK_ROWS as f64 * TRACE_ROW_BYTES;
+/// Memory a run streaming its captures holds for them: a chunk of tap records and their
+/// encoding, at most a full packet each.
+const CAPTURE_BUFFER_BYTES: f64 = CHUNK_TAP_RECORDS as f64
+    * (std::mem::size_of::<TapRecord>() as f64
+        + PCAP_RECORD_HEADER_BYTES
+        + SPOOL_ENTRY_HEADER_BYTES as f64
+        + MAX_CAPTURED_PACKET_BYTES as f64);
 /// Memory a run holds whatever its traces: components, queues, the event heap.
 const BASE_MEMORY_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
 /// Headers of an ACK on the wire (IPv4 and TCP, with timestamps).
@@ -100,7 +108,7 @@ impl fmt::Display for OverBudget {
         if e.disk_bytes > 0.0 {
             write!(
                 f,
-                "{} of disk for its traces (budget {}), ",
+                "{} of disk for its traces and captures (budget {}), ",
                 bytes(e.disk_bytes),
                 bytes(b.max_disk_bytes as f64),
             )?;
@@ -162,18 +170,20 @@ impl Budget {
 /// What a scenario costs to run with its traces held in memory; see the module documentation
 /// for the model.
 pub fn estimate(sc: &Scenario) -> Estimate {
-    estimate_with(sc, false)
+    estimate_with(sc, false, false)
 }
 
 /// What a scenario costs to run; with `streamed` its trace rows go to a sink as they are
 /// recorded ([`crate::trace::TraceSink`]), so memory holds one buffer per trace switched on
-/// and the rows count as disk instead.
-pub fn estimate_with(sc: &Scenario, streamed: bool) -> Estimate {
+/// and the rows count as disk instead; with `captures_streamed` too the captures of its taps,
+/// which take twice their size on disk until the run ends (a spool and the capture).
+pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> Estimate {
     let duration_s = sc.duration().as_secs_f64();
     let tr = sc.trace();
     let mut events = 0.0;
     let mut rows = 0.0;
     let mut tap_bytes = 0.0;
+    let mut tap_disk_bytes = 0.0;
     // Trace rows per data packet and per hop it crosses (with its ACK).
     let per_packet_rows = [tr.seq, tr.ack, tr.cwnd, tr.rtt, tr.rto, tr.drops]
         .iter()
@@ -197,6 +207,8 @@ pub fn estimate_with(sc: &Scenario, streamed: bool) -> Estimate {
             if taps > 0.0 {
                 let record = std::mem::size_of::<TapRecord>() as f64 + PCAP_RECORD_HEADER_BYTES;
                 tap_bytes += taps * packets * (2.0 * record + pkt + ACK_BYTES);
+                let spooled = PCAP_RECORD_HEADER_BYTES + SPOOL_ENTRY_HEADER_BYTES as f64;
+                tap_disk_bytes += 2.0 * taps * packets * (2.0 * spooled + pkt + ACK_BYTES);
             }
         }
         events += packets * hop_events;
@@ -236,11 +248,15 @@ pub fn estimate_with(sc: &Scenario, streamed: bool) -> Estimate {
         .iter()
         .filter(|&&on| on)
         .count() as f64;
+        let (tap_memory, tap_disk) = match (captures_streamed, sc.pcap().is_empty()) {
+            (true, false) => (CAPTURE_BUFFER_BYTES, tap_disk_bytes),
+            _ => (tap_bytes, 0.0),
+        };
         Estimate {
             events,
             trace_rows: rows,
-            memory_bytes: BASE_MEMORY_BYTES + tables * TRACE_BUFFER_BYTES + tap_bytes,
-            disk_bytes: rows * TRACE_ROW_DISK_BYTES,
+            memory_bytes: BASE_MEMORY_BYTES + tables * TRACE_BUFFER_BYTES + tap_memory,
+            disk_bytes: rows * TRACE_ROW_DISK_BYTES + tap_disk,
         }
     } else {
         Estimate {
@@ -652,7 +668,7 @@ mod tests {
     #[test]
     fn a_streamed_run_is_priced_in_disk_and_held_to_it() {
         let sc = lossy_traced("400s");
-        let (held, streamed) = (estimate(&sc), estimate_with(&sc, true));
+        let (held, streamed) = (estimate(&sc), estimate_with(&sc, true, true));
         assert_eq!(held.disk_bytes, 0.0);
         assert_eq!(held.trace_rows, streamed.trace_rows);
         assert!(
@@ -673,7 +689,7 @@ mod tests {
         );
         let refusal = small.admit(streamed).unwrap_err().to_string();
         assert!(
-            refusal.contains("of disk for its traces (budget 1.0 MiB), "),
+            refusal.contains("of disk for its traces and captures (budget 1.0 MiB), "),
             "{refusal}"
         );
         // Admitted on the estimate, held to the disk budget while running.

@@ -46,12 +46,17 @@ pub mod address_map;
 pub mod budget;
 mod bundles;
 pub mod capture;
+mod capture_stream;
 mod relay;
 mod summary;
 
 pub use address_map::{address_map, address_map_json, AddressMap};
 pub use budget::{Budget, Estimate, OverBudget};
 pub use capture::write_pcap;
+pub use capture_stream::{
+    assemble as capture_stream_assemble, spool_entry, CaptureAssembler, CaptureStream,
+    SPOOL_ENTRY_HEADER_BYTES,
+};
 
 pub use summary::{
     AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
@@ -73,7 +78,7 @@ use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{AppSource, Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
-use crate::trace::{TapInfo, TapRecord, TraceSink, Traces, CHUNK_ROWS};
+use crate::trace::{TapInfo, TapRecord, TraceSink, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
 
 /// How often a run streaming its traces looks for full tables to hand to the sink: a few rows
 /// per event at most, so a table passes [`CHUNK_ROWS`] by a few hundred rows at most.
@@ -175,7 +180,11 @@ pub fn run_with<'a>(
     control: RunControl<'a>,
 ) -> Result<RunResult, RunError> {
     if let Some(b) = control.budget {
-        b.admit(budget::estimate_with(scenario, control.sink.is_some()))?;
+        let (traces, captures) = control
+            .sink
+            .as_ref()
+            .map_or((false, false), |s| (true, s.takes_captures()));
+        b.admit(budget::estimate_with(scenario, traces, captures))?;
     }
     let mut world = World::build(scenario)?;
     world.budget = control.budget;
@@ -379,8 +388,10 @@ struct World<'s> {
     budget: Option<Budget>,
     progress: Option<&'s mut dyn FnMut(Progress) -> bool>,
     sink: Option<&'s mut dyn TraceSink>,
-    /// Bytes of the trace rows handed to `sink` so far.
+    /// Bytes of the trace rows (and capture records) handed to `sink` so far.
     sunk_bytes: u64,
+    /// The taps' captures, when the sink takes them (made at the first hand-off).
+    captures: Option<Vec<CaptureStream>>,
     /// Why the run stopped before its end, if it did.
     stopped: Option<String>,
     /// A budget passed inside an event; the run stops after it.
@@ -602,6 +613,7 @@ impl<'s> World<'s> {
             progress: None,
             sink: None,
             sunk_bytes: 0,
+            captures: None,
             stopped: None,
             halted: None,
         };
@@ -744,6 +756,10 @@ impl<'s> World<'s> {
     /// Hands the tables holding at least `min_rows` rows (all of them for 0) to the sink, if
     /// there is one; a sink that cannot keep them stops the run.
     fn hand_off(&mut self, min_rows: usize) {
+        if self.sink.is_none() {
+            return;
+        }
+        self.hand_off_taps(min_rows.min(CHUNK_TAP_RECORDS));
         let Some(sink) = self.sink.as_mut() else {
             return;
         };
@@ -755,6 +771,57 @@ impl<'s> World<'s> {
             self.halted
                 .get_or_insert_with(|| "the trace writer failed".to_owned());
         }
+    }
+
+    /// Encodes the tap records held, once there are `min_records` (all for 0), for a sink
+    /// that takes captures.
+    fn hand_off_taps(&mut self, min_records: usize) {
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
+        if !sink.takes_captures() || self.sc.pcap().is_empty() {
+            return;
+        }
+        if self.taps.len() < min_records.max(1) && min_records > 0 {
+            return;
+        }
+        if self.captures.is_none() {
+            let flows = self.flow_infos();
+            let nodes = self.sc.nodes();
+            let made = (0..self.sc.pcap().len() as u32)
+                .map(|t| CaptureStream::new(t, flows.clone(), nodes))
+                .collect::<std::io::Result<Vec<_>>>();
+            match made {
+                Ok(streams) => self.captures = Some(streams),
+                Err(e) => {
+                    self.halted
+                        .get_or_insert_with(|| format!("the captures cannot be written: {e}"));
+                    self.taps.clear();
+                    return;
+                }
+            }
+        }
+        let (Some(streams), Some(sink)) = (self.captures.as_mut(), self.sink.as_mut()) else {
+            return;
+        };
+        let mut spool = Vec::new();
+        for stream in streams.iter_mut() {
+            spool.clear();
+            let new_run = match stream.encode(&self.taps, &mut spool) {
+                Ok(new_run) => new_run,
+                Err(e) => {
+                    self.halted
+                        .get_or_insert_with(|| format!("the captures cannot be written: {e}"));
+                    break;
+                }
+            };
+            self.sunk_bytes += spool.len() as u64;
+            if !spool.is_empty() && !sink.capture(stream.tap(), new_run, &spool) {
+                self.halted
+                    .get_or_insert_with(|| "the capture writer failed".to_owned());
+            }
+        }
+        self.taps.clear();
     }
 
     /// Writes connection `f`'s goodput grid points before `until` (and at it, with
@@ -1319,8 +1386,19 @@ impl<'s> World<'s> {
                     .get_or_insert(format!("{why} completing the goodput grid"));
             }
         }
-        // The sink takes what is left: the result's traces are then empty.
+        // The sink takes what is left: the result's traces (and taps) are then empty.
         self.hand_off(0);
+        let flows = self.flow_infos();
+        if let (Some(streams), Some(sink)) = (self.captures.take(), self.sink.as_mut()) {
+            for mut stream in streams {
+                // A connection's start is final only now (a relay starts the next one).
+                stream.refresh(flows.clone());
+                if !sink.capture_done(stream) {
+                    self.halted
+                        .get_or_insert_with(|| "the capture writer failed".to_owned());
+                }
+            }
+        }
         if let Some(why) = self.halted.take() {
             self.stopped.get_or_insert(why);
         }
@@ -1332,7 +1410,21 @@ impl<'s> World<'s> {
             .iter()
             .map(|t| TapInfo::new(t, &nodes, sc.links()))
             .collect();
-        let flows = (0..self.flows.len())
+        let flows = self.flow_infos();
+        Ok(RunResult {
+            summary,
+            traces: self.traces,
+            taps: self.taps,
+            tap_sites,
+            flows,
+            nodes,
+        })
+    }
+
+    /// The connections as the pcap writer and the bindings see them.
+    fn flow_infos(&self) -> Vec<FlowInfo> {
+        let nodes = self.sc.nodes();
+        (0..self.flows.len())
             .map(|i| {
                 let fl = &self.flows[i];
                 let (from, to, tcp) = self.conn_ends(i);
@@ -1353,15 +1445,7 @@ impl<'s> World<'s> {
                     handshake: tcp.handshake,
                 }
             })
-            .collect();
-        Ok(RunResult {
-            summary,
-            traces: self.traces,
-            taps: self.taps,
-            tap_sites,
-            flows,
-            nodes,
-        })
+            .collect()
     }
 
     /// The summary of connection `c` alone, and its active span if it started.
