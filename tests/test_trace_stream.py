@@ -125,6 +125,25 @@ def test_streamed_captures_are_byte_for_byte_the_in_memory_ones(tmp_path):
     assert not list((tmp_path / "streamed").glob("*.spool")), "the spools are removed"
 
 
+def test_a_sweep_point_records_no_trace_and_its_row_is_the_same():
+    from farlink.sweep import run_point
+
+    doc = load_scenario("stpd-wired")
+    doc["duration"] = "2000s"
+    traced = {**doc, "trace": {"all": True, "goodput_interval": "10ms"}}
+    untraced = {**doc, "trace": {}}
+    # Held in memory, the traces of 2000 s would be over 64 MiB.
+    assert estimate(traced)["memory_bytes"] > 64 << 20
+    rows = [run_point(json.dumps(d), budget=(None, 64 << 20)) for d in (traced, untraced)]
+    assert rows[0]["error"] is None, rows[0]["error"]
+    for row in rows:
+        row.pop("wall_time_s")
+    assert rows[0] == rows[1]
+    # The trace table is still the core's to check.
+    bad = {**doc, "trace": {"goodput_interval": "1ns"}}
+    assert run_point(json.dumps(bad))["error"].startswith("ScenarioError: trace.goodput_interval")
+
+
 PROBE = """
 import sys
 from pathlib import Path
