@@ -141,11 +141,13 @@ class Estimate(TypedDict):
     default_max_memory_bytes: int
     default_max_disk_bytes: int
 
-def estimate_scenario(scenario_json: str, *, streamed: bool = False) -> Estimate:
+def estimate_scenario(
+    scenario_json: str, *, streamed: bool = False, stream_pcap: bool = False
+) -> Estimate:
     """Validates a scenario and estimates what a run of it costs (events, trace rows, memory,
-    and with ``streamed``, for a run given a ``trace_sink``, the disk its rows take) without
-    running it; also gives the default budget. Raises ``ScenarioError`` like
-    :func:`run_scenario`."""
+    and with ``streamed``, for a run given a ``trace_sink``, the disk its rows take, and its
+    captures' with ``stream_pcap`` too, for ``capture_files``) without running it; also gives
+    the default budget. Raises ``ScenarioError`` like :func:`run_scenario`."""
 
 def run_scenario(
     scenario_json: str,

@@ -926,7 +926,7 @@ def simulate_command(
             else int(read("--budget-disk", units.parse_size_bytes, budget_disk))
         )
         if estimate_only:
-            cost = estimate(doc, **overrides, streamed=True)
+            cost = estimate(doc, **overrides, streamed=True, stream_pcap=pcap)
             _emit(as_json, "simulate --estimate", estimate_payload(cost, *budget.values()))
             return
         doc = apply_overrides(doc, **overrides)

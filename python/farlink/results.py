@@ -31,7 +31,9 @@ the kernel's TCP_INFO of every sender)."""
 class Result:
     """A summary (the result document of docs/results.md) and traces (name → column → array).
 
-    ``pcap`` holds a capture (pcap bytes) per tap, ``pcap_addresses`` its address map (JSON
+    ``traces`` and ``pcap`` of a run that streamed them to a folder read them back from their
+    files when asked (:class:`DiskTraces`, :class:`DiskCaptures`). ``pcap`` holds a capture
+    (pcap bytes) per tap, ``pcap_addresses`` its address map (JSON
     text, docs/captures.md); ``names`` the flow, link and node
     names in the order of the ``flow`` and ``link`` columns of the traces. The ``flow`` column
     counts TCP connections: a flow split at relays has one per segment of its route, named
@@ -40,10 +42,10 @@ class Result:
     """
 
     summary: dict[str, Any]
-    traces: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    traces: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
     scenario: dict[str, Any] = field(default_factory=dict)
     engine: str = "sim"
-    pcap: dict[str, bytes] = field(default_factory=dict)
+    pcap: Mapping[str, bytes] = field(default_factory=dict)
     pcap_addresses: dict[str, str] = field(default_factory=dict)
     names: dict[str, list[Any]] = field(default_factory=dict)
 

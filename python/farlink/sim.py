@@ -96,7 +96,7 @@ def simulate(
         if stream_pcap and doc.get("pcap"):
             # The spools are made as the first packets are captured: the folder must be
             # there, unless the core will refuse the run (then nothing is made).
-            cost = _core.estimate_scenario(core_json, streamed=True)
+            cost = _core.estimate_scenario(core_json, streamed=True, stream_pcap=True)
             if (
                 cost["events"] <= (budget_events or cost["default_max_events"])
                 and cost["memory_bytes"]
@@ -164,15 +164,19 @@ def estimate(
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
     streamed: bool = False,
+    stream_pcap: bool = False,
 ) -> dict[str, Any]:
     """What :func:`simulate` with the same arguments would cost, from the core's estimate,
     without running it: ``events``, ``trace_rows``, ``memory_bytes``, ``disk_bytes`` and the
-    default budget; ``streamed`` for a run given a ``trace_dir`` (its rows count as disk)."""
+    default budget; ``streamed`` for a run given a ``trace_dir`` (its rows count as disk), and
+    ``stream_pcap`` for one streaming its captures too."""
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(
         doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
     )
-    return dict(_core.estimate_scenario(to_core_json(doc), streamed=streamed))
+    return dict(
+        _core.estimate_scenario(to_core_json(doc), streamed=streamed, stream_pcap=stream_pcap)
+    )
 
 
 HEADLINE_FIELDS = (

@@ -310,15 +310,16 @@ impl TraceSink for PySink {
 
 /// What a run of one scenario (JSON text) would cost, and the default budget; see `_core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, *, streamed=false))]
+#[pyo3(signature = (scenario_json, *, streamed=false, stream_pcap=false))]
 fn estimate_scenario<'py>(
     py: Python<'py>,
     scenario_json: &str,
     streamed: bool,
+    stream_pcap: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scenario = farlink_core::parse_scenario_json(scenario_json)
         .map_err(|e| Failure::Scenario(e).into_py_err(py))?;
-    let e = world::budget::estimate_with(&scenario, streamed, streamed);
+    let e = world::budget::estimate_with(&scenario, streamed, streamed && stream_pcap);
     let b = Budget::default();
     let out = PyDict::new(py);
     out.set_item("events", e.events)?;

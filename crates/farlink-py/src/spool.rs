@@ -116,6 +116,12 @@ impl Captures {
     pub fn finish(mut self, result: &RunResult) -> io::Result<Vec<(String, String, String)>> {
         let outcome = self.write_all(result);
         self.remove_spools();
+        if outcome.is_err() {
+            // No capture half written is left behind.
+            for path in &self.files {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         outcome
     }
 
