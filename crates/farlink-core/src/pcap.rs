@@ -501,6 +501,16 @@ fn write_ipv4_header(ip: &mut [u8], endpoints: &Endpoints, total: u16, id: u16) 
     ip[10..12].copy_from_slice(&checksum.to_be_bytes());
 }
 
+/// Sets the identification of the IPv4 header `ip` (20 bytes, as [`PcapWriter`] writes them)
+/// and its checksum with it: a capture put together from pieces numbers its packets in the
+/// order of the file.
+pub(crate) fn set_ipv4_id(ip: &mut [u8], id: u16) {
+    ip[4..6].copy_from_slice(&id.to_be_bytes());
+    ip[10..12].fill(0);
+    let checksum = checksum_of(ones_complement_add(0, &ip[..20]));
+    ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+}
+
 /// RFC 9293 3.1: the TCP header with its options into `tcp` (exactly the header's length);
 /// `tcp_len` is header + payload, for the pseudo-header. The payload is zeros, which add
 /// nothing to the checksum.

@@ -40,19 +40,29 @@ def parse_event_count(text: str) -> int:
 
 
 def estimate_payload(
-    cost: dict[str, Any], budget_events: int | None, budget_memory_bytes: int | None
+    cost: dict[str, Any],
+    budget_events: int | None,
+    budget_memory_bytes: int | None,
+    budget_disk_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """The core's estimate beside the budget it would be held to (the default unless given)."""
+    """The core's estimate beside the budget it would be held to (the default unless given);
+    the disk figures for a run that streams its traces to a folder."""
     events = budget_events or cost["default_max_events"]
     memory = budget_memory_bytes or cost["default_max_memory_bytes"]
-    return {
+    disk = budget_disk_bytes or cost["default_max_disk_bytes"]
+    payload = {
         "events": cost["events"],
         "trace_rows": cost["trace_rows"],
         "memory_bytes": cost["memory_bytes"],
         "budget_events": events,
         "budget_memory_bytes": memory,
-        "within_budget": cost["events"] <= events and cost["memory_bytes"] <= memory,
     }
+    if cost["disk_bytes"] > 0:
+        payload.update(disk_bytes=cost["disk_bytes"], budget_disk_bytes=disk)
+    payload["within_budget"] = (
+        cost["events"] <= events and cost["memory_bytes"] <= memory and cost["disk_bytes"] <= disk
+    )
+    return payload
 
 
 def refusal_options(err: Any) -> str:
@@ -64,6 +74,8 @@ def refusal_options(err: Any) -> str:
         options.append(f"--budget-events {events}")
     if err.memory_bytes > err.max_memory_bytes:
         options.append(f"--budget-memory {_round_up(err.memory_bytes / 2**30):.0f}GiB")
+    if err.disk_bytes > err.max_disk_bytes:
+        options.append(f"--budget-disk {_round_up(err.disk_bytes / 2**30):.0f}GiB")
     return " ".join(options)
 
 
@@ -74,7 +86,7 @@ def stop_line(partial: str) -> tuple[str, bool]:
         return f"farlink: warning: run {partial}; the result written is partial", True
     return (
         f"farlink: error: run stopped: {partial}; the result written is partial "
-        "(raise the budget with --budget-events / --budget-memory)",
+        "(raise the budget with --budget-events / --budget-memory / --budget-disk)",
         False,
     )
 
@@ -99,6 +111,13 @@ BudgetMemoryOpt = Annotated[
     typer.Option(
         "--budget-memory",
         help=f"Most memory the run may hold, traces included (default 2GiB). {SizeOpt}",
+    ),
+]
+BudgetDiskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-disk",
+        help=f"Most disk the run's traces may fill in its folder (default 16GiB). {SizeOpt}",
     ),
 ]
 

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from farlink import units
-from farlink.cli.budget import BudgetEventsOpt, BudgetMemoryOpt, budget_options, stopped_early
+from farlink.cli.budget import (
+    BudgetDiskOpt,
+    BudgetEventsOpt,
+    BudgetMemoryOpt,
+    budget_options,
+    stopped_early,
+)
 from farlink.cli.options import (
     DEFAULT_OUT,
     CliError,
@@ -22,6 +29,7 @@ from farlink.cli.options import (
     SizeOpt,
     checked,
     emit,
+    read,
     run_quantities,
 )
 from farlink.reports.terminal import print_json, print_quantities
@@ -52,6 +60,7 @@ def simulate_command(
     ] = False,
     budget_events: BudgetEventsOpt = None,
     budget_memory: BudgetMemoryOpt = None,
+    budget_disk: BudgetDiskOpt = None,
     estimate_only: Annotated[
         bool,
         typer.Option("--estimate", help="Print what the run would cost and the budget; no run."),
@@ -74,13 +83,21 @@ def simulate_command(
     receive window, send buffer, congestion window or link) with its share of the time.
 
     The run is held to a budget (docs/scenarios.md, "Run budget"): one estimated over it is
-    refused, one that outgrows it stops with what it has. On a terminal a progress line shows
-    on stderr; Ctrl-C stops the run and keeps its partial result.
+    refused, one that outgrows it stops with what it has. Traces stream into the folder as the
+    run records them, so memory stays bounded and the budget counts them as disk. On a terminal
+    a progress line shows on stderr; Ctrl-C stops the run and keeps its partial result.
     """
     from farlink import _core
     from farlink.cli.budget import estimate_payload, refusal_options
     from farlink.outputs import OutputFolder, safe_name
-    from farlink.scenario import ScenarioError, describe_error, load_scenario, resolve
+    from farlink.results.traces import switched_on
+    from farlink.scenario import (
+        ScenarioError,
+        apply_overrides,
+        describe_error,
+        load_scenario,
+        resolve,
+    )
     from farlink.sim import ProgressLine, estimate, interval_rows, simulate, write_run
 
     sets = list(set_ or ())
@@ -104,11 +121,22 @@ def simulate_command(
             "sets": sets,
         }
         budget = budget_options(budget_events, budget_memory)
+        budget["budget_disk_bytes"] = (
+            None
+            if budget_disk is None
+            else int(read("--budget-disk", units.parse_size_bytes, budget_disk))
+        )
         if estimate_only:
-            cost = estimate(doc, **overrides)
+            cost = estimate(doc, **overrides, streamed=True, stream_pcap=pcap)
             emit(as_json, "simulate --estimate", estimate_payload(cost, *budget.values()))
             return
-        result = simulate(doc, **overrides, **budget, progress=line)
+        doc = apply_overrides(doc, **overrides)
+        name = str(doc.get("name") or Path(scenario).stem)
+        target = out if out is not None else DEFAULT_OUT / "sim" / safe_name(name)
+        streamed = _trace_folder(target, force, [f"{t}.parquet" for t in switched_on(doc)])
+        if target.exists():
+            streamed()  # a file farlink may not replace is refused before the run
+        result = simulate(doc, **budget, progress=line, trace_dir=streamed, stream_pcap=pcap)
     except ScenarioError as err:
         raise CliError(describe_error(scenario, err, sets=sets)) from None
     except _core.BudgetError as err:
@@ -118,10 +146,7 @@ def simulate_command(
     finally:
         if line is not None:
             line.close()
-    name = str(result.scenario.get("name") or Path(scenario).stem)
-    folder = OutputFolder(
-        out if out is not None else DEFAULT_OUT / "sim" / safe_name(name), force=force
-    )
+    folder = OutputFolder(target, force=force)
     written = write_run(result, folder, pcap=pcap)
     partial = result.summary.get("partial")
     intervals = interval_rows(result) if interval is not None else None
@@ -133,6 +158,28 @@ def simulate_command(
         _print_simulation(name, result, folder.path, partial, intervals, written)
     if partial is not None:
         stopped_early(partial)
+
+
+def _trace_folder(target: Path, force: bool, names: list[str]) -> Callable[..., Path]:
+    """The folder ``simulate`` streams its traces (and captures) into, made on the first call
+    only (a run refused before it starts creates nothing), with the files the run writes there
+    claimed: ``names``, the traces, and the names each call gives (captures), recorded in its
+    manifest as they are about to be written, and ``summary.json``, written once it is over."""
+    from farlink.outputs import OutputFolder
+
+    made: list[OutputFolder] = []
+
+    def folder(*more: str) -> Path:
+        if not made:
+            f = OutputFolder(target, force=force)
+            f.claim("summary.json")
+            f.record(f.claim(*names))
+            made.append(f)
+        if more:
+            made[0].record(made[0].claim(*more))
+        return made[0].path
+
+    return folder
 
 
 def _print_simulation(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,9 @@ the kernel's TCP_INFO of every sender)."""
 class Result:
     """A summary (the result document of docs/results.md) and traces (name → column → array).
 
-    ``pcap`` holds a capture (pcap bytes) per tap, ``pcap_addresses`` its address map (JSON
+    ``traces`` and ``pcap`` of a run that streamed them to a folder read them back from their
+    files when asked (:class:`DiskTraces`, :class:`DiskCaptures`). ``pcap`` holds a capture
+    (pcap bytes) per tap, ``pcap_addresses`` its address map (JSON
     text, docs/captures.md); ``names`` the flow, link and node
     names in the order of the ``flow`` and ``link`` columns of the traces. The ``flow`` column
     counts TCP connections: a flow split at relays has one per segment of its route, named
@@ -40,10 +42,10 @@ class Result:
     """
 
     summary: dict[str, Any]
-    traces: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    traces: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
     scenario: dict[str, Any] = field(default_factory=dict)
     engine: str = "sim"
-    pcap: dict[str, bytes] = field(default_factory=dict)
+    pcap: Mapping[str, bytes] = field(default_factory=dict)
     pcap_addresses: dict[str, str] = field(default_factory=dict)
     names: dict[str, list[Any]] = field(default_factory=dict)
 
@@ -111,10 +113,121 @@ class Result:
         written = []
         for name in self.recorded_traces():
             path = out / f"{name}.parquet"
-            pq.write_table(self.to_arrow(name), path)
+            # A trace streamed to this very file while the run went is there already.
+            if not (isinstance(self.traces, DiskTraces) and self.traces.file(name) == path):
+                pq.write_table(self.to_arrow(name), path)
             written.append(path)
         written.append(write_document(self.summary, out))
         return written
+
+
+class TraceStream:
+    """Writes a run's trace rows into ``<folder>/<trace>.parquet`` as the core hands them over
+    (``_core.run_scenario(..., trace_sink=)``): one Parquet row group per chunk, so that a run
+    holds a bounded buffer per trace whatever its length (docs/traces.md, "Long runs").
+
+    ``folder`` is called when the first rows arrive (a run refused by its budget creates
+    nothing); ``names`` are the traces the run records, each written even if it got no row.
+    :meth:`close` adds the provenance (with the summary, known only at the end) to every file,
+    which then reads back as the in-memory path's ``Result.to_parquet`` writes it.
+    """
+
+    def __init__(self, folder: Callable[..., Path], names: Iterable[str]):
+        self._folder = folder
+        self.names = sorted(names)
+        self.schemas: dict[str, Any] = {}
+        self.writers: dict[str, Any] = {}
+        self.files: dict[str, Path] = {}
+
+    def __call__(self, tables: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        import pyarrow as pa
+
+        for name in self.names:
+            table = pa.table(dict(tables[name]))
+            self.schemas.setdefault(name, table.schema)
+            if table.num_rows:
+                self._writer(name).write_table(table)
+
+    def _writer(self, name: str):
+        import pyarrow.parquet as pq
+
+        if name not in self.writers:
+            path = self._folder() / f"{name}.parquet"
+            # The Arrow schema is not stored: Parquet's own types read back the same, and the
+            # key-value metadata added at the end is then the schema's metadata, as in a file
+            # written whole.
+            self.writers[name] = pq.ParquetWriter(path, self.schemas[name], store_schema=False)
+            self.files[name] = path
+        return self.writers[name]
+
+    def traces(self, empty: Mapping[str, Mapping[str, np.ndarray]]) -> DiskTraces:
+        """The run's traces read back from the files (``empty``: the core's tables, which
+        the stream emptied, for the traces not recorded)."""
+        return DiskTraces(self.files, empty)
+
+    def close(self, provenance: Mapping[str, str]) -> None:
+        """Finish every file (an empty one for a trace without rows) with ``provenance``."""
+        for name in self.names:
+            if name in self.schemas:
+                self._writer(name)
+        for writer in self.writers.values():
+            writer.add_key_value_metadata(dict(provenance))
+            writer.close()
+        self.writers.clear()
+
+    def abort(self) -> None:
+        """Close and delete what was written: the run failed."""
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+        for path in self.files.values():
+            path.unlink(missing_ok=True)
+
+
+class DiskTraces(Mapping):
+    """A result's traces as a mapping (name → column → array) that reads each streamed trace
+    back from its Parquet file when asked (nothing is kept in memory between two asks)."""
+
+    def __init__(self, files: Mapping[str, Path], empty: Mapping[str, Mapping[str, np.ndarray]]):
+        self._files = dict(files)
+        self._empty = empty
+
+    def file(self, name: str) -> Path | None:
+        return self._files.get(name)
+
+    def __getitem__(self, name: str) -> dict[str, np.ndarray]:
+        if name not in self._files:
+            return dict(self._empty[name])
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(self._files[name])
+        return {c: table.column(c).to_numpy() for c in table.column_names}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._empty)
+
+    def __len__(self) -> int:
+        return len(self._empty)
+
+
+class DiskCaptures(Mapping):
+    """A result's captures (tap → pcap bytes) written to files as the run went, read when
+    asked."""
+
+    def __init__(self, files: Mapping[str, str | Path]):
+        self._files = {tap: Path(path) for tap, path in files.items()}
+
+    def file(self, tap: str) -> Path | None:
+        return self._files.get(tap)
+
+    def __getitem__(self, tap: str) -> bytes:
+        return self._files[tap].read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
 
 
 def write_pcaps(result: Result, directory: str | Path) -> list[Path]:
@@ -125,9 +238,11 @@ def write_pcaps(result: Result, directory: str | Path) -> list[Path]:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for tap, data in sorted(result.pcap.items()):
+    for tap in sorted(result.pcap):
         path = out / pcap_file_name(tap)
-        path.write_bytes(data)
+        # A capture streamed to this very file while the run went is there already.
+        if not (isinstance(result.pcap, DiskCaptures) and result.pcap.file(tap) == path):
+            path.write_bytes(result.pcap[tap])
         written.append(path)
         if tap in result.pcap_addresses:
             map_path = out / address_map_file_name(tap)

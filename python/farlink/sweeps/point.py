@@ -71,17 +71,25 @@ def run_point(
     """Run one scenario on the core; the metrics and provenance of its row, or its error.
 
     ``budget`` is the run budget, (events, memory bytes), None for the core's default; a run
-    refused on it fails with ``BudgetError``. Never raises for a run that fails: the row's
-    ``error`` holds ``"<kind>: <message>"``.
+    refused on it fails with ``BudgetError``. The run records no trace (docs/traces.md). Never
+    raises for a run that fails: the row's ``error`` holds ``"<kind>: <message>"``.
     """
     from farlink import _core
     from farlink.results.result import Result
     from farlink.results.schema import sim_document
+    from farlink.results.traces import TRACE_NAMES
     from farlink.sim import headline
 
     row: dict[str, Any] = {"error": None, "core_version": None, **_worker_provenance()}
+    # A row is made of the summary: the run records no trace, whatever the scenario switches
+    # on (traces only observe, so the summary is the same), and its memory stays bounded. The
+    # trace table stays for the core to validate.
     started = time.perf_counter()
     try:
+        doc = json.loads(scenario_json)
+        if isinstance(doc, dict) and isinstance(doc.get("trace"), dict):
+            doc["trace"] = {**doc["trace"], "all": False, **dict.fromkeys(TRACE_NAMES, False)}
+            scenario_json = json.dumps(doc)
         raw = _core.run_scenario(scenario_json, max_events=budget[0], max_memory_bytes=budget[1])
     except ScenarioError as err:
         return {**row, "error": f"ScenarioError: {err}"}
