@@ -215,7 +215,7 @@ def test_not_a_capture_is_a_one_line_error(tmp_path):
         read_capture(path)
     code, _, err = run_cli(tmp_path, path)
     assert code == 2
-    assert err.startswith("farlink: error: CAPTURE:") and err.count("\n") == 1
+    assert err.startswith(f"farlink: error: {path}: not a capture") and err.count("\n") == 1
     code, _, err = run_cli(tmp_path, tmp_path / "missing.pcap")
     assert code == 2 and "cannot read" in err and err.count("\n") == 1
 
