@@ -11,17 +11,18 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures bench-emu clean
+	validate-captures bench-emu validate-emu bench-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
 # Debian packages the real-capture tests drive (tests/realcap.py): tcpdump on an interface,
 # tshark as the reference dissector, iptables for drops, ethtool for offloads, iproute2 for
-# namespaces and tbf, `tc` for the emulator's check that the host's qdiscs are left alone.
+# namespaces and tbf, `tc` for the emulator's check that the host's qdiscs are left alone;
+# chromium and its driver for the link manager's dashboard in a real browser (Selenium).
 # Installed only as root and only when a tool is missing, so a second run does nothing; without
 # root the tests that need them skip and say why.
 SYSTEM_TOOLS := tshark:tshark tcpdump:tcpdump iptables:iptables ethtool:ethtool ip:iproute2 \
-	tc:iproute2 nstat:iproute2 ss:iproute2
+	tc:iproute2 nstat:iproute2 ss:iproute2 chromium:chromium chromedriver:chromium-driver
 system-deps:
 	@missing=$$(for t in $(SYSTEM_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 \
 		|| echo $${t#*:}; done | sort -u | tr '\n' ' '); \
@@ -69,6 +70,19 @@ bench: setup
 # The emulator's clock: departure-time error at 10 and 100 Mbit/s (root: namespaces, TUN).
 bench-emu: setup
 	$(PY) bench/bench_emu.py
+	$(PY) bench/bench_emu_throughput.py
+
+# Linux TCP (reno, cubic, bbr) through the emulator beside farlink's in the simulator, and the far
+# links under kernel TCP: writes its section of docs/validation.md. Root; about an hour and a half.
+validate-emu: setup
+	$(PY) bench/validate_emu.py $(VALIDATE_EMU_ARGS)
+
+# The link manager's data plane: kernel TCP across 8 bonded members paced at 2400 bit/s between
+# two namespaces, without and with a call drop mid-fragment (root: namespaces, TUN; minutes).
+# Its figures are in docs/linkmgr.md.
+bench-linkmgr:
+	cargo test --release -p farlink-emu --test linkmgr_dataplane -- --ignored --nocapture \
+		bench_eight_iridium_members
 
 # The engine beside ns-3 on seed 003's wireless path; reads bench/ns3/results (make ns3-reference)
 # and writes docs/validation.md.

@@ -30,7 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from farlink.sweep import DaskCluster, ProcessPool, load_results, run_sweep, sweep_from_options
+from farlink.sweeps.dataset import load_results
+from farlink.sweeps.executors import DaskCluster, ProcessPool
+from farlink.sweeps.run import run_sweep
+from farlink.sweeps.sweep import sweep_from_options
 
 LOSSES = "1e-3,2e-3,3e-3,4e-3,5e-3,6e-3,7e-3,8e-3"
 
@@ -90,7 +93,7 @@ def per_run_cost(executor, small: int, large: int, tmp: Path, label: str) -> dic
 def dask_overhead(small: int, large: int) -> dict:
     from distributed import Client, LocalCluster
 
-    import farlink.sweep
+    import farlink.sweeps.run
 
     result = {}
     with (
@@ -101,18 +104,18 @@ def dask_overhead(small: int, large: int) -> dict:
         ) as cluster,
         Client(cluster) as client,
     ):  # fmt: skip
-        client.run(lambda: __import__("farlink.sweep"))  # warm the workers' imports
+        client.run(lambda: __import__("farlink.sweeps.run"))  # warm the workers' imports
         tmp = Path(name)
-        default = farlink.sweep.BATCH_SECONDS
+        default = farlink.sweeps.run.BATCH_SECONDS
         for batching, seconds in (("batched", default), ("unbatched", 0.0)):
-            farlink.sweep.BATCH_SECONDS = seconds
+            farlink.sweeps.run.BATCH_SECONDS = seconds
             try:
                 pool = per_run_cost(ProcessPool(2), small, large, tmp, f"pool-{batching}")
                 dask = per_run_cost(
                     DaskCluster(client=client), small, large, tmp, f"dask-{batching}"
                 )
             finally:
-                farlink.sweep.BATCH_SECONDS = default
+                farlink.sweeps.run.BATCH_SECONDS = default
             result[batching] = {
                 "pool": pool,
                 "dask": dask,

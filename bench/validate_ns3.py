@@ -174,7 +174,10 @@ def main() -> int:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     extra = controllers_section(args.runs) if NS3_CONTROLLERS.exists() else []
-    args.out.write_text("\n".join([*header, *lines, *extra]) + "\n")
+    # Other generated sections (`make validate-emu`'s) stay where they are, after this one.
+    old = args.out.read_text() if args.out.exists() else ""
+    kept = old[old.find("<!-- validate-emu: begin") :] if "<!-- validate-emu: begin" in old else ""
+    args.out.write_text("\n".join([*header, *lines, *extra]) + "\n" + ("\n" + kept if kept else ""))
     print(f"{passed}/{len(lines)} cells within the criterion; wrote {args.out}")
     return 0
 

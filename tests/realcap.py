@@ -568,9 +568,9 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
     """farlink beside tshark, the kernel and the drop counters, for one run (first flow)."""
     import numpy as np
 
-    from farlink.capture import analyze_capture
-    from farlink.fitpath import fit_path, scenario_toml
-    from farlink.lossest import estimate_loss
+    from farlink.captures.analysis import analyze_capture
+    from farlink.captures.fit import fit_path, scenario_toml
+    from farlink.captures.loss import estimate_loss
 
     sport = outcome.tcp_info[0]["sport"]
     out: dict[str, Any] = {"case": outcome.case.name}

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.reproduce import bai
 
 

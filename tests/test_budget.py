@@ -11,7 +11,7 @@ import time
 import pytest
 
 from farlink import _core
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.sim import ProgressLine, simulate
 
 
@@ -68,7 +68,9 @@ def test_a_refusal_names_the_options_that_raise_the_budget(capsys, tmp_path):
                        str(tmp_path))  # fmt: skip
     line = one_error_line(err)
     assert code == 2
-    assert "--budget-events 2e9 --budget-memory 200GiB" in line, line
+    # The command line streams the traces into its folder: their rows are disk, not memory.
+    assert "--budget-events 2e9 --budget-disk 90GiB" in line, line
+    assert "88.3 GiB of disk for its traces and captures (budget 16.0 GiB)" in line, line
     # Only the bound passed is named.
     code, _, err = run(capsys, "simulate", "stpd-wired", "--duration", "1e6s", "--set",
                        "trace.all=false", "--out", str(tmp_path))  # fmt: skip
@@ -136,7 +138,7 @@ def test_the_progress_line_rewrites_itself_and_erases_at_the_end():
 def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
     out = tmp_path / "out"
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from farlink.cli import main; sys.exit(main())",
+        [sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())",
          "simulate", "stpd-wired", "--duration", "1e5s",
          "--set", "trace.all=false", "--out", str(out), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -158,7 +160,7 @@ def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
 
 def test_a_sweep_point_over_the_budget_is_a_failed_row():
     from farlink.scenario import load_scenario
-    from farlink.sweep import run_point
+    from farlink.sweeps.point import run_point
 
     doc = load_scenario("stpd-wired")
     doc["duration"] = "1e8s"
@@ -168,20 +170,27 @@ def test_a_sweep_point_over_the_budget_is_a_failed_row():
 
 def test_a_run_that_outgrows_its_budget_stops_in_one_line_and_keeps_its_result(capsys, tmp_path):
     # Nothing gets through, so the goodput grid of the whole 10^6 s (10^9 rows) would be
-    # written at the end, where the estimate expected a transfer of about a minute.
+    # written at the end, where the estimate expected a transfer of about a minute. The
+    # command line streams the rows to disk, so the disk budget stops it.
     code, out, err = run(
         capsys, "simulate", "stpd-wireless", "--loss", "0.99999", "--size", "10KB",
         "--duration", "1e6s", "--set", 'trace={goodput=true, goodput_interval="1ms"}',
-        "--budget-memory", "64MiB", "--out", str(tmp_path), "--json",
+        "--budget-disk", "64MiB", "--out", str(tmp_path), "--json",
     )  # fmt: skip
     assert code == 2
     line = one_error_line(err)
-    assert line.startswith("farlink: error: run stopped: memory budget of 64.0 MiB reached")
-    assert "--budget-memory" in line
-    assert json.loads(out)["partial"].startswith("memory budget of 64.0 MiB reached")
+    assert line.startswith("farlink: error: run stopped: disk budget of 64.0 MiB reached")
+    assert "--budget-disk" in line
+    assert json.loads(out)["partial"].startswith("disk budget of 64.0 MiB reached")
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["partial"].startswith("memory budget")
+    assert summary["partial"].startswith("disk budget")
     assert (tmp_path / "goodput.parquet").stat().st_size < 64 << 20
+    # Held in memory (a library run without a folder), the memory budget stops it.
+    result = simulate(
+        "stpd-wireless", loss=0.99999, size="10KB", duration="1e6s",
+        sets=['trace={goodput=true, goodput_interval="1ms"}'], budget_memory_bytes=64 << 20,
+    )  # fmt: skip
+    assert result.summary["partial"].startswith("memory budget of 64.0 MiB reached")
 
 
 def test_a_sweep_holds_each_run_to_the_budget_given(capsys, tmp_path):

@@ -18,15 +18,10 @@ import numpy as np
 import pytest
 
 from farlink import simulate
-from farlink.capture import (
-    CaptureError,
-    analyze_capture,
-    analyze_result,
-    call_drop_times_s,
-    plot_connections,
-    read_capture,
-)
-from farlink.cli import main
+from farlink.captures.analysis import CaptureError, analyze_capture, read_capture
+from farlink.captures.figures import plot_connections
+from farlink.captures.simulated import analyze_result, call_drop_times_s
+from farlink.cli.app import main
 
 TAP_RETURN_DELAY_S = 0.001
 
@@ -220,7 +215,7 @@ def test_not_a_capture_is_a_one_line_error(tmp_path):
         read_capture(path)
     code, _, err = run_cli(tmp_path, path)
     assert code == 2
-    assert err.startswith("farlink: error: CAPTURE:") and err.count("\n") == 1
+    assert err.startswith(f"farlink: error: {path}: not a capture") and err.count("\n") == 1
     code, _, err = run_cli(tmp_path, tmp_path / "missing.pcap")
     assert code == 2 and "cannot read" in err and err.count("\n") == 1
 

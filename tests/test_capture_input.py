@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from farlink import simulate
-from farlink.capread import MAX_FORWARD_JUMP_S
-from farlink.capture import CaptureError, analyze_capture, read_capture
-from farlink.cli import main
-from farlink.fitpath import PathFit, checked_scenario_toml, fit_path
-from farlink.lossest import LossEstimate
+from farlink.captures.analysis import CaptureError, analyze_capture, read_capture
+from farlink.captures.fit import PathFit, checked_scenario_toml, fit_path
+from farlink.captures.loss import LossEstimate
+from farlink.captures.read import MAX_FORWARD_JUMP_S
+from farlink.cli.app import main
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +102,7 @@ def test_vlan_ethernet_and_cooked_v2_read_as_raw_ip(sim_pcap, tmp_path):
 def test_not_a_capture_of_endless_zeros_stops_at_once(tmp_path):
     code, _, err = cli("analyze", "/dev/zero", "--out", str(tmp_path))
     assert code == 2 and err.count("\n") == 1
-    assert err.startswith(
-        "farlink: error: CAPTURE: /dev/zero: not a capture (first bytes 00000000)"
-    )
+    assert err.startswith("farlink: error: /dev/zero: not a capture (first bytes 00000000)")
 
 
 def test_reading_is_bounded_in_records_and_packets(sim_pcap, tmp_path):
@@ -147,7 +145,7 @@ def test_clock_steps_are_warned_and_kept_out_of_rtt_and_duration(sim_pcap, tmp_p
     # fit writes a scenario the core accepts, and says why it distrusted the clock.
     out = tmp_path / "fit.toml"
     code, _, err = cli("fit", str(path), "--out", str(out))
-    assert code == 0 and "farlink: warning: CAPTURE:" in err and "clock stepped" in err
+    assert code == 0 and f"farlink: warning: {path}: " in err and "clock stepped" in err
     assert "delay_s = -" not in out.read_text()
 
 
@@ -168,7 +166,7 @@ def test_fit_of_a_capture_cut_mid_record_warns_as_analyze_does(sim_pcap, tmp_pat
     code, out, err = cli("fit", str(path), "--out", str(tmp_path / "f.toml"), "--json")
     assert code == 0
     (line,) = err.splitlines()
-    assert line.startswith("farlink: warning: CAPTURE:") and "cut short" in line
+    assert line.startswith(f"farlink: warning: {path}: ") and "cut short" in line
     assert json.loads(out)["loss_rate"] >= 0
 
 
@@ -192,7 +190,7 @@ def test_a_folder_is_not_a_capture(tmp_path):
 
 
 def test_goodput_windows_are_bounded_for_a_capture_of_years():
-    from farlink.capture import MAX_GOODPUT_WINDOWS, build_connection
+    from farlink.captures.analysis import MAX_GOODPUT_WINDOWS, build_connection
 
     # Two packets a decade apart with nothing wrong with the clock between them.
     conn = build_connection(

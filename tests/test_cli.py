@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from farlink.cli import main
+from farlink.cli.app import main
 
 
 def run(capsys, *argv):
@@ -70,7 +70,7 @@ def test_iridium_rtt_worked_example(capsys):
         (["predict", "iridium-rtt", "--frame-size", "100B"], "--frame-size"),
         (["predict", "short", "--size", "1KB", "--rtt", "1s", "--loss", "0.6"], "short: p must"),
         (["reproduce", "no-such-table"], "unknown reproduction 'no-such-table'"),
-        (["fit-drops", "/nonexistent/drops.csv"], "LOG:"),
+        (["fit-drops", "/nonexistent/drops.csv"], "/nonexistent/drops.csv: cannot read"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):

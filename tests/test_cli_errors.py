@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.scenario import load_scenario
 
 PRESET = "stpd-wireless"
@@ -204,7 +204,7 @@ def test_fit_drops_of_a_log_with_vanishing_exposure_is_one_line(capsys, tmp_path
 def test_a_warning_from_a_library_becomes_one_farlink_line(capsys, monkeypatch):
     import warnings
 
-    import farlink.cli as cli
+    import farlink.cli.app as cli
 
     def noisy(*args, **kwargs):
         warnings.warn("first line\nsecond line", RuntimeWarning, stacklevel=1)
@@ -216,7 +216,7 @@ def test_a_warning_from_a_library_becomes_one_farlink_line(capsys, monkeypatch):
 
 
 def test_an_unexpected_failure_is_one_line_and_not_status_2(capsys, monkeypatch):
-    import farlink.cli as cli
+    import farlink.cli.app as cli
 
     def broken(argv):
         raise ZeroDivisionError("boom")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.outputs import MANIFEST, MAX_NAME_BYTES, OutputError, OutputFolder, safe_name
 
 PRESET_FILE = Path(__file__).parents[1] / "python/farlink/scenarios/stpd-wireless.toml"

@@ -2,7 +2,7 @@
 
 import json
 
-from farlink.cli import main
+from farlink.cli.app import main
 
 
 def run(capsys, *argv):

@@ -97,6 +97,7 @@ def test_result_has_summary_names_traces_and_pcap(chain_result: dict[str, Any]) 
         "summary",
         "traces",
         "pcap",
+        "pcap_files",
         "pcap_addresses",
         "flows",
         "connections",
@@ -104,6 +105,7 @@ def test_result_has_summary_names_traces_and_pcap(chain_result: dict[str, Any]) 
         "nodes",
     }
     assert list(r["pcap_addresses"]) == list(r["pcap"])
+    assert r["pcap_files"] == {}  # captures stream to files only with capture_files
     assert r["flows"] == ["ftp"]
     assert r["connections"] == [(0, 0, "S", "D")]
     assert r["links"] == ["S-R", "R-D"]

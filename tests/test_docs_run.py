@@ -11,8 +11,9 @@ A fenced block is run according to its kind:
 The line before a fence may mark it: ``<!-- docs-run: not run: REASON -->`` (a synopsis, output,
 equations, a script for a cluster) or ``<!-- docs-run: slow: REASON -->`` (run with ``-m slow``).
 Any other block that is not made of ``farlink`` commands fails the test until it is marked.
-The folder holds what the documents refer to by name: ``drops.csv`` (a call-drop log) and
-``trace.pcap`` (a capture of a short simulation).
+The folder holds what the documents refer to by name: ``drops.csv`` (a call-drop log),
+``trace.pcap`` (a capture of a short simulation) and ``events.sqlite`` (a synthetic link-manager
+event log).
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def fixtures(tmp_path_factory) -> Path:
     assert done.returncode == 0, done.stderr
     shutil.copy(run / "R-D.pcap", folder / "trace.pcap")
     shutil.rmtree(run)
+    from farlink.linkmgr.synthetic import SyntheticBundle, synthetic_log
+
+    synthetic_log(folder / "events.sqlite", SyntheticBundle(duration_s=12 * 3600), seed=1)
     return folder
 
 

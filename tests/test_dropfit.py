@@ -1,4 +1,5 @@
-"""Tests of farlink.dropfit (rate fit, exact interval, χ² test) and farlink.droplog (log reading).
+"""Tests of farlink.calldrops.fit (rate fit, exact interval, χ² test) and farlink.calldrops.log
+(log reading).
 
 Seed 000 section 5.3 / Table 5.3: per-link call drops are Poisson, β = 1/50 min (Kansas–Greenland).
 """
@@ -15,7 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from farlink.dropfit import (
+from farlink.calldrops.fit import (
     BETA_KANSAS_GREENLAND_PER_S,
     BETA_KANSAS_KANSAS_PER_S,
     VERDICTS,
@@ -26,7 +27,7 @@ from farlink.dropfit import (
     rate_confidence_interval,
     synthetic_drop_log,
 )
-from farlink.droplog import (
+from farlink.calldrops.log import (
     TIME_FORMS,
     DropLog,
     DropLogError,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from farlink import units
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.emulate import emulate
 
 NETNS = Path("/run/netns")
@@ -39,7 +39,12 @@ pytestmark = pytest.mark.skipif(_why_not() is not None, reason=f"emulator: {_why
 def farlink_process(*args: str, capture: bool = True) -> subprocess.Popen:
     stream = subprocess.PIPE if capture else subprocess.DEVNULL
     return subprocess.Popen(
-        [sys.executable, "-c", "import sys; from farlink.cli import main; sys.exit(main())", *args],
+        [
+            sys.executable,
+            "-c",
+            "import sys; from farlink.cli.app import main; sys.exit(main())",
+            *args,
+        ],
         stdout=stream,
         stderr=stream,
         text=True,
@@ -129,7 +134,7 @@ def test_a_controller_the_kernel_lacks_is_one_line_naming_those_it_has(capsys):
 def test_without_cap_net_admin_it_says_so_in_one_line_and_exits_2():
     proc = subprocess.run(
         ["setpriv", "--inh-caps=-net_admin", "--bounding-set=-net_admin", "--",
-         sys.executable, "-c", "import sys; from farlink.cli import main; sys.exit(main())",
+         sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())",
          "emulate", "stpd-wireless", "--size", "10KB"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from farlink import simulate
-from farlink.cli import main
-from farlink.fitpath import fit_path, scenario_toml
-from farlink.results import write_pcaps
+from farlink.captures.fit import fit_path, scenario_toml
+from farlink.cli.app import main
+from farlink.results.result import write_pcaps
 from farlink.scenario import load_scenario
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from farlink import simulate
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.models.short import handshake_latency_s
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "handshake_setup.py"

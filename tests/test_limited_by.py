@@ -5,7 +5,7 @@ import json
 import pytest
 
 from farlink import simulate
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.sim import flow_rows, interval_rows
 
 # 2 Mbit/s and 600 ms: a bandwidth-delay product of 150 KB, above the default receive buffer of

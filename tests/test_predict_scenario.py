@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.scenario import apply_overrides, load_scenario, resolve
-from farlink.sweep import pftk_inputs
+from farlink.sweeps.model import pftk_inputs
 
 
 def run(capsys, *argv):

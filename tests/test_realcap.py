@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import realcap
-from farlink.capture import analyze_capture
-from farlink.lossest import estimate_loss
+from farlink.captures.analysis import analyze_capture
+from farlink.captures.loss import estimate_loss
 
 REASON = realcap.missing_capability()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -68,7 +68,7 @@ def test_retransmissions_equal_the_kernels_and_tsharks(agree, name):
 def test_loss_is_split_where_the_drops_were_made(agree, name):
     a = agree[name]
     assert _close(a["lost_after_tap_farlink"], a["drops_after_made"], 0.1, slack=2)
-    # Before the tap the count is a lower bound (farlink.lossest): a copy lost there whose
+    # Before the tap the count is a lower bound (farlink.captures.loss): a copy lost there whose
     # resend was lost there too, with no timeout to show it, is not seen.
     made = a["drops_before_made"]
     assert 0.6 * made - 2 <= a["lost_before_tap_farlink"] <= made + 2

@@ -6,11 +6,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from farlink import sweep as sw
-from farlink.cli import main
-from farlink.report_html import fmt, plotted_metrics
+from farlink.cli.app import main
+from farlink.reports.html import fmt, plotted_metrics
 from farlink.reproduce import entries
 from farlink.reproduce.doc import is_fast
+from farlink.sweeps import dataset, executors
+from farlink.sweeps import sweep as sw
+from farlink.sweeps.run import run_sweep
 
 
 def run(capsys, *argv):
@@ -40,7 +42,7 @@ def test_report_is_self_contained_with_figures_and_tables(capsys, sweep_dir, tmp
     links = re.findall(r'(?:src|href)\s*=\s*["\']?([^"\'\s>]+)', page)
     assert links and not [u for u in links if re.match(r"(?i)https?:|//", u)]
     assert "<script" not in page and "<link" not in page
-    summary = sw.summarize(sweep_dir)
+    summary = dataset.summarize(sweep_dir)
     images = re.findall(r'<img [^>]*src="data:image/png;base64,', page)
     assert len(images) == len(plotted_metrics(summary)) * len(summary.axes) == 4 * 2
     for point in summary.points:
@@ -53,7 +55,7 @@ def test_report_is_self_contained_with_figures_and_tables(capsys, sweep_dir, tmp
 
 
 def test_report_traces_a_chosen_run(capsys, sweep_dir, tmp_path):
-    point = sw.summarize(sweep_dir).points[0]["point_id"]
+    point = dataset.summarize(sweep_dir).points[0]["point_id"]
     target = tmp_path / "t.html"
     code, _, err = run(capsys, "report", str(sweep_dir), "--out", str(target), "--trace", point[:6])
     assert code == 0, err
@@ -76,7 +78,7 @@ def test_report_default_path_and_failures(capsys, tmp_path):
     definition = sw.sweep_from_options(
         "stpd-wireless", grid=["links[1].fwd.loss.p=0.01,2"], fixed={"duration": "2s"}
     )
-    report = sw.run_sweep(definition, out, executor=sw.ProcessPool(1), progress=False)
+    report = run_sweep(definition, out, executor=executors.ProcessPool(1), progress=False)
     assert report.failed
     code, _, err = run(capsys, "report", str(out))
     assert code == 0, err
@@ -87,7 +89,7 @@ def test_report_default_path_and_failures(capsys, tmp_path):
 def test_report_of_a_folder_that_is_not_a_sweep(capsys, tmp_path):
     code, _, err = run(capsys, "report", str(tmp_path))
     assert code == 2
-    assert err.startswith("farlink: error: DIR:") and "not a sweep directory" in err
+    assert err.startswith(f"farlink: error: {tmp_path}: ") and "not a sweep directory" in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "report.html").exists()
 
@@ -138,7 +140,7 @@ def controllers_dir(tmp_path_factory):
 @pytest.fixture()
 def figures(monkeypatch):
     """The report's figures as matplotlib objects, by their title's first words."""
-    from farlink import report_html
+    from farlink.reports import html as report_html
 
     drawn = {}
 
@@ -154,7 +156,7 @@ def figures(monkeypatch):
 
 
 def test_the_reno_model_is_drawn_for_reno_only(controllers_dir, figures, tmp_path):
-    from farlink.report_html import write_report
+    from farlink.reports.html import write_report
 
     page = write_report(controllers_dir, tmp_path / "r.html").read_text()
     ax = figures["normalized_goodput against loss"].axes[0]
@@ -162,13 +164,13 @@ def test_the_reno_model_is_drawn_for_reno_only(controllers_dir, figures, tmp_pat
     assert model == ["PFTK model (Reno only), tcp=reno"]
     assert "it is not drawn for points running bbr, cubic" in page
     # The table leaves the model's column empty where it does not apply.
-    summary = sw.summarize(controllers_dir)
+    summary = dataset.summarize(controllers_dir)
     cubic = next(p for p in summary.points if p["params"]["tcp"] == "cubic")
     assert cubic["metrics"][sw.MODEL_COLUMN]["mean"] is not None  # the sweep computed one
 
 
 def test_a_categorical_axis_is_drawn_as_points_not_lines(controllers_dir, figures, tmp_path):
-    from farlink.report_html import write_report
+    from farlink.reports.html import write_report
 
     write_report(controllers_dir, tmp_path / "r.html")
     ax = figures["normalized_goodput against tcp"].axes[0]
@@ -183,10 +185,10 @@ def test_a_categorical_axis_is_drawn_as_points_not_lines(controllers_dir, figure
 def test_bands_stay_in_the_physical_range_and_few_seeds_are_flagged(
     controllers_dir, figures, tmp_path
 ):
-    from farlink.report_html import write_report
+    from farlink.reports.html import write_report
 
     page = write_report(controllers_dir, tmp_path / "r.html").read_text()
-    summary = sw.summarize(controllers_dir)
+    summary = dataset.summarize(controllers_dir)
     crossing = [
         p for p in summary.points
         if p["metrics"]["normalized_goodput"]["ci_low"] < 0

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from farlink import reproduce as registry
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.reproduce import PUBLISHED_KINDS, Reproduction, Row
 from farlink.reproduce.terminal import print_verdict
 

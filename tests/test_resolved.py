@@ -9,7 +9,9 @@ import pytest
 from farlink import _core
 from farlink.models import pftk_full_throughput
 from farlink.scenario import apply_overrides, load_scenario, resolve
-from farlink.sweep import model_normalized_goodput, pftk_inputs, plan, sweep_from_options
+from farlink.sweeps.model import model_normalized_goodput, pftk_inputs
+from farlink.sweeps.run import plan
+from farlink.sweeps.sweep import sweep_from_options
 
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "farlink"
 
@@ -94,7 +96,11 @@ _REDERIVED = [
 ]
 
 
-@pytest.mark.parametrize("name", ["sweep.py", "scenario.py", "cli.py", "demo.py", "sim.py"])
+_CLI_MODULES = sorted(f"cli/{path.name}" for path in (PACKAGE / "cli").glob("*.py"))
+_CONSUMERS = ["sweeps/sweep.py", "scenario.py", "demo.py", "sim.py", *_CLI_MODULES]
+
+
+@pytest.mark.parametrize("name", _CONSUMERS)
 def test_consumers_do_not_rederive_the_cores_defaults(name):
     text = (PACKAGE / name).read_text(encoding="utf-8")
     found = [

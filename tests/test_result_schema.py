@@ -9,8 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from farlink import _core, result_schema
-from farlink.cli import main
+from farlink import _core
+from farlink.cli.app import main
+from farlink.results import schema as result_schema
 from farlink.scenario import load_scenario
 from farlink.sim import simulate
 

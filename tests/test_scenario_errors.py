@@ -3,7 +3,7 @@
 import pytest
 
 from farlink import simulate
-from farlink.cli import main
+from farlink.cli.app import main
 
 SCENARIO = """\
 duration = "2s"
@@ -50,10 +50,23 @@ def test_error_names_file_line_and_path(capsys, tmp_path):
     assert error_of(capsys, "scenario", "check", path).startswith(f"{path}:9: links[0].queue_pkts")
 
 
-def test_a_field_the_file_lacks_points_at_its_nearest_table(capsys, tmp_path):
+def test_a_value_set_on_the_command_line_is_named_as_the_command_lines(capsys, tmp_path):
     path = write(tmp_path)
     message = error_of(capsys, "simulate", path, "--set", "flows[0].tcp.mss_bytes=10")
-    assert message.startswith(f"{path}:15: flows[0].tcp.mss_bytes: expected an MSS of 64 to")
+    assert message.startswith("--set flows[0].tcp.mss_bytes: expected an MSS of 64 to")
+    # The file gives this one (line 9); the command line replaced it, so the file is not blamed.
+    message = error_of(capsys, "simulate", path, "--set", "links[0].queue_pkts=-5")
+    assert message.startswith("--set links[0].queue_pkts: expected a whole number")
+    message = error_of(capsys, "scenario", "show", path, "--set", 'links[0]={a="S"}')
+    assert message.startswith("--set links[0]")
+
+
+def test_a_field_the_file_lacks_points_at_its_nearest_table(capsys, tmp_path):
+    path = write(tmp_path, app='[flows.app]\nkind = "bulk"\n')
+    assert error_of(capsys, "simulate", path) == (
+        f'{path}:18: flows[0].app.size: missing: a bulk application needs size ("1MB") '
+        "or size_bytes"
+    )
 
 
 def test_probability_with_percent_in_a_file(tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from farlink import _core, simulate
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.scenario import ScenarioError, apply_overrides, list_presets, load_scenario, set_path
 from farlink.sim import headline
 from farlink.units import parse_duration_s

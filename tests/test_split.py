@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from farlink import _core, simulate
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.reproduce.marchese import BER, packet_error_rate
 from farlink.scenario import load_scenario
 

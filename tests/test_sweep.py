@@ -12,24 +12,21 @@ import pytest
 from scipy import stats
 
 from farlink import simulate
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.models import pftk_full_throughput
-from farlink.sweep import (
+from farlink.sweeps.dataset import load_results, query
+from farlink.sweeps.executors import DaskCluster, ProcessPool
+from farlink.sweeps.model import model_normalized_goodput
+from farlink.sweeps.run import plan, run_sweep
+from farlink.sweeps.sweep import (
     METRICS,
     MODEL_COLUMN,
     SCHEMA_VERSION,
-    DaskCluster,
-    ProcessPool,
     SweepError,
-    load_results,
     load_sweep,
-    model_normalized_goodput,
     parse_grid_option,
-    plan,
     point_doc,
     point_seeds,
-    query,
-    run_sweep,
     sweep_from_options,
 )
 
@@ -206,7 +203,7 @@ def test_killed_sweep_resumes_without_recomputing(tmp_path):
     )
     out = tmp_path / "out"
     points = out / "points"
-    code = "import sys; from farlink.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from farlink.cli.app import main; sys.exit(main(sys.argv[1:]))"
     argv = [sys.executable, "-c", code, "sweep", str(path), "--out", str(out), "--workers", "1"]
     process = subprocess.Popen(
         [*argv, "--no-progress"],

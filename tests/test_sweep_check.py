@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from farlink import _core
-from farlink.cli import main
-from farlink.sweep import sweep_from_options
-from farlink.sweep_check import check_points, paths_near
+from farlink.cli.app import main
+from farlink.sweeps.check import check_points, paths_near
+from farlink.sweeps.sweep import sweep_from_options
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

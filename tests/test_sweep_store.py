@@ -19,19 +19,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from farlink import sweep as sw
-from farlink.cli import main
-from farlink.report_html import write_report
+from farlink.cli.app import main
+from farlink.reports.html import write_report
+from farlink.sweeps import dataset
+from farlink.sweeps import sweep as sw
 
 STORE_V1 = Path(__file__).parent / "data" / "sweep-schema-1"
 
 
 def test_the_version_1_dataset_reads_with_every_standard_column():
-    columns, _ = sw.query(STORE_V1, "SELECT * FROM results LIMIT 0")
-    for field in [*sw._identity_fields(), *sw._metric_fields(), *sw._provenance_fields()]:
+    columns, _ = dataset.query(STORE_V1, "SELECT * FROM results LIMIT 0")
+    for field in [
+        *dataset._identity_fields(),
+        *dataset._metric_fields(),
+        *dataset._provenance_fields(),
+    ]:
         assert field.name in columns, field.name
     # (finished_at, a time zone aware timestamp, needs pytz in DuckDB's Python conversion)
-    columns, rows = sw.query(STORE_V1, "SELECT * EXCLUDE (finished_at) FROM results")
+    columns, rows = dataset.query(STORE_V1, "SELECT * EXCLUDE (finished_at) FROM results")
     assert len(rows) == 12
     records = [dict(zip(columns, row, strict=True)) for row in rows]
     assert {r["run_key"] for r in records} == {p.stem for p in (STORE_V1 / "points").iterdir()}
@@ -48,10 +53,10 @@ def test_the_version_1_dataset_reads_with_every_standard_column():
 
 
 def test_summary_and_report_of_the_version_1_dataset(tmp_path):
-    summary = sw.summarize(STORE_V1, metrics=["normalized_goodput", "timeouts"])
+    summary = dataset.summarize(STORE_V1, metrics=["normalized_goodput", "timeouts"])
     assert summary.axes == ["loss", "tcp"]
     assert len(summary.points) == 6 and len(summary.failures) == 4
-    _, rows = sw.query(
+    _, rows = dataset.query(
         STORE_V1,
         "SELECT loss, tcp, avg(normalized_goodput) FROM results WHERE error IS NULL GROUP BY ALL",
     )
@@ -78,12 +83,13 @@ def test_results_commands_read_the_version_1_dataset(capsys):
 
 def test_a_standard_column_added_later_reads_as_nulls_in_old_files(monkeypatch):
     # A later version adds a metric to every row; the version 1 files do not have it.
-    monkeypatch.setattr(sw, "METRICS", (*sw.METRICS, "drops_future_cause"))
-    monkeypatch.setattr(sw, "_INT_METRICS", {*sw._INT_METRICS, "drops_future_cause"})
+    # The dataset's columns come from the metrics the dataset module reads.
+    monkeypatch.setattr(dataset, "METRICS", (*sw.METRICS, "drops_future_cause"))
+    monkeypatch.setattr(dataset, "_INT_METRICS", {*sw._INT_METRICS, "drops_future_cause"})
     sql = "SELECT count(*), count(drops_future_cause), typeof(any_value(drops_future_cause))"
-    _, rows = sw.query(STORE_V1, f"{sql} FROM results")
+    _, rows = dataset.query(STORE_V1, f"{sql} FROM results")
     assert rows == [(12, 0, "BIGINT")]
-    summary = sw.summarize(STORE_V1, metrics=["drops_future_cause"])
+    summary = dataset.summarize(STORE_V1, metrics=["drops_future_cause"])
     assert all(p["metrics"]["drops_future_cause"]["n"] == 0 for p in summary.points)
 
 
@@ -97,7 +103,7 @@ def test_old_and_new_files_in_one_dataset(tmp_path):
     pq.write_table(
         newer.set_column(0, "run_key", pa.array(["f" * 24])), store / "points" / "f.parquet"
     )
-    _, rows = sw.query(store, "SELECT run_key, queue_peak_pkts FROM results ORDER BY run_key")
+    _, rows = dataset.query(store, "SELECT run_key, queue_peak_pkts FROM results ORDER BY run_key")
     assert len(rows) == 13
     assert [q for key, q in rows if key == "f" * 24] == [17]
     assert all(q is None for key, q in rows if key != "f" * 24)

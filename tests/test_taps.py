@@ -10,9 +10,9 @@ import dpkt
 import pytest
 
 from farlink import simulate
-from farlink.capture import analyze_capture
-from farlink.cli import main
-from farlink.results import write_pcaps
+from farlink.captures.analysis import analyze_capture
+from farlink.cli.app import main
+from farlink.results.result import write_pcaps
 
 
 def chain(pcap: list[Any]) -> dict[str, Any]:

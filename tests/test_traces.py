@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import farlink
-from farlink.cli import main
-from farlink.traces import TRACE_NAMES, TraceNotRecorded, switched_on
+from farlink.cli.app import main
+from farlink.results.traces import TRACE_NAMES, TraceNotRecorded, switched_on
 
 DOC = Path(__file__).parents[1] / "docs" / "traces.md"
 

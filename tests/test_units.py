@@ -307,7 +307,7 @@ def test_a_rate_in_bytes_per_second_reaches_the_engine_times_eight():
 
 
 def test_a_size_in_bits_on_the_command_line_is_one_line_and_exit_2(capsys):
-    from farlink.cli import main
+    from farlink.cli.app import main
 
     code = main(["predict", "short", "--size", "5Mb", "--rtt", "600ms", "--loss", "0.01"])
     _, err = capsys.readouterr()

@@ -20,6 +20,9 @@ from pathlib import Path
 from scapy.layers.ppp import (
     HDLC,
     PPP,
+    PPP_IPCP,
+    PPP_IPCP_Option_DNS1,
+    PPP_IPCP_Option_IPAddress,
     PPP_LCP_ACCM_Option,
     PPP_LCP_Configure,
     PPP_LCP_Echo,
@@ -31,6 +34,7 @@ from scapy.layers.ppp import (
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "ppp_vectors.json"
 LCP = 0xC021
+IPCP = 0x8021
 MP = 0x003D
 
 
@@ -108,6 +112,51 @@ def lcp_packets() -> list[dict]:
     return [{"name": name, "packet_hex": bytes(pkt).hex()} for name, pkt in cases]
 
 
+def ipcp_packets() -> list[dict]:
+    """RFC 1332 packets as scapy builds them, and what farlink's IPCP must answer."""
+    addr = PPP_IPCP_Option_IPAddress
+    cases = [
+        ("configure_request", PPP_IPCP(code=1, id=1, options=[addr(data="10.9.0.1")])),
+        ("configure_ack", PPP_IPCP(code=2, id=1, options=[addr(data="10.9.0.1")])),
+        # A pppd-like peer asking for an address and a DNS server...
+        (
+            "request_address_and_dns",
+            PPP_IPCP(code=1, id=7, options=[addr(data="0.0.0.0"), PPP_IPCP_Option_DNS1()]),
+        ),
+        # ...is refused the DNS option first,
+        ("reject_dns", PPP_IPCP(code=4, id=7, options=[PPP_IPCP_Option_DNS1()])),
+        ("request_address", PPP_IPCP(code=1, id=8, options=[addr(data="0.0.0.0")])),
+        # then offered the address we hold for it.
+        ("nak_address", PPP_IPCP(code=3, id=8, options=[addr(data="10.9.0.2")])),
+    ]
+    return [{"name": name, "packet_hex": bytes(pkt).hex()} for name, pkt in cases]
+
+
+def bond_frames() -> dict:
+    """The first frames a bundle endpoint sends: LCP's request on a member before anything is
+    negotiated (every control character escaped, no compression), and IPCP's request inside
+    one MP fragment once LCP agreed ACCM 0, ACFC and PFC (RFC 1990 section 3)."""
+    lcp = PPP_LCP_Configure(
+        code=1,
+        id=1,
+        options=[
+            PPP_LCP_MRU_Option(max_recv_unit=1500),
+            PPP_LCP_ACCM_Option(accm=0),
+            PPP_LCP_Magic_Number_Option(magic_number=0x5EED0001),
+            PPP_LCP_Option(type=7),  # Protocol-Field-Compression
+            PPP_LCP_Option(type=8),  # Address-and-Control-Field-Compression
+            PPP_LCP_Option(type=17, data=struct.pack(">H", 1500)),  # MRRU
+            PPP_LCP_Option(type=19, data=b"\x01\x01"),  # Endpoint Discriminator, class 1
+        ],
+    )
+    ipcp = PPP_IPCP(code=1, id=1, options=[PPP_IPCP_Option_IPAddress(data="10.9.0.1")])
+    fragment = mp_header("long", True, True, 0) + bytes(PPP(proto=IPCP) / ipcp)
+    return {
+        "lcp_request_wire_hex": frame(LCP, bytes(lcp), 0xFFFFFFFF, False, False, 16).hex(),
+        "ipcp_request_wire_hex": frame(MP, fragment, 0, True, True, 16).hex(),
+    }
+
+
 def build() -> dict:
     rng = random.Random(1662)
     hdlc = []
@@ -155,6 +204,8 @@ def build() -> dict:
         "hdlc": hdlc,
         "mp": mp,
         "lcp": lcp_packets(),
+        "ipcp": ipcp_packets(),
+        "bond": bond_frames(),
     }
 
 
@@ -165,8 +216,11 @@ def render() -> str:
 def main() -> None:
     doc = build()
     OUT.write_text(render())
-    n = {k: len(doc[k]) for k in ("hdlc", "mp", "lcp")}
-    print(f"wrote {OUT}: {n['hdlc']} frames, {n['mp']} MP headers, {n['lcp']} LCP packets")
+    n = {k: len(doc[k]) for k in ("hdlc", "mp", "lcp", "ipcp")}
+    print(
+        f"wrote {OUT}: {n['hdlc']} frames, {n['mp']} MP headers, {n['lcp']} LCP packets, "
+        f"{n['ipcp']} IPCP packets, {len(doc['bond'])} bundle frames"
+    )
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ def main() -> int:
         return 2
     import numpy as np
 
-    from farlink.capture import analyze_capture
+    from farlink.captures.analysis import analyze_capture
 
     rows = []
     for case in cases():

@@ -10,7 +10,7 @@ fault, when one is.
 """
 
 from farlink._core import ScenarioError, __version__
-from farlink.results import Result
+from farlink.results.result import Result
 from farlink.sim import simulate
 
 __all__ = ["Result", "ScenarioError", "__version__", "simulate"]

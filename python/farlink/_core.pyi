@@ -1,5 +1,6 @@
 """Type stubs of the Rust extension ``farlink._core``."""
 
+import os
 from collections.abc import Callable
 from typing import Any, TypedDict
 
@@ -9,11 +10,14 @@ __all__ = [
     "BudgetError",
     "ConservationError",
     "EmulatorError",
+    "LinkMgrError",
     "ScenarioError",
     "__version__",
     "build_info",
     "emulate",
     "estimate_scenario",
+    "linkmgr_modem_sim",
+    "linkmgr_run",
     "resolve_scenario",
     "run_scenario",
     "toml_line",
@@ -53,6 +57,10 @@ class BudgetError(ValueError):
     """Estimated trace rows."""
     memory_bytes: float
     """Estimated memory, traces and captures included."""
+    disk_bytes: float
+    """Estimated disk for trace rows streamed to a ``trace_sink``; 0 without one."""
+    max_disk_bytes: int
+    """The disk budget (bytes)."""
     max_events: int
     """The budget's bound on events."""
     max_memory_bytes: int
@@ -109,6 +117,8 @@ class RunOutput(TypedDict):
     sees (for a link, those leaving its queues in both directions), in time order, plus a
     synthetic SYN, SYN-ACK, ACK at the start of each flow seen by the tap; payload bytes are
     zeros. Timestamps are simulated time after 2000-01-01T00:00:00Z."""
+    pcap_files: dict[str, str]
+    """The captures written to files as the run went (``capture_files``): tap name to path."""
     pcap_addresses: dict[str, str]
     """Per capture (same keys as ``pcap``), its address map as JSON text: nodes by address,
     flows by 4-tuple, where the tap sits (docs/captures.md)."""
@@ -129,20 +139,28 @@ class Estimate(TypedDict):
     events: float
     trace_rows: float
     memory_bytes: float
+    disk_bytes: float
     default_max_events: int
     default_max_memory_bytes: int
+    default_max_disk_bytes: int
 
-def estimate_scenario(scenario_json: str) -> Estimate:
-    """Validates a scenario and estimates what a run of it costs (events, trace rows, memory)
-    without running it; also gives the default budget. Raises ``ScenarioError`` like
-    :func:`run_scenario`."""
+def estimate_scenario(
+    scenario_json: str, *, streamed: bool = False, stream_pcap: bool = False
+) -> Estimate:
+    """Validates a scenario and estimates what a run of it costs (events, trace rows, memory,
+    and with ``streamed``, for a run given a ``trace_sink``, the disk its rows take, and its
+    captures' with ``stream_pcap`` too, for ``capture_files``) without running it; also gives
+    the default budget. Raises ``ScenarioError`` like :func:`run_scenario`."""
 
 def run_scenario(
     scenario_json: str,
     *,
     max_events: int | None = None,
     max_memory_bytes: int | None = None,
+    max_disk_bytes: int | None = None,
     progress: Callable[[float, float, int], object] | None = None,
+    trace_sink: Callable[[dict[str, dict[str, npt.NDArray[Any]]]], object] | None = None,
+    capture_files: Callable[[str], str | os.PathLike[str]] | None = None,
 ) -> RunOutput:
     """Validates and runs one scenario in the simulation core.
 
@@ -162,6 +180,16 @@ def run_scenario(
     ``progress(simulated_s, duration_s, events)`` is called (an exception it raises stops the
     run and is raised here). A stopped run returns what it has; its summary's ``partial``
     says why and when (absent for a run that ran its course).
+
+    With ``trace_sink``, trace rows are not kept: the core calls ``trace_sink(tables)`` (every
+    table, ``{table: {column: array}}``, those with nothing to hand over empty) whenever a
+    table holds 65,536 rows, and once at the end with the rest, so the run's memory for traces
+    stays bounded; ``traces`` in the result are then empty. The budget then counts the rows as
+    disk, ``max_disk_bytes`` (default 16 GiB). An exception ``trace_sink`` raises stops the run
+    and is raised here. With ``capture_files`` too (called before the run with each tap's name,
+    returning the path of its capture), the captures are written to those files as the run
+    goes, through a spool beside each (``PATH.spool``, removed at the end), byte for byte what
+    ``pcap`` would hold; ``pcap_files`` then maps each tap to its file and ``pcap`` is empty.
 
     Raises:
         ScenarioError: the scenario is invalid; ``err.path`` names the field.
@@ -207,4 +235,38 @@ def emulate(scenario_json: str, options_json: str) -> str:
     Raises:
         ScenarioError: the scenario is invalid, or asks what the emulator cannot do yet.
         EmulatorError: the emulator could not run (``kind`` says why).
+    """
+
+class LinkMgrError(ValueError):
+    """The link manager could not run or stopped, in one line; ``kind`` says why."""
+
+    kind: str
+    """``config`` (the configuration file or an option is wrong; str() places it as
+    ``FILE:LINE: path: message``) or ``system`` (the event log, a port, a system call)."""
+
+def linkmgr_run(config_path: str) -> None:
+    """Run the link-management daemon on a configuration file (TOML, ``docs/linkmgr.md``) until
+    SIGTERM or SIGINT, with the GIL released.
+
+    Raises:
+        LinkMgrError: a bad configuration (``kind`` ``config``) or a failure while running.
+    """
+
+def linkmgr_modem_sim(
+    scenario_json: str,
+    modems: int,
+    dir: str,
+    time_scale: float,
+    seed: int | None,
+    signal_reply_s: float,
+) -> None:
+    """Run ``modems`` simulated Iridium modem pairs, taking the member rate, delay, call-drop
+    rate, dial time and dial failures of the first bundle of a resolved scenario (JSON), on
+    ptys linked as ``dir/air<k>`` and ``dir/ground<k>``, until SIGTERM or SIGINT; prints each
+    link's path once they exist. ``time_scale`` divides dial times and call durations;
+    ``seed`` (None: the scenario's) names the random streams; ``signal_reply_s`` is how long a
+    signal query takes to answer.
+
+    Raises:
+        LinkMgrError: a bad option (``kind`` ``config``) or a failure while running.
     """

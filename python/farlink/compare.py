@@ -23,8 +23,8 @@ import numpy as np
 from farlink import _core
 from farlink.emulate import emulate
 from farlink.predict import PathInputs, bound, path_inputs
-from farlink.result_schema import model_document
-from farlink.results import Result
+from farlink.results.result import Result
+from farlink.results.schema import model_document
 from farlink.scenario import apply_overrides, load_scenario, resolve
 from farlink.sim import simulate
 
@@ -302,7 +302,7 @@ def _cell(value: Any) -> str:
 def figure(comparison: Comparison, path: Path) -> Path:
     """A PNG: the three engines' goodput as bars, and beside them the first flow's congestion
     window over time from the simulator's cwnd trace and the kernel's TCP_INFO samples."""
-    from farlink.plots import plt
+    from farlink.reports.plots import plt
 
     fig, (bars, cwnd) = plt.subplots(1, 2, figsize=(11.0, 4.4), dpi=120)
     labels = list(comparison.documents)

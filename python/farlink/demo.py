@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from farlink.models import calldrop_prediction
-from farlink.plots import line_figure
-from farlink.report import plain, print_reproduction
+from farlink.reports.plots import line_figure
+from farlink.reports.terminal import plain, print_reproduction
 from farlink.reproduce import run
 from farlink.reproduce.zaghloul import GREENLAND, TABLE_6_1_MEASURED_MIN, TABLE_6_1_SIZES_MB
 
@@ -157,7 +157,7 @@ def _simulation_beside_prediction(console: Console, out: Path) -> None:
     from farlink.models import mathis_throughput, pftk_full_throughput
     from farlink.scenario import apply_overrides, load_scenario
     from farlink.sim import simulate
-    from farlink.sweep import pftk_inputs
+    from farlink.sweeps.model import pftk_inputs
 
     loss = 0.01
     table = Table(

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from farlink import _core
-from farlink.result_schema import emulate_document
-from farlink.results import Result
+from farlink.results.result import Result
+from farlink.results.schema import emulate_document
 from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = ["emulate", "headline"]
@@ -42,6 +42,8 @@ def emulate(
     record_deliveries: bool = False,
     realtime: bool = True,
     pcap_dir: str | Path | None = None,
+    command: list[str] | tuple[str, ...] | None = None,
+    server: str | None = None,
     listen: bool = True,
 ) -> Result:
     """Run a scenario (a preset name, a TOML path or a parsed document) on the emulator.
@@ -56,7 +58,15 @@ def emulate(
     packets lost (``lost_ordinals``). ``realtime``: run the driver's thread SCHED_FIFO while it
     runs, where permitted (``emulator.realtime`` says whether it did). ``pcap_dir``: write what
     crossed each end node's TUN device, both ways, as ``<pcap_dir>/<node>.pcap`` (LINKTYPE_RAW,
-    nanosecond timestamps). ``listen=False`` starts no sink: every connection is refused.
+    nanosecond timestamps).
+
+    ``command``: a program (argv) run in the first flow's sender namespace in place of the
+    built-in bulk transfer, with ``FARLINK_PEER`` and ``FARLINK_PORT`` in its environment; the
+    run ends when it exits (or at ``duration``, if given), and ``summary["command"]`` says how
+    (``exit_status``, ``ended_by``). ``server``: a shell command run in the receiver namespace,
+    expected to listen on ``FARLINK_PORT``; without it a sink there accepts, discards and counts
+    (the flows' ``delivered_bytes``). ``listen=False`` starts no sink: every connection is
+    refused.
     """
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(doc, loss=loss, duration=duration, size=size, seed=seed, sets=sets)
@@ -67,6 +77,10 @@ def emulate(
         "record_deliveries": record_deliveries,
         "realtime": realtime,
         "pcap_dir": None if pcap_dir is None else str(pcap_dir),
+        "command": None if command is None else [str(a) for a in command],
+        "server": server,
+        # A command runs until it exits unless a duration was asked for.
+        "command_bounded": duration is not None,
         "listen": listen,
     }
     # While it runs, the core handles Ctrl-C and SIGTERM itself (it ends the run, cleans up and
@@ -98,7 +112,9 @@ def headline(result: Result) -> dict[str, Any]:
     """
     s = result.summary
     emu = s["emulator"]
+    ran = {"command": s["command"]} if "command" in s else {}
     return {
+        **ran,
         "goodput_bps": s["goodput_bps"],
         "normalized_goodput": s["normalized_goodput"],
         "delivered_bytes": s["delivered_bytes"],

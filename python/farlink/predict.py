@@ -19,6 +19,7 @@ __all__ = [
     "Bounded",
     "PathInputs",
     "bound",
+    "path_capacity",
     "path_inputs",
 ]
 
@@ -138,3 +139,27 @@ def bound(model_bps: float, capacity_bps: float | None) -> Bounded:
         return Bounded(model_bps, model_bps, None, False)
     binds = model_bps > capacity_bps
     return Bounded(min(model_bps, capacity_bps), model_bps, float(capacity_bps), binds)
+
+
+def path_capacity(
+    path: PathInputs | None,
+    n_links: float | None,
+    link_rate_bps: float | None,
+    mss_bytes: float,
+) -> tuple[float | None, str]:
+    """The path's capacity in payload bit/s and what gives it, or None when nothing does.
+
+    The scenario's bottleneck, unless a link rate or another number of links is given: then
+    ``n_links`` links of ``link_rate_bps`` (the scenario's member rate when not given), each
+    carrying ``mss_bytes`` of payload in ``mss_bytes + WIRE_OVERHEAD_BYTES`` on the wire.
+    """
+    if link_rate_bps is None and path is not None and n_links in (None, path.n_links):
+        return path.capacity_bps, f"bottleneck {path.bottleneck}"
+    rate = link_rate_bps
+    if rate is None and path is not None:
+        rate = path.link_rate_bps
+    if rate is None:
+        return None, "unknown (give --link-rate or a scenario)"
+    n = n_links if n_links is not None else 1
+    share = mss_bytes / (mss_bytes + WIRE_OVERHEAD_BYTES)
+    return n * rate * share, f"{n:g} x {rate:g} bit/s"

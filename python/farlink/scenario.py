@@ -14,6 +14,7 @@ import json
 import math
 import re
 import tomllib
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -100,14 +101,18 @@ def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
         ) from None
 
 
-def describe_error(name_or_path: str | Path, err: Exception) -> str:
+def describe_error(name_or_path: str | Path, err: Exception, *, sets: Sequence[str] = ()) -> str:
     """A scenario error as ``FILE:LINE: path: message`` for a scenario read from a file.
 
     ``err`` is a ``ScenarioError``: one about a field (``path`` set) is placed at the line of
     the file's TOML that gives it (a value the file does not give, set on the command line, has
-    no line); any other (``path`` None) already names its place in its message.
+    no line); any other (``path`` None) already names its place in its message. A field that
+    one of ``sets`` (``--set`` assignments) replaced is the command line's, not the file's:
+    ``--set path: message``.
     """
     path, message = getattr(err, "path", None), getattr(err, "message", None)
+    if path is not None and message is not None and _set_by(path, sets):
+        return f"--set {path}: {message}"
     if isinstance(name_or_path, dict) or path is None or message is None:
         return str(err)
     try:
@@ -119,6 +124,20 @@ def describe_error(name_or_path: str | Path, err: Exception) -> str:
     line = _core.toml_line(text, path) if path else None
     where = f"{source}:{line}" if line is not None else source
     return f"{where}: {path}: {message}" if path else f"{where}: {message}"
+
+
+def _set_by(path: str, sets: Sequence[str]) -> bool:
+    """Whether a ``--set`` assignment among ``sets`` gave the field at ``path`` (or a table
+    holding it)."""
+    try:
+        field = _steps(path)
+        for assignment in sets:
+            target = _steps(assignment.partition("=")[0].strip())
+            if field[: len(target)] == target:
+                return True
+    except ScenarioError:
+        return False
+    return False
 
 
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")

@@ -22,8 +22,8 @@ import numpy as np
 
 from farlink import _core
 from farlink.outputs import OutputError, OutputFolder, safe_name
-from farlink.result_schema import sim_document
-from farlink.results import Result
+from farlink.results.result import Result
+from farlink.results.schema import sim_document
 from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = [
@@ -54,7 +54,10 @@ def simulate(
     sets: list[str] | tuple[str, ...] = (),
     budget_events: int | None = None,
     budget_memory_bytes: int | None = None,
+    budget_disk_bytes: int | None = None,
     progress: ProgressCallback | None = None,
+    trace_dir: str | Path | Callable[..., Path] | None = None,
+    stream_pcap: bool = False,
 ) -> Result:
     """Run a scenario (a preset name, a TOML path or a parsed document) on the packet engine.
 
@@ -68,26 +71,66 @@ def simulate(
     ``budget_events`` and ``budget_memory_bytes`` replace the default run budget (10**9 events,
     2 GiB); ``farlink._core.BudgetError`` is raised for a run whose estimate is over it.
     ``progress(simulated_s, duration_s, events)`` is called about every 0.1 s of a long run.
+
+    With ``trace_dir`` (a folder, or a function giving one when the first rows are written, called
+    with the names of files about to be written there, which it may claim) the
+    traces stream into ``<trace_dir>/<trace>.parquet`` as the run records them, in bounded
+    memory, and the result reads them back from there (docs/traces.md, "Long runs"); the
+    budget then counts their rows as disk, ``budget_disk_bytes`` (default 16 GiB). With
+    ``stream_pcap`` too, the captures of the scenario's ``pcap`` taps are written there as
+    :func:`pcap_file_name` gives, as the run goes (docs/captures.md).
     """
+    from farlink.results.result import DiskCaptures, TraceStream
+    from farlink.results.traces import switched_on
+
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(
         doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
     )
+    stream = None
+    capture_files = None
+    core_json = to_core_json(doc)
+    if trace_dir is not None:
+        folder = trace_dir if callable(trace_dir) else _made(Path(trace_dir))
+        stream = TraceStream(folder, switched_on(doc))
+        if stream_pcap and doc.get("pcap"):
+            # The spools are made as the first packets are captured: the folder must be
+            # there, unless the core will refuse the run (then nothing is made).
+            cost = _core.estimate_scenario(core_json, streamed=True, stream_pcap=True)
+            if (
+                cost["events"] <= (budget_events or cost["default_max_events"])
+                and cost["memory_bytes"]
+                <= (budget_memory_bytes or cost["default_max_memory_bytes"])
+                and cost["disk_bytes"] <= (budget_disk_bytes or cost["default_max_disk_bytes"])
+            ):
+
+                def capture_files(tap: str) -> str:
+                    names = (pcap_file_name(tap), address_map_file_name(tap))
+                    return str(folder(*names) / names[0])
+
     started = time.perf_counter()
-    raw = _core.run_scenario(
-        to_core_json(doc),
-        max_events=budget_events,
-        max_memory_bytes=budget_memory_bytes,
-        progress=progress,
-    )
+    try:
+        raw = _core.run_scenario(
+            core_json,
+            max_events=budget_events,
+            max_memory_bytes=budget_memory_bytes,
+            max_disk_bytes=budget_disk_bytes,
+            progress=progress,
+            trace_sink=stream,
+            capture_files=capture_files,
+        )
+    except BaseException:
+        if stream is not None:
+            stream.abort()
+        raise
     wall_time_s = time.perf_counter() - started
     name = doc.get("name") or (Path(scenario).stem if isinstance(scenario, str | Path) else None)
-    return Result(
+    result = Result(
         summary=sim_document(json.loads(raw["summary"]), scenario=name, wall_time_s=wall_time_s),
-        traces=raw["traces"],
+        traces=raw["traces"] if stream is None else stream.traces(raw["traces"]),
         scenario=doc,
         engine="sim",
-        pcap=raw["pcap"],
+        pcap=DiskCaptures(raw["pcap_files"]) if raw["pcap_files"] else raw["pcap"],
         pcap_addresses=raw["pcap_addresses"],
         names={
             "flows": raw["flows"],
@@ -96,6 +139,19 @@ def simulate(
             "nodes": raw["nodes"],
         },
     )
+    if stream is not None:
+        stream.close(result.provenance())
+    return result
+
+
+def _made(folder: Path) -> Callable[..., Path]:
+    """A function that creates ``folder`` (when the first rows are written) and gives it."""
+
+    def make(*names: str) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    return make
 
 
 def estimate(
@@ -107,14 +163,20 @@ def estimate(
     size: str | None = None,
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
+    streamed: bool = False,
+    stream_pcap: bool = False,
 ) -> dict[str, Any]:
     """What :func:`simulate` with the same arguments would cost, from the core's estimate,
-    without running it: ``events``, ``trace_rows``, ``memory_bytes`` and the default budget."""
+    without running it: ``events``, ``trace_rows``, ``memory_bytes``, ``disk_bytes`` and the
+    default budget; ``streamed`` for a run given a ``trace_dir`` (its rows count as disk), and
+    ``stream_pcap`` for one streaming its captures too."""
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(
         doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
     )
-    return dict(_core.estimate_scenario(to_core_json(doc)))
+    return dict(
+        _core.estimate_scenario(to_core_json(doc), streamed=streamed, stream_pcap=stream_pcap)
+    )
 
 
 HEADLINE_FIELDS = (
@@ -266,7 +328,7 @@ def write_run(result: Result, folder: OutputFolder, *, pcap: bool) -> list[Path]
     replace writes nothing; traces and captures an earlier run wrote there and this one does not
     are removed, so the folder holds one run; what was written is recorded in the manifest.
     """
-    from farlink.results import write_pcaps
+    from farlink.results.result import write_pcaps
 
     names = output_names(result, pcap=pcap)
     folder.claim(*names)

@@ -18,6 +18,7 @@ import re
 __all__ = [
     "BITRATE_FORMS",
     "DURATION_FORMS",
+    "ERROR_RATE_FORMS",
     "EVENT_RATE_FORMS",
     "PROBABILITY_FORMS",
     "SIZE_FORMS",
@@ -25,6 +26,7 @@ __all__ = [
     "parse_bitrate_bps",
     "parse_count",
     "parse_duration_s",
+    "parse_error_rate",
     "parse_event_rate_per_s",
     "parse_probability",
     "parse_size_bytes",
@@ -46,6 +48,7 @@ BITRATE_FORMS = (
     "such as 250kBps or 2MB/s (b is a bit, B a byte; decimal prefixes)"
 )
 PROBABILITY_FORMS = "a probability strictly between 0 and 1, such as 5e-4, 0.01 or 0.05%"
+ERROR_RATE_FORMS = "a packet error rate in [0, 1)"
 
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 
@@ -238,6 +241,17 @@ def parse_probability(text: str) -> float:
         raise UnitError(f"cannot read probability {text!r}: expected {PROBABILITY_FORMS}")
     if not 0.0 < value < 1.0:
         raise UnitError(f"probability {text!r} is outside (0, 1): expected {PROBABILITY_FORMS}")
+    return value
+
+
+def parse_error_rate(text: str) -> float:
+    """Read a packet error rate in [0, 1) (``--loss`` of a run): ``0.01``, ``1%``; 0 is no loss."""
+    try:
+        value = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise UnitError(f"cannot read {text!r}: expected {ERROR_RATE_FORMS}") from None
+    if not 0 <= value < 1:
+        raise UnitError(f"{text!r} is outside [0, 1): expected {ERROR_RATE_FORMS}")
     return value
 
 

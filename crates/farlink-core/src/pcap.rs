@@ -62,7 +62,9 @@ use crate::tcp::segment::{
     encode_window, timestamp_clock, Flags, Options, Segment, Timestamps, IPV4_HEADER_BYTES,
     MAX_OPTIONS_BYTES, TCP_HEADER_BYTES,
 };
-use crate::tcp::wire::{write_ipv4_header, write_tcp_header, TcpHeader, PROTO_TCP};
+use crate::tcp::wire::{
+    checksum_of, ones_complement_add, write_ipv4_header, write_tcp_header, TcpHeader, PROTO_TCP,
+};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::SimTime;
 
@@ -444,6 +446,16 @@ fn write_zeros(out: &mut impl Write, mut n: usize) -> io::Result<()> {
         n -= k;
     }
     Ok(())
+}
+
+/// Sets the identification of the IPv4 header `ip` (20 bytes, as [`PcapWriter`] writes them)
+/// and its checksum with it: a capture put together from pieces numbers its packets in the
+/// order of the file.
+pub(crate) fn set_ipv4_id(ip: &mut [u8], id: u16) {
+    ip[4..6].copy_from_slice(&id.to_be_bytes());
+    ip[10..12].fill(0);
+    let checksum = checksum_of(ones_complement_add(0, &ip[..20]));
+    ip[10..12].copy_from_slice(&checksum.to_be_bytes());
 }
 
 /// 32-bit FNV-1a (offset basis 0x811c9dc5, prime 0x01000193): a small, fixed hash whose value

@@ -158,65 +158,192 @@ fn column_bytes<T>(v: &Vec<T>) -> usize {
     v.capacity() * std::mem::size_of::<T>()
 }
 
+/// Bytes of a column's rows (its length): what the rows take once written out.
+fn row_bytes<T>(v: &[T]) -> usize {
+    std::mem::size_of_val(v)
+}
+
+/// Rows a trace hands to a [`TraceSink`] at a time, per table: 65,536 rows are 0.8 to 2.3 MiB
+/// (rows are 13 to 36 bytes), and a table's vectors, grown by doubling, hold at most twice that
+/// before they are handed over.
+pub const CHUNK_ROWS: usize = 1 << 16;
+
+/// Where a run's trace rows go as it produces them, instead of staying in its [`Traces`]: the
+/// front end's writer (a Parquet file per trace, row group by row group). The engine hands
+/// over a table whenever it holds [`CHUNK_ROWS`] rows, and everything left at the end, so
+/// that a run's memory for traces is bounded by the chunks whatever its length.
+pub trait TraceSink {
+    /// Takes the rows of `chunk` (tables with nothing to hand over are empty), in the order
+    /// they were recorded: a table's chunks, concatenated, are the table a run without a sink
+    /// would hold. Returns `false` when the rows could not be kept (the run then stops).
+    fn rows(&mut self, chunk: Traces) -> bool;
+
+    /// Whether the sink takes the taps' captures too; if not, the taps stay in the result.
+    fn takes_captures(&self) -> bool {
+        false
+    }
+
+    /// Spool entries of tap `tap` ([`crate::world::CaptureStream::encode`]); `new_run`: they
+    /// begin a new sorted run at the spool's end rather than continue the last one.
+    fn capture(&mut self, tap: u32, new_run: bool, entries: &[u8]) -> bool {
+        let _ = (tap, new_run, entries);
+        true
+    }
+
+    /// The run is over: tap `stream.tap()`'s capture can be put together from its spool.
+    fn capture_done(&mut self, stream: crate::world::CaptureStream) -> bool {
+        let _ = stream;
+        true
+    }
+}
+
+/// Tap records a run streaming its captures holds before encoding them for the sink: at most
+/// 4,096 packets of at most 64 KiB are 256 MiB only for jumbo segments; 6 MiB at a 1,500-byte
+/// MTU.
+pub const CHUNK_TAP_RECORDS: usize = 4096;
+
+/// Calls `$m!` with every table of [`Traces`] and its columns, so that the walks over all
+/// columns below cannot forget one.
+macro_rules! each_column {
+    ($m:ident, $traces:expr) => {
+        $m!(
+            $traces,
+            cwnd {
+                time_ns,
+                flow,
+                cwnd_bytes,
+                ssthresh_bytes,
+                effective_cwnd_bytes
+            },
+            seq {
+                time_ns,
+                flow,
+                seq,
+                len_bytes,
+                retransmission
+            },
+            ack { time_ns, flow, ack },
+            rtt {
+                time_ns,
+                flow,
+                rtt_ns,
+                srtt_ns
+            },
+            rto {
+                time_ns,
+                flow,
+                rto_ns
+            },
+            queue {
+                time_ns,
+                link,
+                forward,
+                pkts,
+                bytes
+            },
+            drops {
+                time_ns,
+                link,
+                forward,
+                flow,
+                ack_packet,
+                seq,
+                syn,
+                cause
+            },
+            goodput {
+                time_ns,
+                flow,
+                delivered_bytes
+            },
+            member_state {
+                time_ns,
+                link,
+                member,
+                state
+            },
+            capacity {
+                time_ns,
+                link,
+                members_up,
+                capacity_bps
+            },
+        )
+    };
+}
+
+macro_rules! sum_columns {
+    ($f:ident, $traces:expr, $($table:ident { $($column:ident),+ }),+ $(,)?) => {{
+        let Traces { $($table),+ } = $traces;
+        0 $($(+ $f(&$table.$column))+)+
+    }};
+}
+
 impl Traces {
     /// Heap bytes all tables hold, for the run budget.
     pub fn heap_bytes(&self) -> usize {
-        let Traces {
-            cwnd,
-            seq,
-            ack,
-            rtt,
-            rto,
-            queue,
-            drops,
-            goodput,
-            member_state,
-            capacity,
-        } = self;
-        column_bytes(&cwnd.time_ns)
-            + column_bytes(&cwnd.flow)
-            + column_bytes(&cwnd.cwnd_bytes)
-            + column_bytes(&cwnd.ssthresh_bytes)
-            + column_bytes(&cwnd.effective_cwnd_bytes)
-            + column_bytes(&seq.time_ns)
-            + column_bytes(&seq.flow)
-            + column_bytes(&seq.seq)
-            + column_bytes(&seq.len_bytes)
-            + column_bytes(&seq.retransmission)
-            + column_bytes(&ack.time_ns)
-            + column_bytes(&ack.flow)
-            + column_bytes(&ack.ack)
-            + column_bytes(&rtt.time_ns)
-            + column_bytes(&rtt.flow)
-            + column_bytes(&rtt.rtt_ns)
-            + column_bytes(&rtt.srtt_ns)
-            + column_bytes(&rto.time_ns)
-            + column_bytes(&rto.flow)
-            + column_bytes(&rto.rto_ns)
-            + column_bytes(&queue.time_ns)
-            + column_bytes(&queue.link)
-            + column_bytes(&queue.forward)
-            + column_bytes(&queue.pkts)
-            + column_bytes(&queue.bytes)
-            + column_bytes(&drops.time_ns)
-            + column_bytes(&drops.link)
-            + column_bytes(&drops.forward)
-            + column_bytes(&drops.flow)
-            + column_bytes(&drops.ack_packet)
-            + column_bytes(&drops.seq)
-            + column_bytes(&drops.syn)
-            + column_bytes(&drops.cause)
-            + column_bytes(&goodput.time_ns)
-            + column_bytes(&goodput.flow)
-            + column_bytes(&goodput.delivered_bytes)
-            + column_bytes(&member_state.time_ns)
-            + column_bytes(&member_state.link)
-            + column_bytes(&member_state.member)
-            + column_bytes(&member_state.state)
-            + column_bytes(&capacity.time_ns)
-            + column_bytes(&capacity.link)
-            + column_bytes(&capacity.members_up)
-            + column_bytes(&capacity.capacity_bps)
+        macro_rules! heap {
+            ($t:expr, $($rest:tt)*) => { sum_columns!(column_bytes, $t, $($rest)*) };
+        }
+        each_column!(heap, self)
+    }
+
+    /// Bytes of all tables' rows: what they take written out uncompressed.
+    pub fn row_bytes(&self) -> usize {
+        macro_rules! rows {
+            ($t:expr, $($rest:tt)*) => { sum_columns!(row_bytes, $t, $($rest)*) };
+        }
+        each_column!(rows, self)
+    }
+
+    /// Rows in all tables.
+    pub fn rows(&self) -> usize {
+        macro_rules! count {
+            ($t:expr, $($table:ident { $($column:ident),+ }),+ $(,)?) => {{
+                let Traces { $($table),+ } = $t;
+                0 $(+ $table.time_ns.len())+
+            }};
+        }
+        each_column!(count, self)
+    }
+
+    /// Moves out every table holding at least `min_rows` rows (all of them for 0), leaving
+    /// those empty; `None` when no table has that many.
+    pub(crate) fn take_full(&mut self, min_rows: usize) -> Option<Traces> {
+        let mut chunk = Traces::default();
+        let mut any = false;
+        macro_rules! take {
+            ($t:expr, $($table:ident { $($column:ident),+ }),+ $(,)?) => {
+                $(if $t.$table.time_ns.len() >= min_rows.max(1) {
+                    chunk.$table = std::mem::take(&mut $t.$table);
+                    any = true;
+                })+
+            };
+        }
+        each_column!(take, self);
+        (any || min_rows == 0).then_some(chunk)
+    }
+
+    /// Appends `other`'s rows to these tables (a sink's chunks put back together).
+    #[cfg(test)]
+    pub(crate) fn append(&mut self, mut other: Traces) {
+        macro_rules! append {
+            ($t:expr, $($table:ident { $($column:ident),+ }),+ $(,)?) => {
+                $($($t.$table.$column.append(&mut other.$table.$column);)+)+
+            };
+        }
+        each_column!(append, self);
+    }
+
+    /// The most rows any one table holds.
+    pub fn max_table_rows(&self) -> usize {
+        macro_rules! most {
+            ($t:expr, $($table:ident { $($column:ident),+ }),+ $(,)?) => {{
+                let Traces { $($table),+ } = $t;
+                0 $(.max($table.time_ns.len()))+
+            }};
+        }
+        each_column!(most, self)
     }
 }
 

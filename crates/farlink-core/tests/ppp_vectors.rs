@@ -193,3 +193,38 @@ fn lcp_answers_scapy_packets() {
         assert_eq!(p.data.len() + 4, v.len(), "{name}");
     }
 }
+
+fn ipcp_case(d: &Value, name: &str) -> Vec<u8> {
+    let case = d["ipcp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no IPCP vector {name}"));
+    hex(&case["packet_hex"])
+}
+
+#[test]
+fn ipcp_requests_and_answers_as_scapy_builds_them() {
+    use farlink_core::ppp::ipcp::{Ipcp, IpcpConfig, IpcpOutput};
+    let d = doc();
+    let mut ipcp = Ipcp::new(IpcpConfig::new([10, 9, 0, 1], Some([10, 9, 0, 2])));
+    ipcp.open(SimTime::ZERO);
+    assert_eq!(
+        ipcp.poll(),
+        Some(IpcpOutput::Send(ipcp_case(&d, "configure_request")))
+    );
+    ipcp.on_packet(SimTime::ZERO, &ipcp_case(&d, "request_address_and_dns"));
+    assert_eq!(
+        ipcp.poll(),
+        Some(IpcpOutput::Send(ipcp_case(&d, "reject_dns")))
+    );
+    ipcp.on_packet(SimTime::ZERO, &ipcp_case(&d, "request_address"));
+    assert_eq!(
+        ipcp.poll(),
+        Some(IpcpOutput::Send(ipcp_case(&d, "nak_address")))
+    );
+    // Our request acknowledged by the peer (scapy's Configure-Ack): half of the way open.
+    ipcp.on_packet(SimTime::ZERO, &ipcp_case(&d, "configure_ack"));
+    assert_eq!(ipcp.poll(), None);
+}

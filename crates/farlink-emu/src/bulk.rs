@@ -34,8 +34,8 @@ pub(crate) struct SenderPlan {
     pub(crate) congestion: String,
     pub(crate) send_buffer_bytes: Option<u64>,
     /// The seed of the bytes written (`farlink_core::tcp::payload`), which the sink's digest
-    /// checks.
-    pub(crate) payload_seed: u64,
+    /// checks; `None`: zeros (the throughput benchmark, where generating them would cost).
+    pub(crate) payload_seed: Option<u64>,
 }
 
 /// One `TCP_INFO` sample.
@@ -86,6 +86,7 @@ pub(crate) fn sink(
     ready: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     now_ns: fn() -> u64,
+    digest_bytes: bool,
 ) -> SinkOutcome {
     let mut out = SinkOutcome::default();
     let mut digest = Digest::new();
@@ -132,7 +133,9 @@ pub(crate) fn sink(
                 Ok(n) => {
                     out.received_bytes += n as u64;
                     out.last_byte_ns = Some(now_ns());
-                    digest.update(&buf[..n]);
+                    if digest_bytes {
+                        digest.update(&buf[..n]);
+                    }
                 }
                 Err(e) if is_timeout(&e) => continue,
                 Err(e) => return Err(e),
@@ -249,7 +252,7 @@ fn transfer(
     now_ns: fn() -> u64,
 ) -> std::io::Result<()> {
     {
-        let stream = PayloadStream::new(plan.payload_seed);
+        let stream = plan.payload_seed.map(PayloadStream::new);
         while out.written_bytes < plan.size_bytes {
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
@@ -262,7 +265,9 @@ fn transfer(
             if out.first_write_ns.is_none() {
                 out.first_write_ns = Some(now_ns());
             }
-            stream.fill(out.written_bytes, &mut chunk[..want]);
+            if let Some(stream) = &stream {
+                stream.fill(out.written_bytes, &mut chunk[..want]);
+            }
             match conn.write(&chunk[..want]) {
                 Ok(n) => out.written_bytes += n as u64,
                 Err(e) if is_timeout(&e) => {}

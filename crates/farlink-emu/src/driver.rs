@@ -71,7 +71,7 @@ pub(crate) struct DriverStats {
 }
 
 /// CPU time of the calling thread so far.
-fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     use nix::sys::resource::{getrusage, UsageWho};
     getrusage(UsageWho::RUSAGE_THREAD).map_or(0, |u| {
         let ns = |t: nix::sys::time::TimeVal| {

@@ -15,7 +15,11 @@
 //! * `kernel`: the congestion controllers the kernel has, and which TCP settings it takes;
 //! * `bulk`: the built-in workload, one kernel TCP bulk transfer per flow, TCP_INFO sampled;
 //! * `wire_sender`: farlink's own TCP sender as a flow's sending end (no kernel there);
-//! * `report`: the result in `simulate`'s shape plus the emulator's own figures.
+//! * `command`: programs as the workload, a command against a server or a counting sink;
+//! * `report`: the result in `simulate`'s shape plus the emulator's own figures;
+//! * [`ceiling`]: the references of the throughput benchmark (a bare TUN forwarder, veth);
+//! * [`linkmgr`]: the link manager: a daemon running real or simulated modems, its log, and
+//!   its data plane (serial members bonded into one multilink PPP bundle on a TUN device).
 
 mod error;
 pub use error::EmuError;
@@ -23,9 +27,15 @@ pub use error::EmuError;
 #[cfg(target_os = "linux")]
 mod bulk;
 #[cfg(target_os = "linux")]
+pub mod ceiling;
+#[cfg(target_os = "linux")]
+mod command;
+#[cfg(target_os = "linux")]
 mod driver;
 #[cfg(target_os = "linux")]
 mod kernel;
+#[cfg(target_os = "linux")]
+pub mod linkmgr;
 #[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
@@ -45,6 +55,8 @@ mod tun;
 #[cfg(target_os = "linux")]
 mod wire_sender;
 
+#[cfg(target_os = "linux")]
+pub use command::CommandReport;
 #[cfg(target_os = "linux")]
 pub use run::emulate;
 
@@ -70,6 +82,15 @@ pub struct EmuOptions {
     pub realtime: bool,
     /// Write a capture of each end node's TUN device (both ways) as `<dir>/<node>.pcap`.
     pub pcap_dir: Option<String>,
+    /// A program to run in the first flow's sender namespace in place of the built-in bulk
+    /// transfer (`-- COMMAND`, `--shell`); the run ends when it exits.
+    pub command: Option<Vec<String>>,
+    /// A shell command run (`sh -c`) in the first flow's receiver namespace, listening on
+    /// `FARLINK_PORT`; without it, a sink accepts, discards and counts.
+    pub server: Option<String>,
+    /// Whether the scenario's duration also ends a command (given explicitly); otherwise only
+    /// the command's exit, or Ctrl-C, does.
+    pub command_bounded: bool,
     /// Start the sinks (listening sockets); without them every connection is refused (the
     /// receiver's kernel answers the SYN with a RST), which tests how a sender ends.
     pub listen: bool,
@@ -84,6 +105,9 @@ impl Default for EmuOptions {
             record_deliveries: false,
             realtime: true,
             pcap_dir: None,
+            command: None,
+            server: None,
+            command_bounded: false,
             listen: true,
         }
     }

@@ -111,6 +111,13 @@ pub(crate) fn remove_stale() -> Vec<String> {
         .filter(|n| run_of(n).is_some_and(run_is_gone))
         .collect();
     names.sort();
+    for n in &names {
+        // Programs a killed run had started there (their parent-death signal ends the
+        // programs farlink started, not what those started in turn).
+        if let Ok(file) = File::open(Path::new(NETNS_DIR).join(n)) {
+            stop_processes_in(&file);
+        }
+    }
     names.retain(|n| ip(&["netns", "delete", n]).is_ok());
     names
 }
@@ -143,6 +150,11 @@ impl Netns {
         let ns = Netns { name, file };
         ns.ip(&["link", "set", "lo", "up"])?;
         Ok(ns)
+    }
+
+    /// The namespace's file, which `setns(2)` takes.
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.file.as_fd()
     }
 
     /// Runs `ip -n <ns> ARGS`.
@@ -202,7 +214,50 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        // A namespace lives on while a process is in it: end what programs left running.
+        stop_processes_in(&self.file);
         let _ = ip(&["netns", "delete", &self.name]);
+    }
+}
+
+/// The processes (other than this one) whose network namespace is the one `ns` refers to.
+fn processes_in(ns: &File) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(me) = ns.metadata() else {
+        return Vec::new();
+    };
+    let own = std::process::id() as i32;
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != own)
+        .filter(|pid| {
+            fs::metadata(format!("/proc/{pid}/ns/net"))
+                .is_ok_and(|m| m.ino() == me.ino() && m.dev() == me.dev())
+        })
+        .collect()
+}
+
+/// Ends every process in namespace `ns`: SIGTERM, then SIGKILL to those left after a second.
+fn stop_processes_in(ns: &File) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let mut left = processes_in(ns);
+    if left.is_empty() {
+        return;
+    }
+    for &pid in &left {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    }
+    let started = std::time::Instant::now();
+    while !left.is_empty() && started.elapsed() < std::time::Duration::from_secs(1) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = processes_in(ns);
+    }
+    for &pid in &left {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
 

@@ -136,6 +136,37 @@ pub struct Link {
     pub b: String,
     pub fwd: Direction,
     pub rev: Direction,
+    /// A bundle's control plane: call drops and redials (simulate's keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<BundleCalls>,
+    /// A radio hop's RLP give-ups, per direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rlp: Option<RlpGiveUps>,
+}
+
+/// What happened to a bundle's calls during the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BundleCalls {
+    pub call_drops: u64,
+    pub drops_noticed: u64,
+    pub hangups: u64,
+    pub teardowns: u64,
+    pub dials: u64,
+    pub dial_failures: u64,
+    pub blocks: u64,
+}
+
+/// Frames and packets a radio hop's RLP gave up on, per direction (simulate's keys).
+#[derive(Clone, Debug, Serialize)]
+pub struct RlpGiveUps {
+    pub fwd: RlpDirGiveUps,
+    pub rev: RlpDirGiveUps,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RlpDirGiveUps {
+    pub frames_given_up: u64,
+    pub packets_given_up: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -200,6 +231,9 @@ pub struct EmuResult {
     pub links: Vec<Link>,
     pub emulator: Emulator,
     pub tcp_info: TcpInfoTrace,
+    /// The program that was the workload (`-- COMMAND`, `--shell`), and how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<crate::command::CommandReport>,
 }
 
 /// What the run saw besides the driver.
@@ -371,12 +405,42 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
                 let x = path::dir_index(Hop { link: i, forward });
                 direction(&dirs[x], lost.map(|v| &v[x]))
             };
+            let bundle = driver
+                .links()
+                .bundles
+                .iter()
+                .find(|b| b.link() == i)
+                .map(|b| {
+                    let st = b.control().stats();
+                    BundleCalls {
+                        call_drops: st.call_drops,
+                        drops_noticed: st.supervisor.call_drops,
+                        hangups: st.hangups,
+                        teardowns: st.supervisor.teardowns,
+                        dials: st.supervisor.dials,
+                        dial_failures: st.supervisor.dial_failures,
+                        blocks: st.supervisor.blocks,
+                    }
+                });
+            let given_up = |forward: bool| {
+                dirs[path::dir_index(Hop { link: i, forward })]
+                    .rlp()
+                    .map(|r| RlpDirGiveUps {
+                        frames_given_up: r.stats().frames_given_up,
+                        packets_given_up: r.stats().units_given_up,
+                    })
+            };
+            let rlp = given_up(true)
+                .zip(given_up(false))
+                .map(|(fwd, rev)| RlpGiveUps { fwd, rev });
             Link {
                 name: l.name.clone(),
                 a: nodes[l.a].clone(),
                 b: nodes[l.b].clone(),
                 fwd: d(true),
                 rev: d(false),
+                bundle,
+                rlp,
             }
         })
         .collect();
@@ -424,5 +488,6 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
             kernel: o.kernel,
         },
         tcp_info: trace,
+        command: None,
     }
 }

@@ -14,6 +14,7 @@ use farlink_core::time::SimTime;
 use farlink_core::ScenarioError;
 
 use crate::bulk::{self, SenderPlan};
+use crate::command;
 use crate::driver::{monotonic_ns, Driver, Route};
 use crate::kernel;
 use crate::netns::{self, Netns, RunLock};
@@ -27,7 +28,7 @@ use crate::{EmuError, EmuOptions};
 const BASE_PORT: u16 = 5001;
 
 /// Whether this process may make namespaces and TUN devices.
-fn check_host() -> Result<(), EmuError> {
+pub(crate) fn check_host() -> Result<(), EmuError> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(|e| EmuError::sys("/proc/self/status", e))?;
     let cap_eff = status
@@ -89,6 +90,14 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     check_scenario(sc)?;
     check_host()?;
     let choices = wire_sender::plan(sc, opts)?;
+    if opts.command.is_some() && choices.iter().any(SenderChoice::is_farlink) {
+        // A program's sockets are the kernel's: farlink's sender is the built-in transfer's.
+        return Err(EmuError::Usage(
+            "-- COMMAND and --shell use the kernel's TCP; farlink's own sender (--sender farlink, \
+             or a controller only farlink has) runs the built-in bulk transfer only"
+                .into(),
+        ));
+    }
     let congestion: Vec<String> = choices.iter().map(SenderChoice::congestion).collect();
     // Before anything of ours exists: what a killed run left behind.
     let removed_stale = netns::remove_stale();
@@ -242,8 +251,76 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     )?;
     let t0 = driver.t0_ns();
 
-    // The workload: a sink per flow in the receiver's namespace, then the senders.
     let stop = Arc::new(AtomicBool::new(false));
+    if let Some(argv) = &opts.command {
+        // The workload is a program (and perhaps its server): crate::command.
+        let f0 = &sc.flows()[0];
+        let plan = command::Plan {
+            argv,
+            server: opts.server.as_deref(),
+            sender_ns: &namespaces[tun_of(f0.from)],
+            receiver_ns: &namespaces[tun_of(f0.to)],
+            peer: SocketAddrV4::new(addr(f0.to), ports[0]),
+            congestion: &congestion[0],
+            sinks: sc
+                .flows()
+                .iter()
+                .enumerate()
+                .map(|(k, f)| {
+                    let at = SocketAddrV4::new(addr(f.to), ports[k]);
+                    (
+                        &namespaces[tun_of(f.to)],
+                        at,
+                        Some(f.tcp.receive_buffer_bytes),
+                    )
+                })
+                .collect(),
+        };
+        let programs =
+            command::Programs::start(plan, &stop, || signals.interrupted(), monotonic_ns)?;
+        let end = if opts.command_bounded {
+            SimTime::ZERO + sc.duration()
+        } else {
+            SimTime::MAX
+        };
+        let ran = driver.run(end, opts.realtime, |_| {
+            signals.interrupted() || programs.done()
+        });
+        let end_ns = monotonic_ns().saturating_sub(t0);
+        driver.finish_captures();
+        // The first flow's goodput runs from the command's start (the sink counts its bytes).
+        let started = [bulk::SenderOutcome {
+            first_write_ns: Some(programs.started_ns()),
+            ..Default::default()
+        }];
+        let (sink_outcomes, report_of_command) = programs.finish(&stop, signals.interrupted());
+        ran?;
+        let mut result = report::build(
+            sc,
+            &driver,
+            report::Outcomes {
+                t0_ns: t0,
+                end_ns,
+                senders: &started,
+                sinks: &sink_outcomes,
+                congestion: &congestion,
+                farlink: &[],
+                expected_digests: &[],
+                settings,
+                interrupted: signals.interrupted(),
+                run_id: lock.id.clone(),
+                removed_stale,
+                spin_us: opts.spin_us,
+                kernel,
+            },
+        );
+        result.command = Some(report_of_command);
+        drop(driver);
+        drop(namespaces);
+        return Ok(result);
+    }
+
+    // The workload: a sink per flow in the receiver's namespace, then the senders.
     let mut sinks = Vec::new();
     let mut senders = Vec::new();
     let mut setup = || -> Result<(), EmuError> {
@@ -256,7 +333,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             let (r, s) = (Arc::clone(&ready), Arc::clone(&stop));
             let rcvbuf = Some(f.tcp.receive_buffer_bytes);
             sinks.push(namespaces[tun_of(f.to)].spawn("farlink-sink", move || {
-                bulk::sink(at, rcvbuf, r, s, monotonic_ns)
+                bulk::sink(at, rcvbuf, r, s, monotonic_ns, true)
             })?);
             while !ready.load(Ordering::Acquire) && !sinks.last().is_some_and(|h| h.is_finished()) {
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -277,7 +354,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
                 stop_ns: f.stop.map(|s| t0 + s.as_nanos()),
                 congestion: congestion[k].clone(),
                 send_buffer_bytes: f.tcp.send_buffer_bytes,
-                payload_seed: wire_sender::payload_seed(sc, k),
+                payload_seed: Some(wire_sender::payload_seed(sc, k)),
             };
             let s = Arc::clone(&stop);
             senders.push(namespaces[tun_of(f.from)].spawn("farlink-sender", move || {

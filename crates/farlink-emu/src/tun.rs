@@ -66,6 +66,11 @@ impl Tun {
         self.file.write(pkt).map(|_| ())
     }
 
+    /// The device's descriptor, for a caller that does its own reads and writes.
+    pub(crate) fn into_file(self) -> File {
+        self.file
+    }
+
     pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         std::os::fd::AsFd::as_fd(&self.file)
     }

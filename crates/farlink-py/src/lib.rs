@@ -11,16 +11,18 @@
 //! back for a moment: to run Python's signal handlers (Ctrl-C stops the run, which keeps what
 //! it has) and to call the caller's progress callback.
 
+mod spool;
 mod toml_lines;
 
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 mod emulate;
+mod linkmgr;
 
 use farlink_core::trace::{
     AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
-    RtoTrace, RttTrace, SeqTrace, Traces,
+    RtoTrace, RttTrace, SeqTrace, TraceSink, Traces,
 };
 use farlink_core::world::{self, Budget, Progress, RunControl, RunError, RunResult};
 use numpy::IntoPyArray;
@@ -44,8 +46,9 @@ create_exception!(
     BudgetError,
     PyValueError,
     "A run refused before it started: its estimated events or memory are over the budget. \
-     `events`, `trace_rows` and `memory_bytes` are the estimate, `max_events` and \
-     `max_memory_bytes` the budget."
+     `events`, `trace_rows`, `memory_bytes` and `disk_bytes` (0 unless traces stream to a \
+     folder) are the estimate, `max_events`, `max_memory_bytes` and `max_disk_bytes` the \
+     budget."
 );
 create_exception!(
     farlink._core,
@@ -71,8 +74,10 @@ struct Output {
     summary_json: String,
     traces: Traces,
     /// Tap name, its capture and its address map (JSON), in the order of the scenario's
-    /// `pcap`.
+    /// `pcap`; the capture is empty when it was written to its file as the run went.
     pcap: Vec<(String, Vec<u8>, String)>,
+    /// The captures written to files: tap name and path.
+    pcap_files: Vec<(String, String)>,
     flows: Vec<String>,
     /// Per connection (the traces' `flow` column): scenario flow index, connection index
     /// within it, sender node, receiver node.
@@ -93,6 +98,10 @@ enum Failure {
     Conservation(RunError),
     /// A panic in the core, or a failure that only a bug can cause.
     Internal(String),
+    /// Arguments that do not fit the scenario (a capture file for a tap it does not have).
+    Usage(String),
+    /// A capture file that could not be written.
+    Io(std::io::Error),
 }
 
 impl Failure {
@@ -117,7 +126,9 @@ impl Failure {
                     .and_then(|()| value.setattr("trace_rows", o.estimate.trace_rows))
                     .and_then(|()| value.setattr("memory_bytes", o.estimate.memory_bytes))
                     .and_then(|()| value.setattr("max_events", o.budget.max_events))
-                    .and_then(|()| value.setattr("max_memory_bytes", o.budget.max_memory_bytes));
+                    .and_then(|()| value.setattr("max_memory_bytes", o.budget.max_memory_bytes))
+                    .and_then(|()| value.setattr("disk_bytes", o.estimate.disk_bytes))
+                    .and_then(|()| value.setattr("max_disk_bytes", o.budget.max_disk_bytes));
                 if let Err(set) = set {
                     return set;
                 }
@@ -126,6 +137,8 @@ impl Failure {
             Failure::Callback(e) => e,
             Failure::Conservation(e) => ConservationError::new_err(e.to_string()),
             Failure::Internal(message) => PyRuntimeError::new_err(message),
+            Failure::Usage(message) => PyValueError::new_err(message),
+            Failure::Io(e) => e.into(),
         }
     }
 }
@@ -136,27 +149,59 @@ fn run_core(
     scenario_json: &str,
     budget: Budget,
     hook: &mut dyn FnMut(Progress) -> bool,
+    mut sink: Option<&mut PySink>,
 ) -> Result<Output, Failure> {
     let scenario = farlink_core::parse_scenario_json(scenario_json).map_err(Failure::Scenario)?;
+    if let Some(captures) = sink.as_mut().and_then(|s| s.captures.as_mut()) {
+        captures.plan(&scenario).map_err(Failure::Usage)?;
+    }
     let control = RunControl {
         budget: Some(budget),
         progress: Some(hook),
+        sink: sink.as_deref_mut().map(|s| s as &mut dyn TraceSink),
     };
-    let result = world::run_with(&scenario, control).map_err(|e| match e {
+    let outcome = world::run_with(&scenario, control).map_err(|e| match e {
         RunError::Scenario(e) => Failure::Scenario(e),
         RunError::OverBudget(o) => Failure::OverBudget(o),
         e @ RunError::Conservation(_) => Failure::Conservation(e),
-    })?;
+    });
+    let captures = sink.and_then(|s| s.captures.take());
+    let (result, captures) = match (outcome, captures) {
+        (Ok(result), captures) => (result, captures),
+        (Err(e), captures) => {
+            if let Some(c) = captures {
+                c.discard();
+            }
+            return Err(e);
+        }
+    };
     let summary_json = serde_json::to_string(&result.summary)
         .map_err(|e| Failure::Internal(format!("farlink core: summary to JSON: {e}")))?;
-    let pcap = (0..result.tap_sites.len() as u32)
-        .zip(&result.tap_sites)
-        .map(|(i, t)| {
-            world::write_pcap(&result, i, Vec::new())
-                .and_then(|bytes| Ok((t.name.clone(), bytes, world::address_map_json(&result, i)?)))
-                .map_err(|e| Failure::Internal(format!("farlink core: pcap of {}: {e}", t.name)))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut pcap_files = Vec::new();
+    let pcap = match captures {
+        Some(captures) => {
+            let written = captures.finish(&result).map_err(Failure::Io)?;
+            written
+                .into_iter()
+                .map(|(name, path, map)| {
+                    pcap_files.push((name.clone(), path));
+                    (name, Vec::new(), map)
+                })
+                .collect()
+        }
+        None => (0..result.tap_sites.len() as u32)
+            .zip(&result.tap_sites)
+            .map(|(i, t)| {
+                world::write_pcap(&result, i, Vec::new())
+                    .and_then(|bytes| {
+                        Ok((t.name.clone(), bytes, world::address_map_json(&result, i)?))
+                    })
+                    .map_err(|e| {
+                        Failure::Internal(format!("farlink core: pcap of {}: {e}", t.name))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let RunResult {
         summary,
         traces,
@@ -168,6 +213,7 @@ fn run_core(
         summary_json,
         traces,
         pcap,
+        pcap_files,
         connections: flows
             .iter()
             .map(|f| (f.flow, f.segment, f.from.clone(), f.to.clone()))
@@ -220,37 +266,120 @@ fn traces_to_py(py: Python<'_>, traces: Traces) -> PyResult<Bound<'_, PyDict>> {
     ))
 }
 
+/// A Python callable taking each chunk of trace rows (`{table: {column: array}}`, every table,
+/// those with nothing to hand over empty) as the run hands them over; the first error it raises stops the run and is
+/// raised once the run has stopped.
+struct PySink {
+    callback: Py<PyAny>,
+    raised: Option<PyErr>,
+    /// The taps' captures, spooled and written by this crate (no GIL needed).
+    captures: Option<spool::Captures>,
+}
+
+impl TraceSink for PySink {
+    fn takes_captures(&self) -> bool {
+        self.captures.is_some()
+    }
+
+    fn capture(&mut self, tap: u32, new_run: bool, entries: &[u8]) -> bool {
+        self.captures
+            .as_mut()
+            .is_some_and(|c| c.append(tap, new_run, entries))
+    }
+
+    fn capture_done(&mut self, stream: world::CaptureStream) -> bool {
+        self.captures.as_mut().is_some_and(|c| c.done(stream))
+    }
+
+    fn rows(&mut self, chunk: Traces) -> bool {
+        if self.raised.is_some() {
+            return false;
+        }
+        let outcome = Python::attach(|py| {
+            let tables = traces_to_py(py, chunk)?;
+            self.callback.call1(py, (tables,)).map(drop)
+        });
+        match outcome {
+            Ok(()) => true,
+            Err(e) => {
+                self.raised = Some(e);
+                false
+            }
+        }
+    }
+}
+
 /// What a run of one scenario (JSON text) would cost, and the default budget; see `_core.pyi`.
 #[pyfunction]
-fn estimate_scenario<'py>(py: Python<'py>, scenario_json: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (scenario_json, *, streamed=false, stream_pcap=false))]
+fn estimate_scenario<'py>(
+    py: Python<'py>,
+    scenario_json: &str,
+    streamed: bool,
+    stream_pcap: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let scenario = farlink_core::parse_scenario_json(scenario_json)
         .map_err(|e| Failure::Scenario(e).into_py_err(py))?;
-    let e = world::budget::estimate(&scenario);
+    let e = world::budget::estimate_with(&scenario, streamed, streamed && stream_pcap);
     let b = Budget::default();
     let out = PyDict::new(py);
     out.set_item("events", e.events)?;
     out.set_item("trace_rows", e.trace_rows)?;
     out.set_item("memory_bytes", e.memory_bytes)?;
+    out.set_item("disk_bytes", e.disk_bytes)?;
     out.set_item("default_max_events", b.max_events)?;
     out.set_item("default_max_memory_bytes", b.max_memory_bytes)?;
+    out.set_item("default_max_disk_bytes", b.max_disk_bytes)?;
     Ok(out)
 }
 
 /// Runs one scenario (JSON text) in the core and returns its result; see `_core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, *, max_events=None, max_memory_bytes=None, progress=None))]
+#[pyo3(signature = (
+    scenario_json, *, max_events=None, max_memory_bytes=None, max_disk_bytes=None,
+    progress=None, trace_sink=None, capture_files=None
+))]
+#[allow(clippy::too_many_arguments)]
 fn run_scenario<'py>(
     py: Python<'py>,
     scenario_json: &str,
     max_events: Option<u64>,
     max_memory_bytes: Option<u64>,
+    max_disk_bytes: Option<u64>,
     progress: Option<Bound<'py, PyAny>>,
+    trace_sink: Option<Bound<'py, PyAny>>,
+    capture_files: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let capture_files = match capture_files {
+        None => None,
+        Some(_) if trace_sink.is_none() => {
+            return Err(PyValueError::new_err(
+                "capture_files streams the captures beside the traces: give a trace_sink too",
+            ))
+        }
+        Some(path_of) => {
+            // The taps' names are the core's: ask for each one's file before the run.
+            let scenario = farlink_core::parse_scenario_json(scenario_json)
+                .map_err(|e| Failure::Scenario(e).into_py_err(py))?;
+            let mut files = std::collections::BTreeMap::new();
+            for tap in scenario.pcap() {
+                let path: std::path::PathBuf = path_of.call1((tap.name.as_str(),))?.extract()?;
+                files.insert(tap.name.clone(), path);
+            }
+            Some(files)
+        }
+    };
     let defaults = Budget::default();
     let budget = Budget {
         max_events: max_events.unwrap_or(defaults.max_events),
         max_memory_bytes: max_memory_bytes.unwrap_or(defaults.max_memory_bytes),
+        max_disk_bytes: max_disk_bytes.unwrap_or(defaults.max_disk_bytes),
     };
+    let mut sink = trace_sink.map(|callback| PySink {
+        callback: callback.unbind(),
+        raised: None,
+        captures: capture_files.map(spool::Captures::new),
+    });
     let progress = progress.map(Bound::unbind);
     // An error the callback raised, to raise once the run has stopped (an interrupt only
     // stops the run: its result is kept, marked partial).
@@ -281,7 +410,7 @@ fn run_scenario<'py>(
     };
     let outcome = py.detach(|| {
         panic::catch_unwind(AssertUnwindSafe(|| {
-            run_core(scenario_json, budget, &mut hook)
+            run_core(scenario_json, budget, &mut hook, sink.as_mut())
         }))
         .unwrap_or_else(|payload| {
             Err(Failure::Internal(format!(
@@ -290,7 +419,7 @@ fn run_scenario<'py>(
             )))
         })
     });
-    if let Some(e) = raised {
+    if let Some(e) = raised.or_else(|| sink.and_then(|s| s.raised)) {
         return Err(Failure::Callback(e).into_py_err(py));
     }
     let out = outcome.map_err(|f| f.into_py_err(py))?;
@@ -301,11 +430,18 @@ fn run_scenario<'py>(
     let pcap = PyDict::new(py);
     let addresses = PyDict::new(py);
     for (name, bytes, map) in out.pcap {
-        pcap.set_item(&name, PyBytes::new(py, &bytes))?;
+        if !out.pcap_files.iter().any(|(file_of, _)| *file_of == name) {
+            pcap.set_item(&name, PyBytes::new(py, &bytes))?;
+        }
         addresses.set_item(name, map)?;
     }
     result.set_item("pcap", pcap)?;
     result.set_item("pcap_addresses", addresses)?;
+    let files = PyDict::new(py);
+    for (name, path) in out.pcap_files {
+        files.set_item(name, path)?;
+    }
+    result.set_item("pcap_files", files)?;
     result.set_item("flows", out.flows)?;
     result.set_item("connections", out.connections)?;
     result.set_item("links", out.links)?;
@@ -359,5 +495,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConservationError", py.get_type::<ConservationError>())?;
     m.add("BudgetError", py.get_type::<BudgetError>())?;
     emulate::register(m)?;
+    linkmgr::register(m)?;
     Ok(())
 }

@@ -140,7 +140,7 @@ LONG_SEEDS = (1, 2, 3, 4, 5)
 
 
 def _fer_figure(out_dir: Path, name: str, title: str, idle: str, means, fd_ts, pes) -> Path:
-    from farlink.plots import line_figure
+    from farlink.reports.plots import line_figure
 
     x = np.array(pes)
     curves = [(f"f_d T = {fd}", np.array([means[(pe, fd, idle)] for pe in pes])) for fd in fd_ts]
@@ -295,7 +295,7 @@ def idle_count_findings(means, outcomes, counts, fd_ts=FD_T) -> tuple[list[Row],
     engine="sim",
 )
 def fig_9(out_dir: Path) -> Findings:
-    from farlink.plots import line_figure
+    from farlink.reports.plots import line_figure
 
     idles = (*(str(n) for n in IDLE_COUNTS), "unlimited")
     means, outcomes = long_time_goodput((HIGH_FER,), FD_T, idles, LONG_DURATION_S, LONG_SEEDS)
@@ -413,7 +413,7 @@ def histogram_findings(grids, outcomes, n_windows: int, out_dir: Path | None):
 
 
 def _histogram_figure(out_dir: Path, fd: float, per_window: dict[int, np.ndarray]) -> Path:
-    from farlink.plots import plt
+    from farlink.reports.plots import plt
 
     fig, axes = plt.subplots(len(per_window), 1, figsize=(7.0, 7.5), dpi=120)
     for ax, (w, g) in zip(axes, per_window.items(), strict=True):

@@ -322,7 +322,7 @@ FIG_6_4_MINUTES_BETWEEN_DROPS = (52, 30, 20)
     engine="sim",
 )
 def fig_6_4(out_dir: Path) -> Findings:
-    from farlink.plots import line_figure
+    from farlink.reports.plots import line_figure
 
     rows = []
     medians, lower, upper = [], [], []
@@ -394,7 +394,7 @@ FIG_5_1_TRACES = "trace={seq=true,ack=true,rtt=true,member_state=true}"
 
 
 def _iperf_run(seed: int):
-    from farlink.capture import analyze_result, call_drop_times_s
+    from farlink.captures.simulated import analyze_result, call_drop_times_s
 
     result = simulate(
         "iridium-greenland-8",
@@ -426,7 +426,7 @@ def _follow_counts(
     engine="sim",
 )
 def fig_5_1(out_dir: Path) -> Findings:
-    from farlink.capture import plot_connections
+    from farlink.captures.figures import plot_connections
 
     result, conn, drops_s = _iperf_run(FIG_5_1_SEED)
     figures = plot_connections(

@@ -24,7 +24,6 @@ from farlink.reproduce import Findings, Row, register
 PUBLISHED_S = {"reference": 15.2, "best": 12.57, "stp": 11.69}
 SEEDS = tuple(range(1, 9))
 BER = 1e-8
-RTT_S = 0.511
 LINK_BPS = 2_048_000
 FILE_BYTES = 2_800_100
 # Cisco HDLC on the serial interface: 4 bytes of header, 2 of FCS, 1 flag per frame.
@@ -46,6 +45,34 @@ def packet_error_rate(
     1 - (1 - BER)^(8 (ip_bytes + overhead_bytes))."""
     bits = 8 * (ip_bytes + overhead_bytes)
     return -math.expm1(bits * math.log1p(-ber))
+
+
+def _cardwell_inputs(preset: str) -> dict[str, float]:
+    """Cardwell et al.'s inputs for the preset's flow, read from the core's resolved scenario
+    (:func:`farlink.predict.path_inputs`, as ``farlink predict short`` reads them), and the MSS.
+
+    Two readings differ from ``predict short``'s: the round trip is the propagation plus one
+    data packet's transmission at the bottleneck (the LANs' and the ACK's transmission, under
+    0.3 %, left out), and the window is whole segments of the receive buffer.
+    """
+    from farlink.predict import path_inputs
+    from farlink.scenario import load_scenario, resolve
+
+    resolved = resolve(load_scenario(preset))
+    path = path_inputs(resolved)
+    flow = resolved["flows"][0]
+    if path.size_bytes is None:
+        raise ValueError(f"{preset}: the first flow is no bulk transfer")
+    mss = path.mss_bytes
+    return {
+        "size_pkts": math.ceil(path.size_bytes / mss),
+        "p": path.p,
+        "rtt_s": flow["rtt"]["propagation_s"] + 8 * path.wire_bytes / flow["bottleneck_bps"],
+        "t0_s": path.t0_s,
+        "wmax_pkts": math.floor(path.wmax_bytes / mss),
+        "w1_pkts": flow["tcp"]["initial_window_segments"],
+        "mss_bytes": mss,
+    }
 
 
 def _buffer_sets(iw: int, buffer: str) -> list[str]:
@@ -99,7 +126,7 @@ def _best_black_box() -> tuple[int, int, np.ndarray]:
 )
 def transfer_2_8mb(out_dir: Path) -> Findings:
     from farlink.models.short import cardwell_components
-    from farlink.plots import line_figure
+    from farlink.reports.plots import line_figure
 
     reference = _times_s("marchese-geo", [])
     # The same with the three-way handshake simulated (SYN, SYN-ACK across the GEO hop).
@@ -111,16 +138,10 @@ def transfer_2_8mb(out_dir: Path) -> Findings:
     # Cardwell, Savage and Anderson for the reference TCP: window-limited (64 KiB = 45 segments
     # of 1448 bytes is half the 90-segment bandwidth-delay product), so the model's RTT rounds
     # apply; it has no link rate, so it says nothing of the tuned and split configurations.
-    mss = 1448
-    rtt_eff = RTT_S + 8 * 1500 / LINK_BPS
-    parts = cardwell_components(
-        size_pkts=math.ceil(FILE_BYTES / mss),
-        p=packet_error_rate(BER, 1500),
-        rtt_s=rtt_eff,
-        t0_s=1.0,
-        wmax_pkts=math.floor(65536 / mss),
-        w1_pkts=1,
-    )
+    inputs = _cardwell_inputs("marchese-geo")
+    mss = inputs.pop("mss_bytes")
+    rtt_eff = inputs["rtt_s"]
+    parts = cardwell_components(**inputs)
     csa_total = float(parts.total_s)
     csa_no_handshake = csa_total - float(parts.handshake_s)
 
@@ -314,7 +335,7 @@ def table_1(out_dir: Path) -> Findings:
         else:
             hi = mid
     size = lo
-    from farlink.plots import line_figure
+    from farlink.reports.plots import line_figure
 
     rows = []
     curves = []

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from farlink.models import pftk_full_throughput
-from farlink.plots import line_figure
+from farlink.reports.plots import line_figure
 from farlink.reproduce import Findings, Row, register
 
 LOSS_RATES = [1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from farlink.plots import line_figure, panels_figure
+from farlink.reports.plots import line_figure, panels_figure
 from farlink.reproduce import Findings, Row, register
 from farlink.reproduce.stpd_traces import PACKET_BYTES, ns2_like_tcp, window_steps
 

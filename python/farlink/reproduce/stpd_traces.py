@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from farlink.results import Result
+from farlink.results.result import Result
 
 __all__ = [
     "PACKET_BYTES",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from farlink.plots import panels_figure
+from farlink.reports.plots import panels_figure
 from farlink.reproduce import Findings, Row, register
 from farlink.reproduce.stpd_traces import (
     PACKET_BYTES,

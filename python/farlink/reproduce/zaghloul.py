@@ -16,7 +16,7 @@ from farlink.models import (
     loaded_rtt_s,
     packets_lost_per_call_drop,
 )
-from farlink.plots import line_figure
+from farlink.reports.plots import line_figure
 from farlink.reproduce import Findings, Row, register
 
 MIN = 60.0

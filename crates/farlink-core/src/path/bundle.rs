@@ -44,6 +44,43 @@ pub enum BundleOutput {
     Capacity { members_up: u32, capacity_bps: u64 },
 }
 
+/// The draws a bundle member makes, each from its own stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberDraw {
+    /// How long each call lasts (`link:<name>:member<k>:calldrop`).
+    CallDrop,
+    /// Whether each dial succeeds (`link:<name>:member<k>:dial`).
+    Dial,
+}
+
+/// The stream of draw `what` of member `k` of the bundle link `link_name`: the simulator's
+/// and every other consumer's (the link manager's simulated modems), so one seed gives the
+/// same calls everywhere.
+pub fn member_stream(seed: u64, link_name: &str, k: usize, what: MemberDraw) -> StreamRng {
+    let what = match what {
+        MemberDraw::CallDrop => "calldrop",
+        MemberDraw::Dial => "dial",
+    };
+    StreamRng::derive(seed, &format!("link:{link_name}:member{k}:{what}"))
+}
+
+/// Whether a dial succeeds: it fails with `failure_prob` (one draw whatever the probability).
+pub fn draw_dial_ok(rng: &mut StreamRng, failure_prob: f64) -> bool {
+    !rng.bernoulli(failure_prob)
+}
+
+/// How long a call lasts at call-drop rate `rate_per_s` (exponential, so drops are Poisson
+/// over the up-time, seed 000 section 5.3), rounded to the nanosecond; `None` (and no draw)
+/// without call drops (a rate that is not above 0). A draw beyond `u64` nanoseconds saturates: it is never reached.
+pub fn draw_call_duration(rng: &mut StreamRng, rate_per_s: f64) -> Option<SimDuration> {
+    if rate_per_s.is_nan() || rate_per_s <= 0.0 {
+        return None;
+    }
+    let gap_ns = libm::round(rng.exponential(1e9 / rate_per_s));
+    // `as` saturates.
+    Some(SimDuration::from_nanos(gap_ns as u64))
+}
+
 /// A bundle at run time: its control plane and the draws it needs.
 #[derive(Debug)]
 pub struct BundleDriver {
@@ -78,14 +115,15 @@ impl BundleDriver {
             SimTime::ZERO,
         )
         .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
-        let stream = |k: usize, what: &str| {
-            StreamRng::derive(seed, &format!("link:{}:member{k}:{what}", l.name))
-        };
         Ok(Some(BundleDriver {
             link: i as u32,
             control,
-            drop_rngs: (0..n).map(|k| stream(k, "calldrop")).collect(),
-            dial_rngs: (0..n).map(|k| stream(k, "dial")).collect(),
+            drop_rngs: (0..n)
+                .map(|k| member_stream(seed, &l.name, k, MemberDraw::CallDrop))
+                .collect(),
+            dial_rngs: (0..n)
+                .map(|k| member_stream(seed, &l.name, k, MemberDraw::Dial))
+                .collect(),
             drop_rates_per_s: b.members.iter().map(|m| m.call_drop_rate_per_s).collect(),
             dial_time: b.dial_time,
             dial_failure_prob: b.dial_failure_prob,
@@ -156,7 +194,7 @@ impl BundleDriver {
             match cmd {
                 ControlCommand::Dial { member, attempt } => {
                     let m = member as usize;
-                    let ok = !self.dial_rngs[m].bernoulli(self.dial_failure_prob);
+                    let ok = draw_dial_ok(&mut self.dial_rngs[m], self.dial_failure_prob);
                     out(BundleOutput::Schedule {
                         at: now + self.dial_time,
                         event: BundleEvent::DialDone {
@@ -174,10 +212,8 @@ impl BundleDriver {
                     }
                     let m = member as usize;
                     let rate = self.drop_rates_per_s[m];
-                    if rate > 0.0 {
-                        let gap_ns = libm::round(self.drop_rngs[m].exponential(1e9 / rate));
-                        // `as` saturates; a draw beyond the run is simply never reached.
-                        let at = SimTime::from_nanos(now.as_nanos().saturating_add(gap_ns as u64));
+                    if let Some(gap) = draw_call_duration(&mut self.drop_rngs[m], rate) {
+                        let at = SimTime::from_nanos(now.as_nanos().saturating_add(gap.as_nanos()));
                         out(BundleOutput::Schedule {
                             at,
                             event: BundleEvent::CallDrop { member, conn },

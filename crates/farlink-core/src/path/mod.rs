@@ -16,5 +16,8 @@ mod bundle;
 mod dir;
 
 pub use build::{build, dir_index, direction_name, PathLinks};
-pub use bundle::{BundleDriver, BundleEvent, BundleOutput};
+pub use bundle::{
+    draw_call_duration, draw_dial_ok, member_stream, BundleDriver, BundleEvent, BundleOutput,
+    MemberDraw,
+};
 pub use dir::{LinkDir, RadioDir};

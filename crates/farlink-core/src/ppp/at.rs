@@ -29,6 +29,14 @@ pub struct ModemProfile {
     pub signal_command: String,
     /// How long a command may take to answer.
     pub command_timeout: SimDuration,
+    /// How long the signal command may take: longer than a reply delayed by a handover.
+    pub signal_timeout: SimDuration,
+    /// How often the signal is asked for while the modem is in command mode (seed 000
+    /// section 5.1: "SNR measurements every 4 seconds").
+    pub signal_interval: SimDuration,
+    /// A signal reply at least this late marks a handover (seed 000 section 5.1: the modem
+    /// answers "after 4 seconds", during a handover "after 6 (or more) seconds").
+    pub handover_reply: SimDuration,
     /// How long a dial may take before `CONNECT` or a failure (Iridium: up to about a minute).
     pub dial_timeout: SimDuration,
     /// Silence before and after `+++` (V.250 `S12`, default 1 s).
@@ -46,6 +54,9 @@ impl ModemProfile {
             number: "008816000025".into(),
             signal_command: "AT+CSQ".into(),
             command_timeout: SimDuration::from_secs(5),
+            signal_timeout: SimDuration::from_secs(15),
+            signal_interval: SimDuration::from_secs(4),
+            handover_reply: SimDuration::from_secs(6),
             dial_timeout: SimDuration::from_secs(90),
             guard_time: SimDuration::from_secs(1),
         }
@@ -128,6 +139,9 @@ pub enum AtEvent {
     /// The call was lost (carrier or `NO CARRIER` while online).
     CarrierLost,
     Signal(u8),
+    /// An incoming call is announced (`RING`); a modem set to answer (`S0`) answers it, and
+    /// its `CONNECT` comes as [`AtEvent::Connected`].
+    Ring,
     /// A command was refused (`ERROR`) or answered with something that is not a result code.
     Error {
         command: String,
@@ -259,7 +273,7 @@ impl AtDialogue {
         let cmd = self.profile.signal_command.clone();
         self.send(&cmd);
         self.state = State::Signal {
-            deadline: now + self.profile.command_timeout,
+            deadline: now + self.profile.signal_timeout,
             value: None,
         };
     }
@@ -364,6 +378,21 @@ impl AtDialogue {
             return; // Echo of our own command.
         }
         match (self.state.clone(), reply) {
+            // An incoming call is announced whatever is outstanding; it is not an answer.
+            (_, Some(Reply::Code(ResultCode::Ring))) => {
+                if !matches!(self.state, State::Online | State::Dialling { .. }) {
+                    self.event(AtEvent::Ring);
+                }
+            }
+            // A call answered by the modem (auto-answer): data mode. A signal query or an init
+            // command it interrupted has no answer coming.
+            (
+                State::Idle | State::Signal { .. } | State::Init { .. },
+                Some(Reply::Code(ResultCode::Connect(rate_bps))),
+            ) => {
+                self.state = State::Online;
+                self.event(AtEvent::Connected { rate_bps });
+            }
             (State::Init { index, .. }, Some(Reply::Code(ResultCode::Ok))) => {
                 if index + 1 == self.profile.init.len() {
                     self.state = State::Idle;
@@ -425,7 +454,16 @@ impl AtDialogue {
                 self.state = State::Idle;
                 self.event(AtEvent::HungUp);
             }
-            (State::Idle | State::Online, _) => {}
+            // The call ended on its own while being hung up: done.
+            (
+                State::EscapeBefore { .. } | State::EscapeAfter { .. },
+                Some(Reply::Code(ResultCode::NoCarrier)),
+            ) => {
+                self.state = State::Idle;
+                self.event(AtEvent::HungUp);
+            }
+            // Data still arriving before the escape.
+            (State::Idle | State::Online | State::EscapeBefore { .. }, _) => {}
             (state, _) => {
                 // Anything else while a command is outstanding: the modem answers nonsense.
                 let command = match state {
@@ -589,5 +627,59 @@ mod tests {
         d.on_bytes(t(2), b"\r\nNO CARRIER\r\n");
         assert_eq!(drain(&mut d), [AtOutput::Event(AtEvent::CarrierLost)]);
         assert!(!d.is_online());
+    }
+
+    #[test]
+    fn an_answered_call_rings_then_connects_even_during_a_signal_query() {
+        let mut d = AtDialogue::new(ModemProfile::iridium());
+        d.on_bytes(t(0), b"\r\nRING\r\n\r\nCONNECT 9600\r\n");
+        assert_eq!(
+            drain(&mut d),
+            [
+                AtOutput::Event(AtEvent::Ring),
+                AtOutput::Event(AtEvent::Connected {
+                    rate_bps: Some(9600)
+                })
+            ]
+        );
+        assert!(d.is_online());
+        let mut d = AtDialogue::new(ModemProfile::iridium());
+        d.query_signal(t(0));
+        drain(&mut d);
+        assert_eq!(d.next_wakeup(), Some(t(15_000)), "the signal timeout");
+        d.on_bytes(t(1), b"\r\nRING\r\n");
+        assert_eq!(drain(&mut d), [AtOutput::Event(AtEvent::Ring)]);
+        d.on_bytes(t(2), b"\r\nCONNECT\r\n");
+        assert_eq!(
+            drain(&mut d),
+            [AtOutput::Event(AtEvent::Connected { rate_bps: None })]
+        );
+        // A call answered while the modem is being initialised.
+        let mut d = AtDialogue::new(ModemProfile::iridium());
+        d.init(t(0));
+        drain(&mut d);
+        d.on_bytes(t(1), b"\r\nRING\r\n\r\nCONNECT 9600\r\n");
+        assert_eq!(
+            drain(&mut d).last(),
+            Some(&AtOutput::Event(AtEvent::Connected {
+                rate_bps: Some(9600)
+            }))
+        );
+        assert!(d.is_online());
+    }
+
+    #[test]
+    fn a_call_that_ends_while_being_hung_up_is_hung_up() {
+        let mut d = AtDialogue::new(ModemProfile::iridium());
+        d.dial(t(0));
+        d.on_bytes(t(1), b"CONNECT 9600\r\n");
+        drain(&mut d);
+        d.hang_up(t(2), t(2));
+        d.on_bytes(t(100), b"data\r\n");
+        assert!(drain(&mut d).is_empty(), "data before the escape");
+        d.on_bytes(t(200), b"\r\nNO CARRIER\r\n");
+        assert_eq!(drain(&mut d), [AtOutput::Event(AtEvent::HungUp)]);
+        assert!(d.is_idle());
+        assert_eq!(d.next_wakeup(), None, "no +++ after the call is gone");
     }
 }

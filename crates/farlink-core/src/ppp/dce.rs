@@ -332,6 +332,19 @@ impl Dce {
         self.result("OK", 0);
     }
 
+    /// A call comes in from the network. Idle in command mode, the modem rings and answers at
+    /// once (auto-answer, `S0=1`, as a ground station's modems are set), `RING` then
+    /// `CONNECT`; returns whether it answered (`false`: busy with a call or a dial).
+    pub fn on_incoming_call(&mut self, now: SimTime) -> bool {
+        if self.mode != Mode::Command {
+            return false;
+        }
+        self.result("RING", 2);
+        self.mode = Mode::Dialling;
+        self.on_dial_outcome(now, DialOutcome::Connected);
+        true
+    }
+
     /// The environment's answer to a [`DceOutput::Dial`].
     pub fn on_dial_outcome(&mut self, now: SimTime, outcome: DialOutcome) {
         if self.mode != Mode::Dialling {
@@ -530,5 +543,21 @@ mod tests {
         d2.on_host_bytes(t(0), b"ATE0V0\rATX\r");
         let outs: Vec<_> = std::iter::from_fn(|| d2.poll()).collect();
         assert_eq!(outs.last(), Some(&DceOutput::ToHost(b"4\r".to_vec())));
+    }
+
+    #[test]
+    fn an_incoming_call_rings_and_is_answered_unless_busy() {
+        let mut dce = Dce::new(DceConfig::iridium());
+        assert!(dce.on_incoming_call(t(0)));
+        let outs: Vec<_> = std::iter::from_fn(|| dce.poll()).collect();
+        assert_eq!(
+            outs,
+            [
+                DceOutput::ToHost(b"\r\nRING\r\n".to_vec()),
+                DceOutput::ToHost(b"\r\nCONNECT 9600\r\n".to_vec())
+            ]
+        );
+        assert!(dce.call_up());
+        assert!(!dce.on_incoming_call(t(1)), "busy with the call");
     }
 }

@@ -145,6 +145,39 @@ impl Fragmenter {
     }
 }
 
+impl Fragmenter {
+    /// Splits `payload` into consecutive fragments of the given sizes (which must sum to its
+    /// length; zero sizes are skipped) and calls `emit` with each fragment's index in `sizes`,
+    /// header and payload, in sequence order.
+    pub fn split_sizes(
+        &mut self,
+        payload: &[u8],
+        sizes: &[usize],
+        mut emit: impl FnMut(usize, MpHeader, &[u8]),
+    ) {
+        debug_assert_eq!(sizes.iter().sum::<usize>(), payload.len());
+        let last = sizes.iter().rposition(|&n| n > 0).unwrap_or(0);
+        let mut at = 0;
+        let mut first = true;
+        for (i, &len) in sizes.iter().enumerate() {
+            if len == 0 && !(i == last && first) {
+                continue;
+            }
+            let h = MpHeader {
+                begin: std::mem::take(&mut first),
+                end: i == last,
+                seq: (self.next_seq & 0xffff_ffff) as u32,
+            };
+            emit(i, h, &payload[at..at + len]);
+            at += len;
+            self.next_seq += 1;
+            if i == last {
+                break;
+            }
+        }
+    }
+}
+
 /// Limits and timers of a [`Reassembler`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReassemblerConfig {
@@ -414,6 +447,23 @@ mod tests {
 
     fn t(s: u64) -> SimTime {
         SimTime::ZERO + SimDuration::from_secs(s)
+    }
+
+    #[test]
+    fn split_sizes_numbers_consecutively_and_skips_empty_shares() {
+        let mut f = Fragmenter::new(5);
+        let mut got = Vec::new();
+        f.split_sizes(&[1, 2, 3, 4, 5], &[2, 0, 3, 0], |i, h, d| {
+            got.push((i, h.begin, h.end, h.seq, d.to_vec()))
+        });
+        assert_eq!(
+            got,
+            vec![
+                (0, true, false, 5, vec![1, 2]),
+                (2, false, true, 6, vec![3, 4, 5])
+            ]
+        );
+        assert_eq!(f.next_seq(), 7);
     }
 
     #[test]

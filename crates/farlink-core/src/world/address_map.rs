@@ -62,14 +62,24 @@ fn dotted([a, b, c, d]: [u8; 4]) -> String {
 /// The address map of tap `tap` (its index in the scenario's `pcap`); fails like
 /// [`super::write_pcap`].
 pub fn address_map(result: &RunResult, tap: u32) -> io::Result<AddressMap> {
-    let info = tapped(result, tap)?;
-    let addresses = node_addresses(result)?;
     let mut packets = vec![0u64; result.flows.len()];
     for r in result.taps.iter().filter(|r| r.tap == tap) {
         if let Some(n) = packets.get_mut(r.flow as usize) {
             *n += 1;
         }
     }
+    address_map_counted(result, tap, &packets)
+}
+
+/// [`address_map`] of a tap whose records streamed away ([`super::CaptureStream`]), from the
+/// packets it saw of each connection.
+pub fn address_map_counted(
+    result: &RunResult,
+    tap: u32,
+    packets: &[u64],
+) -> io::Result<AddressMap> {
+    let info = tapped(result, tap)?;
+    let addresses = node_addresses(result)?;
     let flows = result
         .flows
         .iter()

@@ -21,17 +21,33 @@
 use std::fmt;
 
 use crate::scenario::{AppSpec, FlowSpec, LinkSpec, Scenario};
-use crate::trace::{TapRecord, Traces};
+use crate::trace::{TapRecord, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
+use crate::world::SPOOL_ENTRY_HEADER_BYTES;
 
 /// Default bound on events: a few minutes on one core (see the module documentation).
 pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000_000;
 /// Default bound on memory: 2 GiB, what a laptop spares a simulation without swapping.
 pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 2 << 30;
+/// Default bound on the disk a run streaming its traces to a folder may fill: 16 GiB.
+pub const DEFAULT_MAX_DISK_BYTES: u64 = 16 << 30;
 /// The engine checks the budget (and the stop request, and reports progress) this often.
 pub const CHECK_EVERY_EVENTS: u64 = 1 << 16;
 /// Bytes of a trace row in the estimate: the columns' widths (20 to 36 bytes) with room for
 /// the doubling growth of their vectors.
 const TRACE_ROW_BYTES: f64 = 48.0;
+/// Bytes of a trace row on disk in the estimate: the widest row's columns (36 bytes, `cwnd`),
+/// before the compression Parquet applies.
+const TRACE_ROW_DISK_BYTES: f64 = 36.0;
+/// Memory a table's buffer holds when traces stream to a sink: [`CHUNK_ROWS`] rows, twice
+/// over for the doubling growth of its vectors, at [`TRACE_ROW_BYTES`].
+const TRACE_BUFFER_BYTES: f64 = 2.0 * CHUNK_ROWS as f64 * TRACE_ROW_BYTES;
+/// Memory a run streaming its captures holds for them: a chunk of tap records and their
+/// encoding, at most a full packet each.
+const CAPTURE_BUFFER_BYTES: f64 = CHUNK_TAP_RECORDS as f64
+    * (std::mem::size_of::<TapRecord>() as f64
+        + PCAP_RECORD_HEADER_BYTES
+        + SPOOL_ENTRY_HEADER_BYTES as f64
+        + MAX_CAPTURED_PACKET_BYTES as f64);
 /// Memory a run holds whatever its traces: components, queues, the event heap.
 const BASE_MEMORY_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
 /// Headers of an ACK on the wire (IPv4 and TCP, with timestamps).
@@ -46,6 +62,8 @@ const MAX_CAPTURED_PACKET_BYTES: usize = 1500;
 pub struct Budget {
     pub max_events: u64,
     pub max_memory_bytes: u64,
+    /// Bound on what a run streaming its traces ([`crate::trace::TraceSink`]) writes.
+    pub max_disk_bytes: u64,
 }
 
 impl Default for Budget {
@@ -53,6 +71,7 @@ impl Default for Budget {
         Budget {
             max_events: DEFAULT_MAX_EVENTS,
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            max_disk_bytes: DEFAULT_MAX_DISK_BYTES,
         }
     }
 }
@@ -63,6 +82,9 @@ pub struct Estimate {
     pub events: f64,
     pub trace_rows: f64,
     pub memory_bytes: f64,
+    /// What the trace rows take on disk when they stream to a sink; 0 when they stay in
+    /// memory (counted in `memory_bytes` then).
+    pub disk_bytes: f64,
 }
 
 /// A run that would cost, or came to cost, more than its budget.
@@ -77,12 +99,23 @@ impl fmt::Display for OverBudget {
         let (e, b) = (&self.estimate, &self.budget);
         write!(
             f,
-            "the run would take about {} events (budget {}) and {} of memory (budget {}), \
-             {} trace rows included; shorten the run or its traces, or raise the budget",
+            "the run would take about {} events (budget {}) and {} of memory (budget {}), ",
             count(e.events),
             count(b.max_events as f64),
             bytes(e.memory_bytes),
             bytes(b.max_memory_bytes as f64),
+        )?;
+        if e.disk_bytes > 0.0 {
+            write!(
+                f,
+                "{} of disk for its traces and captures (budget {}), ",
+                bytes(e.disk_bytes),
+                bytes(b.max_disk_bytes as f64),
+            )?;
+        }
+        write!(
+            f,
+            "{} trace rows included; shorten the run or its traces, or raise the budget",
             count(e.trace_rows),
         )
     }
@@ -95,6 +128,7 @@ impl Budget {
     pub fn admit(&self, estimate: Estimate) -> Result<(), OverBudget> {
         if estimate.events > self.max_events as f64
             || estimate.memory_bytes > self.max_memory_bytes as f64
+            || estimate.disk_bytes > self.max_disk_bytes as f64
         {
             Err(OverBudget {
                 estimate,
@@ -121,15 +155,35 @@ impl Budget {
             None
         }
     }
+
+    /// The phrase for a run that has written its disk budget's worth of trace rows.
+    pub fn exceeded_disk(&self, disk_bytes: u64) -> Option<String> {
+        (disk_bytes >= self.max_disk_bytes).then(|| {
+            format!(
+                "disk budget of {} reached",
+                bytes(self.max_disk_bytes as f64)
+            )
+        })
+    }
 }
 
-/// What a scenario costs to run; see the module documentation for the model.
+/// What a scenario costs to run with its traces held in memory; see the module documentation
+/// for the model.
 pub fn estimate(sc: &Scenario) -> Estimate {
+    estimate_with(sc, false, false)
+}
+
+/// What a scenario costs to run; with `streamed` its trace rows go to a sink as they are
+/// recorded ([`crate::trace::TraceSink`]), so memory holds one buffer per trace switched on
+/// and the rows count as disk instead; with `captures_streamed` too the captures of its taps,
+/// which take twice their size on disk until the run ends (a spool and the capture).
+pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> Estimate {
     let duration_s = sc.duration().as_secs_f64();
     let tr = sc.trace();
     let mut events = 0.0;
     let mut rows = 0.0;
     let mut tap_bytes = 0.0;
+    let mut tap_disk_bytes = 0.0;
     // Trace rows per data packet and per hop it crosses (with its ACK).
     let per_packet_rows = [tr.seq, tr.ack, tr.cwnd, tr.rtt, tr.rto, tr.drops]
         .iter()
@@ -153,6 +207,8 @@ pub fn estimate(sc: &Scenario) -> Estimate {
             if taps > 0.0 {
                 let record = std::mem::size_of::<TapRecord>() as f64 + PCAP_RECORD_HEADER_BYTES;
                 tap_bytes += taps * packets * (2.0 * record + pkt + ACK_BYTES);
+                let spooled = PCAP_RECORD_HEADER_BYTES + SPOOL_ENTRY_HEADER_BYTES as f64;
+                tap_disk_bytes += 2.0 * taps * packets * (2.0 * spooled + pkt + ACK_BYTES);
             }
         }
         events += packets * hop_events;
@@ -176,10 +232,39 @@ pub fn estimate(sc: &Scenario) -> Estimate {
             }
         }
     }
-    Estimate {
-        events,
-        trace_rows: rows,
-        memory_bytes: BASE_MEMORY_BYTES + rows * TRACE_ROW_BYTES + tap_bytes,
+    if streamed {
+        let tables = [
+            tr.cwnd,
+            tr.seq,
+            tr.ack,
+            tr.rtt,
+            tr.rto,
+            tr.queue,
+            tr.drops,
+            tr.goodput,
+            tr.member_state,
+            tr.capacity,
+        ]
+        .iter()
+        .filter(|&&on| on)
+        .count() as f64;
+        let (tap_memory, tap_disk) = match (captures_streamed, sc.pcap().is_empty()) {
+            (true, false) => (CAPTURE_BUFFER_BYTES, tap_disk_bytes),
+            _ => (tap_bytes, 0.0),
+        };
+        Estimate {
+            events,
+            trace_rows: rows,
+            memory_bytes: BASE_MEMORY_BYTES + tables * TRACE_BUFFER_BYTES + tap_memory,
+            disk_bytes: rows * TRACE_ROW_DISK_BYTES + tap_disk,
+        }
+    } else {
+        Estimate {
+            events,
+            trace_rows: rows,
+            memory_bytes: BASE_MEMORY_BYTES + rows * TRACE_ROW_BYTES + tap_bytes,
+            disk_bytes: 0.0,
+        }
     }
 }
 
@@ -376,6 +461,7 @@ mod tests {
         let b = Budget {
             max_events: 100,
             max_memory_bytes: 1000,
+            ..Budget::default()
         };
         assert_eq!(b.exceeded(10, 10), None);
         assert_eq!(
@@ -395,8 +481,10 @@ mod tests {
             budget: Some(Budget {
                 max_events: 5_000,
                 max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+                ..Budget::default()
             }),
             progress: None,
+            sink: None,
         };
         // The estimate (about 33,000 events) is over 5,000: refused before running.
         let refused = crate::world::run_with(&sc, control).unwrap_err();
@@ -436,6 +524,7 @@ mod tests {
             crate::world::RunControl {
                 budget: Some(Budget::default()),
                 progress: Some(&mut hook),
+                sink: None,
             },
         )
         .unwrap();
@@ -469,6 +558,7 @@ mod tests {
             crate::world::RunControl {
                 budget: Some(Budget::default()),
                 progress: Some(&mut hook),
+                sink: None,
             },
         )
         .unwrap();
@@ -494,6 +584,7 @@ mod tests {
         let b = Budget {
             max_events: DEFAULT_MAX_EVENTS,
             max_memory_bytes: 64 << 20,
+            ..Budget::default()
         };
         assert!(b.admit(estimate(&sc)).is_ok());
         let r = crate::world::run_with(
@@ -501,6 +592,7 @@ mod tests {
             crate::world::RunControl {
                 budget: Some(b),
                 progress: None,
+                sink: None,
             },
         )
         .unwrap();
@@ -512,6 +604,110 @@ mod tests {
         );
         assert!(r.traces.heap_bytes() <= 64 << 20);
         assert!(r.traces.goodput.time_ns.len() > 1_000_000);
+    }
+
+    /// Puts a streamed run's chunks back together, noting the largest.
+    #[derive(Default)]
+    struct Collect {
+        all: Traces,
+        chunks: usize,
+        largest_chunk_rows: usize,
+    }
+
+    impl crate::trace::TraceSink for Collect {
+        fn rows(&mut self, chunk: Traces) -> bool {
+            self.chunks += 1;
+            self.largest_chunk_rows = self.largest_chunk_rows.max(chunk.max_table_rows());
+            self.all.append(chunk);
+            true
+        }
+    }
+
+    fn lossy_traced(duration: &str) -> Scenario {
+        let doc = json!({
+            "duration": duration, "seed": 3,
+            "nodes": ["S", "D"],
+            "links": [{"a": "S", "b": "D", "rate": "10Mbps", "delay": "40ms",
+                       "fwd": {"loss": {"model": "bernoulli", "p": 0.001}}}],
+            "flows": [{"from": "S", "to": "D", "app": {"kind": "unbounded"}}],
+            "trace": {"all": true},
+        });
+        parse_scenario_json(&doc.to_string()).unwrap()
+    }
+
+    #[test]
+    fn a_sink_takes_every_row_in_bounded_chunks_and_changes_nothing() {
+        let sc = lossy_traced("400s");
+        let held = crate::world::run(&sc).unwrap();
+        assert!(
+            held.traces.max_table_rows() > 2 * CHUNK_ROWS,
+            "several chunks"
+        );
+        let mut sink = Collect::default();
+        let streamed = crate::world::run_with(
+            &sc,
+            crate::world::RunControl {
+                budget: Some(Budget::default()),
+                progress: None,
+                sink: Some(&mut sink),
+            },
+        )
+        .unwrap();
+        assert_eq!(streamed.summary, held.summary);
+        assert_eq!(streamed.traces, Traces::default(), "nothing kept");
+        assert_eq!(sink.all, held.traces, "the chunks, in order, are the table");
+        assert!(sink.chunks > 2);
+        // A table is handed over within SINK_EVERY_EVENTS events of reaching a chunk.
+        assert!(
+            sink.largest_chunk_rows <= CHUNK_ROWS + 4096,
+            "{}",
+            sink.largest_chunk_rows
+        );
+    }
+
+    #[test]
+    fn a_streamed_run_is_priced_in_disk_and_held_to_it() {
+        let sc = lossy_traced("400s");
+        let (held, streamed) = (estimate(&sc), estimate_with(&sc, true, true));
+        assert_eq!(held.disk_bytes, 0.0);
+        assert_eq!(held.trace_rows, streamed.trace_rows);
+        assert!(
+            streamed.memory_bytes < held.memory_bytes,
+            "{streamed:?} {held:?}"
+        );
+        assert_eq!(
+            streamed.disk_bytes,
+            streamed.trace_rows * TRACE_ROW_DISK_BYTES
+        );
+        let small = Budget {
+            max_disk_bytes: 1 << 20,
+            ..Budget::default()
+        };
+        assert!(
+            small.admit(held).is_ok(),
+            "a run held in memory writes nothing"
+        );
+        let refusal = small.admit(streamed).unwrap_err().to_string();
+        assert!(
+            refusal.contains("of disk for its traces and captures (budget 1.0 MiB), "),
+            "{refusal}"
+        );
+        // Admitted on the estimate, held to the disk budget while running.
+        let mut sink = Collect::default();
+        let mut world = crate::world::World::build(&sc).unwrap();
+        world.budget = Some(Budget {
+            max_disk_bytes: 2 << 20,
+            ..Budget::default()
+        });
+        world.sink = Some(&mut sink);
+        world.run().unwrap();
+        let r = world.finish().unwrap();
+        let why = r.summary.partial.as_deref().unwrap();
+        assert!(
+            why.starts_with("disk budget of 2.0 MiB reached at "),
+            "{why}"
+        );
+        assert!(sink.all.row_bytes() < (2 << 20) + 4 * CHUNK_ROWS * 36);
     }
 
     #[test]

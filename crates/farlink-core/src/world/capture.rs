@@ -35,13 +35,13 @@ use crate::world::{FlowInfo, RunResult};
 
 /// What a flow needs on the wire: its endpoints (sender → receiver) and both ISNs.
 #[derive(Clone, Copy, Debug)]
-struct Wire {
-    endpoints: Endpoints,
-    isn_sender: u32,
-    isn_receiver: u32,
+pub(crate) struct Wire {
+    pub(crate) endpoints: Endpoints,
+    pub(crate) isn_sender: u32,
+    pub(crate) isn_receiver: u32,
 }
 
-fn wire(flow: &FlowInfo, addresses: &NodeAddresses) -> io::Result<Wire> {
+pub(crate) fn wire(flow: &FlowInfo, addresses: &NodeAddresses) -> io::Result<Wire> {
     let address = |node: &str| {
         addresses.get(node).ok_or_else(|| {
             io::Error::new(
@@ -60,16 +60,21 @@ fn wire(flow: &FlowInfo, addresses: &NodeAddresses) -> io::Result<Wire> {
 
 /// The run's node addresses, or an error when they do not fit.
 pub(crate) fn node_addresses(result: &RunResult) -> io::Result<NodeAddresses> {
-    if result.nodes.len() > NODE_ADDRESS_SLOTS as usize {
+    addresses_of(&result.nodes)
+}
+
+/// The addresses of `nodes`, or an error when they do not fit.
+pub(crate) fn addresses_of(nodes: &[String]) -> io::Result<NodeAddresses> {
+    if nodes.len() > NODE_ADDRESS_SLOTS as usize {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
                 "{} nodes do not fit the {NODE_ADDRESS_SLOTS} addresses of 10.0.0.0/16",
-                result.nodes.len()
+                nodes.len()
             ),
         ));
     }
-    Ok(NodeAddresses::new(&result.nodes))
+    Ok(NodeAddresses::new(nodes))
 }
 
 /// Each connection's endpoints (sender -> receiver) and ISNs, by its index in `result.flows`.

@@ -46,12 +46,17 @@ pub mod address_map;
 pub mod budget;
 mod bundles;
 pub mod capture;
+mod capture_stream;
 mod relay;
 mod summary;
 
 pub use address_map::{address_map, address_map_json, AddressMap};
 pub use budget::{Budget, Estimate, OverBudget};
 pub use capture::write_pcap;
+pub use capture_stream::{
+    assemble as capture_stream_assemble, spool_entry, CaptureAssembler, CaptureStream,
+    SPOOL_ENTRY_HEADER_BYTES,
+};
 
 pub use summary::{
     AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
@@ -73,7 +78,11 @@ use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{AppSource, Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
-use crate::trace::{TapInfo, TapRecord, Traces};
+use crate::trace::{TapInfo, TapRecord, TraceSink, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
+
+/// How often a run streaming its traces looks for full tables to hand to the sink: a few rows
+/// per event at most, so a table passes [`CHUNK_ROWS`] by a few hundred rows at most.
+const SINK_EVERY_EVENTS: u64 = 256;
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +107,10 @@ pub struct RunControl<'a> {
     pub budget: Option<Budget>,
     /// Returns `false` to stop the run where it is (an interrupt); the result is then partial.
     pub progress: Option<&'a mut dyn FnMut(Progress) -> bool>,
+    /// Where trace rows go as they are recorded (a writer into the run's folder); the
+    /// result's traces are then empty and the budget counts their rows as disk
+    /// ([`budget::estimate_with`]). `None`: the result holds them.
+    pub sink: Option<&'a mut dyn TraceSink>,
 }
 
 /// Where a run is, for a progress line.
@@ -167,11 +180,16 @@ pub fn run_with<'a>(
     control: RunControl<'a>,
 ) -> Result<RunResult, RunError> {
     if let Some(b) = control.budget {
-        b.admit(budget::estimate(scenario))?;
+        let (traces, captures) = control
+            .sink
+            .as_ref()
+            .map_or((false, false), |s| (true, s.takes_captures()));
+        b.admit(budget::estimate_with(scenario, traces, captures))?;
     }
     let mut world = World::build(scenario)?;
     world.budget = control.budget;
     world.progress = control.progress;
+    world.sink = control.sink;
     world.run()?;
     world.finish()
 }
@@ -369,6 +387,11 @@ struct World<'s> {
     fault: Option<String>,
     budget: Option<Budget>,
     progress: Option<&'s mut dyn FnMut(Progress) -> bool>,
+    sink: Option<&'s mut dyn TraceSink>,
+    /// Bytes of the trace rows (and capture records) handed to `sink` so far.
+    sunk_bytes: u64,
+    /// The taps' captures, when the sink takes them (made at the first hand-off).
+    captures: Option<Vec<CaptureStream>>,
     /// Why the run stopped before its end, if it did.
     stopped: Option<String>,
     /// A budget passed inside an event; the run stops after it.
@@ -588,6 +611,9 @@ impl<'s> World<'s> {
             fault: None,
             budget: None,
             progress: None,
+            sink: None,
+            sunk_bytes: 0,
+            captures: None,
             stopped: None,
             halted: None,
         };
@@ -651,6 +677,16 @@ impl<'s> World<'s> {
         if rows <= SMALL_FILL_ROWS {
             return u64::MAX;
         }
+        if self.sink.is_some() {
+            // Rows go out in chunks as they are written: the disk budget bounds them.
+            let written = self.sunk_bytes + self.traces.row_bytes() as u64;
+            let room = b.max_disk_bytes.saturating_sub(written) / ROW_BYTES;
+            if rows > room {
+                self.halted
+                    .get_or_insert_with(|| b.exceeded_disk(u64::MAX).unwrap_or_default());
+            }
+            return rows.min(room);
+        }
         let held = budget::held_bytes(&self.traces, &self.taps);
         let room = b.max_memory_bytes.saturating_sub(held) / ROW_BYTES;
         let limit = rows.min(room);
@@ -683,6 +719,12 @@ impl<'s> World<'s> {
                 return b.exceeded(events, 0);
             }
         }
+        if self.sink.is_some() && events % SINK_EVERY_EVENTS == 0 {
+            self.hand_off(CHUNK_ROWS);
+            if let Some(why) = self.halted.take() {
+                return Some(why);
+            }
+        }
         if events % budget::CHECK_EVERY_EVENTS != 0 {
             return None;
         }
@@ -696,6 +738,11 @@ impl<'s> World<'s> {
             if let Some(why) = b.exceeded(events, held) {
                 return Some(why);
             }
+            if self.sink.is_some() {
+                if let Some(why) = b.exceeded_disk(self.sunk_bytes) {
+                    return Some(why);
+                }
+            }
         }
         let progress = Progress {
             now: self.now,
@@ -704,6 +751,105 @@ impl<'s> World<'s> {
         };
         let go_on = self.progress.as_mut().is_none_or(|hook| hook(progress));
         (!go_on).then(|| "interrupted".to_owned())
+    }
+
+    /// Hands the tables holding at least `min_rows` rows (all of them for 0) to the sink, if
+    /// there is one; a sink that cannot keep them stops the run.
+    fn hand_off(&mut self, min_rows: usize) {
+        if self.sink.is_none() {
+            return;
+        }
+        self.hand_off_taps(min_rows.min(CHUNK_TAP_RECORDS));
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
+        let Some(chunk) = self.traces.take_full(min_rows) else {
+            return;
+        };
+        self.sunk_bytes += chunk.row_bytes() as u64;
+        if !sink.rows(chunk) {
+            self.halted
+                .get_or_insert_with(|| "the trace writer failed".to_owned());
+        }
+    }
+
+    /// Encodes the tap records held, once there are `min_records` (all for 0), for a sink
+    /// that takes captures.
+    fn hand_off_taps(&mut self, min_records: usize) {
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
+        if !sink.takes_captures() || self.sc.pcap().is_empty() {
+            return;
+        }
+        if self.taps.len() < min_records.max(1) && min_records > 0 {
+            return;
+        }
+        if self.captures.is_none() {
+            let flows = self.flow_infos();
+            let nodes = self.sc.nodes();
+            let made = (0..self.sc.pcap().len() as u32)
+                .map(|t| CaptureStream::new(t, flows.clone(), nodes))
+                .collect::<std::io::Result<Vec<_>>>();
+            match made {
+                Ok(streams) => self.captures = Some(streams),
+                Err(e) => {
+                    self.halted
+                        .get_or_insert_with(|| format!("the captures cannot be written: {e}"));
+                    self.taps.clear();
+                    return;
+                }
+            }
+        }
+        let (Some(streams), Some(sink)) = (self.captures.as_mut(), self.sink.as_mut()) else {
+            return;
+        };
+        let mut spool = Vec::new();
+        for stream in streams.iter_mut() {
+            spool.clear();
+            let new_run = match stream.encode(&self.taps, &mut spool) {
+                Ok(new_run) => new_run,
+                Err(e) => {
+                    self.halted
+                        .get_or_insert_with(|| format!("the captures cannot be written: {e}"));
+                    break;
+                }
+            };
+            self.sunk_bytes += spool.len() as u64;
+            if !spool.is_empty() && !sink.capture(stream.tap(), new_run, &spool) {
+                self.halted
+                    .get_or_insert_with(|| "the capture writer failed".to_owned());
+            }
+        }
+        self.taps.clear();
+    }
+
+    /// Writes connection `f`'s goodput grid points before `until` (and at it, with
+    /// `inclusive`) with `delivered` bytes, within the budget ([`World::goodput_row_limit`]),
+    /// handing full chunks to the sink as it goes.
+    fn fill_goodput(&mut self, f: usize, until: SimTime, inclusive: bool, delivered: u64) {
+        let step = self.tr.goodput_interval;
+        let limit = self.goodput_row_limit(f, if inclusive { until + step } else { until });
+        let mut rows = 0;
+        loop {
+            let fl = &mut self.flows[f];
+            let due = if inclusive {
+                fl.goodput_next <= until
+            } else {
+                fl.goodput_next < until
+            };
+            if !due || rows >= limit {
+                break;
+            }
+            self.traces
+                .goodput
+                .push(fl.goodput_next, f as u32, delivered);
+            fl.goodput_next += step;
+            rows += 1;
+            if self.sink.is_some() && self.traces.goodput.time_ns.len() >= CHUNK_ROWS {
+                self.hand_off(CHUNK_ROWS);
+            }
+        }
     }
 
     fn handle(&mut self, event: Event) {
@@ -933,15 +1079,7 @@ impl<'s> World<'s> {
         if self.tr.goodput {
             // Grid points strictly before `now` saw `before` bytes; the point at `now` (if any)
             // is written later and includes this delivery.
-            let limit = self.goodput_row_limit(f, now);
-            let step = self.tr.goodput_interval;
-            let fl = &mut self.flows[f];
-            let mut rows = 0;
-            while fl.goodput_next < now && rows < limit {
-                self.traces.goodput.push(fl.goodput_next, f as u32, before);
-                fl.goodput_next += step;
-                rows += 1;
-            }
+            self.fill_goodput(f, now, false, before);
         }
         let fl = &mut self.flows[f];
         fl.delivered += after - before;
@@ -1239,23 +1377,30 @@ impl<'s> World<'s> {
         let sim_end = self.sim_end;
         // Complete the goodput grid to the end of the run.
         if self.tr.goodput {
-            let step = self.tr.goodput_interval;
             for f in 0..self.flows.len() {
-                let limit = self.goodput_row_limit(f, sim_end + step);
-                let fl = &mut self.flows[f];
-                let mut rows = 0;
-                while fl.goodput_next <= sim_end && rows < limit {
-                    self.traces
-                        .goodput
-                        .push(fl.goodput_next, f as u32, fl.delivered);
-                    fl.goodput_next += step;
-                    rows += 1;
-                }
+                let delivered = self.flows[f].delivered;
+                self.fill_goodput(f, sim_end, true, delivered);
             }
             if let Some(why) = self.halted.take() {
                 self.stopped
                     .get_or_insert(format!("{why} completing the goodput grid"));
             }
+        }
+        // The sink takes what is left: the result's traces (and taps) are then empty.
+        self.hand_off(0);
+        let flows = self.flow_infos();
+        if let (Some(streams), Some(sink)) = (self.captures.take(), self.sink.as_mut()) {
+            for mut stream in streams {
+                // A connection's start is final only now (a relay starts the next one).
+                stream.refresh(flows.clone());
+                if !sink.capture_done(stream) {
+                    self.halted
+                        .get_or_insert_with(|| "the capture writer failed".to_owned());
+                }
+            }
+        }
+        if let Some(why) = self.halted.take() {
+            self.stopped.get_or_insert(why);
         }
         let summary = self.summarize();
         let sc = self.sc;
@@ -1265,7 +1410,21 @@ impl<'s> World<'s> {
             .iter()
             .map(|t| TapInfo::new(t, &nodes, sc.links()))
             .collect();
-        let flows = (0..self.flows.len())
+        let flows = self.flow_infos();
+        Ok(RunResult {
+            summary,
+            traces: self.traces,
+            taps: self.taps,
+            tap_sites,
+            flows,
+            nodes,
+        })
+    }
+
+    /// The connections as the pcap writer and the bindings see them.
+    fn flow_infos(&self) -> Vec<FlowInfo> {
+        let nodes = self.sc.nodes();
+        (0..self.flows.len())
             .map(|i| {
                 let fl = &self.flows[i];
                 let (from, to, tcp) = self.conn_ends(i);
@@ -1286,15 +1445,7 @@ impl<'s> World<'s> {
                     handshake: tcp.handshake,
                 }
             })
-            .collect();
-        Ok(RunResult {
-            summary,
-            traces: self.traces,
-            taps: self.taps,
-            tap_sites,
-            flows,
-            nodes,
-        })
+            .collect()
     }
 
     /// The summary of connection `c` alone, and its active span if it started.

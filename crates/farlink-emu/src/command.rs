@@ -1,0 +1,478 @@
+//! Workloads that are programs: a command in the sender's namespace (`-- COMMAND`, `--shell`)
+//! against a server in the receiver's (`--server CMD`), or against a sink that accepts any
+//! number of connections, discards what they carry and counts it.
+//!
+//! A program is started with its network namespace entered between fork and exec, so it, and
+//! everything it starts, sees only the namespace's TUN device and routes. It inherits farlink's
+//! standard input and output (an interactive shell reads the terminal), and is told where the
+//! other end is by `FARLINK_PEER` (the receiver's address) and `FARLINK_PORT` (the sink's
+//! port, which a server is expected to listen on). Each gets SIGKILL if farlink dies, and
+//! whatever is left in the namespaces when the run ends is stopped by [`crate::netns::Netns`].
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::{SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
+use serde::Serialize;
+
+use crate::bulk::SinkOutcome;
+use crate::netns::Netns;
+use crate::EmuError;
+
+/// How long a server may take to listen on its port.
+const SERVER_READY: Duration = Duration::from_secs(20);
+/// How long the sink waits in `poll` before looking at the stop flag.
+const POLL_MS: u16 = 100;
+
+/// What became of a command the run started.
+#[derive(Clone, Debug, Serialize)]
+pub struct CommandReport {
+    pub argv: Vec<String>,
+    /// `--server`'s command, run with `sh -c` in the receiver's namespace.
+    pub server: Option<String>,
+    /// Its exit status, or 128 + the signal that ended it (a shell's convention).
+    pub exit_status: i32,
+    /// `exit` (it ended by itself), `duration` (the run's duration ended it) or `interrupt`
+    /// (Ctrl-C or SIGTERM ended the run).
+    pub ended_by: &'static str,
+    /// The namespace it ran in, and the server's (or sink's) address and port it was given.
+    pub namespace: String,
+    pub peer: String,
+    pub port: u16,
+    /// The controller the programs' sockets get, and how (they set none themselves).
+    pub congestion: String,
+}
+
+/// Makes `wanted` the default controller of each namespace's sockets where the kernel lets it,
+/// and says what they got. A namespace other than the host's may only choose among the host's
+/// `tcp_allowed_congestion_control`; otherwise they keep the default they inherited.
+fn default_congestion(namespaces: &[&Netns], wanted: &str) -> Result<String, EmuError> {
+    const KEY: &str = "net.ipv4.tcp_congestion_control";
+    let mut said = format!("{wanted} ({KEY})");
+    for ns in namespaces {
+        let w = wanted.to_owned();
+        let refused = ns.run(move || crate::netns::write_sysctl(KEY, &w))?.err();
+        if let Some(e) = refused {
+            let path = "/proc/sys/net/ipv4/tcp_congestion_control";
+            let has = ns
+                .run(move || std::fs::read_to_string(path))?
+                .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned());
+            let allowed =
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+                    .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned());
+            said = format!(
+                "{has}, the namespace's default: {KEY} = {wanted} refused ({e}; a namespace may \
+                 choose only among the host's allowed controllers: {allowed})"
+            );
+        }
+    }
+    Ok(said)
+}
+
+/// Starts `argv` inside `ns` with `env` added to farlink's environment.
+pub(crate) fn spawn_in(
+    ns: &Netns,
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<Child, EmuError> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| EmuError::Usage("the command is empty".into()))?;
+    let ns_fd = ns.fd().as_raw_fd();
+    let mut cmd = Command::new(program);
+    cmd.args(args).envs(env);
+    // SAFETY: between fork and exec the closure makes only two system calls, setns(2) and
+    // prctl(2), both async-signal-safe, on a descriptor the parent keeps open until the child
+    // has been waited for; it allocates nothing and takes no lock.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(ns_fd, libc::CLONE_NEWNET) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // A program outlives no farlink that dies without cleaning up.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map_err(|e| EmuError::Usage(format!("cannot run `{program}`: {e}")))
+}
+
+/// Waits until a socket in `server`'s namespace listens on `port`; an error if the server
+/// exits first or takes longer than [`SERVER_READY`].
+pub(crate) fn wait_listening(
+    server: &mut Child,
+    port: u16,
+    stop: impl Fn() -> bool,
+) -> Result<(), EmuError> {
+    let started = Instant::now();
+    // The server's own view of its namespace's sockets (its /proc/<pid>/net).
+    let table = format!("/proc/{}/net/tcp", server.id());
+    loop {
+        if let Some(status) = server.try_wait().map_err(|e| EmuError::sys("wait", e))? {
+            return Err(EmuError::Usage(format!(
+                "the --server command ended (status {}) before it listened on port {port}",
+                exit_code(status)
+            )));
+        }
+        if std::fs::read_to_string(&table).is_ok_and(|t| listens(&t, port)) {
+            return Ok(());
+        }
+        if stop() {
+            return Ok(());
+        }
+        if started.elapsed() > SERVER_READY {
+            return Err(EmuError::Usage(format!(
+                "the --server command did not listen on port {port} (FARLINK_PORT) within {} s",
+                SERVER_READY.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether a `/proc/net/tcp` table has a socket listening on `port`.
+fn listens(table: &str, port: u16) -> bool {
+    table.lines().skip(1).any(|line| {
+        let mut cols = line.split_whitespace().skip(1);
+        let local = cols.next().unwrap_or("");
+        let state = cols.nth(1).unwrap_or("");
+        // State 0A is TCP_LISTEN; the local address is `ADDR:PORT` in hex.
+        state == "0A"
+            && local
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok())
+                == Some(port)
+    })
+}
+
+/// The exit status of a finished program as a shell gives it.
+pub(crate) fn exit_code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+/// Ends `child` (SIGTERM, then SIGKILL after `grace`) if it still runs, and reaps it.
+pub(crate) fn terminate(child: &mut Child, grace: Duration) -> ExitStatus {
+    if let Ok(Some(status)) = child.try_wait() {
+        return status;
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let started = Instant::now();
+    while started.elapsed() < grace {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    child
+        .wait()
+        .unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL))
+}
+
+/// The sink of a command's connections: accepts any number on `addr`, reads each to its end
+/// and counts the bytes, until `stop`. `open` is the number of connections not yet at their
+/// end, which the run waits on after the command exits (its last bytes may still be on the
+/// path, sent by the kernel after the program closed its socket).
+pub(crate) fn counting_sink(
+    addr: SocketAddrV4,
+    receive_buffer_bytes: Option<u64>,
+    ready: Arc<AtomicBool>,
+    open: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    now_ns: fn() -> u64,
+) -> SinkOutcome {
+    let mut out = SinkOutcome::default();
+    let result = (|| -> std::io::Result<()> {
+        let fd = socket::socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+            None,
+        )?;
+        socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+        if let Some(b) = receive_buffer_bytes {
+            socket::setsockopt(&fd, sockopt::RcvBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
+        }
+        socket::bind(fd.as_raw_fd(), &SockaddrIn::from(addr))?;
+        socket::listen(&fd, socket::Backlog::new(64).map_err(std::io::Error::from)?)?;
+        let listener = TcpListener::from(fd);
+        ready.store(true, Ordering::Release);
+        let mut conns: Vec<TcpStream> = Vec::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        while !stop.load(Ordering::Relaxed) {
+            let ready_fds: Vec<bool> = {
+                let mut fds: Vec<PollFd<'_>> = std::iter::once(&listener as &dyn AsFd)
+                    .chain(conns.iter().map(|c| c as &dyn AsFd))
+                    .map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN))
+                    .collect();
+                match poll(&mut fds, PollTimeout::from(POLL_MS)) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                fds.iter()
+                    .map(|p| p.revents().is_some_and(|r| !r.is_empty()))
+                    .collect()
+            };
+            let mut ended = Vec::new();
+            for (i, c) in conns.iter_mut().enumerate() {
+                if !ready_fds[i + 1] {
+                    continue;
+                }
+                loop {
+                    match c.read(&mut buf) {
+                        Ok(0) => {
+                            ended.push(i);
+                            break;
+                        }
+                        Ok(n) => {
+                            out.received_bytes += n as u64;
+                            out.last_byte_ns = Some(now_ns());
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        // A reset ends the connection, not the sink.
+                        Err(_) => {
+                            ended.push(i);
+                            break;
+                        }
+                    }
+                }
+            }
+            for i in ended.into_iter().rev() {
+                conns.swap_remove(i);
+                out.eof = true;
+            }
+            if ready_fds[0] {
+                loop {
+                    match listener.accept() {
+                        Ok((c, _)) => {
+                            c.set_nonblocking(true)?;
+                            conns.push(c);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        // A connection that failed before accept() is the peer's matter.
+                        Err(_) => break,
+                    }
+                }
+            }
+            open.store(conns.len(), Ordering::Release);
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        out.error = Some(format!("sink: {e}"));
+    }
+    out
+}
+
+/// How long the run waits, after the command exits, for the sink's connections to end (the
+/// kernel sends what a program wrote before it closed its socket on its own time).
+const DRAIN: Duration = Duration::from_secs(10);
+/// The sink has had no open connection for this long: nothing of the command's is on its way.
+const QUIET: Duration = Duration::from_millis(300);
+
+/// Where the programs of a run go.
+pub(crate) struct Plan<'a> {
+    pub(crate) argv: &'a [String],
+    pub(crate) server: Option<&'a str>,
+    pub(crate) sender_ns: &'a Netns,
+    pub(crate) receiver_ns: &'a Netns,
+    /// The first flow's receiver address and port: `FARLINK_PEER`, `FARLINK_PORT`.
+    pub(crate) peer: SocketAddrV4,
+    /// The first flow's controller, made the namespaces' default where the kernel lets it.
+    pub(crate) congestion: &'a str,
+    /// Without a server, a sink per flow: its namespace, address and receive buffer.
+    pub(crate) sinks: Vec<(&'a Netns, SocketAddrV4, Option<u64>)>,
+}
+
+/// The programs of a run while it lives.
+pub(crate) struct Programs {
+    command: std::cell::RefCell<Child>,
+    server: Option<Child>,
+    sinks: Vec<std::thread::JoinHandle<Option<SinkOutcome>>>,
+    open: Vec<Arc<AtomicUsize>>,
+    exited: std::cell::Cell<Option<Instant>>,
+    quiet_since: std::cell::Cell<Option<Instant>>,
+    argv: Vec<String>,
+    server_cmd: Option<String>,
+    namespace: String,
+    peer: SocketAddrV4,
+    congestion: String,
+    /// Monotonic ns at which the command was started.
+    started_ns: u64,
+}
+
+impl Programs {
+    /// Starts the sinks (or the server, and waits for it to listen), then the command.
+    pub(crate) fn start(
+        plan: Plan<'_>,
+        stop: &Arc<AtomicBool>,
+        interrupted: impl Fn() -> bool,
+        now_ns: fn() -> u64,
+    ) -> Result<Programs, EmuError> {
+        let env: BTreeMap<String, String> = [
+            ("FARLINK_PEER".to_owned(), plan.peer.ip().to_string()),
+            ("FARLINK_PORT".to_owned(), plan.peer.port().to_string()),
+        ]
+        .into();
+        let congestion = default_congestion(&[plan.sender_ns, plan.receiver_ns], plan.congestion)?;
+        let mut sinks = Vec::new();
+        let mut open = Vec::new();
+        let mut server = None;
+        let started = (|| -> Result<(Child, u64), EmuError> {
+            match plan.server {
+                Some(cmd) => {
+                    let argv = ["sh".to_owned(), "-c".to_owned(), cmd.to_owned()];
+                    let child = server.insert(spawn_in(plan.receiver_ns, &argv, &env)?);
+                    wait_listening(child, plan.peer.port(), &interrupted)?;
+                }
+                None => {
+                    for &(ns, at, rcvbuf) in &plan.sinks {
+                        let ready = Arc::new(AtomicBool::new(false));
+                        let count = Arc::new(AtomicUsize::new(0));
+                        let (r, c, s) = (Arc::clone(&ready), Arc::clone(&count), Arc::clone(stop));
+                        let h = ns.spawn("farlink-sink", move || {
+                            counting_sink(at, rcvbuf, r, c, s, now_ns)
+                        })?;
+                        while !ready.load(Ordering::Acquire) && !h.is_finished() {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        sinks.push(h);
+                        open.push(count);
+                    }
+                }
+            }
+            let child = spawn_in(plan.sender_ns, plan.argv, &env)?;
+            Ok((child, now_ns()))
+        })();
+        let (command, started_ns) = match started {
+            Ok(c) => c,
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                if let Some(mut s) = server {
+                    terminate(&mut s, Duration::from_secs(1));
+                }
+                for h in sinks {
+                    let _ = h.join();
+                }
+                return Err(e);
+            }
+        };
+        Ok(Programs {
+            command: std::cell::RefCell::new(command),
+            server,
+            sinks,
+            open,
+            exited: std::cell::Cell::new(None),
+            quiet_since: std::cell::Cell::new(None),
+            argv: plan.argv.to_vec(),
+            server_cmd: plan.server.map(str::to_owned),
+            namespace: plan.sender_ns.name.clone(),
+            peer: plan.peer,
+            congestion,
+            started_ns,
+        })
+    }
+
+    /// Monotonic ns at which the command started: the start of the first flow's transfer.
+    pub(crate) fn started_ns(&self) -> u64 {
+        self.started_ns
+    }
+
+    /// Whether the run is over: the command has exited and, with sinks, their connections
+    /// have ended (or [`DRAIN`] has passed).
+    pub(crate) fn done(&self) -> bool {
+        let exited = match self.exited.get() {
+            Some(t) => t,
+            None => match self.command.borrow_mut().try_wait() {
+                Ok(Some(_)) | Err(_) => {
+                    let t = Instant::now();
+                    self.exited.set(Some(t));
+                    t
+                }
+                Ok(None) => return false,
+            },
+        };
+        if self.open.iter().any(|c| c.load(Ordering::Acquire) > 0) {
+            self.quiet_since.set(None);
+            return exited.elapsed() > DRAIN;
+        }
+        let quiet = *self.quiet_since.get().get_or_insert_with(Instant::now);
+        self.quiet_since.set(Some(quiet));
+        quiet.elapsed() >= QUIET || exited.elapsed() > DRAIN
+    }
+
+    /// Ends what still runs and says how the command ended; the sinks' counts, per flow.
+    pub(crate) fn finish(
+        self,
+        stop: &AtomicBool,
+        interrupted: bool,
+    ) -> (Vec<SinkOutcome>, CommandReport) {
+        let mut command = self.command.into_inner();
+        let by_itself = matches!(command.try_wait(), Ok(Some(_)));
+        let status = terminate(&mut command, Duration::from_secs(2));
+        if let Some(mut s) = self.server {
+            terminate(&mut s, Duration::from_secs(2));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let sinks = self
+            .sinks
+            .into_iter()
+            .map(|h| h.join().ok().flatten().unwrap_or_default())
+            .collect();
+        let report = CommandReport {
+            argv: self.argv,
+            server: self.server_cmd,
+            exit_status: exit_code(status),
+            ended_by: match (by_itself, interrupted) {
+                (true, _) => "exit",
+                (false, true) => "interrupt",
+                (false, false) => "duration",
+            },
+            namespace: self.namespace,
+            peer: self.peer.ip().to_string(),
+            port: self.peer.port(),
+            congestion: self.congestion,
+        };
+        (sinks, report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listening_socket_is_found_in_a_proc_net_tcp_table() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue\n   \
+            0: 0100000A:1389 00000000:0000 0A 00000000:00000000 00:00000000 00000000\n   \
+            1: 0100000A:1F90 0200000A:C350 01 00000000:00000000 00:00000000 00000000\n";
+        assert!(listens(table, 5001));
+        // Port 8080 has a connection but no listener.
+        assert!(!listens(table, 8080));
+    }
+
+    #[test]
+    fn a_signal_is_an_exit_status_above_128() {
+        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGTERM)), 128 + 15);
+    }
+}

@@ -1,0 +1,100 @@
+//! The link manager (seed 000 chapter 7, KUMICS): a daemon that runs a bundle of dial-up
+//! modems with the core's `modem::Supervisor`, and simulated modems to run it against.
+//! `docs/linkmgr.md` is the user's guide and the event log's contract.
+//!
+//! * `config`: the TOML configuration, errors placed `FILE:LINE: path: message`;
+//! * `serial`: a modem's port (raw termios, the rate, RTS/CTS, DCD);
+//! * `eventlog`: the SQLite event log and the snapshots a restart resumes from;
+//! * `plane`: the seam to the data plane (the bundle on a TUN device);
+//! * `daemon`: the loop;
+//! * `modemsim`: simulated Iridium modems on ptys;
+//! * [`dataplane`]: the members' serial ports bonded into one multilink PPP bundle on a TUN;
+//! * [`testbed`]: two namespaces joined by paced member links, to measure the data plane.
+
+pub mod config;
+pub mod daemon;
+pub mod dataplane;
+pub mod eventlog;
+pub mod modemsim;
+pub mod plane;
+pub mod serial;
+pub mod testbed;
+
+use std::path::Path;
+
+pub use config::{ConfigError, LinkMgrConfig, Role};
+pub use modemsim::SimOptions;
+
+/// Why the link manager did not run or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkMgrError {
+    /// The configuration (or an option) is wrong; the message places it.
+    #[error("{0}")]
+    Config(String),
+    /// Something the daemon needs failed (the log, a system call).
+    #[error("{0}")]
+    System(String),
+}
+
+/// `farlink linkmgr run CONFIG`: reads the configuration and runs the daemon until SIGTERM or
+/// SIGINT.
+pub fn run_daemon(config_path: &Path) -> Result<(), LinkMgrError> {
+    let cfg = config::load(config_path).map_err(|e| LinkMgrError::Config(e.to_string()))?;
+    let plane = plane::from_config(&cfg).map_err(LinkMgrError::Config)?;
+    daemon::run(cfg, plane)
+}
+
+/// `farlink linkmgr modem-sim`: the modems of the first bundle link of `scenario_json` (a
+/// resolved scenario: its member rate, delay, β, dial time and dial failures), `seed`
+/// (`None`: the scenario's), until SIGTERM or SIGINT.
+pub fn run_modem_sim(
+    scenario_json: &str,
+    modems: usize,
+    dir: &Path,
+    time_scale: f64,
+    seed: Option<u64>,
+    signal_reply_s: f64,
+    ready: impl FnOnce(&[std::path::PathBuf]),
+) -> Result<(), LinkMgrError> {
+    let sc = farlink_core::scenario::parse_scenario_json(scenario_json)
+        .map_err(|e| LinkMgrError::Config(e.to_string()))?;
+    let Some((link, bundle)) = sc
+        .links()
+        .iter()
+        .find_map(|l| l.bundle.as_ref().map(|b| (l, b)))
+    else {
+        return Err(LinkMgrError::Config(
+            "the scenario has no bundle link to take the modems from".into(),
+        ));
+    };
+    let first = &bundle.members[0];
+    if !(signal_reply_s.is_finite() && (0.0..=60.0).contains(&signal_reply_s)) {
+        return Err(LinkMgrError::Config(format!(
+            "--signal-reply: expected 0 to 60 s, got {signal_reply_s}"
+        )));
+    }
+    let opts = SimOptions {
+        modems,
+        dir: dir.to_path_buf(),
+        time_scale,
+        seed: seed.unwrap_or(sc.seed()),
+        link_name: link.name.clone(),
+        rate_bps: first.rate_bps,
+        delay: first.delay,
+        call_drop_rate_per_s: bundle
+            .members
+            .iter()
+            .map(|m| m.call_drop_rate_per_s)
+            .collect(),
+        dial_time: bundle.dial_time,
+        dial_failure_prob: bundle.dial_failure_prob,
+        signal_reply: farlink_core::time::SimDuration::from_secs_f64(signal_reply_s),
+    };
+    modemsim::run(opts, ready).map_err(|e| {
+        if e.starts_with("--") {
+            LinkMgrError::Config(e)
+        } else {
+            LinkMgrError::System(e)
+        }
+    })
+}

@@ -1,0 +1,259 @@
+"""``farlink fit``: estimate a path from a capture (and a call-drop log) and write a scenario.
+
+From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
+
+* the loss rates, split by where the loss happened relative to the tap
+  (:mod:`farlink.captures.loss`):
+  ``loss_rate``, copies lost after the tap (seen sent, never acknowledged) / data segments seen
+  there, and ``loss_rate_before_tap``, copies lost before it (resends of data the tap never saw,
+  timer firings it never saw) / data segments that reached that part of the path. The fitted
+  path is one link, so its Bernoulli ``p`` is the two together, ``loss_rate_path`` (equal to
+  ``loss_rate`` when nothing was lost before the tap). Reported beside them, the upper bound
+  retransmitted / first transmissions, which counts spurious resends (go-back-N after a
+  timeout, a resend crossing its ACK) too. The estimate counts every loss, congestion drops at
+  a full queue as well as corruption: on a path that queued and overflowed, part of ``p`` is
+  congestion the fitted scenario's own queue will add again;
+* the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
+  sender's own RTT where its timestamps show it (the queue before the tap included), else the
+  tap-to-tap samples (:mod:`farlink.captures.rtt`);
+* the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
+  close when the flow filled the path for ten seconds at least;
+* the one-way delay as half the minimum RTT;
+* the sender's least RTO, where the capture shows timeouts: the shortest wait from the timer's
+  restart to a timeout (:mod:`farlink.captures.rto`); the scenario's flow gets it as ``min_rto``
+  (farlink's default, RFC 6298's 1 s, otherwise).
+
+With ``--drops LOG`` the per-member call-drop rate β is fitted as ``farlink fit-drops`` does
+(seed 000 section 5.3). The scenario written is a two-node path with one link (rate, delay,
+Bernoulli loss ``p``, the tighter estimate, in the data direction, named ``lossy_link``) and one
+unbounded flow with the capture's segment size; β, when known, and the RTT figures are recorded
+as comments and under ``extra`` so the other engines can use them.
+
+Before it is written, the scenario is handed to the core (``farlink._core``), which parses and
+validates it and runs one simulated millisecond of it: a capture whose figures make no path
+(no RTT above zero, no goodput) is refused with the core's message, never written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from farlink.captures.analysis import Connection, analyze_capture
+from farlink.captures.loss import LossEstimate, estimate_loss
+
+__all__ = [
+    "LOSS_RATE_MEANINGS",
+    "PathFit",
+    "checked_scenario_toml",
+    "fit_path",
+    "scenario_toml",
+]
+
+LOSS_RATE_MEANINGS = {
+    "loss_rate": "copies lost after the tap (seen sent, never acknowledged: the needed "
+    "retransmissions of data the tap saw) / data segments seen at the tap",
+    "loss_rate_before_tap": "copies lost before the tap (needed retransmissions of data the tap "
+    "never saw, timer firings it never saw) / data segments that reached that part; a lower "
+    "bound",
+    "scenario_loss_p": "both together, the loss of the fitted scenario's one link",
+    "loss_rate_upper_bound": "every retransmission / first transmissions, spurious resends "
+    "(go-back-N after a timeout, a resend crossing its ACK) included",
+}
+"""What each loss figure of a :class:`PathFit` counts, as ``farlink fit`` prints it."""
+
+
+@dataclass(frozen=True)
+class PathFit:
+    connection: str
+    loss: LossEstimate
+    rtt_s: dict[str, float]
+    rate_bps: float
+    delay_s: float
+    mss_bytes: int
+    beta_per_s: float | None
+    beta_ci_per_s: tuple[float, float] | None
+    drop_fit_verdict: str | None
+    rtt_method: str = ""
+    warnings: tuple[str, ...] = ()
+    min_rto_s: float | None = None
+
+    @property
+    def loss_rate(self) -> float:
+        """Copies lost after the tap / data segments seen there."""
+        return self.loss.loss_rate_after_tap
+
+    @property
+    def scenario_loss_p(self) -> float:
+        """The Bernoulli ``p`` of the fitted one-link path: the loss before and after the tap."""
+        return self.loss.loss_rate_path
+
+    @property
+    def loss_rate_upper_bound(self) -> float:
+        return self.loss.upper_bound
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "connection": self.connection,
+            **self.loss.to_dict(),
+            "scenario_loss_p": self.scenario_loss_p,
+            "rtt_s": self.rtt_s,
+            "rtt_method": self.rtt_method,
+            "min_rto_s": self.min_rto_s,
+            "rate_bps": self.rate_bps,
+            "delay_s": self.delay_s,
+            "mss_bytes": self.mss_bytes,
+            "beta_per_s": self.beta_per_s,
+            "beta_ci_per_s": list(self.beta_ci_per_s) if self.beta_ci_per_s else None,
+            "drop_fit_verdict": self.drop_fit_verdict,
+        }
+
+
+def _busiest(connections: list[Connection]) -> Connection:
+    return max(connections, key=lambda c: c.delivered_bytes)
+
+
+def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
+    """Estimate the path of ``capture``'s busiest connection (see the module notes)."""
+    cap, connections = analyze_capture(capture)
+    if not connections:
+        raise ValueError(f"{capture}: no TCP connection carrying data")
+    conn = _busiest(connections)
+    own = conn.sender_rtt is not None and len(conn.sender_rtt["rtt_s"])
+    rtt = conn.sender_rtt["rtt_s"] if own else conn.rtt["rtt_s"]
+    rtt_method = conn.sender_rtt_method if own else conn.rtt_method
+    if len(rtt) == 0 or len(conn.seq["seq"]) == 0:
+        raise ValueError(f"{capture}: connection {conn.name} has no RTT samples or no data")
+    windows = conn.goodput.get(10.0, np.array([]))
+    rate = float(windows.max()) if len(windows) else 8 * conn.delivered_bytes / conn.duration_s
+    beta = ci = verdict = None
+    if drops is not None:
+        from farlink.calldrops.fit import fit_drop_log
+        from farlink.calldrops.log import read_drop_log
+
+        fit = fit_drop_log(read_drop_log(drops))
+        beta, ci, verdict = fit.beta_per_s, (fit.ci_low_per_s, fit.ci_high_per_s), fit.verdict
+    return PathFit(
+        connection=conn.name,
+        loss=estimate_loss(conn),
+        rtt_s={
+            "min": float(rtt.min()),
+            "median": float(np.median(rtt)),
+            "mean": float(rtt.mean()),
+            "p95": float(np.percentile(rtt, 95)),
+            "std": float(rtt.std()),
+        },
+        rate_bps=rate,
+        delay_s=float(rtt.min()) / 2,
+        mss_bytes=int(conn.seq["len_bytes"].max()),
+        beta_per_s=beta,
+        beta_ci_per_s=ci,
+        drop_fit_verdict=verdict,
+        rtt_method=rtt_method or "",
+        warnings=tuple(cap.warnings),
+        min_rto_s=_shortest_timeout_wait(conn),
+    )
+
+
+def _shortest_timeout_wait(conn: Connection) -> float | None:
+    """The sender's least RTO as the capture shows it: the shortest wait from the timer's
+    restart to a timeout (:mod:`farlink.captures.rto`); None when it timed out never."""
+    waits = conn.timeout_waits_s
+    return float(waits.min()) if waits is not None and len(waits) else None
+
+
+def checked_scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
+    """:func:`scenario_toml`, validated by the core first (module notes).
+
+    Raises:
+        ValueError: the core refuses the scenario; the message names the field and the capture's
+            figure it came from.
+    """
+    import tomllib
+
+    from farlink import _core
+
+    text = scenario_toml(fit, name, duration)
+    doc = tomllib.loads(text)
+    doc["duration"] = "1ms"
+    doc.pop("trace", None)
+    try:
+        _core.run_scenario(json.dumps(doc))
+    except _core.ScenarioError as err:
+        raise ValueError(
+            f"{fit.connection}: the fitted path is not a valid scenario ({err}); the capture's "
+            f"figures: rate {fit.rate_bps:g} bit/s, one-way delay {fit.delay_s:g} s, loss "
+            f"{fit.scenario_loss_p:g}"
+        ) from None
+    return text
+
+
+def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
+    """A scenario file for the fitted path (valid input of ``farlink simulate``)."""
+    rtt = fit.rtt_s
+    lines = [
+        f"# Fitted by `farlink fit` from connection {fit.connection}.",
+        f"# Loss: {fit.loss.lost_after_tap} copies lost after the tap in "
+        f"{fit.loss.data_segments} data segments seen there ({fit.loss_rate:.6g}), "
+        f"{fit.loss.lost_before_tap} before it ({fit.loss.loss_rate_before_tap:.6g}); the link "
+        f"below gets both. Every retransmission counted, the upper bound would be "
+        f"{fit.loss_rate_upper_bound:.6g}.",
+        f"# RTT ({fit.rtt_method}, s): min {rtt['min']:.6g}, median {rtt['median']:.6g}, "
+        f"mean {rtt['mean']:.6g}, 95th percentile {rtt['p95']:.6g}, sd {rtt['std']:.6g}.",
+    ]
+    if fit.beta_per_s:
+        lines.append(
+            f"# Call drops: beta = 1/{1 / (fit.beta_per_s * 60):.1f}min per member "
+            f"({fit.drop_fit_verdict}); use it as links[0].bundle.call_drop_rate for a bundle."
+        )
+    lines += [
+        f'name = "{name}"',
+        'description = "path fitted from a capture by farlink fit"',
+        f'duration = "{duration}"',
+        'nodes = ["A", "B"]',
+        'lossy_link = "A-B"',
+        "",
+        "[[links]]",
+        'name = "A-B"',
+        'a = "A"',
+        'b = "B"',
+        f"rate_bps = {round(fit.rate_bps)}          # largest goodput over a 10 s window",
+        f"delay_s = {fit.delay_s:.6f}        # half the minimum RTT",
+        "queue_pkts = 100",
+        "",
+        "[links.fwd.loss]",
+        'model = "bernoulli"',
+        f"p = {fit.scenario_loss_p:.6g}              # loss before and after the tap "
+        "(farlink.captures.loss)",
+        "",
+        "[[flows]]",
+        'name = "fitted"',
+        'from = "A"',
+        'to = "B"',
+        "",
+        "[flows.tcp]",
+        f"mss_bytes = {fit.mss_bytes}",
+        "timestamps = false           # the MSS above is the payload the capture carried",
+        *(
+            [f"min_rto_s = {fit.min_rto_s:.6f}      # the shortest wait before a timeout seen"]
+            if fit.min_rto_s
+            else []
+        ),
+        "",
+        "[flows.app]",
+        'kind = "unbounded"',
+        "",
+        "[extra.fit]",
+        f"rtt_median_s = {rtt['median']:.6f}",
+        f"rtt_p95_s = {rtt['p95']:.6f}",
+        f"loss_rate_upper_bound = {fit.loss_rate_upper_bound:.6g}",
+        f"loss_rate_after_tap = {fit.loss_rate:.6g}",
+        f"loss_rate_before_tap = {fit.loss.loss_rate_before_tap:.6g}",
+    ]
+    if fit.beta_per_s:
+        lines.append(f"beta_per_s = {fit.beta_per_s:.6g}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""The ``farlink`` command: one module per command group, parsing options only."""

@@ -1,0 +1,232 @@
+"""``farlink linkmgr``: the link manager's commands: the daemon (``run``), the simulated modems
+(``modem-sim``), its event log's readers and the dashboard.
+
+Each command reads the log through :mod:`farlink.linkmgr`; a file that is not an event log is
+one ``farlink: error:`` line and exit status 2 (``farlink.cli.app.main``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from farlink.linkmgr.run import DEFAULT_PRESET
+
+__all__ = ["linkmgr_app"]
+
+EXIT_FAILED = 1
+MAX_MODEMS = 64
+
+linkmgr_app = typer.Typer(
+    no_args_is_help=True,
+    help="Link management for multi-modem bundles: the daemon (seed 000 ch. 7), simulated "
+    "Iridium modems to run it against, its event log and its web dashboard (docs/linkmgr.md).",
+)
+
+LogArg = Annotated[
+    Path,
+    typer.Argument(help="The daemon's event log (SQLite, docs/linkmgr.md).", show_default=False),
+]
+
+
+def _cli_error(message: str) -> Exception:
+    from farlink.cli.options import CliError
+
+    return CliError(message)
+
+
+def _checked_log(log: Path):
+    """Open the log once so that a bad file is refused before any output is written."""
+    from farlink.linkmgr.eventlog import EventLog, EventLogError
+
+    try:
+        EventLog(log).close()
+    except EventLogError as err:
+        raise _cli_error(str(err)) from None
+
+
+@linkmgr_app.command("log")
+def log_command(
+    log: LogArg,
+    csv: Annotated[bool, typer.Option("--csv", help="Every event as a CSV row.")] = False,
+    xml: Annotated[
+        bool,
+        typer.Option("--xml", help="The KUMICS connection database (seed 000 Figure 7.4)."),
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write to this file instead of standard output.")
+    ] = None,
+) -> None:
+    """Export the event log as CSV or as the XML connection database of seed 000 Figure 7.4."""
+    from farlink.linkmgr.eventlog import EventLogError
+    from farlink.linkmgr.export import events_csv, xml_database
+    from farlink.outputs import write_bytes
+
+    if csv == xml:
+        raise _cli_error("--csv, --xml: give exactly one of them")
+    _checked_log(log)
+    if out is not None and out.exists() and out.resolve() == log.resolve():
+        raise _cli_error(f"--out: {out} is the log itself; name another file")
+    try:
+        data = events_csv(log).encode() if csv else xml_database(log)
+    except EventLogError as err:
+        raise _cli_error(str(err)) from None
+    if out is None:
+        typer.echo(data.decode(), nl=False)
+    else:
+        write_bytes(out, data)
+
+
+@linkmgr_app.command("uptime")
+def uptime_command(
+    log: LogArg,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of a table.")
+    ] = False,
+) -> None:
+    """Uptime with all members and with at least one member up (seed 001), per member too."""
+    from farlink.linkmgr.eventlog import EventLogError
+    from farlink.linkmgr.uptime import uptime_report
+    from farlink.reports.terminal import print_json
+
+    _checked_log(log)
+    try:
+        report = uptime_report(log)
+    except EventLogError as err:
+        raise _cli_error(str(err)) from None
+    if as_json:
+        print_json(report.to_dict())
+        return
+    _print_uptime(report)
+
+
+def _print_uptime(report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    console.print(f"uptime {report.log}")
+    console.print(
+        f"  log time {report.duration_s:.0f} s ({report.duration_s / 3600:.2f} h), "
+        f"{report.events} events"
+    )
+    console.print(f"  all members up       {100 * report.all_up_fraction:6.2f} %")
+    console.print(f"  at least one up      {100 * report.any_up_fraction:6.2f} %")
+    console.print(
+        f"  call drops {report.drops} (of the primary {report.primary_drops}), dials {report.dials}"
+    )
+    table = Table("modem", "uptime %", "drops", "dials", "connected", "state", box=None)
+    for m in report.members:
+        table.add_row(
+            m.modem,
+            f"{100 * m.uptime_fraction:.2f}",
+            str(m.drops),
+            str(m.dials),
+            str(m.dials_connected),
+            m.state,
+        )
+    console.print(table)
+
+
+@linkmgr_app.command("dashboard")
+def dashboard_command(
+    log: LogArg,
+    listen: Annotated[
+        str,
+        typer.Option(
+            "--listen",
+            help="ADDR:PORT to serve on (port 0: any free one). Off loopback, --token is needed.",
+        ),
+    ] = "127.0.0.1:8750",
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            help="Every request must carry it (Authorization: Bearer TOKEN or ?token=TOKEN).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the web dashboard of a log: the page at /, live updates, /metrics for Prometheus.
+
+    Prints the page's address once listening, then serves until Ctrl-C.
+    """
+    from farlink.linkmgr.dashboard import DashboardError, serve
+    from farlink.linkmgr.eventlog import EventLogError
+
+    _checked_log(log)
+    try:
+        serve(log, listen, token)
+    except DashboardError as err:
+        raise _cli_error(str(err)) from None
+    except EventLogError as err:
+        raise _cli_error(str(err)) from None
+
+
+def _fail(err: Exception) -> None:
+    """A configuration or option error is bad input (exit 2); anything else a failure (1)."""
+    if getattr(err, "kind", None) == "config":
+        raise _cli_error(str(err)) from None
+    typer.echo(f"farlink: error: linkmgr: {err}", err=True)
+    raise typer.Exit(EXIT_FAILED) from None
+
+
+@linkmgr_app.command("run")
+def run_command(
+    config: Annotated[Path, typer.Argument(help="The daemon's configuration (TOML).")],
+) -> None:
+    """Run the daemon: dial (air) or answer (ground) every member, notice call drops, redial,
+    block failing modems, log every event; until SIGTERM or Ctrl-C."""
+    from farlink import _core
+    from farlink.linkmgr.run import run_daemon
+
+    try:
+        run_daemon(config)
+    except _core.LinkMgrError as err:
+        _fail(err)
+
+
+@linkmgr_app.command("modem-sim")
+def modem_sim_command(
+    modems: Annotated[int, typer.Option(help="Modem pairs (air and ground), 1 to 64.")] = 8,
+    directory: Annotated[
+        Path,
+        typer.Option("--dir", help="Folder for the links DIR/air<k> and DIR/ground<k>."),
+    ] = Path("farlink-modems"),
+    time_scale: Annotated[
+        float,
+        typer.Option(help="Divide dial times and call durations by this (at least 1)."),
+    ] = 1.0,
+    seed: Annotated[int | None, typer.Option(help="Seed of the random streams.")] = None,
+    preset: Annotated[
+        str, typer.Option(help="Scenario (preset or file) whose bundle the modems follow.")
+    ] = DEFAULT_PRESET,
+    signal_reply: Annotated[
+        float,
+        typer.Option(help="Seconds a signal query (AT+CSQ) takes to answer (seed 000: 4)."),
+    ] = 4.0,
+) -> None:
+    """Simulated Iridium modems on pseudo-terminals: dials, call drops and delays drawn as the
+    simulator draws them; until SIGTERM or Ctrl-C. Prints each link's path when ready."""
+    from farlink import _core
+    from farlink.linkmgr.run import run_modem_sim
+    from farlink.scenario import ScenarioError, describe_error
+
+    if not 1 <= modems <= MAX_MODEMS:
+        raise _cli_error(f"--modems: expected 1 to {MAX_MODEMS}, got {modems}")
+    if seed is not None and not 0 <= seed < 2**64:
+        raise _cli_error(f"--seed: expected a whole number from 0 to 2^64-1, got {seed}")
+    try:
+        run_modem_sim(
+            modems,
+            directory,
+            time_scale=time_scale,
+            seed=seed,
+            preset=preset,
+            signal_reply_s=signal_reply,
+        )
+    except ScenarioError as err:
+        raise _cli_error(describe_error(preset, err)) from None
+    except _core.LinkMgrError as err:
+        _fail(err)

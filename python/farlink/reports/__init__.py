@@ -1,0 +1,1 @@
+"""What people read: terminal tables, the HTML report of a sweep, figures."""

@@ -1,0 +1,1 @@
+"""The result every engine returns: summary and traces, and its document schema."""

@@ -1,0 +1,1 @@
+"""Sweeps: many scenario x seed runs, checked before they start, kept as Parquet."""
