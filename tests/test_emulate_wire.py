@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from farlink.cli import main
+from farlink.cli.app import main
 from farlink.emulate import emulate
 
 
