@@ -75,13 +75,7 @@ impl World<'_> {
         let mut out = |o: BundleOutput| match o {
             BundleOutput::Schedule { at, event } => {
                 if at <= end {
-                    queue.push(
-                        at,
-                        Event::Bundle {
-                            bundle: b as u32,
-                            event,
-                        },
-                    );
+                    queue.push(at, Event::bundle(b as u32, event));
                 }
             }
             BundleOutput::MemberState { member, state } => {
