@@ -219,9 +219,18 @@ class _Procs:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.args: dict[str, list[str]] = {}
+
+    def kill_and_restart(self, name: str) -> None:
+        """SIGKILLs process ``name`` and starts it again as it was started."""
+        p = self.procs[name]
+        p.kill()
+        p.wait()
+        self.start(name, self.args[name])
 
     def start(self, name: str, args: list[str], *, stdout: int | None = None) -> None:
-        err = open(self.folder / f"{name}.stderr", "wb")  # noqa: SIM115 (kept by the child)
+        self.args[name] = args
+        err = open(self.folder / f"{name}.stderr", "ab")
         self.procs[name] = subprocess.Popen(
             args,
             cwd=self.folder,
@@ -299,15 +308,16 @@ def run_demo(
     token: str | None = None,
     timeout_s: float | None = None,
     say: Callable[[str], None] = print,
-    on_transfer_started: Callable[[Path], None] | None = None,
+    on_transfer_started: Callable[[Callable[[str], None]], None] | None = None,
 ) -> DemoResult:
     """Runs the demo in ``folder`` (its logs, configurations and the modems' links); returns
     once the transfer is over (with ``keep``: once interrupted after it). Everything it made
     (namespaces, processes, links) is gone when it returns or raises, the logs excepted.
 
     ``timeout_s`` bounds the transfer (default: ten times its time at the bundle's full rate
-    plus ten minutes scaled). ``on_transfer_started(folder)`` is called (from this thread)
-    once the sender runs: a test's hook to do harm mid-transfer.
+    plus ten minutes scaled). ``on_transfer_started(kill_and_restart)`` is called (from this
+    thread) once the sender runs: a test's hook to do harm mid-transfer, given a function that
+    SIGKILLs a part (``"ground-daemon"``, ``"air-daemon"``) and starts it again.
     """
     check_can_run()
     from farlink.linkmgr.dashboard import check_access, parse_listen
@@ -315,11 +325,13 @@ def run_demo(
     host, _ = parse_listen(listen)
     check_access(host, token)
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.sqlite*"):
-        old.unlink()  # a daemon would resume from an old log's snapshot
+    # A daemon would resume from an old log's snapshot; a part's stderr is appended to (a
+    # restarted part keeps what it said before).
+    for old in [*folder.glob("*.sqlite*"), *folder.glob("*.stderr")]:
+        old.unlink()
     timers = scaled_timers(time_scale)
     modem_dir = folder / "modems"
-    air_log, ground_log = folder / "air.sqlite", folder / "ground.sqlite"
+    air_log = folder / "air.sqlite"
     line_bps = 2400 * modems
     if timeout_s is None:
         timeout_s = 10 * size_bytes * 8 / line_bps + 6000 / time_scale + 60
@@ -418,7 +430,7 @@ def run_demo(
         )
         say(f"sending {size_bytes} bytes from air to ground across the bundle")
         if on_transfer_started is not None:
-            on_transfer_started(folder)
+            on_transfer_started(procs.kill_and_restart)
         received = _await_transfer(procs, timeout_s)
         transfer_s = received["end_unix_s"] - first_dial
         drops = len(_query(air_log, "SELECT 1 FROM events WHERE kind = 'drop'"))
