@@ -70,7 +70,9 @@ impl Port {
     }
 }
 
-/// The ACCM asked of the peer: CR (13) and LF (10) escaped.
+/// The ACCM a daemon over modems asks of its peer: CR (13) and LF (10) escaped in every frame
+/// (RFC 1662 section 7.1), so that a bare `\r\nNO CARRIER\r` among a member's octets can
+/// only be its modem's, back in command mode after a call drop, never a packet's payload.
 pub const ACCM_CR_LF: u32 = (1 << 10) | (1 << 13);
 
 /// A modem's verbose result code after a call drop (V.250 section 5.7.1), as it reaches the
@@ -116,10 +118,6 @@ pub fn bundle_config(
     endpoint: &[u8],
 ) -> BondConfig {
     let mut lcp = farlink_core::ppp::lcp::LcpConfig::multilink(magic);
-    // CR and LF escaped in every frame the peer sends (RFC 1662 section 7.1): then a bare
-    // `\r\nNO CARRIER\r` among a member's octets can only be its modem's, back in command mode
-    // after a call drop, never a packet's payload (see `NO_CARRIER`).
-    lcp.accm = ACCM_CR_LF;
     lcp.endpoint = Some((1, endpoint.to_vec()));
     BondConfig::new(
         rates_bps,
@@ -493,14 +491,5 @@ mod tests {
         assert!(!port.saw_no_carrier(b"\x7e\r\nNO CAR"));
         assert!(port.saw_no_carrier(b"RIER\r\n"));
         assert!(!port.saw_no_carrier(b"\r\nOK\r\n"));
-        // What the peer is asked to escape: CR and LF, so no frame holds them bare.
-        let cfg = bundle_config(
-            vec![2400],
-            [10, 0, 0, 1].into(),
-            [10, 0, 0, 2].into(),
-            1,
-            b"a",
-        );
-        assert_eq!(cfg.lcp.accm, ACCM_CR_LF);
     }
 }
