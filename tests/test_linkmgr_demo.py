@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -136,3 +137,55 @@ def test_ground_daemon_killed_and_restarted_mid_transfer(tmp_path: Path) -> None
         starts = db.execute("SELECT detail FROM events WHERE kind = 'daemon'").fetchall()
     assert len([s for (s,) in starts if s in ("start", "resume")]) == 2
     assert not {n for n in _namespaces() if n.startswith(f"farlink-{os.getpid():x}d-")}
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_demo_leaves_nothing(tmp_path: Path, how: signal.Signals) -> None:
+    """SIGTERM: the demo removes its namespaces and parts itself (exit 130). SIGKILL: its parts
+    die with it (parent-death signal) and the next start removes its namespaces."""
+    from farlink.linkmgr.netns import remove_stale
+
+    err = tmp_path / "output"
+    with err.open("wb") as f:
+        p = subprocess.Popen(
+            [
+                *FARLINK,
+                "linkmgr",
+                "demo",
+                "--dir",
+                str(tmp_path / "demo"),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + RUN_LIMIT_S
+        while "sending" not in err.read_text():
+            assert p.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, "the transfer did not start"
+            time.sleep(0.1)
+        made = err.read_text().split("namespaces ", 1)[1].split(";")[0].split(" and ")
+        p.send_signal(how)
+        rc = p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if how == signal.SIGTERM:
+        assert rc == 130
+        assert "interrupted" in err.read_text()
+    else:
+        deadline = time.monotonic() + 30
+        while any(_pids_in(n) for n in made):
+            assert time.monotonic() < deadline, "the demo's parts outlived it"
+            time.sleep(0.2)
+        removed = remove_stale()
+        assert set(made) <= set(removed)
+    assert not set(made) & _namespaces()
+
+
+def _pids_in(namespace: str) -> list[str]:
+    out = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True)
+    return out.stdout.split()

@@ -19,6 +19,7 @@ PRESET_NAME = DEFAULT_PRESET
 __all__ = ["linkmgr_app"]
 
 EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
 MAX_MODEMS = 64
 
 linkmgr_app = typer.Typer(
@@ -300,6 +301,9 @@ def demo_command(
     except DemoError as err:
         typer.echo(f"farlink: error: linkmgr demo: {err}", err=True)
         raise typer.Exit(EXIT_FAILED) from None
+    except KeyboardInterrupt:
+        typer.echo("farlink: linkmgr demo: interrupted; its namespaces are removed", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if as_json:
         print_json(result.to_dict())
         return

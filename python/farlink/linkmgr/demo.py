@@ -289,8 +289,8 @@ def _wait(done: Callable[[], bool], what: str, timeout_s: float, procs: _Procs) 
         time.sleep(0.1)
 
 
-class _Terminated(Exception):
-    pass
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C: everything made is removed on the way out."""
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
