@@ -14,9 +14,12 @@ import typer
 
 from farlink.linkmgr.run import DEFAULT_PRESET
 
+PRESET_NAME = DEFAULT_PRESET
+
 __all__ = ["linkmgr_app"]
 
 EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
 MAX_MODEMS = 64
 
 linkmgr_app = typer.Typer(
@@ -230,3 +233,90 @@ def modem_sim_command(
         raise _cli_error(describe_error(preset, err)) from None
     except _core.LinkMgrError as err:
         _fail(err)
+
+
+@linkmgr_app.command("demo")
+def demo_command(
+    modems: Annotated[int, typer.Option(help="Simulated modem pairs, 1 to 64.")] = 8,
+    size: Annotated[
+        str, typer.Option(help="Bytes sent air to ground over TCP (100KB: about a minute).")
+    ] = "100KB",
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            help="Divide drop intervals, dial times and the daemons' timers by this (at least 1)."
+        ),
+    ] = 1.0,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Stay up after the transfer, until Ctrl-C.")
+    ] = False,
+    listen: Annotated[
+        str,
+        typer.Option(
+            help="ADDR:PORT of the dashboard (port 0: any free one). Off loopback, --token."
+        ),
+    ] = "127.0.0.1:8750",
+    token: Annotated[
+        str | None, typer.Option(help="Every dashboard request must carry it.")
+    ] = None,
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Folder for the logs, configurations and modem links.")
+    ] = Path("farlink-demo"),
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object at the end.")
+    ] = False,
+) -> None:
+    """Two namespaces, simulated modems, a daemon at each end and a TCP transfer across the
+    bonded bundle, its time beside the simulator's and eq. 36's (docs/linkmgr.md). Needs root."""
+    from farlink import units
+    from farlink.linkmgr.dashboard import DashboardError
+    from farlink.linkmgr.demo import DemoError, run_demo
+    from farlink.reports.terminal import print_json
+
+    if not 1 <= modems <= MAX_MODEMS:
+        raise _cli_error(f"--modems: expected 1 to {MAX_MODEMS}, got {modems}")
+    if not time_scale >= 1:
+        raise _cli_error(f"--time-scale: expected at least 1, got {time_scale}")
+    try:
+        size_bytes = int(units.parse_size_bytes(size))
+    except ValueError as err:
+        raise _cli_error(f"--size: {err}") from None
+
+    def say(line: str) -> None:
+        typer.echo(line, err=as_json)
+
+    try:
+        result = run_demo(
+            modems=modems,
+            size_bytes=size_bytes,
+            time_scale=time_scale,
+            folder=directory,
+            keep=keep,
+            listen=listen,
+            token=token,
+            say=say,
+        )
+    except DashboardError as err:
+        raise _cli_error(str(err)) from None
+    except DemoError as err:
+        typer.echo(f"farlink: error: linkmgr demo: {err}", err=True)
+        raise typer.Exit(EXIT_FAILED) from None
+    except KeyboardInterrupt:
+        typer.echo("farlink: linkmgr demo: interrupted; its namespaces are removed", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if as_json:
+        print_json(result.to_dict())
+        return
+    _print_demo(result)
+
+
+def _print_demo(r) -> None:
+    sim = "unfinished" if r.sim_transfer_time_s is None else f"{r.sim_transfer_time_s:8.1f} s"
+    typer.echo(
+        f"{r.size_bytes} bytes over {r.modems} bonded simulated modems, time scale {r.time_scale:g}"
+        f" (from the first dial; {r.drops} call drops; bytes verified: {r.verified})"
+    )
+    typer.echo(f"  demo (kernel TCP, the daemons)      {r.transfer_time_s:8.1f} s")
+    typer.echo(f"  simulate {PRESET_NAME:<26} {sim}")
+    typer.echo(f"  eq. 36 (predict calldrop)           {r.model_transfer_time_s:8.1f} s")
+    typer.echo(f"  event log {r.log}")

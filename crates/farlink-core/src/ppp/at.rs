@@ -464,6 +464,10 @@ impl AtDialogue {
             }
             // Data still arriving before the escape.
             (State::Idle | State::Online | State::EscapeBefore { .. }, _) => {}
+            // Data still arriving until the modem has seen the trailing guard time: the peer
+            // goes on sending through the escape. A modem that never answers `OK` is caught
+            // by the escape's deadline.
+            (State::EscapeAfter { .. }, None) => {}
             (state, _) => {
                 // Anything else while a command is outstanding: the modem answers nonsense.
                 let command = match state {
@@ -580,6 +584,9 @@ mod tests {
         assert_eq!(d.next_wakeup(), Some(t(11_000)));
         d.on_timer(t(11_000));
         assert_eq!(drain(&mut d), [w("+++")]);
+        // The peer's frames go on arriving until the modem has left data mode: not an answer.
+        d.on_bytes(t(11_500), b"~\x7d\x23frame~\r\n");
+        assert!(drain(&mut d).is_empty());
         d.on_bytes(t(12_100), b"\r\nOK\r\n");
         assert_eq!(drain(&mut d), [w("ATH\r")]);
         d.on_bytes(t(12_200), b"\r\nOK\r\n");

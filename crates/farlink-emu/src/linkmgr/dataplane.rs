@@ -53,7 +53,31 @@ struct Port {
     file: File,
     /// Octets the bond handed out that the port did not take yet.
     pending: Vec<u8>,
+    /// The last octets read, shorter than `NO_CARRIER`: a result code split across reads.
+    tail: Vec<u8>,
 }
+
+impl Port {
+    /// Whether `octets` (read after the earlier ones) complete the modem's `NO CARRIER`.
+    fn saw_no_carrier(&mut self, octets: &[u8]) -> bool {
+        self.tail.extend_from_slice(octets);
+        let found = self.tail.windows(NO_CARRIER.len()).any(|w| w == NO_CARRIER);
+        let keep = NO_CARRIER.len() - 1;
+        if self.tail.len() > keep {
+            self.tail.drain(..self.tail.len() - keep);
+        }
+        found
+    }
+}
+
+/// The ACCM a daemon over modems asks of its peer: CR (13) and LF (10) escaped in every frame
+/// (RFC 1662 section 7.1), so that a bare `\r\nNO CARRIER\r` among a member's octets can
+/// only be its modem's, back in command mode after a call drop, never a packet's payload.
+pub const ACCM_CR_LF: u32 = (1 << 10) | (1 << 13);
+
+/// A modem's verbose result code after a call drop (V.250 section 5.7.1), as it reaches the
+/// port: the modem has left data mode, so the call is gone.
+const NO_CARRIER: &[u8] = b"\r\nNO CARRIER\r";
 
 /// The data plane of one end of the bundle.
 #[derive(Debug)]
@@ -160,6 +184,7 @@ impl DataPlane {
                 self.ports[m] = Some(Port {
                     file: File::from(d),
                     pending: Vec::new(),
+                    tail: Vec::new(),
                 });
                 self.bond.member_up(m, now);
                 self.flush(now);
@@ -273,7 +298,14 @@ impl DataPlane {
                     self.port_lost(m, now, "port closed".into());
                     return;
                 }
-                Ok(n) => self.bond.on_member_octets(m, now, &self.buf[..n]),
+                Ok(n) => {
+                    let carrier_lost = port.saw_no_carrier(&self.buf[..n]);
+                    self.bond.on_member_octets(m, now, &self.buf[..n]);
+                    if carrier_lost {
+                        self.port_lost(m, now, "no carrier".into());
+                        return;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -445,5 +477,19 @@ mod tests {
         }
         lost.sort();
         assert_eq!(lost, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_modems_no_carrier_is_seen_across_reads_and_only_bare() {
+        let file = File::open("/dev/null").unwrap();
+        let mut port = Port {
+            file,
+            pending: Vec::new(),
+            tail: Vec::new(),
+        };
+        assert!(!port.saw_no_carrier(b"\x7e\x7d\x2d\x7d\x2aNO CARRIER\x7d\x2d\x7e"));
+        assert!(!port.saw_no_carrier(b"\x7e\r\nNO CAR"));
+        assert!(port.saw_no_carrier(b"RIER\r\n"));
+        assert!(!port.saw_no_carrier(b"\r\nOK\r\n"));
     }
 }

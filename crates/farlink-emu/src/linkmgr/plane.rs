@@ -75,7 +75,9 @@ pub fn from_config(
             .unwrap_or_default()
             .subsec_nanos());
     let rates = vec![t.member_rate_bps; cfg.members.len()];
-    let bond = bundle_config(rates, local, peer, magic, local.octets().as_slice());
+    let mut bond = bundle_config(rates, local, peer, magic, local.octets().as_slice());
+    // Over modems: the data plane reads their `NO CARRIER` among the octets (see the const).
+    bond.lcp.accm = crate::linkmgr::dataplane::ACCM_CR_LF;
     let plane = crate::linkmgr::dataplane::DataPlane::create(&t.name, bond)
         .map_err(|e| format!("tun: {e}"))?;
     for args in [

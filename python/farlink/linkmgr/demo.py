@@ -1,0 +1,525 @@
+"""``farlink linkmgr demo``: the whole link manager at once on one machine.
+
+Two network namespaces (air and ground, :mod:`farlink.linkmgr.netns`), N simulated Iridium
+modem pairs on ptys (``farlink linkmgr modem-sim``, in the root namespace: ptys belong to no
+namespace), a daemon at each end in its namespace with a ``[tun]`` table (the air end dials, the
+ground end answers), the dashboard of the air end's log, and a kernel TCP transfer of ``size``
+bytes from air to ground across the bonded bundle. Its time, counted from the air daemon's first
+dial, is set beside the simulator's (``iridium-greenland-8`` with the same modems, file and
+timers) and eq. 36's (``predict calldrop``) for the same file.
+
+``time_scale`` X divides every timer of the modems' calls (drop intervals and dial times) and
+of the supervisor (T_d, T_f, the blocked time) by X, in the demo and in both figures beside it;
+the byte rate is untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from farlink.linkmgr.netns import NetnsError, RunNamespaces, remove_stale
+
+PRESET = "iridium-greenland-8"
+AIR_ADDRESS = "10.77.0.1"
+GROUND_ADDRESS = "10.77.0.2"
+TUN_NAME = "farlink0"
+PORT = 5001
+SEED = 1
+STARTUP_WAIT_S = 30.0
+"""The longest wait for the modems' links and the daemons' logs (seconds on a loaded machine)."""
+STOP_WAIT_S = 10.0
+PR_SET_PDEATHSIG = 1
+
+
+class DemoError(RuntimeError):
+    """The demo cannot run here (not root, no TUN) or a part of it failed."""
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    modems: int
+    size_bytes: int
+    time_scale: float
+    transfer_time_s: float
+    sim_transfer_time_s: float | None
+    model_transfer_time_s: float
+    bytes_received: int
+    verified: bool
+    log: str
+    drops: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "modems": self.modems,
+            "size_bytes": self.size_bytes,
+            "time_scale": self.time_scale,
+            "transfer_time_s": self.transfer_time_s,
+            "sim_transfer_time_s": self.sim_transfer_time_s,
+            "model_transfer_time_s": self.model_transfer_time_s,
+            "bytes": self.bytes_received,
+            "verified": self.verified,
+            "drops": self.drops,
+            "log": self.log,
+        }
+
+
+def check_can_run() -> None:
+    """Refuses a machine without what the demo needs, in one line."""
+    if not sys.platform.startswith("linux"):
+        raise DemoError("the demo needs Linux (network namespaces, TUN, ptys)")
+    if os.geteuid() != 0:
+        raise DemoError("the demo needs root (network namespaces and TUN devices)")
+    if not Path("/dev/net/tun").exists():
+        raise DemoError("the demo needs /dev/net/tun")
+
+
+def _preset_bundle() -> dict[str, Any]:
+    from farlink.scenario import load_scenario
+
+    return load_scenario(PRESET)
+
+
+def _seconds(text: str) -> float:
+    from farlink import units
+
+    return units.parse_duration_s(text)
+
+
+def scaled_timers(time_scale: float) -> dict[str, float]:
+    """The preset's supervisor timers and dial time divided by ``time_scale`` (seconds), and its
+    call-drop rate multiplied by it (per second)."""
+    from farlink import units
+
+    b = _preset_bundle()["links"][0]["bundle"]
+    return {
+        "dial_time_s": _seconds(b["dial_time"]) / time_scale,
+        "t_d_s": _seconds(b["t_d"]) / time_scale,
+        "t_f_s": _seconds(b["t_f"]) / time_scale,
+        "blocked_for_s": _seconds(b["blocked_for"]) / time_scale,
+        "detection_delay_s": _seconds(b["detection_delay"]) / time_scale,
+        "max_attempts": int(b["max_attempts"]),
+        "beta_per_s": units.parse_event_rate_per_s(b["call_drop_rate"]) * time_scale,
+    }
+
+
+def daemon_config(role: str, modems: int, modem_dir: Path, timers: dict[str, float]) -> str:
+    """The TOML of one end's daemon. The ground end answers and waits out a drop for a tenth
+    of the air end's time, so that it is waiting again when the air end redials."""
+    here, there = (AIR_ADDRESS, GROUND_ADDRESS) if role == "air" else (GROUND_ADDRESS, AIR_ADDRESS)
+    members = "".join(
+        f'\n[[members]]\nname = "m{k}"\ndevice = "{modem_dir / f"{role}{k}"}"\n'
+        for k in range(modems)
+    )
+    share = 1.0 if role == "air" else 0.1
+    return f"""role = "{role}"
+log = "{role}.sqlite"
+primary = {"true" if role == "air" else "false"}
+{members}
+[profile]
+name = "iridium"
+dial_timeout = "{max(5.0, 6 * timers["dial_time_s"]):.3f}s"
+
+[timers]
+t_d = "{share * timers["t_d_s"]:.3f}s"
+t_f = "{share * timers["t_f_s"]:.3f}s"
+max_attempts = {timers["max_attempts"] if role == "air" else 0}
+blocked_for = "{timers["blocked_for_s"]:.3f}s"
+
+[tun]
+name = "{TUN_NAME}"
+address = "{here}/30"
+peer = "{there}"
+member_rate = "2400bps"
+"""
+
+
+def sim_scenario(modems: int, size_bytes: int, time_scale: float) -> dict[str, Any]:
+    """``iridium-greenland-8`` with the demo's modems, file and timers, starting from the first
+    dial (``start = "dialing"``) as the demo counts."""
+    from farlink import units
+
+    doc = _preset_bundle()
+    t = scaled_timers(time_scale)
+    b = doc["links"][0]["bundle"]
+    b["members"] = modems
+    b["start"] = "dialing"
+    b["call_drop_rate_per_s"] = t["beta_per_s"]
+    del b["call_drop_rate"]
+    for key in ("dial_time", "t_d", "t_f", "blocked_for", "detection_delay"):
+        b[key] = f"{t[key + '_s']}s"
+    doc["flows"][0]["app"]["size"] = f"{size_bytes}B"
+    # Long enough for the transfer at a tenth of the bundle's rate, with every dial.
+    rate_bps = units.parse_bitrate_bps(b["rate"]) * modems
+    doc["duration"] = f"{600 + 10 * size_bytes * 8 / rate_bps + 100 * t['dial_time_s']}s"
+    return doc
+
+
+def simulated_time_s(modems: int, size_bytes: int, time_scale: float) -> float | None:
+    """The simulator's transfer time for the same bundle and file (None: unfinished)."""
+    from farlink.sim import simulate
+
+    result = simulate(sim_scenario(modems, size_bytes, time_scale))
+    t = result.summary.get("transfer_time_s")
+    return None if t is None else float(t)
+
+
+def model_time_s(modems: int, size_bytes: int, time_scale: float) -> float:
+    """Eq. 36 (``farlink predict calldrop``) for the same file with β multiplied by the time
+    scale, plus the first dial (the model starts with the bundle up; the demo counts from the
+    first dial)."""
+    t = scaled_timers(time_scale)
+    out = subprocess.run(
+        [
+            *_farlink(),
+            "predict",
+            "calldrop",
+            "--links",
+            str(modems),
+            "--size",
+            f"{size_bytes}B",
+            "--drop-rate",
+            f"{t['beta_per_s']}/s",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise DemoError(f"predict calldrop failed: {out.stderr.strip()}")
+    return float(json.loads(out.stdout)["transfer_time_s"]) + t["dial_time_s"]
+
+
+def _farlink() -> list[str]:
+    return [sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())"]
+
+
+def _die_with_parent() -> None:
+    """In a child before exec: SIGTERM when the demo dies, however it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class _Procs:
+    """The demo's child processes; each ends when the demo does."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.args: dict[str, list[str]] = {}
+
+    def kill_and_restart(self, name: str) -> None:
+        """SIGKILLs process ``name`` and starts it again as it was started."""
+        p = self.procs[name]
+        p.kill()
+        p.wait()
+        self.start(name, self.args[name])
+
+    def start(self, name: str, args: list[str], *, stdout: int | None = None) -> None:
+        self.args[name] = args
+        err = open(self.folder / f"{name}.stderr", "ab")
+        self.procs[name] = subprocess.Popen(
+            args,
+            cwd=self.folder,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL if stdout is None else stdout,
+            stderr=err,
+            preexec_fn=_die_with_parent,
+        )
+        err.close()
+
+    def failed(self, name: str) -> str | None:
+        p = self.procs.get(name)
+        if p is None or p.poll() is None:
+            return None
+        text = (self.folder / f"{name}.stderr").read_text(errors="replace").strip()
+        return f"{name} exited with status {p.returncode}" + (f": {text}" if text else "")
+
+    def stop(self, name: str) -> None:
+        p = self.procs.get(name)
+        if p is None:
+            return
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
+
+    def stop_all(self) -> None:
+        for name in reversed(list(self.procs)):
+            self.stop(name)
+
+
+def _query(log: Path, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of the log read as a reader does while the daemon writes (none before it has any)."""
+    if not log.exists():
+        return []
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{log}?mode=ro", uri=True)) as db:
+            return db.execute(sql).fetchall()
+    except sqlite3.Error:
+        return []
+
+
+def _wait(done: Callable[[], bool], what: str, timeout_s: float, procs: _Procs) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        for name in procs.procs:
+            if name != "sender" and (why := procs.failed(name)):
+                raise DemoError(why)
+        if time.monotonic() > deadline:
+            raise DemoError(f"gave up waiting for {what} after {timeout_s:.0f} s")
+        time.sleep(0.1)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C: everything made is removed on the way out."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+def run_demo(
+    *,
+    modems: int,
+    size_bytes: int,
+    time_scale: float,
+    folder: Path,
+    keep: bool = False,
+    listen: str = "127.0.0.1:0",
+    token: str | None = None,
+    timeout_s: float | None = None,
+    say: Callable[[str], None] = print,
+    on_transfer_started: Callable[[Callable[[str], None]], None] | None = None,
+) -> DemoResult:
+    """Runs the demo in ``folder`` (its logs, configurations and the modems' links); returns
+    once the transfer is over (with ``keep``: once interrupted after it). Everything it made
+    (namespaces, processes, links) is gone when it returns or raises, the logs excepted.
+
+    ``timeout_s`` bounds the transfer (default: ten times its time at the bundle's full rate
+    plus ten minutes scaled). ``on_transfer_started(kill_and_restart)`` is called (from this
+    thread) once the sender runs: a test's hook to do harm mid-transfer, given a function that
+    SIGKILLs a part (``"ground-daemon"``, ``"air-daemon"``) and starts it again.
+    """
+    check_can_run()
+    from farlink.linkmgr.dashboard import check_access, parse_listen
+
+    host, _ = parse_listen(listen)
+    check_access(host, token)
+    folder.mkdir(parents=True, exist_ok=True)
+    # A daemon would resume from an old log's snapshot; a part's stderr is appended to (a
+    # restarted part keeps what it said before).
+    for old in [*folder.glob("*.sqlite*"), *folder.glob("*.stderr")]:
+        old.unlink()
+    timers = scaled_timers(time_scale)
+    modem_dir = folder / "modems"
+    air_log = folder / "air.sqlite"
+    line_bps = 2400 * modems
+    if timeout_s is None:
+        timeout_s = 10 * size_bytes * 8 / line_bps + 6000 / time_scale + 60
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    remove_stale()
+    spaces: RunNamespaces | None = None
+    procs = _Procs(folder)
+    stop_dashboard = threading.Event()
+    dashboard: threading.Thread | None = None
+    try:
+        try:
+            spaces = RunNamespaces()
+            air_ns = spaces.create("air")
+            ground_ns = spaces.create("ground")
+        except NetnsError as err:
+            raise DemoError(str(err)) from None
+        say(f"namespaces {air_ns} and {ground_ns}; {modems} simulated modems in {modem_dir}")
+        procs.start(
+            "modem-sim",
+            [
+                *_farlink(),
+                "linkmgr",
+                "modem-sim",
+                "--modems",
+                str(modems),
+                "--dir",
+                str(modem_dir),
+                "--time-scale",
+                repr(time_scale),
+                "--seed",
+                str(SEED),
+                "--preset",
+                PRESET,
+            ],
+        )
+        _wait(
+            lambda: (modem_dir / f"ground{modems - 1}").is_symlink(),
+            "the simulated modems",
+            STARTUP_WAIT_S,
+            procs,
+        )
+        for role, ns in (("ground", ground_ns), ("air", air_ns)):
+            config = folder / f"{role}.toml"
+            config.write_text(daemon_config(role, modems, modem_dir, timers))
+            procs.start(
+                f"{role}-daemon",
+                ["ip", "netns", "exec", ns, *_farlink(), "linkmgr", "run", str(config)],
+            )
+        _wait(lambda: bool(_query(air_log, "SELECT 1 FROM events")), "the air log", 30, procs)
+        dashboard = _start_dashboard(air_log, listen, token, stop_dashboard, say)
+        procs.start(
+            "receiver",
+            [
+                "ip",
+                "netns",
+                "exec",
+                ground_ns,
+                sys.executable,
+                "-m",
+                "farlink.linkmgr.transfer",
+                "receive",
+                "--port",
+                str(PORT),
+                "--size",
+                str(size_bytes),
+                "--seed",
+                str(SEED),
+                "--timeout",
+                str(timeout_s),
+            ],
+            stdout=subprocess.PIPE,
+        )
+        first_dial = _first_dial(air_log, procs)
+        say(f"first dial at {time.strftime('%H:%M:%S', time.gmtime(first_dial))} UTC")
+        procs.start(
+            "sender",
+            [
+                "ip",
+                "netns",
+                "exec",
+                air_ns,
+                sys.executable,
+                "-m",
+                "farlink.linkmgr.transfer",
+                "send",
+                GROUND_ADDRESS,
+                "--port",
+                str(PORT),
+                "--size",
+                str(size_bytes),
+                "--seed",
+                str(SEED),
+                "--timeout",
+                str(timeout_s),
+            ],
+        )
+        say(f"sending {size_bytes} bytes from air to ground across the bundle")
+        if on_transfer_started is not None:
+            on_transfer_started(procs.kill_and_restart)
+        received = _await_transfer(procs, timeout_s)
+        transfer_s = received["end_unix_s"] - first_dial
+        drops = len(_query(air_log, "SELECT 1 FROM events WHERE kind = 'drop'"))
+        say(f"transfer done: {received['bytes']} bytes, verified {received['verified']}")
+        sim_s = simulated_time_s(modems, size_bytes, time_scale)
+        model_s = model_time_s(modems, size_bytes, time_scale)
+        result = DemoResult(
+            modems=modems,
+            size_bytes=size_bytes,
+            time_scale=time_scale,
+            transfer_time_s=transfer_s,
+            sim_transfer_time_s=sim_s,
+            model_transfer_time_s=model_s,
+            bytes_received=int(received["bytes"]),
+            verified=bool(received["verified"]),
+            log=str(air_log),
+            drops=drops,
+        )
+        if keep:
+            say("up until Ctrl-C (--keep)")
+            with contextlib.suppress(KeyboardInterrupt, _Terminated):
+                while True:
+                    time.sleep(1)
+        return result
+    finally:
+        stop_dashboard.set()
+        procs.stop_all()
+        if dashboard is not None:
+            dashboard.join(timeout=STOP_WAIT_S)
+        if spaces is not None:
+            spaces.close()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _start_dashboard(
+    log: Path,
+    listen: str,
+    token: str | None,
+    stop: threading.Event,
+    say: Callable[[str], None],
+) -> threading.Thread:
+    from farlink.linkmgr.dashboard import serve
+
+    ready = threading.Event()
+    failure: list[BaseException] = []
+
+    def on_ready(url: str) -> None:
+        say(f"dashboard at {url}")
+        ready.set()
+
+    def run() -> None:
+        try:
+            serve(log, listen, token, on_ready=on_ready, stop=stop)
+        except Exception as err:  # reported by the caller, which waits for it
+            failure.append(err)
+            ready.set()
+
+    t = threading.Thread(target=run, name="dashboard", daemon=True)
+    t.start()
+    ready.wait(STARTUP_WAIT_S)
+    if failure:
+        raise DemoError(f"dashboard: {failure[0]}")
+    return t
+
+
+def _first_dial(log: Path, procs: _Procs) -> float:
+    rows: list[tuple[Any, ...]] = []
+
+    def dialled() -> bool:
+        rows[:] = _query(log, "SELECT MIN(t_unix_s) FROM events WHERE kind = 'dial'")
+        return bool(rows) and rows[0][0] is not None
+
+    _wait(dialled, "the air end's first dial", STARTUP_WAIT_S, procs)
+    return float(rows[0][0])
+
+
+def _await_transfer(procs: _Procs, timeout_s: float) -> dict[str, Any]:
+    receiver = procs.procs["receiver"]
+    deadline = time.monotonic() + timeout_s + STOP_WAIT_S
+    while receiver.poll() is None:
+        for name in ("modem-sim", "air-daemon", "ground-daemon"):
+            if why := procs.failed(name):
+                raise DemoError(f"the transfer did not finish: {why}")
+        if time.monotonic() > deadline:
+            raise DemoError(f"the transfer did not finish within {timeout_s:.0f} s")
+        time.sleep(0.2)
+    assert receiver.stdout is not None
+    out = receiver.stdout.read().decode().strip()
+    if receiver.returncode != 0 or not out:
+        why = procs.failed("receiver") or "no result"
+        raise DemoError(f"the transfer did not finish: {why}")
+    return json.loads(out)

@@ -1,0 +1,191 @@
+"""``farlink linkmgr demo``: two namespaces, eight simulated modems, a daemon at each end with
+its data plane on a TUN device, and a kernel TCP transfer across the bonded bundle.
+
+Timers are compressed (``--time-scale 10``: a mean call of 5 min, a dial of 1.45 s, T_d and
+T_f of 3 s) and the file is small (10 KB, about 4 s at 8 x 2400 bit/s), so a run takes about
+20 s of wall time; each test is bounded. Needs root, ``ip`` and /dev/net/tun.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+FARLINK = [sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())"]
+RUN_LIMIT_S = 90.0
+"""A demo run's bound (it takes about 20 s; the margin is for a loaded machine)."""
+
+
+def _why_not() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return "needs Linux"
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, TUN)"
+    if shutil.which("ip") is None:
+        return "needs iproute2's ip"
+    if not Path("/dev/net/tun").exists():
+        return "needs /dev/net/tun"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_not() is not None, reason=f"linkmgr demo: {_why_not()}")
+
+
+def _namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def _integrity(log: Path) -> str:
+    with closing(sqlite3.connect(f"file:{log}?mode=ro", uri=True)) as db:
+        return db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def test_demo_moves_the_file_across_eight_bonded_modems(tmp_path: Path) -> None:
+    started = time.monotonic()
+    out = subprocess.run(
+        [
+            *FARLINK,
+            "linkmgr",
+            "demo",
+            "--modems",
+            "8",
+            "--size",
+            "10KB",
+            "--time-scale",
+            "10",
+            "--dir",
+            str(tmp_path / "demo"),
+            "--listen",
+            "127.0.0.1:0",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=RUN_LIMIT_S,
+    )
+    wall_s = time.monotonic() - started
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["verified"] is True
+    assert doc["bytes"] == doc["size_bytes"] == 10_000
+    assert doc["time_scale"] == 10
+    # Counted from the first dial: at least the file's time at the bundle's line rate.
+    assert 10_000 * 8 / (8 * 2400) < doc["transfer_time_s"] < wall_s
+    assert doc["sim_transfer_time_s"] > 0
+    assert doc["model_transfer_time_s"] > 0
+    assert "dashboard at http://127.0.0.1:" in out.stderr
+    log = Path(doc["log"])
+    assert _integrity(log) == "ok"
+    up = subprocess.run(
+        [*FARLINK, "linkmgr", "uptime", str(log), "--json"], capture_output=True, text=True
+    )
+    assert up.returncode == 0, up.stderr
+    report = json.loads(up.stdout)
+    assert report["events"] > 0
+    assert report["dials"] >= 8
+    # Its namespaces are gone.
+    made = out.stderr.split("namespaces ", 1)[1].split(";")[0].split(" and ")
+    assert made[0].startswith("farlink-") and made[0].endswith("-air")
+    assert not set(made) & _namespaces()
+
+
+def test_ground_daemon_killed_and_restarted_mid_transfer(tmp_path: Path) -> None:
+    """The ground daemon SIGKILLed and started again while the file crosses: the transfer
+    completes (TCP retransmits through the gap; the air end redials the calls the kill hung
+    up) or fails with a clear message, and both logs stay intact."""
+    from farlink.linkmgr.demo import DemoError, run_demo
+
+    killed: list[float] = []
+
+    def harm(kill_and_restart: Callable[[str], None]) -> None:
+        time.sleep(3.0)  # The transfer under way (SYN, slow start).
+        kill_and_restart("ground-daemon")
+        killed.append(time.monotonic())
+
+    folder = tmp_path / "demo"
+    try:
+        result = run_demo(
+            modems=8,
+            size_bytes=20_000,
+            time_scale=10,
+            folder=folder,
+            listen="127.0.0.1:0",
+            timeout_s=RUN_LIMIT_S,
+            say=lambda line: None,
+            on_transfer_started=harm,
+        )
+    except DemoError as err:
+        assert "transfer did not finish" in str(err)
+    else:
+        assert result.verified and result.bytes_received == 20_000
+    assert killed
+    for role in ("air", "ground"):
+        assert _integrity(folder / f"{role}.sqlite") == "ok"
+    with closing(sqlite3.connect(folder / "ground.sqlite")) as db:
+        starts = db.execute("SELECT detail FROM events WHERE kind = 'daemon'").fetchall()
+    assert len([s for (s,) in starts if s in ("start", "resume")]) == 2
+    assert not {n for n in _namespaces() if n.startswith(f"farlink-{os.getpid():x}d-")}
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_demo_leaves_nothing(tmp_path: Path, how: signal.Signals) -> None:
+    """SIGTERM: the demo removes its namespaces and parts itself (exit 130). SIGKILL: its parts
+    die with it (parent-death signal) and the next start removes its namespaces."""
+    from farlink.linkmgr.netns import remove_stale
+
+    err = tmp_path / "output"
+    with err.open("wb") as f:
+        p = subprocess.Popen(
+            [
+                *FARLINK,
+                "linkmgr",
+                "demo",
+                "--dir",
+                str(tmp_path / "demo"),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + RUN_LIMIT_S
+        while "sending" not in err.read_text():
+            assert p.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, "the transfer did not start"
+            time.sleep(0.1)
+        made = err.read_text().split("namespaces ", 1)[1].split(";")[0].split(" and ")
+        p.send_signal(how)
+        rc = p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if how == signal.SIGTERM:
+        assert rc == 130
+        assert "interrupted" in err.read_text()
+    else:
+        deadline = time.monotonic() + 30
+        while any(_pids_in(n) for n in made):
+            assert time.monotonic() < deadline, "the demo's parts outlived it"
+            time.sleep(0.2)
+        removed = remove_stale()
+        assert set(made) <= set(removed)
+    assert not set(made) & _namespaces()
+
+
+def _pids_in(namespace: str) -> list[str]:
+    out = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True)
+    return out.stdout.split()
