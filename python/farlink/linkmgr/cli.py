@@ -261,7 +261,7 @@ def demo_command(
     ] = None,
     directory: Annotated[
         Path, typer.Option("--dir", help="Folder for the logs, configurations and modem links.")
-    ] = Path("farlink-demo"),
+    ] = Path("farlink-out") / "linkmgr-demo",
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object at the end.")
     ] = False,
