@@ -11,14 +11,8 @@ import time
 import pytest
 
 from farlink import _core
-from farlink.cli.app import main
 from farlink.sim import ProgressLine, simulate
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from support import run
 
 
 def one_error_line(err: str) -> str:

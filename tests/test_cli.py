@@ -5,13 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from farlink.cli.app import main
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from support import run
 
 
 def test_calldrop_example_of_the_issue(capsys):

@@ -14,23 +14,9 @@ import pytest
 
 from farlink.cli.app import main
 from farlink.scenario import load_scenario
+from support import assert_one_error, run
 
 PRESET = "stpd-wireless"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("farlink: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], err
 
 
 def preset_text() -> str:

@@ -10,14 +10,9 @@ import pytest
 
 from farlink.cli.app import main
 from farlink.outputs import MANIFEST, MAX_NAME_BYTES, OutputError, OutputFolder, safe_name
+from support import run
 
 PRESET_FILE = Path(__file__).parents[1] / "python/farlink/scenarios/stpd-wireless.toml"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def named(tmp_path: Path, name_toml: str) -> Path:

@@ -2,13 +2,7 @@
 
 import json
 
-from farlink.cli.app import main
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from support import run
 
 
 def test_show_json_is_the_resolved_scenario(capsys):

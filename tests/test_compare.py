@@ -4,8 +4,6 @@
 runs everywhere with the emulator made unavailable."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,22 +12,7 @@ from farlink import compare as compare_module
 from farlink.cli.app import main
 from farlink.compare import compare, model_column
 from farlink.scenario import apply_overrides, load_scenario, resolve
-
-
-def _why_not() -> str | None:
-    """Why this host cannot emulate, or None (the emulator's own checks, as test_emulate's)."""
-    if sys.platform != "linux":
-        return "not Linux"
-    status = Path("/proc/self/status").read_text()
-    cap_eff = next(
-        int(line.split()[1], 16) for line in status.splitlines() if line.startswith("CapEff:")
-    )
-    if not cap_eff & (1 << 12):
-        return "no CAP_NET_ADMIN"
-    if not Path("/dev/net/tun").exists():
-        return "no /dev/net/tun"
-    return None
-
+from support import needs_namespaces
 
 RUN = ["stpd-wireless", "--size", "100KB", "--duration", "20s"]
 
@@ -131,7 +114,7 @@ def test_bad_options_are_one_line_errors(capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
-@pytest.mark.skipif(_why_not() is not None, reason=f"emulator: {_why_not()}")
+@needs_namespaces("emulator")
 def test_all_three_engines_side_by_side(tmp_path, capsys):
     assert main(["compare", *RUN, "--tcp", "reno", "--json", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
@@ -153,7 +136,7 @@ def test_all_three_engines_side_by_side(tmp_path, capsys):
     assert (tmp_path / "emulate" / "summary.json").exists()
 
 
-@pytest.mark.skipif(_why_not() is not None, reason=f"emulator: {_why_not()}")
+@needs_namespaces("emulator")
 def test_the_figure_holds_both_cwnd_traces(tmp_path):
     result = compare("stpd-wireless", size="100KB", duration="20s", tcp="reno")
     assert len(result.sim.traces["cwnd"]["time_ns"]) > 10

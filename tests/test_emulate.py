@@ -15,25 +15,12 @@ import pytest
 from farlink import units
 from farlink.cli.app import main
 from farlink.emulate import emulate
+from support import needs_namespaces
 
 NETNS = Path("/run/netns")
 
 
-def _why_not() -> str | None:
-    if sys.platform != "linux":
-        return "not Linux"
-    status = Path("/proc/self/status").read_text()
-    cap_eff = next(
-        int(line.split()[1], 16) for line in status.splitlines() if line.startswith("CapEff:")
-    )
-    if not cap_eff & (1 << 12):
-        return "no CAP_NET_ADMIN"
-    if not Path("/dev/net/tun").exists():
-        return "no /dev/net/tun"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=f"emulator: {_why_not()}")
+pytestmark = needs_namespaces("emulator")
 
 
 def farlink_process(*args: str, capture: bool = True) -> subprocess.Popen:

@@ -3,30 +3,13 @@ emulator's links, to the unmodified kernel receiver in its namespace, every byte
 make network namespaces and TUN devices (CI runs as root); without CAP_NET_ADMIN or
 /dev/net/tun they are skipped, saying which."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from farlink.cli.app import main
 from farlink.emulate import emulate
+from support import needs_namespaces
 
-
-def _why_not() -> str | None:
-    if sys.platform != "linux":
-        return "not Linux"
-    status = Path("/proc/self/status").read_text()
-    cap_eff = next(
-        int(line.split()[1], 16) for line in status.splitlines() if line.startswith("CapEff:")
-    )
-    if not cap_eff & (1 << 12):
-        return "no CAP_NET_ADMIN"
-    if not Path("/dev/net/tun").exists():
-        return "no /dev/net/tun"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=f"emulator: {_why_not()}")
+pytestmark = needs_namespaces("emulator")
 
 
 @pytest.mark.parametrize(("tcp", "loss"), [("stpd", 0.0), ("stpd", 0.01), ("tahoe", 0.01)])

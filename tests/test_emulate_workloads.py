@@ -14,32 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from support import FARLINK_ARGV, needs_namespaces
+
 NETNS = Path("/run/netns")
 PY = sys.executable
 
 
-def _why_not() -> str | None:
-    if sys.platform != "linux":
-        return "not Linux"
-    status = Path("/proc/self/status").read_text()
-    cap_eff = next(
-        int(line.split()[1], 16) for line in status.splitlines() if line.startswith("CapEff:")
-    )
-    if not cap_eff & (1 << 12):
-        return "no CAP_NET_ADMIN"
-    if not Path("/dev/net/tun").exists():
-        return "no /dev/net/tun"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=f"emulator: {_why_not()}")
-
-FARLINK = [PY, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())"]
+pytestmark = needs_namespaces("emulator")
 
 
 def farlink(*args: str, stdin: str | None = None, timeout_s: float = 120, env=None):
     return subprocess.run(
-        [*FARLINK, *args], input=stdin, capture_output=True, text=True, timeout=timeout_s,
+        [*FARLINK_ARGV, *args], input=stdin, capture_output=True, text=True, timeout=timeout_s,
         env=env,
     )  # fmt: skip
 
@@ -157,7 +143,7 @@ def test_what_the_programs_left_running_is_stopped_when_the_run_ends():
 
 def test_ctrl_c_ends_the_command_and_removes_the_namespaces():
     marker = "97.6543210"
-    proc = subprocess.Popen([*FARLINK, "emulate", "stpd-wireless", "--json", "--",
+    proc = subprocess.Popen([*FARLINK_ARGV, "emulate", "stpd-wireless", "--json", "--",
                              "sleep", marker], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)  # fmt: skip
     made: list[str] = []
@@ -241,7 +227,7 @@ def test_processes_a_killed_run_left_in_its_namespaces_are_stopped_at_the_next_s
     marker = "96.5432101"
     # The command dies with farlink (its parent-death signal); what it started in the
     # background does not, and lives on in the namespace until the next run removes it.
-    proc = subprocess.Popen([*FARLINK, "emulate", "stpd-wireless", "--", "sh", "-c",
+    proc = subprocess.Popen([*FARLINK_ARGV, "emulate", "stpd-wireless", "--", "sh", "-c",
                              f"sleep {marker} & sleep 600.0123"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     made: list[str] = []

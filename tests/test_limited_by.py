@@ -5,8 +5,8 @@ import json
 import pytest
 
 from farlink import simulate
-from farlink.cli.app import main
 from farlink.sim import flow_rows, interval_rows
+from support import run
 
 # 2 Mbit/s and 600 ms: a bandwidth-delay product of 150 KB, above the default receive buffer of
 # 128 KiB; the 100-packet queue never fills.
@@ -30,12 +30,6 @@ from = "S"
 to = "D"
 app = { kind = "unbounded" }
 """
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def line_of(out: str, flow: str) -> str:

@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from support import FARLINK_ARGV
+
 if not sys.platform.startswith("linux"):
     pytest.skip("the link manager runs on Linux (ptys, termios)", allow_module_level=True)
 
-FARLINK = [sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())"]
 WAIT_S = 30.0
 """The longest wait for any one behaviour (generous: a loaded machine; they take < 2 s)."""
 
@@ -146,7 +147,7 @@ class Rig:
 
     def _start(self, *args: str) -> subprocess.Popen[bytes]:
         p = subprocess.Popen(
-            [*FARLINK, "linkmgr", *args],
+            [*FARLINK_ARGV, "linkmgr", *args],
             cwd=self.tmp,
             stdout=subprocess.DEVNULL,
         )
@@ -289,7 +290,7 @@ def test_a_ground_daemon_answers_the_calls_and_sees_them_drop(rig):
     r = rig(4)
     r.procs.append(
         subprocess.Popen(
-            [*FARLINK, "linkmgr", "run", str(_config(r.tmp, 4, role="ground"))],
+            [*FARLINK_ARGV, "linkmgr", "run", str(_config(r.tmp, 4, role="ground"))],
             cwd=r.tmp,
         )
     )
@@ -368,7 +369,7 @@ def test_the_presets_call_drops_compressed_are_noticed_and_redialled(tmp_path):
     """iridium-greenland-8's β at --time-scale 600: a call lasts 5 s on average, a dial 24 ms."""
     sim = subprocess.Popen(
         [
-            *FARLINK,
+            *FARLINK_ARGV,
             *("linkmgr", "modem-sim", "--modems", "4", "--dir", str(tmp_path / "modems")),
             *("--time-scale", "600", "--seed", "3", "--signal-reply", "0.2"),
         ],
@@ -378,7 +379,7 @@ def test_the_presets_call_drops_compressed_are_noticed_and_redialled(tmp_path):
     daemon = None
     try:
         _wait(lambda: (tmp_path / "modems" / "ground3").is_symlink(), "the modems")
-        daemon = subprocess.Popen([*FARLINK, "linkmgr", "run", str(config)], cwd=tmp_path)
+        daemon = subprocess.Popen([*FARLINK_ARGV, "linkmgr", "run", str(config)], cwd=tmp_path)
         log = tmp_path / "air.sqlite"
 
         def redialled_drops() -> int:
@@ -401,7 +402,7 @@ def test_the_presets_call_drops_compressed_are_noticed_and_redialled(tmp_path):
                 p.wait(timeout=10)
     # The log's readers take the daemon's own log: the drops they count are the ones it wrote.
     done = subprocess.run(
-        [*FARLINK, "linkmgr", "uptime", str(log), "--json"],
+        [*FARLINK_ARGV, "linkmgr", "uptime", str(log), "--json"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -412,7 +413,7 @@ def test_the_presets_call_drops_compressed_are_noticed_and_redialled(tmp_path):
     assert report["dials"] == len(_events(log, "dial"))
     assert 0 < report["all_up_fraction"] <= report["any_up_fraction"] <= 1
     done = subprocess.run(
-        [*FARLINK, "linkmgr", "log", str(log), "--xml"], capture_output=True, timeout=60
+        [*FARLINK_ARGV, "linkmgr", "log", str(log), "--xml"], capture_output=True, timeout=60
     )
     assert done.returncode == 0 and done.stdout.startswith(b"<?xml")
 
@@ -423,7 +424,7 @@ def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(config)
     done = subprocess.run(
-        [*FARLINK, "linkmgr", "run", str(path)], capture_output=True, text=True, timeout=60
+        [*FARLINK_ARGV, "linkmgr", "run", str(path)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
@@ -431,7 +432,7 @@ def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
     line_no = next(i for i, t in enumerate(config.splitlines(), 1) if t.startswith("t_d"))
     assert lines[0].startswith(f"farlink: error: {path}:{line_no}: timers.t_d: ")
     done = subprocess.run(
-        [*FARLINK, "linkmgr", "modem-sim", "--dir", str(tmp_path), "--time-scale", "0.5"],
+        [*FARLINK_ARGV, "linkmgr", "modem-sim", "--dir", str(tmp_path), "--time-scale", "0.5"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -441,7 +442,7 @@ def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
     assert not os.path.exists(tmp_path / "air0")
     for option, value in (("--seed", "-1"), ("--modems", "0"), ("--signal-reply", "nan")):
         done = subprocess.run(
-            [*FARLINK, "linkmgr", "modem-sim", "--dir", str(tmp_path), option, value],
+            [*FARLINK_ARGV, "linkmgr", "modem-sim", "--dir", str(tmp_path), option, value],
             capture_output=True,
             text=True,
             timeout=60,
@@ -451,7 +452,7 @@ def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
     # A log the daemon cannot open is the configuration's fault too.
     path.write_text(config.replace('t_d = "soon"', 't_d = "1s"').replace('log = "', 'log = "no/'))
     done = subprocess.run(
-        [*FARLINK, "linkmgr", "run", str(path)], capture_output=True, text=True, timeout=60
+        [*FARLINK_ARGV, "linkmgr", "run", str(path)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2
     assert done.stderr.startswith(f"farlink: error: cannot open the event log {tmp_path}/no/")

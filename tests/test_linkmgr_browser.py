@@ -12,14 +12,11 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from farlink.linkmgr.view import STATE_COLORS
-
-sys.path.insert(0, str(Path(__file__).parent))
 from linkmgr_support import T0, running_dashboard, states_log
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -22,8 +21,6 @@ from farlink.cli.app import main
 from farlink.linkmgr.dashboard import DashboardError, parse_listen, serve
 from farlink.linkmgr.synthetic import SyntheticBundle, synthetic_log
 from farlink.linkmgr.uptime import uptime_report
-
-sys.path.insert(0, str(Path(__file__).parent))
 from linkmgr_support import T0, running_dashboard, states_log
 
 STATES = ("idle", "connecting", "connected", "dropped", "failed", "blocked")

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from contextlib import closing
@@ -22,24 +20,13 @@ from pathlib import Path
 
 import pytest
 
-FARLINK = [sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())"]
+from support import FARLINK_ARGV, needs_namespaces
+
 RUN_LIMIT_S = 90.0
 """A demo run's bound (it takes about 20 s; the margin is for a loaded machine)."""
 
 
-def _why_not() -> str | None:
-    if not sys.platform.startswith("linux"):
-        return "needs Linux"
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, TUN)"
-    if shutil.which("ip") is None:
-        return "needs iproute2's ip"
-    if not Path("/dev/net/tun").exists():
-        return "needs /dev/net/tun"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=f"linkmgr demo: {_why_not()}")
+pytestmark = needs_namespaces("linkmgr demo")
 
 
 def _namespaces() -> set[str]:
@@ -56,7 +43,7 @@ def test_demo_moves_the_file_across_eight_bonded_modems(tmp_path: Path) -> None:
     started = time.monotonic()
     out = subprocess.run(
         [
-            *FARLINK,
+            *FARLINK_ARGV,
             "linkmgr",
             "demo",
             "--modems",
@@ -89,7 +76,7 @@ def test_demo_moves_the_file_across_eight_bonded_modems(tmp_path: Path) -> None:
     log = Path(doc["log"])
     assert _integrity(log) == "ok"
     up = subprocess.run(
-        [*FARLINK, "linkmgr", "uptime", str(log), "--json"], capture_output=True, text=True
+        [*FARLINK_ARGV, "linkmgr", "uptime", str(log), "--json"], capture_output=True, text=True
     )
     assert up.returncode == 0, up.stderr
     report = json.loads(up.stdout)
@@ -149,7 +136,7 @@ def test_a_stopped_demo_leaves_nothing(tmp_path: Path, how: signal.Signals) -> N
     with err.open("wb") as f:
         p = subprocess.Popen(
             [
-                *FARLINK,
+                *FARLINK_ARGV,
                 "linkmgr",
                 "demo",
                 "--dir",

@@ -19,28 +19,13 @@ from hypothesis import strategies as st
 
 from farlink.calldrops.fit import fit_drop_log
 from farlink.calldrops.log import parse_xml_log
-from farlink.cli.app import main
 from farlink.linkmgr.eventlog import EventLog
 from farlink.linkmgr.export import CSV_COLUMNS, events_csv, xml_database
 from farlink.linkmgr.synthetic import LogWriter, SyntheticBundle, synthetic_log
 from farlink.linkmgr.uptime import drop_log_from_event_log, uptime_report
+from support import assert_one_error, run
 
 T0 = 1_000_000.0
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("farlink: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], err
 
 
 def two_members(path: Path) -> Path:

@@ -4,15 +4,9 @@ import json
 
 import pytest
 
-from farlink.cli.app import main
 from farlink.scenario import apply_overrides, load_scenario, resolve
 from farlink.sweeps.model import pftk_inputs
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from support import run
 
 
 def test_one_modem_is_not_predicted_above_its_rate(capsys):

@@ -7,13 +7,10 @@ namespaces, tools not installed by `make setup`). Each run is a few seconds.
 
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 import realcap
 from farlink.captures.analysis import analyze_capture
 from farlink.captures.loss import estimate_loss

@@ -13,12 +13,7 @@ from farlink.reproduce.doc import is_fast
 from farlink.sweeps import dataset, executors
 from farlink.sweeps import sweep as sw
 from farlink.sweeps.run import run_sweep
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from support import run
 
 
 @pytest.fixture(scope="module")

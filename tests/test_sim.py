@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from farlink import _core, simulate
-from farlink.cli.app import main
 from farlink.scenario import ScenarioError, apply_overrides, list_presets, load_scenario, set_path
 from farlink.sim import headline
 from farlink.units import parse_duration_s
+from support import run
 
 HEADLINE_KEYS = {
     "goodput_bps",
@@ -151,12 +151,6 @@ def test_core_errors_name_the_field():
     with pytest.raises(_core.ScenarioError) as info:
         simulate("stpd-wireless", sets=["links[1].fwd.loss.p=2"])
     assert info.value.path == "links[1].fwd.loss.p"
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_simulate_json_and_outputs(capsys, tmp_path):

@@ -6,15 +6,9 @@ import numpy as np
 import pytest
 
 from farlink import _core, simulate
-from farlink.cli.app import main
 from farlink.reproduce.marchese import BER, packet_error_rate
 from farlink.scenario import load_scenario
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from support import run
 
 
 def test_cli_simulate_split_json(capsys, tmp_path):

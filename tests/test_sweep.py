@@ -12,7 +12,6 @@ import pytest
 from scipy import stats
 
 from farlink import simulate
-from farlink.cli.app import main
 from farlink.models import pftk_full_throughput
 from farlink.sweeps.dataset import load_results, query
 from farlink.sweeps.executors import DaskCluster, ProcessPool
@@ -29,6 +28,7 @@ from farlink.sweeps.sweep import (
     point_seeds,
     sweep_from_options,
 )
+from support import run
 
 # Columns whose values legitimately differ between two runs of the same sweep.
 UNSTABLE = {"wall_time_s", "finished_at", "host"}
@@ -48,12 +48,6 @@ tcp = "sack"
 loss = [0.001, 0.02]
 "links[1].queue_pkts" = [4, 30]
 """
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def rows_by_key(out):

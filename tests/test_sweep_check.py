@@ -6,15 +6,9 @@ from __future__ import annotations
 import pytest
 
 from farlink import _core
-from farlink.cli.app import main
 from farlink.sweeps.check import check_points, paths_near
 from farlink.sweeps.sweep import sweep_from_options
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from support import run
 
 
 def test_an_unknown_grid_path_names_the_paths_near_it_and_runs_nothing(capsys, tmp_path):

@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 
 from farlink.captures.analysis import Connection
+from farlink.captures.intervals import merge_interval
 
 __all__ = ["LossEstimate", "estimate_loss"]
 
@@ -189,7 +190,7 @@ def estimate_loss(conn: Connection, rtt_min_s: float | None = None) -> LossEstim
                 else:
                     gaps_before.add(below)
             resent.append(i)
-        _add_interval(seen, s, e)
+        merge_interval(seen, s, e)
     total = len(seq)
     retransmitted = int(retx.sum())
     return LossEstimate(
@@ -283,16 +284,3 @@ def _covered(intervals: list[tuple[int, int]], s: int, e: int) -> bool:
     """Whether ``[s, e)`` lies inside the union of the sorted, disjoint ``intervals``."""
     i = bisect_left(intervals, (s + 1,)) - 1
     return i >= 0 and intervals[i][0] <= s and e <= intervals[i][1]
-
-
-def _add_interval(intervals: list[tuple[int, int]], s: int, e: int) -> None:
-    """Merge ``[s, e)`` into the sorted, disjoint ``intervals`` (touching ones are joined)."""
-    i = bisect_left(intervals, (s,))
-    if i and intervals[i - 1][1] >= s:
-        i -= 1
-        s = intervals[i][0]
-    j = i
-    while j < len(intervals) and intervals[j][0] <= e:
-        e = max(e, intervals[j][1])
-        j += 1
-    intervals[i:j] = [(s, e)]

@@ -43,10 +43,12 @@ one segment is outstanding) looks like rule 1 and is counted as a timeout.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from farlink.captures.intervals import merge_interval
 
 __all__ = ["TimeoutEstimate", "infer_timeouts"]
 
@@ -179,7 +181,7 @@ class _Replay:
             ep = _Episode("fast", self.snd_max)
         self.episode = ep
         if ep is not None:
-            _add(ep.resent, s, e)
+            merge_interval(ep.resent, s, e)
             ep.last_copy_t[s] = t
             if head:
                 ep.last_copy_t[una] = t
@@ -199,16 +201,3 @@ def _hint_ok(t: float, restart_t: float, min_rto_s: float | None) -> bool:
 def _covered(intervals: list[tuple[int, int]], byte: int) -> bool:
     i = bisect_right(intervals, (byte, 1 << 62)) - 1
     return i >= 0 and intervals[i][0] <= byte < intervals[i][1]
-
-
-def _add(intervals: list[tuple[int, int]], s: int, e: int) -> None:
-    """Merge ``[s, e)`` into the sorted, disjoint ``intervals``."""
-    i = bisect_left(intervals, (s,))
-    if i and intervals[i - 1][1] >= s:
-        i -= 1
-        s = intervals[i][0]
-    k = i
-    while k < len(intervals) and intervals[k][0] <= e:
-        e = max(e, intervals[k][1])
-        k += 1
-    intervals[i:k] = [(s, e)]

@@ -73,6 +73,17 @@ ScenarioArg = Annotated[
         show_default=False,
     ),
 ]
+MssOpt = Annotated[str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")]
+RttOpt = Annotated[str | None, typer.Option(help=f"Mean RTT {DurationOpt}")]
+AckedPerAckOpt = Annotated[
+    str | None, typer.Option("--b", help="Segments acknowledged per ACK. [default: 2]")
+]
+LossRateOpt = Annotated[str | None, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")]
+WindowOpt = Annotated[
+    str | None,
+    typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt} [default: none]"),
+]
+LinksOpt = Annotated[str | None, typer.Option(help="Parallel links of --link-rate.")]
 LinkRateOpt = Annotated[
     str | None,
     typer.Option(
@@ -196,9 +207,7 @@ def predict_calldrop(
         str | None,
         typer.Option(help=f"Initial retransmission timeout T0 {DurationOpt} [default: 60s]"),
     ] = None,
-    mss: Annotated[
-        str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")
-    ] = None,
+    mss: MssOpt = None,
     wmax: Annotated[
         str | None,
         typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt} [default: 47.9KB]"),
@@ -287,24 +296,15 @@ def _window_of(text: str | None, path: PathInputs | None) -> float:
 @predict_app.command("pftk")
 def predict_pftk(
     scenario: ScenarioArg = None,
-    rtt: Annotated[str | None, typer.Option(help=f"Mean RTT {DurationOpt}")] = None,
-    loss: Annotated[
-        str | None, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")
-    ] = None,
+    rtt: RttOpt = None,
+    loss: LossRateOpt = None,
     t0: Annotated[
         str | None, typer.Option(help=f"Initial timeout T0 {DurationOpt} [default: 1s]")
     ] = None,
-    mss: Annotated[
-        str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")
-    ] = None,
-    wmax: Annotated[
-        str | None,
-        typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt} [default: none]"),
-    ] = None,
-    b: Annotated[
-        str | None, typer.Option("--b", help="Segments acknowledged per ACK. [default: 2]")
-    ] = None,
-    links: Annotated[str | None, typer.Option(help="Parallel links of --link-rate.")] = None,
+    mss: MssOpt = None,
+    wmax: WindowOpt = None,
+    b: AckedPerAckOpt = None,
+    links: LinksOpt = None,
     link_rate: LinkRateOpt = None,
     as_json: JsonFlag = False,
     out: OutDirOpt = None,
@@ -345,17 +345,11 @@ def predict_pftk(
 @predict_app.command("mathis")
 def predict_mathis(
     scenario: ScenarioArg = None,
-    rtt: Annotated[str | None, typer.Option(help=f"Mean RTT {DurationOpt}")] = None,
-    loss: Annotated[
-        str | None, typer.Option(help=f"Loss rate p ({units.PROBABILITY_FORMS}).")
-    ] = None,
-    mss: Annotated[
-        str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")
-    ] = None,
-    b: Annotated[
-        str | None, typer.Option("--b", help="Segments acknowledged per ACK. [default: 2]")
-    ] = None,
-    links: Annotated[str | None, typer.Option(help="Parallel links of --link-rate.")] = None,
+    rtt: RttOpt = None,
+    loss: LossRateOpt = None,
+    mss: MssOpt = None,
+    b: AckedPerAckOpt = None,
+    links: LinksOpt = None,
     link_rate: LinkRateOpt = None,
     as_json: JsonFlag = False,
     out: OutDirOpt = None,
@@ -387,7 +381,7 @@ def predict_short(
     size: Annotated[
         str | None, typer.Option(help=f"Transfer size (the scenario's bulk size). {SizeOpt}")
     ] = None,
-    rtt: Annotated[str | None, typer.Option(help=f"Mean RTT {DurationOpt}")] = None,
+    rtt: RttOpt = None,
     loss: Annotated[
         str | None, typer.Option(help=f"Loss rate p, below 0.5 ({units.PROBABILITY_FORMS}).")
     ] = None,
@@ -395,16 +389,9 @@ def predict_short(
         str | None,
         typer.Option(help=f"Initial retransmission timeout T0 {DurationOpt} [default: 1s]"),
     ] = None,
-    mss: Annotated[
-        str | None, typer.Option(help=f"Segment payload. {SizeOpt} [default: 1448]")
-    ] = None,
-    wmax: Annotated[
-        str | None,
-        typer.Option(help=f"Receiver window limit, or 'none'. {SizeOpt} [default: none]"),
-    ] = None,
-    b: Annotated[
-        str | None, typer.Option("--b", help="Segments acknowledged per ACK. [default: 2]")
-    ] = None,
+    mss: MssOpt = None,
+    wmax: WindowOpt = None,
+    b: AckedPerAckOpt = None,
     initial_window: Annotated[
         str, typer.Option(help="Initial window w1 in segments (Cardwell).")
     ] = "1",

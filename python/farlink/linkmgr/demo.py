@@ -297,6 +297,15 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise _Terminated
 
 
+def _transfer(ns: str, *args: str, size_bytes: int, timeout_s: float) -> list[str]:
+    """The command line of one end of the demo's transfer, run in namespace ``ns``."""
+    return [
+        *("ip", "netns", "exec", ns, sys.executable, "-m", "farlink.linkmgr.transfer", *args),
+        *("--port", str(PORT), "--size", str(size_bytes), "--seed", str(SEED)),
+        *("--timeout", str(timeout_s)),
+    ]
+
+
 def run_demo(
     *,
     modems: int,
@@ -384,49 +393,14 @@ def run_demo(
         dashboard = _start_dashboard(air_log, listen, token, stop_dashboard, say)
         procs.start(
             "receiver",
-            [
-                "ip",
-                "netns",
-                "exec",
-                ground_ns,
-                sys.executable,
-                "-m",
-                "farlink.linkmgr.transfer",
-                "receive",
-                "--port",
-                str(PORT),
-                "--size",
-                str(size_bytes),
-                "--seed",
-                str(SEED),
-                "--timeout",
-                str(timeout_s),
-            ],
+            _transfer(ground_ns, "receive", size_bytes=size_bytes, timeout_s=timeout_s),
             stdout=subprocess.PIPE,
         )
         first_dial = _first_dial(air_log, procs)
         say(f"first dial at {time.strftime('%H:%M:%S', time.gmtime(first_dial))} UTC")
         procs.start(
             "sender",
-            [
-                "ip",
-                "netns",
-                "exec",
-                air_ns,
-                sys.executable,
-                "-m",
-                "farlink.linkmgr.transfer",
-                "send",
-                GROUND_ADDRESS,
-                "--port",
-                str(PORT),
-                "--size",
-                str(size_bytes),
-                "--seed",
-                str(SEED),
-                "--timeout",
-                str(timeout_s),
-            ],
+            _transfer(air_ns, "send", GROUND_ADDRESS, size_bytes=size_bytes, timeout_s=timeout_s),
         )
         say(f"sending {size_bytes} bytes from air to ground across the bundle")
         if on_transfer_started is not None:

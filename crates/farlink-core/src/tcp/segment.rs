@@ -154,25 +154,45 @@ impl Options {
     /// timestamps, SACK. So timestamps take 12 bytes, SACK 4 + 8·n, and the total is always a
     /// multiple of 4 (the data offset counts 32-bit words, RFC 9293 3.1).
     pub fn len_bytes(&self) -> u32 {
-        let mut n = 0;
-        if self.mss_bytes.is_some() {
-            n += MSS_OPTION_BYTES;
-        }
-        if self.window_shift.is_some() {
-            n += WINDOW_SCALE_OPTION_BYTES;
-        }
-        if self.sack_permitted {
-            n += SACK_PERMITTED_OPTION_BYTES;
-        }
-        if self.timestamps.is_some() {
-            n += TIMESTAMPS_OPTION_BYTES;
-        }
-        if !self.sack.is_empty() {
-            n += SACK_OPTION_BASE_BYTES + SACK_BLOCK_BYTES * self.sack.len() as u32;
-        }
+        let n = canonical_options_len(
+            self.mss_bytes.is_some(),
+            self.window_shift.is_some(),
+            self.sack_permitted,
+            self.timestamps.is_some(),
+            self.sack.len(),
+        );
         debug_assert!(n <= MAX_OPTIONS_BYTES, "options overflow: {n} bytes");
         n
     }
+}
+
+/// Bytes of the options present, in the canonical layout [`Options::len_bytes`] describes
+/// (the wire codec's `WireOptions` counts with it too).
+#[inline]
+pub const fn canonical_options_len(
+    mss: bool,
+    window_scale: bool,
+    sack_permitted: bool,
+    timestamps: bool,
+    sack_blocks: usize,
+) -> u32 {
+    let mut n = 0;
+    if mss {
+        n += MSS_OPTION_BYTES;
+    }
+    if window_scale {
+        n += WINDOW_SCALE_OPTION_BYTES;
+    }
+    if sack_permitted {
+        n += SACK_PERMITTED_OPTION_BYTES;
+    }
+    if timestamps {
+        n += TIMESTAMPS_OPTION_BYTES;
+    }
+    if sack_blocks > 0 {
+        n += SACK_OPTION_BASE_BYTES + SACK_BLOCK_BYTES * sack_blocks as u32;
+    }
+    n
 }
 
 /// How many SACK blocks fit beside the other options of an ACK (RFC 2018 section 3): 4 alone,

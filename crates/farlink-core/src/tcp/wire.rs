@@ -21,10 +21,8 @@
 use std::fmt;
 
 use super::segment::{
-    Flags, Options, SackBlocks, Segment, Timestamps, IPV4_HEADER_BYTES, MAX_OPTIONS_BYTES,
-    MAX_SACK_BLOCKS, MSS_OPTION_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES,
-    SACK_PERMITTED_OPTION_BYTES, TCP_HEADER_BYTES, TIMESTAMPS_OPTION_BYTES,
-    WINDOW_SCALE_OPTION_BYTES,
+    canonical_options_len, Flags, Options, SackBlocks, Segment, Timestamps, IPV4_HEADER_BYTES,
+    MAX_OPTIONS_BYTES, MAX_SACK_BLOCKS, TCP_HEADER_BYTES,
 };
 
 /// IP protocol numbers (IANA): TCP and ICMP.
@@ -91,23 +89,13 @@ impl WireOptions {
     /// with NOPs to a 4-byte boundary, in the order MSS, window scale, SACK-permitted,
     /// timestamps, SACK.
     pub fn len_bytes(&self) -> u32 {
-        let mut n = 0;
-        if self.mss_bytes.is_some() {
-            n += MSS_OPTION_BYTES;
-        }
-        if self.window_shift.is_some() {
-            n += WINDOW_SCALE_OPTION_BYTES;
-        }
-        if self.sack_permitted {
-            n += SACK_PERMITTED_OPTION_BYTES;
-        }
-        if self.timestamps.is_some() {
-            n += TIMESTAMPS_OPTION_BYTES;
-        }
-        if self.sack_len > 0 {
-            n += SACK_OPTION_BASE_BYTES + SACK_BLOCK_BYTES * u32::from(self.sack_len);
-        }
-        n
+        canonical_options_len(
+            self.mss_bytes.is_some(),
+            self.window_shift.is_some(),
+            self.sack_permitted,
+            self.timestamps.is_some(),
+            usize::from(self.sack_len),
+        )
     }
 }
 

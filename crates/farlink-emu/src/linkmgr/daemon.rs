@@ -680,11 +680,7 @@ impl Daemon {
     pub fn step(&mut self, max_wait_ms: u64) -> Result<(), String> {
         let now = self.now();
         let wake = self.next_wakeup(now);
-        let timeout_ms = wake
-            .saturating_since(now)
-            .as_nanos()
-            .div_ceil(1_000_000)
-            .min(max_wait_ms);
+        let timeout_ms = super::poll_timeout_ms(now, wake, max_wait_ms);
         let mut ready: Vec<(usize, PollFlags)> = Vec::new();
         let mut plane_ready: Vec<RawFd> = Vec::new();
         {

@@ -22,8 +22,19 @@ pub mod testbed;
 
 use std::path::Path;
 
+use farlink_core::time::SimTime;
+
 pub use config::{ConfigError, LinkMgrConfig, Role};
 pub use modemsim::SimOptions;
+
+/// How long a loop turn may wait in `poll` for its next wakeup `wake`: whole milliseconds,
+/// rounded up so that it never wakes before it is due, at most `max_wait_ms`.
+fn poll_timeout_ms(now: SimTime, wake: SimTime, max_wait_ms: u64) -> u64 {
+    wake.saturating_since(now)
+        .as_nanos()
+        .div_ceil(1_000_000)
+        .min(max_wait_ms)
+}
 
 /// Why the link manager did not run or stopped.
 #[derive(Debug, thiserror::Error)]

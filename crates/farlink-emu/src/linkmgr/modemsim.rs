@@ -518,11 +518,7 @@ impl ModemSim {
         let mut buf = [0u8; 1024];
         let now = self.now();
         let wake = self.next_wakeup(now);
-        let timeout_ms = wake
-            .saturating_since(now)
-            .as_nanos()
-            .div_ceil(1_000_000)
-            .min(max_wait_ms);
+        let timeout_ms = super::poll_timeout_ms(now, wake, max_wait_ms);
         let mut ready: Vec<(usize, Side, PollFlags)> = Vec::new();
         {
             let mut fds = Vec::new();

@@ -1,0 +1,62 @@
+"""What the Python tests share: the command run in this process or as a process, the one-line
+error it must give on bad input, and whether this host can make network namespaces and TUN
+devices (the emulator, the wire senders, the link manager's data plane)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from farlink.cli.app import main
+
+# The command as a process, whatever the venv's entry-point script says.
+FARLINK_ARGV = [
+    sys.executable,
+    "-c",
+    "import sys; from farlink.cli.app import main; sys.exit(main())",
+]
+
+CAP_NET_ADMIN_BIT = 12
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    """`farlink ARGV` in this process: its exit status, stdout and stderr."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_error(code: int, err: str, *fragments: str) -> None:
+    """Bad input: exit status 2 and one line `farlink: error: ...` holding every fragment."""
+    assert code == 2, err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("farlink: error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], err
+
+
+def namespaces_missing() -> str | None:
+    """Why this host cannot make network namespaces and TUN devices, or None."""
+    if sys.platform != "linux":
+        return "not Linux"
+    status = Path("/proc/self/status").read_text()
+    cap_eff = next(
+        int(line.split()[1], 16) for line in status.splitlines() if line.startswith("CapEff:")
+    )
+    if not cap_eff & (1 << CAP_NET_ADMIN_BIT):
+        return "no CAP_NET_ADMIN"
+    if not Path("/dev/net/tun").exists():
+        return "no /dev/net/tun"
+    if shutil.which("ip") is None:
+        return "no iproute2 (ip)"
+    return None
+
+
+def needs_namespaces(what: str) -> pytest.MarkDecorator:
+    """Skip, saying why, where the host cannot make namespaces and TUN devices."""
+    why = namespaces_missing()
+    return pytest.mark.skipif(why is not None, reason=f"{what}: {why}")
