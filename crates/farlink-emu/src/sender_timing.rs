@@ -93,3 +93,44 @@ impl SenderTiming {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_is_timed_from_the_earliest_packet_to_its_first_and_last_segment() {
+        let mut t = SenderTiming::new();
+        t.received(1_000);
+        t.received(4_000); // a second ACK before the poll: the first one starts the clock
+        t.wrote(6_000);
+        t.wrote(9_000);
+        t.idle();
+        let s = t.summary();
+        assert_eq!(s.ack_to_first_send_us.count, 1);
+        assert_eq!(s.ack_to_burst_end_us.count, 1);
+        assert!((s.ack_to_first_send_us.max - 5.0).abs() < 0.01, "{s:?}");
+        assert!((s.ack_to_burst_end_us.max - 8.0).abs() < 0.01, "{s:?}");
+    }
+
+    #[test]
+    fn a_packet_that_releases_nothing_and_a_timer_s_segment_give_no_sample() {
+        let mut t = SenderTiming::new();
+        t.received(1_000);
+        t.idle(); // nothing released: the clock stops without a sample
+        t.wrote(50_000); // a retransmission on the timer, no packet before it
+        t.idle();
+        let s = t.summary();
+        assert_eq!(s.ack_to_first_send_us.count, 0);
+        assert_eq!(s.ack_to_burst_end_us.count, 0);
+    }
+
+    #[test]
+    fn the_busy_time_adds_up_the_calls() {
+        let mut t = SenderTiming::new();
+        let (v, start, end) = t.timed(|| std::hint::black_box(2 + 2));
+        assert_eq!(v, 4);
+        assert!(start <= end);
+        assert_eq!(t.busy_ns, end - start);
+    }
+}
