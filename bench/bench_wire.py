@@ -14,7 +14,9 @@ CPU and, for farlink's sender, the time spent inside its own calls (its CPU: it 
 driver's thread) and its ACK-to-send latency (a received ACK to the first segment it released,
 and to the last of that burst; p50, p99, max in µs). Then, per round, farlink's goodput over
 the kernel's (goal: at least 0.90) and the spread over the rounds. The load average is printed
-beside each run: the machine's other work moves every figure.
+beside each run: the machine's other work moves every figure. The goal is for 30 s runs: a
+shorter one is mostly slow start and the recovery from its overshoot, where a timeout of
+farlink's sender (RFC recovery, no RACK or HyStart) weighs far more (docs/performance.md).
 
 Needs CAP_NET_ADMIN and /dev/net/tun (root).
 
