@@ -96,6 +96,12 @@ validate-ns3: setup
 validate-wire: setup
 	$(PY) bench/validate_wire.py $(WIRE_ARGS)
 
+# farlink's CUBIC beside the kernel's at 100 Mbit/s x 100 ms, lossless, and farlink's sender's
+# ACK-to-send latency. Root. BENCH_WIRE_ARGS="--duration 10 --rounds 3" etc.
+.PHONY: bench-wire
+bench-wire: setup
+	$(PY) bench/bench_wire.py $(BENCH_WIRE_ARGS)
+
 validate: setup
 	$(VENV)/bin/pytest -q -m slow
 

@@ -23,6 +23,11 @@ def test_a_megabyte_reaches_the_kernel_receiver_verified(tcp, loss):
     assert flow["kernel_settings"]["applied"]["sender"].startswith("farlink's user-space TCP")
     wire = flow["wire"]
     assert wire["malformed"] == 0 and wire["fin_transmissions"] >= 1, wire
+    # Every ACK that released segments was timed, to its first and to its last segment.
+    first, burst = wire["timing"]["ack_to_first_send_us"], wire["timing"]["ack_to_burst_end_us"]
+    assert 0 < first["count"] == burst["count"] <= wire["packets_received"], wire
+    assert 0 < first["p50"] <= first["p99"] <= first["max"] <= burst["max"], wire
+    assert burst["p50"] >= first["p50"] and wire["timing"]["busy_s"] > 0, wire
     if loss > 0:
         # Losses were recovered by farlink's own recovery, not by the kernel's.
         assert flow["retransmissions"] > 0

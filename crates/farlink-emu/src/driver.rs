@@ -175,8 +175,7 @@ impl Driver {
                 flow_drops: vec![[0; N_DROP_CAUSES]; n_flows],
                 ..DriverStats::default()
             },
-            departure_error_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                .map_err(|e| EmuError::Internal(e.to_string()))?,
+            departure_error_ns: crate::report::ns_histogram(),
             outcomes: vec![0; n_dirs],
             lost_ordinals: record_lost.then(|| vec![Vec::new(); n_dirs]),
             pcap: Vec::new(),

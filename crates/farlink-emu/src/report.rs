@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use farlink_core::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use farlink_core::path::{self, LinkDir};
 use farlink_core::scenario::{AppSpec, Hop, Scenario};
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::bulk::{SenderOutcome, SinkOutcome};
 use crate::driver::Driver;
+use crate::sender_timing::SenderTimingSummary;
 
 fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {
     DROP_CAUSE_NAMES
@@ -99,10 +101,16 @@ pub struct WireSummary {
     pub malformed: u64,
     pub window_probes: u64,
     pub fin_transmissions: u64,
+    /// The sender's ACK-to-send latency and busy time (`sender_timing.rs`).
+    pub timing: SenderTimingSummary,
 }
 
 impl WireSummary {
-    pub(crate) fn new(w: &farlink_core::tcp::wire_client::WireStats, window_probes: u64) -> Self {
+    pub(crate) fn new(
+        w: &farlink_core::tcp::wire_client::WireStats,
+        window_probes: u64,
+        timing: SenderTimingSummary,
+    ) -> Self {
         WireSummary {
             packets_sent: w.packets_sent,
             packets_received: w.packets_received,
@@ -111,6 +119,7 @@ impl WireSummary {
             malformed: w.malformed,
             window_probes,
             fin_transmissions: w.fin_transmissions,
+            timing,
         }
     }
 }
@@ -169,12 +178,31 @@ pub struct RlpDirGiveUps {
     pub packets_given_up: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Percentiles {
     pub p50: f64,
     pub p99: f64,
     pub max: f64,
     pub count: u64,
+}
+
+/// A histogram of durations in ns: 1 ns to an hour, three significant digits. Allocated once;
+/// recording allocates nothing.
+pub(crate) fn ns_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("constant, valid bounds")
+}
+
+impl Percentiles {
+    /// The median, 99th percentile and maximum of a histogram of ns, in µs.
+    pub(crate) fn of_ns(h: &Histogram<u64>) -> Percentiles {
+        let us = |ns: u64| ns as f64 / 1e3;
+        Percentiles {
+            p50: us(h.value_at_quantile(0.5)),
+            p99: us(h.value_at_quantile(0.99)),
+            max: us(h.max()),
+            count: h.len(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -444,8 +472,6 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
             }
         })
         .collect();
-    let h = &driver.departure_error_ns;
-    let us = |ns: u64| ns as f64 / 1e3;
     let wall_s = secs(o.end_ns);
     EmuResult {
         engine: "emulate",
@@ -458,12 +484,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
         flows,
         links,
         emulator: Emulator {
-            departure_error_us: Percentiles {
-                p50: us(h.value_at_quantile(0.5)),
-                p99: us(h.value_at_quantile(0.99)),
-                max: us(h.max()),
-                count: h.len(),
-            },
+            departure_error_us: Percentiles::of_ns(&driver.departure_error_ns),
             packets_read: s.read_pkts,
             bytes_read: s.read_bytes,
             packets_written: s.written_pkts,

@@ -24,6 +24,7 @@ use farlink_core::time::{SimDuration, SimTime};
 use crate::bulk::{Sample, SenderOutcome, SAMPLE_INTERVAL};
 use crate::kernel::kernel_controllers;
 use crate::report::{FlowSettings, WireSummary};
+use crate::sender_timing::SenderTiming;
 use crate::tcpinfo::TcpInfo;
 use crate::{EmuError, EmuOptions};
 
@@ -261,6 +262,7 @@ pub(crate) struct WireFlow {
     /// `TCP_INFO`-like samples, their `at_ns` in emulated time until [`WireFlow::outcome`].
     samples: Vec<Sample>,
     unbounded: bool,
+    timing: SenderTiming,
 }
 
 impl WireFlow {
@@ -287,6 +289,7 @@ impl WireFlow {
             next_sample: f.start,
             samples: Vec::with_capacity(4096),
             unbounded: app == AppSource::Unbounded,
+            timing: SenderTiming::new(),
         }
     }
 
@@ -301,7 +304,8 @@ impl WireFlow {
     }
 
     pub(crate) fn on_timeout(&mut self, now: SimTime) {
-        self.conn.on_timeout(now);
+        let conn = &mut self.conn;
+        self.timing.timed(|| conn.on_timeout(now));
         if now >= self.next_sample && !self.conn.is_finished() {
             self.samples.push(Sample {
                 at_ns: now.as_nanos(),
@@ -314,12 +318,22 @@ impl WireFlow {
         }
     }
 
+    /// The next segment to write, if any; the driver writes it to the link at once.
     pub(crate) fn poll_transmit(&mut self, now: SimTime, buf: &mut [u8]) -> Option<usize> {
-        self.conn.poll_transmit(now, buf)
+        let conn = &mut self.conn;
+        let (len, _, written_ns) = self.timing.timed(|| conn.poll_transmit(now, buf));
+        match len {
+            Some(_) => self.timing.wrote(written_ns),
+            None => self.timing.idle(),
+        }
+        len
     }
 
     pub(crate) fn on_packet(&mut self, now: SimTime, bytes: &[u8]) {
-        self.conn.on_packet(now, bytes);
+        let conn = &mut self.conn;
+        // The clock starts as the sender begins to read the packet.
+        let ((), read_ns, _) = self.timing.timed(|| conn.on_packet(now, bytes));
+        self.timing.received(read_ns);
     }
 
     pub(crate) fn is_finished(&self) -> bool {
@@ -372,7 +386,11 @@ impl WireFlow {
                 .collect(),
             last: Some(self.info()),
             error,
-            wire: Some(WireSummary::new(self.conn.stats(), s.stats().window_probes)),
+            wire: Some(WireSummary::new(
+                self.conn.stats(),
+                s.stats().window_probes,
+                self.timing.summary(),
+            )),
         }
     }
 }
