@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+
 from support import FARLINK_ARGV, assert_one_error, needs_namespaces, run
 
 LISTENER_ADDR = "10.77.0.1"

@@ -56,7 +56,9 @@ def flow_document(
         # Never reached: a send lasts as long as its transfer (or until Ctrl-C).
         "duration": "100000s",
         "nodes": ["farlink", "listener"],
-        "links": [{"name": "path", "a": "farlink", "b": "listener", "rate": "1Gbps", "delay": "0s"}],
+        "links": [
+            {"name": "path", "a": "farlink", "b": "listener", "rate": "1Gbps", "delay": "0s"}
+        ],
         "flows": [
             {
                 "name": "send",

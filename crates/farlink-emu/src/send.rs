@@ -49,6 +49,8 @@ const BLOCK_BASE: u32 = u32::from_be_bytes([198, 18, 0, 0]);
 const BLOCK_SUBNETS: u32 = 1 << 15;
 /// The largest packet the device carries (its default MTU is 1500).
 const PACKET_BYTES: usize = 65_536;
+/// The longest wait in `poll(2)`: how soon Ctrl-C and SIGTERM are seen.
+const SIGNAL_CHECK_MS: u64 = 100;
 /// Bytes of the payload hashed at a time.
 const HASH_CHUNK_BYTES: usize = 64 * 1024;
 
@@ -125,8 +127,9 @@ pub fn send(sc: &Scenario, opts: &SendOptions) -> Result<SendReport, EmuError> {
         .name("farlink-send".into())
         .spawn(move || {
             if let Some(file) = &ns {
-                setns(file.as_fd(), CloneFlags::CLONE_NEWNET)
-                    .map_err(|e| EmuError::sys(format!("setns {}", name.as_deref().unwrap_or("")), e))?;
+                setns(file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| {
+                    EmuError::sys(format!("setns {}", name.as_deref().unwrap_or("")), e)
+                })?;
             }
             let setup = Device::create(&opts)?;
             let config = WireClientConfig {
@@ -288,11 +291,13 @@ fn drive(
                 .map_err(|e| EmuError::sys(format!("write {}", dev.name), e))?;
         }
         // Until the next timer (rounded up to a millisecond), a packet, or a signal's check.
-        let wait_ms = conn.next_wakeup().map_or(100, |w| {
-            w.as_nanos().saturating_sub(now().as_nanos()).div_ceil(1_000_000)
+        let wait_ms = conn.next_wakeup().map_or(SIGNAL_CHECK_MS, |w| {
+            w.as_nanos()
+                .saturating_sub(now().as_nanos())
+                .div_ceil(1_000_000)
         });
         let mut fds = [PollFd::new(dev.tun.fd(), PollFlags::POLLIN)];
-        let timeout = PollTimeout::try_from(wait_ms.min(100) as u16).unwrap_or(PollTimeout::ZERO);
+        let timeout = PollTimeout::from(wait_ms.min(SIGNAL_CHECK_MS) as u16);
         match poll(&mut fds, timeout) {
             Ok(_) | Err(nix::errno::Errno::EINTR) => {}
             Err(e) => return Err(EmuError::sys("poll", e)),
@@ -372,7 +377,13 @@ mod tests {
 
     #[test]
     fn hosts_no_device_can_reach_are_refused() {
-        for bad in ["0.0.0.0", "127.0.0.1", "224.0.0.1", "255.255.255.255", "198.19.0.7"] {
+        for bad in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "198.19.0.7",
+        ] {
             assert!(check_host(bad.parse().unwrap()).is_err(), "{bad}");
         }
         for good in ["10.0.0.1", "192.0.2.1", "198.20.0.1"] {
@@ -383,7 +394,10 @@ mod tests {
     #[test]
     fn only_farlink_namespaces_are_entered() {
         assert!(matches!(open_netns("other"), Err(EmuError::Usage(_))));
-        assert!(matches!(open_netns("farlink-../x"), Err(EmuError::Usage(_))));
+        assert!(matches!(
+            open_netns("farlink-../x"),
+            Err(EmuError::Usage(_))
+        ));
     }
 
     #[test]

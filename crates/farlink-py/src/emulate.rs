@@ -23,7 +23,9 @@ create_exception!(
 /// cleanly (the result says `interrupted`).
 #[pyfunction]
 pub(crate) fn emulate(py: Python<'_>, scenario_json: &str, options_json: &str) -> PyResult<String> {
-    run_detached(py, || farlink_emu::emulate_json(scenario_json, options_json))
+    run_detached(py, || {
+        farlink_emu::emulate_json(scenario_json, options_json)
+    })
 }
 
 /// `farlink send`: farlink's sender to a listener (`flows[0]` of the scenario; `options_json`:
@@ -41,7 +43,9 @@ pub(crate) fn send(py: Python<'_>, scenario_json: &str, options_json: &str) -> P
     {
         let _ = (scenario_json, options_json);
         run_detached(py, || {
-            Err(EmuError::Unsupported("send needs Linux (TUN devices)".into()))
+            Err(EmuError::Unsupported(
+                "send needs Linux (TUN devices)".into(),
+            ))
         })
     }
 }

@@ -17,8 +17,8 @@ import typer
 from farlink.cli import calldrops, captures, predict, reproduce, scenario, simulate, sweeps
 from farlink.cli.compare import compare_command
 from farlink.cli.emulate import emulate_command
-from farlink.cli.send import send_command
 from farlink.cli.options import EXIT_BAD_INPUT, CliError
+from farlink.cli.send import send_command
 from farlink.linkmgr.cli import linkmgr_app
 
 app = typer.Typer(
