@@ -129,6 +129,19 @@ def test_a_closed_port_is_one_line(capsys, listener_ns):
 
 
 @needs_namespaces("farlink send")
+def test_a_listener_elsewhere_needs_forwarding_and_a_route(capsys, listener_ns):
+    # Without forwarding `send` refuses before it starts; a namespace of the test's own may
+    # forward, and with no route to HOST its kernel answers the SYN with an ICMP unreachable.
+    ns = listener_ns()
+    code, _, err = run(capsys, "send", "10.99.0.1", 80, "--netns", ns.name, "--size", "10KB")
+    assert_one_error(code, err, "HOST", "does not forward")
+    ip("netns", "exec", ns.name, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    code, _, err = run(capsys, "send", "10.99.0.1", 80, "--netns", ns.name, "--size", "10KB")
+    assert_one_error(code, err, "unreachable", "network unreachable")
+    assert ns.devices() == ["lo"]
+
+
+@needs_namespaces("farlink send")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_a_stopped_or_killed_sender_leaves_no_device(listener_ns, sig):
     ns = listener_ns("stall")
