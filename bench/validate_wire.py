@@ -9,6 +9,13 @@ kernel's on the wireless path at p = 1e-2. Writes the tables into docs/wire.md b
 
     make validate-wire                       # 10 MB on stpd-wireless, 100 KB on iridium-4
     make validate-wire WIRE_ARGS="--size 1MB --iridium-size 20KB"
+    .venv/bin/python bench/validate_wire.py --only testbed --jobs 4   # seed 003's testbed only
+
+``--only testbed``: seed 003 chapter 5's Linux testbed (preset ``stpd-testbed``, 100,000 bytes
+over the 38.4 kbps serial line with 250 ms, then 80 ms, and packet errors in both directions),
+ST-PD and Reno on farlink's sender to the kernel receiver, beside the simulator's run of the
+same case and the thesis's published times; each delay's table is written between its own
+``validate-wire-testbed-<delay>`` markers.
 """
 
 from __future__ import annotations
@@ -16,15 +23,20 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from farlink.emulate import emulate
+from farlink.reproduce.stpd_lossy import TESTBED_CASES, testbed_sets
 from farlink.sim import simulate
 
 CONTROLLERS = ("reno", "vegas", "hybla", "westwood", "cubic", "bic", "stpd", "bbr")
 KERNEL_PAIR = ("reno", "cubic", "bbr")
 DOC = Path(__file__).resolve().parents[1] / "docs" / "wire.md"
 BEGIN, END = "<!-- validate-wire:begin -->", "<!-- validate-wire:end -->"
+TESTBED_DELAYS = ("250ms", "80ms")  # sec. 5.4.2's lossy runs
+TESTBED_LINE_BPS = 38_400
+TESTBED_VARIANTS = ("stpd", "reno")
 
 
 def fmt(x: float | None, digits: int = 2) -> str:
@@ -59,18 +71,82 @@ HEADER = (
 )
 
 
-def write(lines: list[str]) -> None:
+def write(lines: list[str], markers: tuple[str, str] = (BEGIN, END)) -> None:
     """Puts the tables so far between the markers of docs/wire.md (after every row, so a long
     run that is stopped keeps what it measured)."""
+    begin, end = markers
     table = "\n".join(lines)
     text = DOC.read_text(encoding="utf-8")
     new = re.sub(
-        re.escape(BEGIN) + ".*?" + re.escape(END),
-        lambda _: f"{BEGIN}\n{table}\n{END}",
+        re.escape(begin) + ".*?" + re.escape(end),
+        lambda _: f"{begin}\n{table}\n{end}",
         text,
         flags=re.S,
     )
     DOC.write_text(new, encoding="utf-8")
+
+
+TESTBED_HEADER = (
+    "| controller | PER | errors | seed | verified | transfer s | retransmissions | timeouts "
+    "| simulator transfer s | simulator retransmissions | thesis s | error |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def testbed_runs(delay: str, seeds: list[int]) -> list[tuple]:
+    """Every run of the testbed table: for each of the thesis's cases at this delay, ST-PD and
+    Reno, with the thesis emulator's LCG errors (its one run) and with Bernoulli errors of each
+    seed; a lossless case runs once."""
+    runs = []
+    for line_bps, case_delay, per, pub_reno, pub_stpd in TESTBED_CASES:
+        if line_bps != TESTBED_LINE_BPS or case_delay != delay:
+            continue
+        for variant in TESTBED_VARIANTS:
+            published = pub_stpd if variant == "stpd" else pub_reno
+            draws = [("lcg", 1)] + [("bernoulli", k) for k in seeds] if per > 0 else [("-", 1)]
+            runs += [(variant, delay, per, loss, seed, published) for loss, seed in draws]
+    return runs
+
+
+def testbed_row(run: tuple) -> str:
+    """One run on the wire (farlink's sender, the kernel receiver) beside the simulator's."""
+    variant, delay, per, loss, seed, published = run
+    sets = testbed_sets(TESTBED_LINE_BPS, delay, per, loss)
+    f = emulate(
+        "stpd-testbed", tcp=variant, sender="farlink", seed=seed, sets=sets, duration="3600s"
+    ).summary["flows"][0]
+    (sim,) = simulate(
+        "stpd-testbed", tcp=variant, seed=seed, sets=[*sets, "trace={}"], duration="3600s"
+    ).summary["flows"]
+    bound = "> " if variant == "reno" and published else ""
+    return (
+        f"| {variant} | {per:g} | {loss} | {seed} | {f['verified']} "
+        f"| {fmt(f['transfer_time_s'])} | {f['retransmissions']} | {f['timeouts']} "
+        f"| {fmt(sim['transfer_time_s'])} | {sim['retransmissions']} "
+        f"| {bound + fmt(published, 0) if published else '-'} | {f['error'] or ''} |"
+    )
+
+
+def testbed_markers(delay: str) -> tuple[str, str]:
+    """Each delay's table has markers of its own, so a run of one delay keeps the other's."""
+    return (
+        f"<!-- validate-wire-testbed-{delay}:begin -->",
+        f"<!-- validate-wire-testbed-{delay}:end -->",
+    )
+
+
+def testbed_table(delay: str, seeds: list[int], jobs: int, write_doc: bool) -> None:
+    """Seed 003's testbed on the wire at one delay; ``jobs`` emulations at once (each in its
+    own namespaces), the rows in the order of ``testbed_runs``."""
+    runs = testbed_runs(delay, seeds)
+    title = f"### seed 003's testbed: stpd-testbed, 38.4 kbps, {delay}, 100000B"
+    out = [title, "", TESTBED_HEADER]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for line in pool.map(testbed_row, runs):
+            print(line, flush=True)
+            out.append(line)
+            if write_doc:
+                write([*out, ""], testbed_markers(delay))
 
 
 def main() -> int:
@@ -79,7 +155,19 @@ def main() -> int:
     parser.add_argument("--iridium-size", default="100KB")
     parser.add_argument("--controllers", default=",".join(CONTROLLERS))
     parser.add_argument("--no-write", action="store_true", help="Print only.")
+    parser.add_argument("--only", choices=("testbed",), help="Run only this table.")
+    parser.add_argument(
+        "--testbed-delays", default=",".join(TESTBED_DELAYS), help="Of 80ms, 250ms (sec. 5.4)."
+    )
+    parser.add_argument("--testbed-seeds", default="1,2,3", help="Bernoulli seeds.")
+    parser.add_argument("--jobs", type=int, default=1, help="Testbed emulations at once.")
     args = parser.parse_args()
+    seeds = [int(k) for k in args.testbed_seeds.split(",") if k]
+    delays = [d for d in args.testbed_delays.split(",") if d]
+    if args.only == "testbed":
+        for delay in delays:
+            testbed_table(delay, seeds, args.jobs, not args.no_write)
+        return 0
     controllers = [c for c in args.controllers.split(",") if c]
     out: list[str] = []
     paths = [
@@ -111,6 +199,9 @@ def main() -> int:
     out.append("")
     if not args.no_write:
         write(out)
+    for delay in delays:
+        testbed_table(delay, seeds, args.jobs, not args.no_write)
+    if not args.no_write:
         print(f"wrote {DOC}")
     return 0
 

@@ -237,6 +237,16 @@ def emulate(scenario_json: str, options_json: str) -> str:
         EmulatorError: the emulator could not run (``kind`` says why).
     """
 
+def send(scenario_json: str, options_json: str) -> str:
+    """farlink's sender to a listener: ``flows[0]`` of the scenario (JSON text) with options
+    (JSON: ``host``, ``port``, ``netns``, ``handshake_timeout_s``); the report as JSON text
+    (see ``farlink.send``).
+
+    Raises:
+        ScenarioError: the flow's TCP settings are invalid.
+        EmulatorError: it could not run (``kind`` says why).
+    """
+
 class LinkMgrError(ValueError):
     """The link manager could not run or stopped, in one line; ``kind`` says why."""
 

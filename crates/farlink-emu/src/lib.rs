@@ -16,6 +16,7 @@
 //! * `bulk`: the built-in workload, one kernel TCP bulk transfer per flow, TCP_INFO sampled;
 //! * `wire_sender`: farlink's own TCP sender as a flow's sending end (no kernel there);
 //! * `sender_timing`: that sender's ACK-to-send latency and the time its own calls take;
+//! * [`send`]: the same sender to an arbitrary listener, through a TUN device of its own;
 //! * `command`: programs as the workload, a command against a server or a counting sink;
 //! * `report`: the result in `simulate`'s shape plus the emulator's own figures;
 //! * [`ceiling`]: the references of the throughput benchmark (a bare TUN forwarder, veth);
@@ -45,6 +46,8 @@ mod report;
 mod run;
 #[cfg(target_os = "linux")]
 mod sched;
+#[cfg(target_os = "linux")]
+pub mod send;
 #[cfg(target_os = "linux")]
 mod sender_timing;
 #[cfg(target_os = "linux")]

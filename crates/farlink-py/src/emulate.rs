@@ -23,11 +23,41 @@ create_exception!(
 /// cleanly (the result says `interrupted`).
 #[pyfunction]
 pub(crate) fn emulate(py: Python<'_>, scenario_json: &str, options_json: &str) -> PyResult<String> {
+    run_detached(py, || {
+        farlink_emu::emulate_json(scenario_json, options_json)
+    })
+}
+
+/// `farlink send`: farlink's sender to a listener (`flows[0]` of the scenario; `options_json`:
+/// `host`, `port`, `netns`, `handshake_timeout_s`); returns the report as JSON text. Not Linux:
+/// an `unsupported` error.
+#[pyfunction]
+pub(crate) fn send(py: Python<'_>, scenario_json: &str, options_json: &str) -> PyResult<String> {
+    #[cfg(target_os = "linux")]
+    {
+        run_detached(py, || {
+            farlink_emu::send::send_json(scenario_json, options_json)
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (scenario_json, options_json);
+        run_detached(py, || {
+            Err(EmuError::Unsupported(
+                "send needs Linux (TUN devices)".into(),
+            ))
+        })
+    }
+}
+
+/// Runs `f` with the GIL released; a panic becomes an internal error, an [`EmuError`] an
+/// `EmulatorError` with its `kind`.
+fn run_detached(
+    py: Python<'_>,
+    f: impl FnOnce() -> Result<String, EmuError> + Send,
+) -> PyResult<String> {
     let outcome = py.detach(|| {
-        panic::catch_unwind(AssertUnwindSafe(|| {
-            farlink_emu::emulate_json(scenario_json, options_json)
-        }))
-        .unwrap_or_else(|payload| {
+        panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
             Err(EmuError::Internal(format!(
                 "the emulator panicked (a bug; please report it with the scenario): {}",
                 panic_message(&*payload)
@@ -52,6 +82,7 @@ pub(crate) fn emulate(py: Python<'_>, scenario_json: &str, options_json: &str) -
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
+    m.add_function(wrap_pyfunction!(send, m)?)?;
     m.add("EmulatorError", m.py().get_type::<EmulatorError>())?;
     Ok(())
 }

@@ -18,6 +18,7 @@ from farlink.cli import calldrops, captures, predict, reproduce, scenario, simul
 from farlink.cli.compare import compare_command
 from farlink.cli.emulate import emulate_command
 from farlink.cli.options import EXIT_BAD_INPUT, CliError
+from farlink.cli.send import send_command
 from farlink.linkmgr.cli import linkmgr_app
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app = typer.Typer(
 )
 
 app.command("emulate")(emulate_command)
+app.command("send")(send_command)
 app.command("compare")(compare_command)
 app.command("reproduce")(reproduce.reproduce)
 app.command("fit-drops")(calldrops.fit_drops)

@@ -401,9 +401,10 @@ BITS_PER_BYTE_ON_THE_LINE = 10
 TESTBED_SEEDS = range(1, 9)
 
 
-def _testbed_run(variant: str, line_bps: int, delay: str, per: float, loss: str, seed: int = 1):
-    from farlink.sim import simulate
-
+def testbed_sets(line_bps: int, delay: str, per: float, loss: str) -> list[str]:
+    """The overrides that make preset ``stpd-testbed`` one case of sec. 5.4: the serial line's
+    rate and delay, and packet errors in both directions (``loss``: ``lcg`` as the thesis's
+    emulator, or ``bernoulli``)."""
     effective_bps = line_bps * 8 // BITS_PER_BYTE_ON_THE_LINE
     sets = [f'links[1].rate="{effective_bps}bps"', f'links[1].delay="{delay}"']
     if per > 0 and loss == "lcg":
@@ -417,6 +418,13 @@ def _testbed_run(variant: str, line_bps: int, delay: str, per: float, loss: str,
             f'links[1].fwd.loss={{model="bernoulli", p={per}}}',
             f'links[1].rev.loss={{model="bernoulli", p={per}}}',
         ]
+    return sets
+
+
+def _testbed_run(variant: str, line_bps: int, delay: str, per: float, loss: str, seed: int = 1):
+    from farlink.sim import simulate
+
+    sets = testbed_sets(line_bps, delay, per, loss)
     return simulate("stpd-testbed", tcp=variant, seed=seed, sets=[*sets, "trace={}"])
 
 
