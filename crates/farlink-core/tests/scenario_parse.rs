@@ -642,10 +642,16 @@ fn the_linux_rto_rule_brings_linux_bounds_unless_given() {
     assert!(!defaults.contains(&"flows[0].tcp.rto"), "{defaults:?}");
     // An explicit bound stays; the default rule is RFC 6298's.
     v["flows"][0]["tcp"] = json!({"rto": "linux", "min_rto": "1s"});
-    assert_eq!(parse(&v).unwrap().flows()[0].tcp.rtt.min_rto, SimDuration::from_secs(1));
+    assert_eq!(
+        parse(&v).unwrap().flows()[0].tcp.rtt.min_rto,
+        SimDuration::from_secs(1)
+    );
     let default = parse(&base()).unwrap();
     assert_eq!(default.flows()[0].tcp.rtt.rule, RtoRule::Rfc6298);
-    assert_eq!(default.flows()[0].tcp.rtt.min_rto, SimDuration::from_secs(1));
+    assert_eq!(
+        default.flows()[0].tcp.rtt.min_rto,
+        SimDuration::from_secs(1)
+    );
 }
 
 #[test]

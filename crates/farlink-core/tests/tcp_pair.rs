@@ -652,7 +652,12 @@ fn rack_marks_a_lost_retransmission_lost_without_a_timeout() {
     let s = p.sender.stats();
     assert_eq!(s.timeouts, 0);
     let seq = p.seq_of(30);
-    let resent = p.log.retransmitted.iter().filter(|&&(_, q)| q == seq).count();
+    let resent = p
+        .log
+        .retransmitted
+        .iter()
+        .filter(|&&(_, q)| q == seq)
+        .count();
     assert_eq!(resent, 2, "the retransmission itself was sent again");
     assert_eq!(s.fast_recoveries, 1, "one recovery repaired both");
     assert_eq!(p.receiver.delivered_bytes(), 600_000);

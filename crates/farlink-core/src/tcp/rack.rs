@@ -122,8 +122,8 @@ impl Rack {
     /// `RACK_reo_wnd()` (RFC 8985 6.2 step 4), with `reo_wnd_mult` = 1.
     pub fn reo_wnd(&self, ctx: &ReoContext, sacked_bytes: u64) -> SimDuration {
         if !self.reord {
-            let dup_thresh_sacked = sacked_bytes
-                > u64::from(ctx.dup_thresh.saturating_sub(1)) * ctx.smss_bytes;
+            let dup_thresh_sacked =
+                sacked_bytes > u64::from(ctx.dup_thresh.saturating_sub(1)) * ctx.smss_bytes;
             if ctx.in_recovery || dup_thresh_sacked {
                 return SimDuration::ZERO;
             }

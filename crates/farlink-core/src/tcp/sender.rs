@@ -1301,9 +1301,9 @@ impl Sender {
     fn on_rack_timer(&mut self, now: SimTime) {
         self.reo_deadline = None;
         let before = self.before_ack(false);
-        let (lost_bytes, wait) =
-            self.detection
-                .on_rack_timer(now, before, &mut self.scoreboard);
+        let (lost_bytes, wait) = self
+            .detection
+            .on_rack_timer(now, before, &mut self.scoreboard);
         self.reo_deadline = wait.map(|w| now + w);
         if lost_bytes == 0 {
             return;
