@@ -47,7 +47,9 @@ def test_show_names_the_linux_rto_and_rack_and_marks_linux_bounds_as_defaults(ca
     assert (tcp["min_rto_s"], tcp["max_rto_s"]) == (0.2, 120.0)
     assert "flows[0].tcp.min_rto_s" in resolved["defaults"]
     assert "flows[0].tcp.rto" not in resolved["defaults"]
-    code, out, err = run(capsys, "scenario", "show", "stpd-wireless", "--set", "flows[0].tcp.rto=bsd")
+    code, out, err = run(
+        capsys, "scenario", "show", "stpd-wireless", "--set", "flows[0].tcp.rto=bsd"
+    )
     assert_one_error(code, err, "flows[0].tcp.rto", 'unknown RTO rule "bsd"', "rfc6298, linux")
 
 
