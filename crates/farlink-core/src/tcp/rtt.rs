@@ -161,9 +161,15 @@ impl RttEstimator {
     /// 6298's ignores them.
     pub fn on_sample_at(&mut self, r: SimDuration, snd_una: u64, snd_nxt: u64) {
         match self.config.rule {
-            RtoRule::Rfc6298 => self.on_sample(r),
+            RtoRule::Rfc6298 => self.rfc6298_sample(r),
             RtoRule::Linux => self.linux_sample(r, snd_una, snd_nxt),
         }
+    }
+
+    /// [`RttEstimator::on_sample_at`] with no sequence space (a controller's own estimator,
+    /// the handshake's sample before any data): Linux's rule then sees one round trip.
+    pub fn on_sample(&mut self, r: SimDuration) {
+        self.on_sample_at(r, 0, 0);
     }
 
     /// Linux's `tcp_rtt_estimator` then `tcp_set_rto` (module header). SRTT is kept exact
@@ -218,9 +224,8 @@ impl RttEstimator {
         self.finish_sample(r);
     }
 
-    /// Feeds one valid RTT measurement R to RFC 6298's rule and recomputes RTO; clears any
-    /// backoff.
-    pub fn on_sample(&mut self, r: SimDuration) {
+    /// RFC 6298's rule: one valid RTT measurement R.
+    fn rfc6298_sample(&mut self, r: SimDuration) {
         let r_ns = r.as_nanos();
         match self.srtt {
             None => {
@@ -462,6 +467,9 @@ mod tests {
     #[test]
     fn linux_rto_floor_is_srtt_plus_min_rto_and_backoff_caps_at_120_s() {
         let mut e = RttEstimator::new(linux());
+        // The handshake's sample, before any data: Linux's first-sample rule, not RFC 6298's.
+        e.on_sample(ms(20));
+        assert_eq!((e.rto(), e.rttvar()), (ms(220), ms(200)));
         let mut una = 0;
         for _ in 0..100 {
             una += 10;
