@@ -2,7 +2,7 @@
 
 import json
 
-from support import run
+from support import assert_one_error, run
 
 
 def test_show_json_is_the_resolved_scenario(capsys):
@@ -26,6 +26,31 @@ def test_show_marks_defaults_and_follows_set(capsys):
     assert "0.2" in lines["flows[0].tcp.min_rto_s"]
     assert "default" not in lines["flows[0].tcp.min_rto_s"]
     assert "derived" in lines["flows[0].base_rtt_s"]
+
+
+def test_show_names_the_linux_rto_and_rack_and_marks_linux_bounds_as_defaults(capsys):
+    code, out, err = run(
+        capsys,
+        "scenario",
+        "show",
+        "stpd-wireless",
+        "--json",
+        "--set",
+        "flows[0].tcp.rto=linux",
+        "--set",
+        "flows[0].tcp.recovery=rack",
+    )
+    assert code == 0, err
+    resolved = json.loads(out)
+    tcp = resolved["flows"][0]["tcp"]
+    assert (tcp["rto"], tcp["recovery"]) == ("linux", "rack")
+    assert (tcp["min_rto_s"], tcp["max_rto_s"]) == (0.2, 120.0)
+    assert "flows[0].tcp.min_rto_s" in resolved["defaults"]
+    assert "flows[0].tcp.rto" not in resolved["defaults"]
+    code, out, err = run(
+        capsys, "scenario", "show", "stpd-wireless", "--set", "flows[0].tcp.rto=bsd"
+    )
+    assert_one_error(code, err, "flows[0].tcp.rto", 'unknown RTO rule "bsd"', "rfc6298, linux")
 
 
 def test_check_says_ok_or_names_the_place(capsys, tmp_path):

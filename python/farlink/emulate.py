@@ -49,7 +49,7 @@ def emulate(
     """Run a scenario (a preset name, a TOML path or a parsed document) on the emulator.
 
     ``tcp`` names the congestion controller of every flow (default: each flow's own), or a loss
-    recovery (``tahoe``, ``newreno``, ``sack``: farlink's sender with that recovery).
+    recovery (``tahoe``, ``newreno``, ``sack``, ``rack``: farlink's sender with that recovery).
     ``sender``: ``"kernel"`` (kernel TCP in the sender's namespace, ``TCP_CONGESTION``) or
     ``"farlink"`` (farlink's own sender on the wire, docs/wire.md); default: the kernel's where
     the kernel has the controller, farlink's otherwise. The other overrides are ``simulate``'s.

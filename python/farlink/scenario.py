@@ -35,7 +35,7 @@ __all__ = [
     "to_core_json",
 ]
 
-RECOVERY_NAMES = ("tahoe", "reno", "newreno", "sack")
+RECOVERY_NAMES = ("tahoe", "reno", "newreno", "sack", "rack")
 """``--tcp`` names that select loss recovery; other names select the congestion controller,
 over SACK-based recovery."""
 

@@ -61,7 +61,7 @@ def simulate(
 ) -> Result:
     """Run a scenario (a preset name, a TOML path or a parsed document) on the packet engine.
 
-    Overrides are those of ``farlink simulate``: ``tcp`` (tahoe, reno, newreno, sack select
+    Overrides are those of ``farlink simulate``: ``tcp`` (tahoe, reno, newreno, sack, rack select
     loss recovery; other names the congestion controller), ``loss`` (packet error rate of the
     scenario's ``lossy_link`` in the data direction), ``duration`` and ``size`` in human units,
     ``seed``, and ``sets`` of ``path=value`` applied last. Raises ``farlink.ScenarioError``

@@ -105,7 +105,9 @@
 //!   "window_scaling": true, "sack": true, "timestamps": true,
 //!   "delayed_ack": true, "delayed_ack_timeout": "200ms" | "delayed_ack_timeout_s",
 //!   "initial_rto": "1s", "min_rto": "1s", "max_rto": "64s"     (or *_s),
-//!   "recovery": "sack",               tahoe | reno | newreno | sack
+//!   "recovery": "sack",               tahoe | reno | newreno | sack | rack (RFC 8985 RACK-TLP)
+//!   "rto": "rfc6298",                 rfc6298 | linux (Linux's estimator; min_rto 200ms, max_rto
+//!                                     120s unless given)
 //!   "cc": "reno",                     congestion controller by name (tcp::cc::CcConfig::NAMES:
 //!                                     reno | vegas | hybla | westwood | cubic | bic | ...)
 //!   "growth": "per-ack",              per-ack | byte-counting (Reno's window growth; the

@@ -6,6 +6,7 @@ use farlink_core::scenario::{AppSpec, Hop, LossSpec};
 use farlink_core::tcp::cc::CcConfig;
 use farlink_core::tcp::receiver::DelayedAck;
 use farlink_core::tcp::recovery::LossRecovery;
+use farlink_core::tcp::rtt::RtoRule;
 use farlink_core::time::{SimDuration, SimTime};
 use farlink_core::{parse_scenario_json, ScenarioError};
 use serde_json::{json, Value};
@@ -616,6 +617,44 @@ fn flow_times() {
 // ----- errors: TCP and applications -----
 
 #[test]
+fn the_linux_rto_rule_brings_linux_bounds_unless_given() {
+    let mut v = base();
+    v["flows"][0]["tcp"] = json!({"rto": "Linux", "recovery": "rack"});
+    let s = parse(&v).unwrap();
+    let t = &s.flows()[0].tcp;
+    assert_eq!(t.rtt.rule, RtoRule::Linux);
+    assert_eq!(t.recovery, LossRecovery::Rack);
+    assert_eq!(t.rtt.min_rto, SimDuration::from_millis(200));
+    assert_eq!(t.rtt.max_rto, SimDuration::from_secs(120));
+    assert_eq!(t.rtt.initial_rto, SimDuration::from_secs(1));
+    // The resolved scenario names the rule and marks the bounds as defaults.
+    let resolved = farlink_core::scenario::resolve_scenario_json(&v.to_string()).unwrap();
+    let r = serde_json::to_value(&resolved).unwrap();
+    assert_eq!(r["flows"][0]["tcp"]["rto"], "linux");
+    assert_eq!(r["flows"][0]["tcp"]["min_rto_s"], 0.2);
+    let defaults: Vec<&str> = r["defaults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(defaults.contains(&"flows[0].tcp.min_rto_s"), "{defaults:?}");
+    assert!(!defaults.contains(&"flows[0].tcp.rto"), "{defaults:?}");
+    // An explicit bound stays; the default rule is RFC 6298's.
+    v["flows"][0]["tcp"] = json!({"rto": "linux", "min_rto": "1s"});
+    assert_eq!(
+        parse(&v).unwrap().flows()[0].tcp.rtt.min_rto,
+        SimDuration::from_secs(1)
+    );
+    let default = parse(&base()).unwrap();
+    assert_eq!(default.flows()[0].tcp.rtt.rule, RtoRule::Rfc6298);
+    assert_eq!(
+        default.flows()[0].tcp.rtt.min_rto,
+        SimDuration::from_secs(1)
+    );
+}
+
+#[test]
 fn tcp_options_are_checked() {
     rejects(
         |v| v["flows"][0]["tcp"] = json!({"mss_bytes": 12}),
@@ -630,7 +669,12 @@ fn tcp_options_are_checked() {
     rejects(
         |v| v["flows"][0]["tcp"] = json!({"recovery": "vegas"}),
         "flows[0].tcp.recovery",
-        "unknown loss recovery \"vegas\"; expected one of: tahoe, reno, newreno, sack",
+        "unknown loss recovery \"vegas\"; expected one of: tahoe, reno, newreno, sack, rack",
+    );
+    rejects(
+        |v| v["flows"][0]["tcp"] = json!({"rto": "bsd"}),
+        "flows[0].tcp.rto",
+        "unknown RTO rule \"bsd\"; expected one of: rfc6298, linux",
     );
     rejects(
         |v| v["flows"][0]["tcp"] = json!({"cc": "cubik"}),

@@ -28,6 +28,9 @@ struct Setup {
     /// Scripted losses, by segment index (sequence number / SMSS): each entry drops one
     /// transmission of that segment; list an index twice to drop two transmissions.
     drop_segments: Vec<u64>,
+    /// Scripted reordering: the first transmission of each listed segment index arrives this
+    /// much later than its place in the queue would have it.
+    delay_segments: Vec<(u64, SimDuration)>,
     max_steps: u64,
 }
 
@@ -47,6 +50,7 @@ impl Setup {
             one_way_delay: SimDuration::from_millis(ONE_WAY_MS),
             rate_bps: Some(10_000_000),
             drop_segments: Vec::new(),
+            delay_segments: Vec::new(),
             max_steps: 100_000,
         }
     }
@@ -62,6 +66,11 @@ impl Setup {
 
     fn drop(mut self, segments: &[u64]) -> Setup {
         self.drop_segments.extend_from_slice(segments);
+        self
+    }
+
+    fn delay(mut self, segment: u64, by: SimDuration) -> Setup {
+        self.delay_segments.push((segment, by));
         self
     }
 
@@ -83,6 +92,11 @@ impl Setup {
             to_receiver: VecDeque::new(),
             to_sender: VecDeque::new(),
             drops: self.drop_segments.iter().map(|i| i * smss).collect(),
+            delays: self
+                .delay_segments
+                .iter()
+                .map(|&(i, by)| (i * smss, by))
+                .collect(),
             steps: 0,
             max_steps: self.max_steps,
             log: Log::default(),
@@ -115,6 +129,7 @@ struct Pair {
     to_receiver: VecDeque<(SimTime, Segment)>,
     to_sender: VecDeque<(SimTime, Segment)>,
     drops: Vec<u64>,
+    delays: Vec<(u64, SimDuration)>,
     steps: u64,
     max_steps: u64,
     log: Log,
@@ -152,8 +167,13 @@ impl Pair {
                 None => SimDuration::ZERO,
             };
             self.link_free_at = start + serialisation;
-            self.to_receiver
-                .push_back((self.link_free_at + self.one_way_delay, seg));
+            let mut arrival = self.link_free_at + self.one_way_delay;
+            if let Some(i) = self.delays.iter().position(|&(s, _)| s == seg.seq) {
+                arrival += self.delays.remove(i).1;
+            }
+            // Kept in arrival order: a delayed segment lets later ones overtake it.
+            let at = self.to_receiver.partition_point(|&(t, _)| t <= arrival);
+            self.to_receiver.insert(at, (arrival, seg));
         }
     }
 
@@ -613,5 +633,86 @@ fn a_lost_fast_retransmission_times_out_in_recovery_and_keeps_its_ssthresh() {
         p.run_to_completion();
         assert_eq!(p.sender.stats().timeouts, 1, "{recovery}");
         assert_eq!(p.receiver.delivered_bytes(), 600_000, "{recovery}");
+    }
+}
+
+/// The index of the last segment of a bulk transfer of `total` bytes.
+fn last_segment(p: &Pair, total: u64) -> u64 {
+    total.div_ceil(p.smss()) - 1
+}
+
+#[test]
+fn rack_marks_a_lost_retransmission_lost_without_a_timeout() {
+    // Segment 30 and its first retransmission are lost. SACK recovery waits for the timer
+    // (the test above); RACK sees segments sent after the retransmission delivered.
+    let mut p = Setup::bulk(LossRecovery::Rack, true, 600_000)
+        .drop(&[30, 30])
+        .build();
+    p.run_to_completion();
+    let s = p.sender.stats();
+    assert_eq!(s.timeouts, 0);
+    let seq = p.seq_of(30);
+    let resent = p
+        .log
+        .retransmitted
+        .iter()
+        .filter(|&&(_, q)| q == seq)
+        .count();
+    assert_eq!(resent, 2, "the retransmission itself was sent again");
+    assert_eq!(s.fast_recoveries, 1, "one recovery repaired both");
+    assert_eq!(p.receiver.delivered_bytes(), 600_000);
+}
+
+#[test]
+fn tlp_repairs_a_tail_loss_without_a_timeout() {
+    for recovery in [LossRecovery::Sack, LossRecovery::Rack] {
+        // Whole segments: the probe (the last one again) takes as long as any other, so its
+        // SACK cannot pass for one of the original (RFC 8985 6.2 step 2's min_RTT test).
+        let probe = Setup::bulk(recovery, true, 1).build();
+        let total = 200 * probe.smss();
+        let last = last_segment(&probe, total);
+        let mut p = Setup::bulk(recovery, true, total)
+            .drop(&[last - 2, last - 1, last])
+            .build();
+        p.run_to_completion();
+        let s = p.sender.stats();
+        assert_eq!(p.receiver.delivered_bytes(), total, "{recovery}");
+        if recovery == LossRecovery::Sack {
+            // Nothing comes back after the tail: only the timer finds it.
+            assert_eq!(s.timeouts, 1, "{recovery}");
+            assert_eq!(s.loss_probes, 0);
+        } else {
+            assert_eq!(s.timeouts, 0, "{recovery}");
+            assert_eq!(s.loss_probes, 1);
+            assert_eq!(
+                s.fast_recoveries, 1,
+                "the probe's SACK let RACK start fast recovery"
+            );
+            assert_eq!(s.retransmitted_segments, 3, "the probe and the two holes");
+        }
+    }
+}
+
+#[test]
+fn reordering_within_the_reordering_window_is_not_retransmitted_by_rack() {
+    // Segment 20 arrives two segment times late (seen as reordering: RACK.reord), then
+    // segment 60 arrives 10 ms late, overtaken by more than DupThresh segments; RACK's
+    // window, min_RTT / 4 (about 25 ms), covers it.
+    let total = 400_000;
+    for recovery in [LossRecovery::Sack, LossRecovery::Rack] {
+        let mut p = Setup::bulk(recovery, true, total)
+            .delay(20, SimDuration::from_micros(2_500))
+            .delay(60, SimDuration::from_millis(10))
+            .build();
+        p.run_to_completion();
+        let s = p.sender.stats();
+        assert_eq!(s.timeouts, 0, "{recovery}");
+        if recovery == LossRecovery::Sack {
+            assert!(s.retransmitted_segments > 0, "DupThresh SACKs: spurious");
+        } else {
+            assert_eq!(s.retransmitted_segments, 0, "{recovery}");
+            assert_eq!(s.fast_recoveries, 0, "{recovery}");
+        }
+        assert_eq!(p.receiver.delivered_bytes(), total, "{recovery}");
     }
 }

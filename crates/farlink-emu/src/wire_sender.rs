@@ -9,7 +9,7 @@
 //! namespace, behind the sink's plain listening socket.
 //!
 //! Which sender (`--sender`, `--tcp`): the kernel's where the kernel has the controller,
-//! farlink's otherwise; a loss-recovery name (`tahoe`, `newreno`, `sack`) selects farlink's
+//! farlink's otherwise; a loss-recovery name (`tahoe`, `newreno`, `sack`, `rack`) selects farlink's
 //! sender with that recovery and the flow's own controller (`reno` names the controller).
 
 use farlink_core::pcap::{default_isn, Endpoints, FIRST_DYNAMIC_PORT};

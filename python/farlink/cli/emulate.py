@@ -29,7 +29,7 @@ def emulate_command(
         typer.Option(
             help="Congestion controller of every flow (farlink's: reno, vegas, hybla, westwood, "
             "cubic, bic, stpd, bbr; or one of this kernel's), or a loss recovery (tahoe, "
-            "newreno, sack: farlink's sender with it); default: the scenario's.",
+            "newreno, sack, rack: farlink's sender with it); default: the scenario's.",
         ),
     ] = None,
     sender: Annotated[

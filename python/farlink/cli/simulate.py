@@ -40,7 +40,7 @@ def simulate_command(
     tcp: Annotated[
         str | None,
         typer.Option(
-            help="Loss recovery (tahoe, reno, newreno, sack) or a controller "
+            help="Loss recovery (tahoe, reno, newreno, sack, rack) or a controller "
             "(vegas, hybla, westwood, cubic, bic, bbr, stpd: these run over SACK recovery).",
         ),
     ] = None,

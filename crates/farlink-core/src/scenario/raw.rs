@@ -391,6 +391,7 @@ pub(super) struct RawTcp {
     pub(super) min_rto_s: Option<Bare>,
     pub(super) max_rto: Option<UnitText<Duration>>,
     pub(super) max_rto_s: Option<Bare>,
+    pub(super) rto: Option<String>,
     pub(super) recovery: Option<String>,
     pub(super) cc: Option<String>,
     pub(super) growth: Option<String>,

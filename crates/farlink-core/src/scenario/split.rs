@@ -237,6 +237,7 @@ fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         min_rto_s,
         max_rto,
         max_rto_s,
+        rto: one(&over.rto, &base.rto),
         recovery: one(&over.recovery, &base.recovery),
         cc: one(&over.cc, &base.cc),
         growth,

@@ -10,7 +10,10 @@ use crate::tcp::receiver::{
     DEFAULT_RECEIVE_BUFFER_BYTES, DELAYED_ACK_TIMEOUT,
 };
 use crate::tcp::recovery::{LossRecovery, DUP_THRESH};
-use crate::tcp::rtt::{RttConfig, CLOCK_GRANULARITY, INITIAL_RTO, MAX_RTO, MIN_RTO};
+use crate::tcp::rtt::{
+    RtoRule, RttConfig, CLOCK_GRANULARITY, INITIAL_RTO, LINUX_MAX_RTO, LINUX_MIN_RTO, MAX_RTO,
+    MIN_RTO,
+};
 use crate::tcp::sender::{
     AppSource, SenderConfig, DEFAULT_INITIAL_WINDOW_SEGMENTS, DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
 };
@@ -198,6 +201,18 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
         }
         DelayedAck::Off
     };
+    let rule = match &t.rto {
+        None => RtoRule::default(),
+        Some(name) => name
+            .to_ascii_lowercase()
+            .parse::<RtoRule>()
+            .map_err(|e| ScenarioError::new(at(p, "rto"), e.to_string()))?,
+    };
+    // Linux's rule brings Linux's bounds unless the scenario gives its own.
+    let (default_min_rto, default_max_rto) = match rule {
+        RtoRule::Rfc6298 => (MIN_RTO, MAX_RTO),
+        RtoRule::Linux => (LINUX_MIN_RTO, LINUX_MAX_RTO),
+    };
     let initial_rto = opt_duration(
         p,
         ("initial_rto", &t.initial_rto),
@@ -211,14 +226,14 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
         ("min_rto_s", &t.min_rto_s),
         false,
     )?
-    .unwrap_or(MIN_RTO);
+    .unwrap_or(default_min_rto);
     let max_rto = opt_duration(
         p,
         ("max_rto", &t.max_rto),
         ("max_rto_s", &t.max_rto_s),
         false,
     )?
-    .unwrap_or(MAX_RTO);
+    .unwrap_or(default_max_rto);
     if max_rto < min_rto {
         return err(
             at(p, "max_rto"),
@@ -232,6 +247,7 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
             min_rto,
             max_rto,
             clock_granularity: CLOCK_GRANULARITY,
+            rule,
         },
     ))
 }

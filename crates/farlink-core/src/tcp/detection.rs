@@ -26,8 +26,15 @@
 //! RACK-style time threshold for lost retransmissions, an ST-PD error control that reacts to
 //! losses without telling the controller) belongs here and changes the outcome, not the
 //! sender's glue.
+//!
+//! With `rack` loss recovery ([`LossDetector::with_rack`]) RFC 8985's time-based rule
+//! (`rack.rs`) takes the place of `IsLost()`: every delivery updates the RACK state, and an
+//! ACK marks lost what was sent before the most recently sent delivered segment and is
+//! overdue; what is not yet overdue is in [`AckOutcome::rack_wait`], the reordering timer
+//! the sender runs ([`LossDetector::on_rack_timer`]).
 
 use super::cc::{Acked, Lost};
+use super::rack::{Delivered, Rack, ReoContext};
 use super::scoreboard::Scoreboard;
 use super::segment::{timestamp_clock, Flags, Segment, TIMESTAMP_TICK};
 use crate::time::{SimDuration, SimTime};
@@ -40,6 +47,9 @@ pub struct BeforeAck {
     pub snd_max: u64,
     /// The ACK announced another window than the last one (RFC 5681's condition (e)).
     pub window_changed: bool,
+    /// In fast or timeout recovery, and the smoothed RTT: RACK's reordering window reads them.
+    pub in_recovery: bool,
+    pub srtt: Option<SimDuration>,
 }
 
 /// What one ACK told the sender.
@@ -58,6 +68,9 @@ pub struct AckOutcome {
     pub duplicate: bool,
     /// The RTT sample (RFC 6298 section 3, Karn's rule; RFC 7323 4.1 with timestamps).
     pub rtt_sample: Option<SimDuration>,
+    /// RACK: the time until the earliest segment RACK will presume lost unless delivered
+    /// first (the reordering timer); `None` without RACK or when none is waiting.
+    pub rack_wait: Option<SimDuration>,
 }
 
 /// Loss detection of one sender, with the per-ACK lists it hands on reserved once.
@@ -70,6 +83,8 @@ pub struct LossDetector {
     smss_bytes: u64,
     /// Timestamps were negotiated: an echoed TSval times an ACK Karn's rule leaves ambiguous.
     timestamps: bool,
+    /// RFC 8985 RACK in place of `IsLost()` (`rack` loss recovery).
+    rack: Option<Rack>,
     /// The segments the last ACK newly acknowledged and newly presumed lost.
     pub(super) acked: Vec<Acked>,
     pub(super) lost: Vec<Lost>,
@@ -88,9 +103,19 @@ impl LossDetector {
             dup_thresh,
             smss_bytes,
             timestamps,
+            rack: None,
             acked: Vec::with_capacity(capacity_segments),
             lost: Vec::with_capacity(capacity_segments),
         }
+    }
+
+    /// RACK (RFC 8985) decides losses instead of RFC 6675 `IsLost()`.
+    pub fn with_rack(mut self) -> Self {
+        self.rack = Some(Rack::default());
+        self
+    }
+    pub fn uses_rack(&self) -> bool {
+        self.rack.is_some()
     }
 
     /// The segments the last ACK newly acknowledged, oldest first.
@@ -113,8 +138,12 @@ impl LossDetector {
         scoreboard: &mut Scoreboard,
     ) -> AckOutcome {
         let ack = seg.ack;
-        // RFC 6675 Update(): record the SACK blocks.
-        let newly_sacked_bytes = scoreboard.on_sack(seg.options.sack.as_slice());
+        // RFC 6675 Update(): record the SACK blocks (and with RACK, each delivery).
+        let blocks = seg.options.sack.as_slice();
+        let newly_sacked_bytes = match self.rack.as_mut() {
+            Some(rack) => scoreboard.on_sack_with(blocks, |s| rack.on_delivered(now, s.into())),
+            None => scoreboard.on_sack(blocks),
+        };
 
         // The cumulative ACK.
         self.acked.clear();
@@ -123,8 +152,17 @@ impl LossDetector {
         let newly_acked_bytes = ack - before.snd_una;
         debug_assert_eq!(cumulative.newly_acked_bytes, newly_acked_bytes);
 
-        // RFC 6675 IsLost(), applied to the scoreboard.
-        let newly_lost_bytes = if self.sack_based {
+        // RACK (RFC 8985 6.2 steps 2-5), or RFC 6675 IsLost(), applied to the scoreboard.
+        let mut rack_wait = None;
+        let newly_lost_bytes = if let Some(rack) = self.rack.as_mut() {
+            for a in self.acked.iter().filter(|a| !a.was_sacked) {
+                rack.on_delivered(now, Delivered::from(a));
+            }
+            let ctx = reo_context(&before, self.dup_thresh, self.smss_bytes);
+            let (lost, wait) = rack.detect_loss(now, &ctx, scoreboard, &mut self.lost);
+            rack_wait = wait;
+            lost
+        } else if self.sack_based {
             scoreboard.detect_losses(self.dup_thresh, self.smss_bytes, &mut self.lost)
         } else {
             0
@@ -173,6 +211,25 @@ impl LossDetector {
             newly_lost_bytes,
             duplicate,
             rtt_sample,
+            rack_wait,
+        }
+    }
+
+    /// RACK's reordering timer expired (RFC 8985 6.3, `RACK_detect_loss_and_arm_timer`):
+    /// detects losses again with no ACK. [`LossDetector::lost`] then holds what it found;
+    /// returns their bytes and the time until the next segment is due.
+    pub fn on_rack_timer(
+        &mut self,
+        now: SimTime,
+        before: BeforeAck,
+        scoreboard: &mut Scoreboard,
+    ) -> (u64, Option<SimDuration>) {
+        self.acked.clear();
+        self.lost.clear();
+        let ctx = reo_context(&before, self.dup_thresh, self.smss_bytes);
+        match self.rack.as_ref() {
+            Some(rack) => rack.detect_loss(now, &ctx, scoreboard, &mut self.lost),
+            None => (0, None),
         }
     }
 
@@ -208,6 +265,16 @@ impl LossDetector {
         let lost_bytes = flight_size_bytes - scoreboard.sacked_bytes();
         scoreboard.on_timeout();
         lost_bytes
+    }
+}
+
+/// What RACK's reordering window reads of the sender's state.
+fn reo_context(before: &BeforeAck, dup_thresh: u32, smss_bytes: u64) -> ReoContext {
+    ReoContext {
+        in_recovery: before.in_recovery,
+        srtt: before.srtt,
+        dup_thresh,
+        smss_bytes,
     }
 }
 
@@ -257,6 +324,8 @@ mod tests {
             snd_una: una * SMSS,
             snd_max: max * SMSS,
             window_changed: false,
+            in_recovery: false,
+            srtt: None,
         }
     }
 

@@ -33,6 +33,7 @@ pub mod detection;
 pub mod handshake;
 pub mod limits;
 pub mod payload;
+pub mod rack;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;

@@ -38,10 +38,14 @@ pub enum LossRecovery {
     /// RFC 6675 SACK-based loss recovery. Falls back to NewReno if SACK is not negotiated.
     #[default]
     Sack,
+    /// RFC 8985 RACK-TLP on top of SACK-based recovery: RACK's time rule finds losses (lost
+    /// retransmissions included) instead of `IsLost()`, and the tail loss probe replaces the
+    /// retransmission timer at the tail (`rack.rs`). Falls back to NewReno without SACK.
+    Rack,
 }
 
 impl LossRecovery {
-    pub const NAMES: &'static [&'static str] = &["tahoe", "reno", "newreno", "sack"];
+    pub const NAMES: &'static [&'static str] = &["tahoe", "reno", "newreno", "sack", "rack"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -49,7 +53,13 @@ impl LossRecovery {
             LossRecovery::Reno => "reno",
             LossRecovery::NewReno => "newreno",
             LossRecovery::Sack => "sack",
+            LossRecovery::Rack => "rack",
         }
+    }
+
+    /// Recovery driven by the SACK scoreboard, `pipe` and `NextSeg()` (SACK and RACK).
+    pub fn is_sack_based(self) -> bool {
+        matches!(self, LossRecovery::Sack | LossRecovery::Rack)
     }
 }
 
@@ -67,6 +77,7 @@ impl FromStr for LossRecovery {
             "reno" => Ok(LossRecovery::Reno),
             "newreno" => Ok(LossRecovery::NewReno),
             "sack" => Ok(LossRecovery::Sack),
+            "rack" => Ok(LossRecovery::Rack),
             _ => Err(UnknownName {
                 what: "loss recovery",
                 name: s.to_owned(),
@@ -111,6 +122,8 @@ pub struct AckInfo {
     /// A duplicate ACK as RFC 5681 section 2 defines it (with SACK, RFC 6675 section 2: one
     /// that SACKs previously unSACKed data).
     pub is_dupack: bool,
+    /// Bytes loss detection newly presumed lost (RACK enters recovery on them alone).
+    pub newly_lost_bytes: u64,
     pub smss_bytes: u64,
 }
 
@@ -232,7 +245,7 @@ impl Recovery {
     /// Whether sending is governed by RFC 6675 `pipe` and `NextSeg()` (SACK, in recovery)
     /// rather than by `SND.NXT - SND.UNA` against the window.
     pub fn uses_pipe(&self) -> bool {
-        self.algorithm == LossRecovery::Sack && self.state != RecoveryState::Open
+        self.algorithm.is_sack_based() && self.state != RecoveryState::Open
     }
 
     /// RFC 6582 section 3.2 step 2 / RFC 6675 section 5.1: a new recovery may start only once
@@ -297,6 +310,26 @@ impl Recovery {
                     self.state = RecoveryState::FastRecovery;
                     self.inflation_bytes = i64::from(self.dup_thresh) * a.smss_bytes as i64;
                 }
+            }
+            LossRecovery::Rack => {
+                // RFC 8985 section 6: RACK's marks alone start recovery (Linux's
+                // `tcp_time_to_recover` skips the duplicate-ACK count when RACK is on).
+                if a.newly_lost_bytes == 0 || !self.recover_acknowledged(a.ack) {
+                    return d;
+                }
+                self.recover = Some(a.snd_max);
+                d.enter = Some(Entry {
+                    detection: Detection::Sack,
+                    restart_slow_start: false,
+                });
+                // As RFC 6675 (4.3), the first segment presumed lost goes out at once when it
+                // is the head; any other, by `NextSeg()`.
+                d.retransmit_head = scoreboard
+                    .get(0)
+                    .is_some_and(|s| s.lost && !s.sacked && !s.retx_in_flight);
+                self.high_rxt = a.ack;
+                self.rescue_rxt = None;
+                self.state = RecoveryState::FastRecovery;
             }
             LossRecovery::Sack => {
                 // RFC 6675 section 5: "(1) If DupAcks >= DupThresh, go to step (4)."
@@ -384,7 +417,7 @@ impl Recovery {
                     self.inflation_bytes += smss;
                 }
             }
-            LossRecovery::Sack => {
+            LossRecovery::Sack | LossRecovery::Rack => {
                 // RFC 6675 section 5 "(A) An incoming cumulative ACK for a sequence number
                 // greater than RecoveryPoint signals the end of loss recovery".
                 let recover = self.recover.expect("in fast recovery");
@@ -423,7 +456,7 @@ impl Recovery {
         self.rescue_rxt = None;
         RecoveryDecision {
             retransmit_head: true,
-            go_back_n: self.algorithm != LossRecovery::Sack,
+            go_back_n: !self.algorithm.is_sack_based(),
             ..RecoveryDecision::default()
         }
     }
@@ -442,6 +475,9 @@ impl Recovery {
         snd_una: u64,
         new_data_allowed: bool,
     ) -> NextSeg {
+        if self.algorithm == LossRecovery::Rack {
+            return rack_next_seg(scoreboard, new_data_allowed);
+        }
         let after_timeout = self.state == RecoveryState::TimeoutRecovery;
         let high_sacked = scoreboard.high_sacked().unwrap_or(snd_una);
         // (1.a) "S2 > HighRxt".
@@ -523,6 +559,24 @@ impl Recovery {
     }
 }
 
+/// `NextSeg()` with RACK (RFC 8985 section 6.3, Linux's `tcp_xmit_retransmit_queue`): the
+/// lowest segment presumed lost and not retransmitted since, wherever it is (RACK finds lost
+/// retransmissions below HighRxt too), else new data. No rules (3) and (4): the tail loss
+/// probe does their work.
+fn rack_next_seg(scoreboard: &Scoreboard, new_data_allowed: bool) -> NextSeg {
+    let lost = scoreboard
+        .iter()
+        .position(|s| s.lost && !s.sacked && !s.retx_in_flight);
+    match lost {
+        Some(index) => NextSeg::Retransmit {
+            index,
+            rule: NextSegRule::Lost,
+        },
+        None if new_data_allowed => NextSeg::NewData,
+        None => NextSeg::Nothing,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,6 +599,7 @@ mod tests {
             snd_max,
             newly_acked_bytes: 0,
             is_dupack: true,
+            newly_lost_bytes: 0,
             smss_bytes: SMSS,
         }
     }
@@ -555,6 +610,7 @@ mod tests {
             snd_max,
             newly_acked_bytes: newly,
             is_dupack: false,
+            newly_lost_bytes: 0,
             smss_bytes: SMSS,
         }
     }

@@ -1,4 +1,5 @@
-//! The retransmission timeout estimator of RFC 6298, with Karn's exponential backoff.
+//! The retransmission timeout estimator of RFC 6298, with Karn's exponential backoff, and
+//! Linux's estimator beside it ([`RtoRule::Linux`], opt-in).
 //!
 //! Read first: RFC 6298 (all of it; the numbered rules (2.1)–(2.5) and (5.1)–(5.7) are quoted
 //! in the code), Karn and Partridge 1987 ("Improving round-trip time estimates in reliable
@@ -7,6 +8,17 @@
 //! The estimator only does arithmetic on samples it is given. *Which* acknowledgements may give
 //! a sample (Karn's rule: none from a retransmitted segment unless timestamps make it
 //! unambiguous) is the sender's decision, in `sender.rs`. Times are integer nanoseconds.
+//!
+//! Linux's rule (net/ipv4/tcp_input.c `tcp_rtt_estimator`, `tcp_set_rto`, `__tcp_set_rto`;
+//! include/net/tcp.h `tcp_bound_rto`; net/ipv4/tcp_timer.c for the backoff) keeps the same
+//! SRTT, but its variance term differs: `mdev` is the smoothed deviation, except that a
+//! sample *below* SRTT moves it with weight 1/32 instead of 1/4; `mdev_max` is the largest
+//! `mdev` of the current round trip, never below the minimum RTO; `rttvar` follows a rising
+//! `mdev_max` at once and, once per round trip (when `SND.UNA` passes the `SND.NXT` of the
+//! round's start), falls a quarter of the way towards it. RTO = SRTT + rttvar, so the floor is
+//! SRTT + min_rto rather than a clamp of the whole RTO; the first sample gives
+//! mdev = 2R and RTO = R + max(2R, min_rto). The kernel's `min_rto` is 200 ms and its maximum
+//! 120 s (`TCP_RTO_MIN`, `TCP_RTO_MAX`); the scenario gives those defaults with `rto = "linux"`.
 
 use crate::time::SimDuration;
 
@@ -32,6 +44,58 @@ const BETA_SHIFT: u32 = 2;
 const K: u64 = 4;
 /// RFC 6298 (5.5): "The host MUST set RTO <- RTO * 2 ("back off the timer")."
 const BACKOFF_FACTOR: u64 = 2;
+/// Linux's `TCP_RTO_MIN` (include/net/tcp.h: `HZ / 5`), the default `min_rto` of
+/// [`RtoRule::Linux`].
+pub const LINUX_MIN_RTO: SimDuration = SimDuration::from_millis(200);
+/// Linux's `TCP_RTO_MAX` (`120 * HZ`), the default `max_rto` of [`RtoRule::Linux`].
+pub const LINUX_MAX_RTO: SimDuration = SimDuration::from_secs(120);
+
+/// Which estimator computes the RTO.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RtoRule {
+    /// RFC 6298 (2.2)/(2.3), clamped by (2.4)/(2.5).
+    #[default]
+    Rfc6298,
+    /// Linux's `tcp_rtt_estimator` and `tcp_set_rto` (module header).
+    Linux,
+}
+
+impl RtoRule {
+    pub const NAMES: &'static [&'static str] = &["rfc6298", "linux"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RtoRule::Rfc6298 => "rfc6298",
+            RtoRule::Linux => "linux",
+        }
+    }
+}
+
+impl std::str::FromStr for RtoRule {
+    type Err = super::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "rfc6298" => Ok(RtoRule::Rfc6298),
+            "linux" => Ok(RtoRule::Linux),
+            _ => Err(super::UnknownName {
+                what: "RTO rule",
+                name: s.to_owned(),
+                expected: Self::NAMES,
+            }),
+        }
+    }
+}
+
+/// Linux's variance state (`mdev_us`, `mdev_max_us`, `rttvar_us`, `rtt_seq` of
+/// `struct tcp_sock`), in nanoseconds.
+#[derive(Clone, Copy, Debug, Default)]
+struct LinuxVar {
+    mdev: u64,
+    mdev_max: u64,
+    rttvar: u64,
+    /// `SND.NXT` when the current round trip began.
+    rtt_seq: u64,
+}
 
 /// Bounds and initial value of the retransmission timeout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +105,7 @@ pub struct RttConfig {
     pub max_rto: SimDuration,
     /// G of RFC 6298 section 2.
     pub clock_granularity: SimDuration,
+    pub rule: RtoRule,
 }
 
 impl Default for RttConfig {
@@ -51,6 +116,7 @@ impl Default for RttConfig {
             min_rto: MIN_RTO,
             max_rto: MAX_RTO,
             clock_granularity: CLOCK_GRANULARITY,
+            rule: RtoRule::Rfc6298,
         }
     }
 }
@@ -70,6 +136,7 @@ pub struct RttEstimator {
     rto: SimDuration,
     backoffs: u32,
     samples: u64,
+    linux: LinuxVar,
 }
 
 impl RttEstimator {
@@ -85,11 +152,80 @@ impl RttEstimator {
             rto,
             backoffs: 0,
             samples: 0,
+            linux: LinuxVar::default(),
         }
     }
 
-    /// Feeds one valid RTT measurement R and recomputes RTO; clears any backoff.
+    /// Feeds one valid RTT measurement R and recomputes RTO; clears any backoff. Linux's
+    /// rule needs `SND.UNA` (after the ACK) and `SND.NXT` to tell round trips apart; RFC
+    /// 6298's ignores them.
+    pub fn on_sample_at(&mut self, r: SimDuration, snd_una: u64, snd_nxt: u64) {
+        match self.config.rule {
+            RtoRule::Rfc6298 => self.rfc6298_sample(r),
+            RtoRule::Linux => self.linux_sample(r, snd_una, snd_nxt),
+        }
+    }
+
+    /// [`RttEstimator::on_sample_at`] with no sequence space (a controller's own estimator,
+    /// the handshake's sample before any data): Linux's rule then sees one round trip.
     pub fn on_sample(&mut self, r: SimDuration) {
+        self.on_sample_at(r, 0, 0);
+    }
+
+    /// Linux's `tcp_rtt_estimator` then `tcp_set_rto` (module header). SRTT is kept exact
+    /// in nanoseconds where the kernel keeps 8·SRTT in microseconds; the shifts are its.
+    fn linux_sample(&mut self, r: SimDuration, snd_una: u64, snd_nxt: u64) {
+        let r_ns = r.as_nanos();
+        let min_rto_ns = self.config.min_rto.as_nanos();
+        let v = &mut self.linux;
+        match self.srtt {
+            None => {
+                // "srtt = m << 3; mdev_us = m << 1; rttvar_us = max(mdev_us, rto_min)".
+                self.srtt = Some(r);
+                v.mdev = 2 * r_ns;
+                v.rttvar = v.mdev.max(min_rto_ns);
+                v.mdev_max = v.rttvar;
+                v.rtt_seq = snd_nxt;
+            }
+            Some(srtt) => {
+                let srtt_ns = srtt.as_nanos();
+                // SRTT += (R - SRTT) / 8.
+                let srtt_ns = srtt_ns - (srtt_ns >> ALPHA_SHIFT) + (r_ns >> ALPHA_SHIFT);
+                // mdev += (|R - SRTT| - mdev) / 4, except that a sample below SRTT counts
+                // 1/8 as much ("m -= mdev >> 2; if (m > 0) m >>= 3"): a falling RTT must not
+                // raise the RTO.
+                let quarter = v.mdev >> BETA_SHIFT;
+                let err_ns = srtt.as_nanos().abs_diff(r_ns);
+                if r_ns < srtt.as_nanos() && err_ns > quarter {
+                    v.mdev += (err_ns - quarter) >> ALPHA_SHIFT;
+                } else {
+                    v.mdev = v.mdev + err_ns - quarter;
+                }
+                self.srtt = Some(SimDuration::from_nanos(srtt_ns.max(1)));
+                if v.mdev > v.mdev_max {
+                    v.mdev_max = v.mdev;
+                    v.rttvar = v.rttvar.max(v.mdev_max);
+                }
+                // Once per round trip: rttvar decays towards the round's largest mdev.
+                if snd_una > v.rtt_seq {
+                    if v.mdev_max < v.rttvar {
+                        v.rttvar -= (v.rttvar - v.mdev_max) >> BETA_SHIFT;
+                    }
+                    v.rtt_seq = snd_nxt;
+                    v.mdev_max = min_rto_ns;
+                }
+            }
+        }
+        self.rttvar = SimDuration::from_nanos(v.rttvar);
+        let srtt_ns = self.srtt.map_or(0, SimDuration::as_nanos);
+        // `__tcp_set_rto`: SRTT + rttvar; `tcp_bound_rto`: at most the maximum. The minimum
+        // is already in rttvar.
+        self.base_rto = SimDuration::from_nanos(srtt_ns + v.rttvar).min(self.config.max_rto);
+        self.finish_sample(r);
+    }
+
+    /// RFC 6298's rule: one valid RTT measurement R.
+    fn rfc6298_sample(&mut self, r: SimDuration) {
         let r_ns = r.as_nanos();
         match self.srtt {
             None => {
@@ -115,6 +251,11 @@ impl RttEstimator {
         let var_term_ns =
             (K * self.rttvar.as_nanos()).max(self.config.clock_granularity.as_nanos());
         self.base_rto = clamp(SimDuration::from_nanos(srtt_ns + var_term_ns), &self.config);
+        self.finish_sample(r);
+    }
+
+    /// What every sample does whatever the rule: the backoff ends, the sample is counted.
+    fn finish_sample(&mut self, r: SimDuration) {
         self.rto = self.base_rto;
         self.backoffs = 0;
         self.latest = Some(r);
@@ -270,6 +411,76 @@ mod tests {
         });
         e.reset_rto(SimDuration::from_secs(3));
         assert_eq!(e.rto(), SimDuration::from_secs(2));
+    }
+
+    fn linux() -> RttConfig {
+        RttConfig {
+            min_rto: LINUX_MIN_RTO,
+            max_rto: LINUX_MAX_RTO,
+            rule: RtoRule::Linux,
+            ..RttConfig::default()
+        }
+    }
+
+    #[test]
+    fn linux_rto_follows_the_kernel_rule_sample_by_sample() {
+        let mut e = RttEstimator::new(linux());
+        assert_eq!(e.rto(), SimDuration::from_secs(1), "initial 1 s");
+        // First sample R = 100 ms: mdev = 2R = 200, rttvar = max(mdev, 200 ms) = 200,
+        // RTO = 100 + 200.
+        e.on_sample_at(ms(100), 0, 10);
+        assert_eq!(e.rto(), ms(300));
+        // R = 300 in the same round (SND.UNA 5 <= rtt_seq 10): SRTT = 100 + 200/8 = 125;
+        // mdev = 200 + (200 - 200/4) = 350 > mdev_max 200, so rttvar = 350. RTO = 475.
+        e.on_sample_at(ms(300), 5, 20);
+        assert_eq!(e.rto(), ms(475));
+        // R = 50, a new round (SND.UNA 15 > 10): SRTT = 125 - 125/8 + 50/8 = 115.625;
+        // |err| = 75 below mdev/4 = 87.5, so mdev = 350 + 75 - 87.5 = 337.5 (no 1/8 damping);
+        // the round ends with mdev_max = rttvar = 350: no decay; mdev_max resets to 200.
+        // RTO = 115.625 + 350.
+        e.on_sample_at(ms(50), 15, 30);
+        assert_eq!(e.rto(), SimDuration::from_micros(465_625));
+        // R = 100, a new round (31 > 30): SRTT = 115.625 - 14.453125 + 12.5 = 113.671875;
+        // mdev = 337.5 + 15.625 - 84.375 = 268.75 = mdev_max; rttvar decays by
+        // (350 - 268.75)/4 to 329.6875. RTO = 443.359375 ms.
+        e.on_sample_at(ms(100), 31, 40);
+        assert_eq!(e.rto(), SimDuration::from_nanos(443_359_375));
+        // R = 10, same round: below SRTT by 103.671875 > mdev/4 = 67.1875, so mdev grows by
+        // only (103.671875 - 67.1875)/8 and stays below rttvar. SRTT = 113.671875 -
+        // 14.208984375 + 1.25 = 100.712890625, RTO = that + 329.6875 = 430.400390625 ms,
+        // less the nanosecond the integer eighths drop.
+        e.on_sample_at(ms(10), 35, 45);
+        let expected_ns: u64 = 430_400_390;
+        assert!(
+            e.rto().as_nanos().abs_diff(expected_ns) <= 1,
+            "{} ns",
+            e.rto().as_nanos()
+        );
+        // An RFC 6298 estimator would have put RTO at its 1 s floor throughout.
+        let mut rfc = RttEstimator::new(RttConfig::default());
+        for r in [100, 300, 50, 100, 10] {
+            rfc.on_sample_at(ms(r), 0, 0);
+        }
+        assert_eq!(rfc.rto(), SimDuration::from_secs(1));
+    }
+
+    #[test]
+    fn linux_rto_floor_is_srtt_plus_min_rto_and_backoff_caps_at_120_s() {
+        let mut e = RttEstimator::new(linux());
+        // The handshake's sample, before any data: Linux's first-sample rule, not RFC 6298's.
+        e.on_sample(ms(20));
+        assert_eq!((e.rto(), e.rttvar()), (ms(220), ms(200)));
+        let mut una = 0;
+        for _ in 0..100 {
+            una += 10;
+            e.on_sample_at(ms(20), una, una + 10);
+        }
+        // Steady 20 ms: mdev -> 0, rttvar decays to its floor min_rto; RTO = 20 + 200.
+        assert_eq!(e.rto(), ms(220));
+        for _ in 0..20 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), SimDuration::from_secs(120));
     }
 
     #[test]

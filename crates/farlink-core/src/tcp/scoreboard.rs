@@ -204,6 +204,16 @@ impl Scoreboard {
     /// bytes newly SACKed. Blocks at or below the cumulative ACK (D-SACK, RFC 2883) and blocks
     /// that no longer cover what they covered (reneging) change nothing.
     pub fn on_sack(&mut self, blocks: &[SackBlock]) -> u64 {
+        self.on_sack_with(blocks, |_| {})
+    }
+
+    /// [`Scoreboard::on_sack`], with `delivered` seeing each entry newly SACKed as it was
+    /// before the mark (RACK's record of deliveries).
+    pub fn on_sack_with(
+        &mut self,
+        blocks: &[SackBlock],
+        mut delivered: impl FnMut(&SentSegment),
+    ) -> u64 {
         let mut newly = 0;
         for block in blocks {
             let mut i = self.segments.partition_point(|s| s.end <= block.left);
@@ -212,6 +222,7 @@ impl Scoreboard {
                     break;
                 }
                 if !seg.sacked && seg.start >= block.left && seg.end <= block.right {
+                    delivered(&seg);
                     self.update(i, |s| s.sacked = true);
                     self.sacked_bytes += seg.len_bytes();
                     newly += seg.len_bytes();
@@ -267,6 +278,15 @@ impl Scoreboard {
     /// Presumes entry `index` lost (a fast retransmit without SACK information).
     pub fn mark_lost(&mut self, index: usize) {
         self.update(index, |s| s.lost = true);
+    }
+
+    /// Presumes entry `index` lost again by time (RACK): its retransmission, if one is out,
+    /// no longer counts in `pipe` and it is due for another.
+    pub fn mark_lost_again(&mut self, index: usize) {
+        self.update(index, |s| {
+            s.lost = true;
+            s.retx_in_flight = false;
+        });
     }
 
     /// A retransmission timeout: every unSACKed entry is presumed lost and no retransmission

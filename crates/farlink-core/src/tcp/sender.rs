@@ -29,6 +29,7 @@ use super::cc::{
 use super::detection::{AckOutcome, BeforeAck, LossDetector};
 use super::handshake::{self, RTO_AFTER_SYN_LOSS};
 use super::limits::{Limit, LimitClock};
+use super::rack;
 use super::recovery::{
     AckInfo, LossRecovery, NextSeg, NextSegRule, Recovery, RecoveryDecision, RecoveryState,
     DUP_THRESH,
@@ -130,6 +131,8 @@ pub struct SenderStats {
     /// Pure ACKs that answered the peer's SYN-ACK (data, when there is some, carries the ACK
     /// instead).
     pub handshake_acks_sent: u64,
+    /// Tail loss probes sent (RFC 8985 TLP, `rack` recovery).
+    pub loss_probes: u64,
 }
 
 /// Why a segment is sent again.
@@ -161,6 +164,9 @@ pub enum TransmissionKind {
     NewData { limited_transmit: bool },
     /// Data sent before.
     Retransmission(Retransmit),
+    /// RFC 8985 7.3's tail loss probe: new data (`retransmission` false) or the highest
+    /// unSACKed segment again.
+    LossProbe { retransmission: bool },
 }
 
 impl TransmissionKind {
@@ -168,11 +174,19 @@ impl TransmissionKind {
     pub fn carries_data(self) -> bool {
         matches!(
             self,
-            TransmissionKind::NewData { .. } | TransmissionKind::Retransmission(_)
+            TransmissionKind::NewData { .. }
+                | TransmissionKind::Retransmission(_)
+                | TransmissionKind::LossProbe { .. }
         )
     }
     pub fn is_retransmission(self) -> bool {
-        matches!(self, TransmissionKind::Retransmission(_))
+        matches!(
+            self,
+            TransmissionKind::Retransmission(_)
+                | TransmissionKind::LossProbe {
+                    retransmission: true
+                }
+        )
     }
 }
 
@@ -245,6 +259,13 @@ pub struct Sender {
     rtt: RttEstimator,
     /// The retransmission timer (RFC 6298 section 5).
     rto_deadline: Option<SimTime>,
+    /// RACK-TLP (`rack` recovery only): the probe timer (RFC 8985 7.2), the probe it asks
+    /// for, the end of the outstanding probe's episode (`TLP.end_seq`), and RACK's
+    /// reordering timer (6.3).
+    pto_deadline: Option<SimTime>,
+    loss_probe_due: bool,
+    tlp_end_seq: Option<u64>,
+    reo_deadline: Option<SimTime>,
     /// The first unacknowledged segment must go out next, whatever the window (fast
     /// retransmit, partial ACK, RFC 6298 (5.4)), and why.
     retransmit_head: Option<Retransmit>,
@@ -275,7 +296,7 @@ impl Sender {
         // SACK-based recovery needs the SACK option on both ends; otherwise NewReno, as
         // real stacks do.
         let recovery = match config.recovery {
-            LossRecovery::Sack if !negotiated.sack => LossRecovery::NewReno,
+            LossRecovery::Sack | LossRecovery::Rack if !negotiated.sack => LossRecovery::NewReno,
             r => r,
         };
         let init = ControllerInit {
@@ -327,19 +348,30 @@ impl Sender {
             cc,
             rtt: RttEstimator::new(config.rtt),
             rto_deadline: None,
+            pto_deadline: None,
+            loss_probe_due: false,
+            tlp_end_seq: None,
+            reo_deadline: None,
             retransmit_head: None,
             timeouts_without_progress: 0,
             last_reduction: None,
             echo_end: 0,
             next_send_at: SimTime::ZERO,
             pacing_blocked: false,
-            detection: LossDetector::new(
-                recovery == LossRecovery::Sack,
-                config.dup_thresh,
-                smss_bytes,
-                negotiated.timestamps,
-                config.scoreboard_capacity_segments,
-            ),
+            detection: {
+                let d = LossDetector::new(
+                    recovery.is_sack_based(),
+                    config.dup_thresh,
+                    smss_bytes,
+                    negotiated.timestamps,
+                    config.scoreboard_capacity_segments,
+                );
+                if recovery == LossRecovery::Rack {
+                    d.with_rack()
+                } else {
+                    d
+                }
+            },
             limits: LimitClock::default(),
             stats: SenderStats::default(),
         }
@@ -400,7 +432,7 @@ impl Sender {
     /// Bytes the sender counts as in the network: RFC 6675 `pipe` with SACK-based recovery,
     /// `SND.NXT - SND.UNA` otherwise.
     pub fn in_flight_bytes(&self) -> u64 {
-        if self.recovery.algorithm() == LossRecovery::Sack {
+        if self.recovery.algorithm().is_sack_based() {
             self.scoreboard.pipe_bytes()
         } else {
             self.snd_nxt - self.snd_una
@@ -438,12 +470,17 @@ impl Sender {
     pub fn stats(&self) -> &SenderStats {
         &self.stats
     }
-    /// The earlier of the retransmission timer's and the persist timer's deadlines.
+    /// The earliest of the retransmission, persist, probe and reordering timers' deadlines.
     pub fn next_timeout(&self) -> Option<SimTime> {
-        match (self.rto_deadline, self.persist_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.rto_deadline,
+            self.persist_deadline,
+            self.pto_deadline,
+            self.reo_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
     /// When a segment held back by pacing may leave: `Some` only while the last
     /// [`Sender::poll_transmit`] returned `None` because of the pacing rate. The world wakes
@@ -587,6 +624,11 @@ impl Sender {
                 return Some(t);
             }
         }
+        if std::mem::take(&mut self.loss_probe_due) {
+            if let Some(t) = self.loss_probe(now) {
+                return Some(t);
+            }
+        }
         let new_len = self.new_data_len();
         if self.recovery.uses_pipe() {
             // RFC 6675 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
@@ -629,7 +671,12 @@ impl Sender {
             // Only Limited Transmit lets this segment out.
             self.limited_transmit_sent_bytes += len;
         }
-        Some(self.send_new(len, now, limited_transmit))
+        let t = self.send_new(len, now, limited_transmit);
+        // RFC 8985 7.2: the probe timer restarts "after transmitting new data".
+        if self.detection.uses_rack() {
+            self.arm_probe_timer(now);
+        }
+        Some(t)
     }
 
     /// What holds the sender back once `poll_transmit` has nothing more to hand out; `None`
@@ -862,11 +909,7 @@ impl Sender {
         let window_changed = self.update_window(seg);
 
         // Loss detection says what the ACK told: acknowledged, SACKed, lost, duplicate, RTT.
-        let before = BeforeAck {
-            snd_una: self.snd_una,
-            snd_max: self.snd_max,
-            window_changed,
-        };
+        let before = self.before_ack(window_changed);
         let outcome = self
             .detection
             .on_ack(now, seg, before, &mut self.scoreboard);
@@ -880,6 +923,7 @@ impl Sender {
                 snd_max: self.snd_max,
                 newly_acked_bytes: outcome.newly_acked_bytes,
                 is_dupack: outcome.duplicate,
+                newly_lost_bytes: outcome.newly_lost_bytes,
                 smss_bytes: self.smss_bytes,
             },
             &self.scoreboard,
@@ -914,6 +958,96 @@ impl Sender {
             // value of RTO)."
             self.rto_deadline = Some(now + self.rtt.rto());
         }
+        if self.detection.uses_rack() {
+            self.after_ack_rack(now, ack, outcome.newly_acked_bytes, outcome.rack_wait);
+        }
+    }
+
+    /// Detection's view of the sender just before an ACK (or RACK's timer).
+    fn before_ack(&self, window_changed: bool) -> BeforeAck {
+        BeforeAck {
+            snd_una: self.snd_una,
+            snd_max: self.snd_max,
+            window_changed,
+            in_recovery: self.recovery.state() != RecoveryState::Open,
+            srtt: self.rtt.srtt(),
+        }
+    }
+
+    /// RACK-TLP's timers after an ACK: the reordering timer RACK asked for, the end of a
+    /// probe's episode (RFC 8985 7.4: the ACK covers `TLP.end_seq`), and the probe timer
+    /// restarted when the ACK acknowledged new data (7.2).
+    fn after_ack_rack(
+        &mut self,
+        now: SimTime,
+        ack: u64,
+        newly_acked_bytes: u64,
+        rack_wait: Option<SimDuration>,
+    ) {
+        self.reo_deadline = rack_wait.map(|w| now + w);
+        if self.tlp_end_seq.is_some_and(|end| ack >= end)
+            || self.recovery.state() != RecoveryState::Open
+        {
+            self.tlp_end_seq = None;
+        }
+        // (Arming in recovery stops the timer.)
+        if newly_acked_bytes > 0 || self.recovery.state() != RecoveryState::Open {
+            self.arm_probe_timer(now);
+        }
+    }
+
+    /// RFC 8985 7.2: starts (or restarts) the probe timer when a probe may be sent: data
+    /// outstanding, an SRTT, no recovery under way, no probe outstanding, no segment waiting
+    /// for its retransmission. The probe never waits past the retransmission timer: it takes
+    /// its place (Linux's `tcp_schedule_loss_probe`), and the RTO is rearmed when it leaves.
+    fn arm_probe_timer(&mut self, now: SimTime) {
+        self.pto_deadline = None;
+        let Some(srtt) = self.rtt.srtt() else {
+            return;
+        };
+        let waiting_retransmission = self
+            .scoreboard
+            .iter()
+            .any(|s| s.lost && !s.sacked && !s.retx_in_flight);
+        if self.snd_max == self.snd_una
+            || self.recovery.state() != RecoveryState::Open
+            || self.tlp_end_seq.is_some()
+            || waiting_retransmission
+        {
+            return;
+        }
+        let one_segment = self.flight_size_bytes() <= self.smss_bytes;
+        let at = now + rack::probe_timeout(srtt, one_segment);
+        self.pto_deadline = Some(match self.rto_deadline {
+            Some(rto) => at.min(rto),
+            None => at,
+        });
+    }
+
+    /// RFC 8985 7.3 `TLP_send_probe()`: one segment of new data if the receiver's window
+    /// allows (the congestion window is not asked), else the highest unSACKed segment again.
+    fn loss_probe(&mut self, now: SimTime) -> Option<Transmission> {
+        let t = if let Some(len) = self.new_data_len() {
+            let mut t = self.send_new(len, now, false);
+            t.kind = TransmissionKind::LossProbe {
+                retransmission: false,
+            };
+            t
+        } else {
+            let index = (0..self.scoreboard.len())
+                .rev()
+                .find(|&i| self.scoreboard.get(i).is_some_and(|s| !s.sacked))?;
+            let mut t = self.retransmit(index, now, Retransmit::Timeout);
+            t.kind = TransmissionKind::LossProbe {
+                retransmission: true,
+            };
+            t
+        };
+        self.stats.loss_probes += 1;
+        self.tlp_end_seq = Some(self.snd_max);
+        // 7.3: "TCP_RTO_restart()".
+        self.rto_deadline = Some(now + self.rtt.rto());
+        Some(t)
     }
 
     /// RFC 9293 3.10.7.4 window update: "If SND.UNA =< SEG.ACK =< SND.NXT, the send window
@@ -940,7 +1074,7 @@ impl Sender {
             self.timeouts_without_progress = 0;
         }
         if let Some(r) = outcome.rtt_sample {
-            self.rtt.on_sample(r);
+            self.rtt.on_sample_at(r, outcome.ack, self.snd_max);
             self.limits.on_rtt_sample(r);
         }
         self.limits.on_ack(outcome.ack, self.snd_max);
@@ -1092,10 +1226,22 @@ impl Sender {
             self.persist_backoff = self.persist_backoff.saturating_add(1);
             self.probe_due = true;
         }
+        if matches!(self.reo_deadline, Some(d) if now >= d) {
+            self.on_rack_timer(now);
+        }
+        if matches!(self.pto_deadline, Some(d) if now >= d) {
+            // RFC 8985 7.3: the probe leaves with the next `poll_transmit`.
+            self.pto_deadline = None;
+            self.loss_probe_due = true;
+            return;
+        }
         match self.rto_deadline {
             Some(deadline) if now >= deadline => {}
             _ => return,
         }
+        self.pto_deadline = None;
+        self.reo_deadline = None;
+        self.tlp_end_seq = None;
         self.stats.timeouts += 1;
         self.limited_transmit_sent_bytes = 0;
         let repeated_timeout = self.timeouts_without_progress > 0;
@@ -1148,6 +1294,33 @@ impl Sender {
         // the value of RTO after the doubling operation outlined in 5.5)."
         self.rto_deadline = Some(now + self.rtt.rto());
         // (5.7), the SYN case: `on_syn_ack`.
+    }
+
+    /// RACK's reordering timer (RFC 8985 6.3): losses found with no ACK start recovery as
+    /// an ACK's would.
+    fn on_rack_timer(&mut self, now: SimTime) {
+        self.reo_deadline = None;
+        let before = self.before_ack(false);
+        let (lost_bytes, wait) = self
+            .detection
+            .on_rack_timer(now, before, &mut self.scoreboard);
+        self.reo_deadline = wait.map(|w| now + w);
+        if lost_bytes == 0 {
+            return;
+        }
+        self.pto_deadline = None;
+        let decision = self.recovery.on_ack(
+            &AckInfo {
+                ack: self.snd_una,
+                snd_max: self.snd_max,
+                newly_acked_bytes: 0,
+                is_dupack: false,
+                newly_lost_bytes: lost_bytes,
+                smss_bytes: self.smss_bytes,
+            },
+            &self.scoreboard,
+        );
+        self.act_on(now, &decision);
     }
 
     /// The SYN's timer in SYN-SENT: (5.4)-(5.6) applied to the SYN; not a data timeout.
