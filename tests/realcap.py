@@ -630,11 +630,16 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
     if simulate_fit:
         from farlink import simulate
 
+        # The fitted path simulated for the same bytes: with farlink's default sender (what
+        # `farlink fit` writes untold), and told the sender was Linux with the case's controller.
         fit = fit_path(outcome.tap_pcap)
-        scenario = outcome.tap_pcap.with_suffix(".toml")
-        scenario.write_text(scenario_toml(fit, f"fit-{outcome.case.name}"))
         size = f"{outcome.case.size_bytes}B"
-        result = simulate(scenario, size=size, duration="120s")
-        flow = result.summary["flows"][0]
-        out["goodput_fitted_sim_bps"] = flow["goodput_bps"]
+        for key, told in (
+            ("goodput_fitted_sim_bps", {}),
+            ("goodput_fitted_linux_sim_bps", {"tcp": outcome.case.cc, "sender": "linux"}),
+        ):
+            scenario = outcome.tap_pcap.with_name(f"{outcome.tap_pcap.stem}-{key}.toml")
+            scenario.write_text(scenario_toml(fit, f"fit-{outcome.case.name}", **told))
+            result = simulate(scenario, size=size, duration="120s")
+            out[key] = result.summary["flows"][0]["goodput_bps"]
     return out

@@ -118,3 +118,51 @@ def test_fit_takes_the_least_rto_from_the_timeouts_it_sees(tmp_path):
     scenario = tmp_path / "fitted.toml"
     scenario.write_text(scenario_toml(fit, "fitted"))
     assert load_scenario(scenario)["flows"][0]["tcp"]["min_rto_s"] == pytest.approx(fit.min_rto_s)
+
+
+@pytest.mark.parametrize("queue_pkts", [60, 120])
+def test_fitted_queue_is_the_standing_queue_the_rtt_shows(tmp_path, queue_pkts):
+    # Loss-free CUBIC fills R's buffer (1000-byte packets) and keeps it standing; the capture on
+    # S-R, upstream of it, sees the queue as RTT above the base. The estimate is a lower bound
+    # (the 95th percentile, not the peak) and tracks the buffer's size.
+    sets = ['pcap=["S-R"]', f"links[1].queue_pkts={queue_pkts}"]
+    result = simulate("stpd-wireless", tcp="cubic", loss=0.0, duration="60s", sets=sets)
+    write_pcaps(result, tmp_path)
+    fit = fit_path(tmp_path / "S-R.pcap")
+    assert fit.queue_basis.startswith("standing queue")
+    assert 0.75 * queue_pkts * 1000 <= fit.queue_bytes <= queue_pkts * 1000
+    doc = load_scenario(_write(tmp_path, scenario_toml(fit, "q")))
+    assert doc["links"][0]["queue_bytes"] == fit.queue_bytes
+
+
+def _write(folder, text: str):
+    path = folder / "fitted.toml"
+    path.write_text(text)
+    return path
+
+
+def test_cli_fit_names_the_senders_controller(capsys, capture, tmp_path):
+    out = tmp_path / "cubic.toml"
+    assert main(["fit", str(capture[0]), "--out", str(out), "--tcp", "cubic", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["tcp"], report["sender"]) == ("cubic", "rfc")
+    doc = load_scenario(out)
+    assert doc["flows"][0]["tcp"]["cc"] == "cubic"
+    # rfc: farlink's timer, with the shortest wait before a timeout the capture showed
+    assert doc["flows"][0]["tcp"]["min_rto_s"] == pytest.approx(report["min_rto_s"], rel=1e-5)
+    assert simulate(out, duration="10s").summary["delivered_bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tcp", "nope"], 'farlink: error: --tcp: unknown congestion controller "nope"'),
+        (["--sender", "bsd"], "farlink: error: --sender: expected one of rfc, linux, got 'bsd'"),
+    ],
+)
+def test_cli_fit_refuses_an_unknown_sender_in_one_line(capsys, capture, tmp_path, args, message):
+    out = tmp_path / "never.toml"
+    assert main(["fit", str(capture[0]), "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(message) and "\n" not in err
+    assert not out.exists()

@@ -19,9 +19,22 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
 * the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
   close when the flow filled the path for ten seconds at least;
 * the one-way delay as half the minimum RTT;
+* the bottleneck queue as the largest standing queue the RTT showed most of the time: the 95th
+  percentile of the RTT above its minimum, times the rate (the sender's own RTT sees the queue
+  before the tap, which is where a bottleneck in front of the tap keeps it). A lower bound: a
+  queue that never filled shows less than its size. It is never set below the path's
+  bandwidth-delay product nor below the sender's initial window, so the fitted queue does not
+  drop what the captured path carried (a flow that never queued gives no figure of its own);
 * the sender's least RTO, where the capture shows timeouts: the shortest wait from the timer's
   restart to a timeout (:mod:`farlink.captures.rto`); the scenario's flow gets it as ``min_rto``
   (farlink's default, RFC 6298's 1 s, otherwise).
+
+The fitted flow's sender is farlink's default TCP (RFC 6298's timer, SACK recovery, Reno)
+unless told: ``tcp`` names its congestion controller (the capture does not show it; the person
+who took it knows it), and ``sender = "linux"`` gives it Linux's timer and loss detection
+(:data:`SENDER_SETTINGS`): a Linux sender does not wait out RFC 6298's one-second floor, and
+RACK-TLP repairs the losses that would otherwise end in a timeout, so a fitted path carrying the
+RFC's sender loses whole seconds a Linux capture never lost (docs/captures.md).
 
 With ``--drops LOG`` the per-member call-drop rate β is fitted as ``farlink fit-drops`` does
 (seed 000 section 5.3). The scenario written is a two-node path with one link (rate, delay,
@@ -48,6 +61,7 @@ from farlink.captures.loss import LossEstimate, estimate_loss
 
 __all__ = [
     "LOSS_RATE_MEANINGS",
+    "SENDER_SETTINGS",
     "PathFit",
     "checked_scenario_toml",
     "fit_path",
@@ -66,6 +80,17 @@ LOSS_RATE_MEANINGS = {
 }
 """What each loss figure of a :class:`PathFit` counts, as ``farlink fit`` prints it."""
 
+SENDER_SETTINGS: dict[str, dict[str, str]] = {
+    "rfc": {},
+    # Linux: RTO = srtt + 4 * mdev floored at 200 ms (tcp_rto_min) and RACK-TLP (RFC 8985,
+    # on by default since Linux 4.18). Its initial window of 10 segments is farlink's default.
+    "linux": {"rto": "linux", "recovery": "rack", "min_rto": "200ms"},
+}
+"""The flow's TCP settings each ``sender`` of :func:`scenario_toml` writes (beyond ``rfc``:
+farlink's defaults, with the capture's shortest timeout wait as ``min_rto``)."""
+
+IP_TCP_HEADER_BYTES = 40
+
 
 @dataclass(frozen=True)
 class PathFit:
@@ -81,6 +106,8 @@ class PathFit:
     rtt_method: str = ""
     warnings: tuple[str, ...] = ()
     min_rto_s: float | None = None
+    queue_bytes: int = 0
+    queue_basis: str = ""
 
     @property
     def loss_rate(self) -> float:
@@ -105,6 +132,8 @@ class PathFit:
             "rtt_method": self.rtt_method,
             "min_rto_s": self.min_rto_s,
             "rate_bps": self.rate_bps,
+            "queue_bytes": self.queue_bytes,
+            "queue_basis": self.queue_basis,
             "delay_s": self.delay_s,
             "mss_bytes": self.mss_bytes,
             "beta_per_s": self.beta_per_s,
@@ -137,6 +166,8 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
 
         fit = fit_drop_log(read_drop_log(drops))
         beta, ci, verdict = fit.beta_per_s, (fit.ci_low_per_s, fit.ci_high_per_s), fit.verdict
+    mss = int(conn.seq["len_bytes"].max())
+    queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
     return PathFit(
         connection=conn.name,
         loss=estimate_loss(conn),
@@ -149,14 +180,31 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         },
         rate_bps=rate,
         delay_s=float(rtt.min()) / 2,
-        mss_bytes=int(conn.seq["len_bytes"].max()),
+        mss_bytes=mss,
         beta_per_s=beta,
         beta_ci_per_s=ci,
         drop_fit_verdict=verdict,
         rtt_method=rtt_method or "",
         warnings=tuple(cap.warnings),
         min_rto_s=_shortest_timeout_wait(conn),
+        queue_bytes=queue_bytes,
+        queue_basis=queue_basis,
     )
+
+
+def _queue_bytes(rtt_s: np.ndarray, rate_bps: float, packet_bytes: int) -> tuple[int, str]:
+    """The fitted link's queue and what set it (module notes): the standing queue the RTT
+    showed, the bandwidth-delay product or the initial window, whichever is largest."""
+    standing = (float(np.percentile(rtt_s, 95)) - float(rtt_s.min())) * rate_bps / 8
+    bdp = float(rtt_s.min()) * rate_bps / 8
+    window = 10 * packet_bytes  # farlink's and Linux's initial window, in packets
+    candidates = {
+        "standing queue (95th percentile of the RTT above its minimum, times the rate)": standing,
+        "bandwidth-delay product (no larger standing queue seen)": bdp,
+        "initial window (no larger standing queue seen)": window,
+    }
+    basis, size = max(candidates.items(), key=lambda kv: kv[1])
+    return max(packet_bytes, round(size)), basis
 
 
 def _shortest_timeout_wait(conn: Connection) -> float | None:
@@ -166,7 +214,9 @@ def _shortest_timeout_wait(conn: Connection) -> float | None:
     return float(waits.min()) if waits is not None and len(waits) else None
 
 
-def checked_scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
+def checked_scenario_toml(
+    fit: PathFit, name: str, duration: str = "600s", *, tcp: str | None = None, sender: str = "rfc"
+) -> str:
     """:func:`scenario_toml`, validated by the core first (module notes).
 
     Raises:
@@ -177,23 +227,36 @@ def checked_scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> st
 
     from farlink import _core
 
-    text = scenario_toml(fit, name, duration)
+    text = scenario_toml(fit, name, duration, tcp=tcp, sender=sender)
     doc = tomllib.loads(text)
     doc["duration"] = "1ms"
     doc.pop("trace", None)
     try:
         _core.run_scenario(json.dumps(doc))
     except _core.ScenarioError as err:
+        if tcp is not None and err.path == "flows[0].tcp.cc":
+            raise ValueError(f"tcp: {err.message}") from None
         raise ValueError(
             f"{fit.connection}: the fitted path is not a valid scenario ({err}); the capture's "
             f"figures: rate {fit.rate_bps:g} bit/s, one-way delay {fit.delay_s:g} s, loss "
-            f"{fit.scenario_loss_p:g}"
+            f"{fit.scenario_loss_p:g}, queue {fit.queue_bytes} bytes"
         ) from None
     return text
 
 
-def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
-    """A scenario file for the fitted path (valid input of ``farlink simulate``)."""
+def scenario_toml(
+    fit: PathFit, name: str, duration: str = "600s", *, tcp: str | None = None, sender: str = "rfc"
+) -> str:
+    """A scenario file for the fitted path (valid input of ``farlink simulate``); ``tcp``: the
+    flow's congestion controller, ``sender``: a key of :data:`SENDER_SETTINGS` (module notes).
+    """
+    if sender not in SENDER_SETTINGS:
+        raise ValueError(f"sender: expected one of {', '.join(SENDER_SETTINGS)}, got {sender!r}")
+    settings = dict(SENDER_SETTINGS[sender])
+    if sender == "rfc" and fit.min_rto_s:
+        settings["min_rto_s"] = f"{fit.min_rto_s:.6f}"
+    if tcp is not None:
+        settings["cc"] = tcp
     rtt = fit.rtt_s
     lines = [
         f"# Fitted by `farlink fit` from connection {fit.connection}.",
@@ -223,7 +286,7 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         'b = "B"',
         f"rate_bps = {round(fit.rate_bps)}          # largest goodput over a 10 s window",
         f"delay_s = {fit.delay_s:.6f}        # half the minimum RTT",
-        "queue_pkts = 100",
+        f"queue_bytes = {fit.queue_bytes}       # {fit.queue_basis}",
         "",
         "[links.fwd.loss]",
         'model = "bernoulli"',
@@ -239,9 +302,8 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
         f"mss_bytes = {fit.mss_bytes}",
         "timestamps = false           # the MSS above is the payload the capture carried",
         *(
-            [f"min_rto_s = {fit.min_rto_s:.6f}      # the shortest wait before a timeout seen"]
-            if fit.min_rto_s
-            else []
+            f"{key} = {_toml_value(key, value)}{_SETTING_NOTES.get((sender, key), '')}"
+            for key, value in settings.items()
         ),
         "",
         "[flows.app]",
@@ -257,3 +319,14 @@ def scenario_toml(fit: PathFit, name: str, duration: str = "600s") -> str:
     if fit.beta_per_s:
         lines.append(f"beta_per_s = {fit.beta_per_s:.6g}")
     return "\n".join(lines) + "\n"
+
+
+_SETTING_NOTES = {
+    ("rfc", "min_rto_s"): "      # the shortest wait before a timeout seen",
+    ("linux", "min_rto"): "      # Linux's tcp_rto_min",
+}
+
+
+def _toml_value(key: str, value: str) -> str:
+    """A setting as TOML: ``min_rto_s`` is a number, every other setting a string."""
+    return value if key.endswith("_s") else json.dumps(value)

@@ -220,27 +220,48 @@ def fit_command(
         Path | None,
         typer.Option(help="Scenario file to write (TOML; default farlink-out/fit-CAPTURE.toml)."),
     ] = None,
+    tcp: Annotated[
+        str | None,
+        typer.Option(
+            help="The captured sender's congestion controller (reno, cubic, bbr, ...), written "
+            "into the fitted flow; the capture does not show it. Default: farlink's (reno)."
+        ),
+    ] = None,
+    sender: Annotated[
+        str,
+        typer.Option(
+            help="The fitted flow's timer and loss detection: rfc (RFC 6298, SACK recovery; "
+            "farlink's default) or linux (Linux's RTO with its 200 ms floor, RACK-TLP)."
+        ),
+    ] = "rfc",
     force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Estimate loss rate, RTT and beta from a capture and a drop log; write a scenario."""
-    from farlink.calldrops.log import DropLogError
-    from farlink.captures.analysis import CaptureError
-    from farlink.captures.fit import LOSS_RATE_MEANINGS, checked_scenario_toml, fit_path
+    from farlink.captures.fit import (
+        LOSS_RATE_MEANINGS,
+        SENDER_SETTINGS,
+        checked_scenario_toml,
+        fit_path,
+    )
     from farlink.outputs import OutputError, OutputFolder, safe_name
 
     name = safe_name(f"fit-{capture.stem}")
+    if sender not in SENDER_SETTINGS:
+        raise CliError(f"--sender: expected one of {', '.join(SENDER_SETTINGS)}, got {sender!r}")
     try:
         fitted = fit_path(capture, drops)
         _warn_capture(fitted.warnings)
-        text = checked_scenario_toml(fitted, name=name)
-    except (CaptureError, DropLogError, ValueError) as err:
+        text = checked_scenario_toml(fitted, name=name, tcp=tcp, sender=sender)
+    except ValueError as err:  # CaptureError and DropLogError too
+        if str(err).startswith("tcp: "):
+            raise CliError(f"--{err}") from None
         raise CliError(f"fit: {err}") from None
     path = out if out is not None else DEFAULT_OUT / f"{name}.toml"
     if path.is_dir():
         raise OutputError(f"--out: {path} is a folder; name the scenario file to write (.toml)")
     path = OutputFolder(path.parent, force=force).write_text(path.name, text)
-    payload = {**fitted.to_dict(), "scenario": str(path)}
+    payload = {**fitted.to_dict(), "sender": sender, "tcp": tcp, "scenario": str(path)}
     if as_json:
         print_json({**payload, "loss_rate_meanings": LOSS_RATE_MEANINGS})
         return
