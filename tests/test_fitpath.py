@@ -166,3 +166,14 @@ def test_cli_fit_refuses_an_unknown_sender_in_one_line(capsys, capture, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith(message) and "\n" not in err
     assert not out.exists()
+
+
+def test_cli_fit_with_a_linux_sender_writes_its_timer_and_loss_detection(capsys, capture, tmp_path):
+    out = tmp_path / "linux.toml"
+    args = ["fit", str(capture[0]), "--out", str(out), "--sender", "linux", "--json"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["sender"] == "linux"
+    tcp = load_scenario(out)["flows"][0]["tcp"]
+    assert (tcp["rto"], tcp["recovery"], tcp["min_rto"]) == ("linux", "rack", "200ms")
+    assert "min_rto_s" not in tcp  # Linux's floor, not the capture's shortest wait
+    assert simulate(out, duration="10s").summary["delivered_bytes"] > 0
