@@ -43,6 +43,7 @@
 //! events.
 
 pub mod address_map;
+mod app;
 pub mod budget;
 mod bundles;
 pub mod capture;
@@ -70,12 +71,11 @@ use std::collections::BTreeMap;
 
 use crate::link::{DropCause, LinkEvent, Packet, DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
-use crate::rng::StreamRng;
-use crate::scenario::{AppSpec, Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
+use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
 use crate::sched::EventQueue;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::segment::{Flags, Segment};
-use crate::tcp::sender::{AppSource, Sender, SenderConfig, Transmission, TransmissionKind};
+use crate::tcp::sender::{Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
 use crate::trace::{TapInfo, TapRecord, TraceSink, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
@@ -357,38 +357,37 @@ struct Flow {
     /// the one that reads from its receiver.
     relay_in: Option<u32>,
     relay_out: Option<u32>,
+    /// The applications at its two ends (`app.rs`).
+    app: app::App,
     sender: Sender,
     receiver: Receiver,
     negotiated: Negotiated,
+    sender_timer: Timer,
+    receiver_timer: Timer,
     /// Link directions (indices into `World::dirs`) of the data path and of the ACK path.
     path: Vec<u32>,
     ack_path: Vec<u32>,
-    start: SimTime,
-    stop: Option<SimTime>,
-    app: AppSpec,
-    started: bool,
-    /// The application may still write.
-    writing: bool,
-    /// Bytes the application wrote (an unbounded source: what it had sent when it stopped).
-    app_bytes: u64,
-    sender_timer: Timer,
-    receiver_timer: Timer,
-    /// The telnet application's stream of gaps.
-    rng: Option<StreamRng>,
-    last_delivery: Option<SimTime>,
-    finish: Option<SimTime>,
-    /// Bytes handed to the application, counted by the engine from the receiver's increments.
-    delivered: u64,
+    bottleneck_bps: u64,
+    counts: ConnCounts,
+    traced: Traced,
+}
+
+/// What the engine counted of one connection's packets, for its summary.
+#[derive(Debug, Default)]
+struct ConnCounts {
     data_delivered: u64,
     acks_sent: u64,
     acks_delivered: u64,
     drops: [u64; N_DROP_CAUSES],
-    bottleneck_bps: u64,
-    /// Last values written to the traces.
-    traced_cwnd: (u64, u64, u64),
-    traced_una: u64,
-    traced_rtt_samples: u64,
-    traced_rto: u64,
+}
+
+/// The last values of one connection written to the traces, so that only changes are.
+#[derive(Debug)]
+struct Traced {
+    cwnd: (u64, u64, u64),
+    una: u64,
+    rtt_samples: u64,
+    rto: u64,
     /// The next instant of the goodput grid not yet written.
     goodput_next: SimTime,
 }
@@ -525,31 +524,7 @@ impl<'s> World<'s> {
             let tcp = c.tcp;
             let negotiated =
                 Negotiated::without_handshake(&tcp.options, &tcp.options, tcp.receive_buffer_bytes);
-            // A relay's outgoing connection is written by the relay, from nothing at the start.
-            let app = if c.first {
-                f.app
-            } else {
-                AppSpec::Bulk { size_bytes: 0 }
-            };
-            let (source, writing, app_bytes, rng) = match app {
-                AppSpec::Bulk { size_bytes } => (
-                    AppSource::Bulk {
-                        total_bytes: size_bytes,
-                    },
-                    false,
-                    size_bytes,
-                    None,
-                ),
-                AppSpec::Unbounded => (AppSource::Unbounded, true, 0, None),
-                AppSpec::Telnet { .. } => (
-                    AppSource::Bulk { total_bytes: 0 },
-                    true,
-                    0,
-                    Some(StreamRng::derive(seed, &format!("flow:{}:app", f.name))),
-                ),
-            };
-            // The relay writes until the connection before it has finished.
-            let writing = writing || !c.first;
+            let (app, source) = app::App::new(f, c.first, seed);
             let sender_config = SenderConfig {
                 // A relay writes its outgoing connection in pieces; a real stack coalesces
                 // them (Nagle).
@@ -592,33 +567,23 @@ impl<'s> World<'s> {
                 segment: c.segment,
                 relay_in: c.relay_in,
                 relay_out: c.relay_out,
+                app,
                 sender,
                 receiver,
                 negotiated,
-                path,
-                ack_path,
-                start: f.start,
-                stop: f.stop.filter(|_| c.first),
-                app,
-                started: false,
-                writing,
-                app_bytes,
                 sender_timer: Timer::default(),
                 receiver_timer: Timer::default(),
-                rng,
-                last_delivery: None,
-                finish: None,
-                delivered: 0,
-                data_delivered: 0,
-                acks_sent: 0,
-                acks_delivered: 0,
-                drops: [0; N_DROP_CAUSES],
+                path,
+                ack_path,
                 bottleneck_bps,
-                traced_cwnd: (0, 0, 0),
-                traced_una: 0,
-                traced_rtt_samples: 0,
-                traced_rto: 0,
-                goodput_next: grid_at_or_after(f.start, sc.trace().goodput_interval),
+                counts: ConnCounts::default(),
+                traced: Traced {
+                    cwnd: (0, 0, 0),
+                    una: 0,
+                    rtt_samples: 0,
+                    rto: 0,
+                    goodput_next: grid_at_or_after(f.start, sc.trace().goodput_interval),
+                },
             });
         }
 
@@ -703,7 +668,7 @@ impl<'s> World<'s> {
             return u64::MAX;
         };
         let rows = until
-            .saturating_since(self.flows[f].goodput_next)
+            .saturating_since(self.flows[f].traced.goodput_next)
             .as_nanos()
             / step
             + 1;
@@ -867,17 +832,17 @@ impl<'s> World<'s> {
         loop {
             let fl = &mut self.flows[f];
             let due = if inclusive {
-                fl.goodput_next <= until
+                fl.traced.goodput_next <= until
             } else {
-                fl.goodput_next < until
+                fl.traced.goodput_next < until
             };
             if !due || rows >= limit {
                 break;
             }
             self.traces
                 .goodput
-                .push(fl.goodput_next, f as u32, delivered);
-            fl.goodput_next += step;
+                .push(fl.traced.goodput_next, f as u32, delivered);
+            fl.traced.goodput_next += step;
             rows += 1;
             if self.sink.is_some() && self.traces.goodput.time_ns.len() >= CHUNK_ROWS {
                 self.hand_off(CHUNK_ROWS);
@@ -943,62 +908,36 @@ impl<'s> World<'s> {
     // ----- applications -----
 
     fn start_flow(&mut self, f: usize) {
-        self.flows[f].started = true;
+        let interactive = self.flows[f].app.start();
         self.transmit(f);
-        if matches!(self.flows[f].app, AppSpec::Telnet { .. }) {
+        if interactive {
             self.schedule_message(f);
         }
     }
 
     fn stop_flow(&mut self, f: usize) {
         let fl = &mut self.flows[f];
-        if !fl.writing {
-            return;
+        if fl.app.stop(&mut fl.sender) {
+            self.check_finished(f);
         }
-        fl.writing = false;
-        if fl.app == AppSpec::Unbounded {
-            fl.sender.end_of_data();
-            fl.app_bytes = fl.sender.snd_max();
-        }
-        self.check_finished(f);
     }
 
     fn write_message(&mut self, f: usize) {
         let fl = &mut self.flows[f];
-        let AppSpec::Telnet { message_bytes, .. } = fl.app else {
-            return;
-        };
-        if !fl.writing {
-            return;
+        if fl.app.write_message(&mut fl.sender) {
+            self.transmit(f);
+            self.schedule_message(f);
         }
-        fl.sender.push_bytes(u64::from(message_bytes));
-        fl.app_bytes += u64::from(message_bytes);
-        self.transmit(f);
-        self.schedule_message(f);
     }
 
-    /// The next telnet message after an exponential gap (rounded to the nanosecond, at least 1).
     fn schedule_message(&mut self, f: usize) {
-        let fl = &mut self.flows[f];
-        let (AppSpec::Telnet { mean_interval, .. }, Some(rng)) = (fl.app, fl.rng.as_mut()) else {
-            return;
-        };
-        let gap_ns = libm::round(rng.exponential(mean_interval.as_nanos() as f64));
-        // `as` saturates; durations are bounded by the scenario, so the sum stays in range.
-        let gap = SimDuration::from_nanos((gap_ns as u64).clamp(1, u64::MAX / 4));
-        let at = SimTime::from_nanos(self.now.as_nanos().saturating_add(gap.as_nanos()));
-        if at <= self.end && fl.stop.is_none_or(|s| at < s) {
+        if let Some(at) = self.flows[f].app.next_message_at(self.now, self.end) {
             self.queue.push(at, Event::Message { flow: f as u32 });
         }
     }
 
-    /// A flow is finished when its application wrote its last byte and that byte reached the
-    /// receiving application.
     fn check_finished(&mut self, f: usize) {
-        let now = self.now;
-        let fl = &mut self.flows[f];
-        if fl.finish.is_none() && !fl.writing && fl.delivered >= fl.app_bytes {
-            fl.finish = Some(fl.last_delivery.unwrap_or(now));
+        if self.flows[f].app.try_finish(self.now) {
             self.unfinished -= 1;
         }
     }
@@ -1008,7 +947,7 @@ impl<'s> World<'s> {
     /// Hands everything the sender may send now to its first link, then records and re-arms.
     fn transmit(&mut self, f: usize) {
         let now = self.now;
-        if !self.flows[f].started {
+        if !self.flows[f].app.started() {
             return;
         }
         while let Some(Transmission { segment: seg, kind }) =
@@ -1054,27 +993,27 @@ impl<'s> World<'s> {
                 m.ssthresh_bytes,
                 fl.sender.effective_cwnd_bytes(),
             );
-            if v != fl.traced_cwnd {
-                fl.traced_cwnd = v;
+            if v != fl.traced.cwnd {
+                fl.traced.cwnd = v;
                 self.traces.cwnd.push(now, flow, v.0, v.1, v.2);
             }
         }
-        if tr.ack && fl.sender.snd_una() != fl.traced_una {
-            fl.traced_una = fl.sender.snd_una();
-            self.traces.ack.push(now, flow, fl.traced_una);
+        if tr.ack && fl.sender.snd_una() != fl.traced.una {
+            fl.traced.una = fl.sender.snd_una();
+            self.traces.ack.push(now, flow, fl.traced.una);
         }
         let rtt = fl.sender.rtt();
-        if tr.rtt && rtt.samples() != fl.traced_rtt_samples {
-            fl.traced_rtt_samples = rtt.samples();
+        if tr.rtt && rtt.samples() != fl.traced.rtt_samples {
+            fl.traced.rtt_samples = rtt.samples();
             if let (Some(latest), Some(srtt)) = (rtt.latest(), rtt.srtt()) {
                 self.traces
                     .rtt
                     .push(now, flow, latest.as_nanos(), srtt.as_nanos());
             }
         }
-        if tr.rto && rtt.rto().as_nanos() != fl.traced_rto {
-            fl.traced_rto = rtt.rto().as_nanos();
-            self.traces.rto.push(now, flow, fl.traced_rto);
+        if tr.rto && rtt.rto().as_nanos() != fl.traced.rto {
+            fl.traced.rto = rtt.rto().as_nanos();
+            self.traces.rto.push(now, flow, fl.traced.rto);
         }
     }
 
@@ -1091,7 +1030,7 @@ impl<'s> World<'s> {
     }
 
     fn send_ack(&mut self, f: usize, ack: Segment) {
-        self.flows[f].acks_sent += 1;
+        self.flows[f].counts.acks_sent += 1;
         self.inject(f, true, ack);
     }
 
@@ -1100,7 +1039,7 @@ impl<'s> World<'s> {
         let now = self.now;
         let fl = &mut self.flows[f];
         if !seg.flags.contains(Flags::SYN) {
-            fl.data_delivered += 1;
+            fl.counts.data_delivered += 1;
         }
         let before = fl.receiver.delivered_bytes();
         let ack = fl.receiver.on_segment(now, seg);
@@ -1131,16 +1070,14 @@ impl<'s> World<'s> {
             // is written later and includes this delivery.
             self.fill_goodput(f, now, false, before);
         }
-        let fl = &mut self.flows[f];
-        fl.delivered += after - before;
-        fl.last_delivery = Some(now);
+        self.flows[f].app.on_read(now, after - before);
         self.check_finished(f);
     }
 
     /// An ACK reaches the sender.
     fn on_ack_arrival(&mut self, f: usize, seg: &Segment) {
         let fl = &mut self.flows[f];
-        fl.acks_delivered += 1;
+        fl.counts.acks_delivered += 1;
         fl.sender.on_ack(self.now, seg);
         self.transmit(f);
         if let Some(r) = self.flows[f].relay_in {
@@ -1308,7 +1245,7 @@ impl<'s> World<'s> {
         };
         let c = cause_index(cause);
         self.dropped[c] += 1;
-        self.flows[p.flow as usize].drops[c] += 1;
+        self.flows[p.flow as usize].counts.drops[c] += 1;
         if self.tr.drops {
             let dir = &self.dirs[d];
             let seq = if p.ack { p.seg.ack } else { p.seg.seq };
@@ -1374,10 +1311,10 @@ impl<'s> World<'s> {
                     "delivered {delivered} bytes but RCV.NXT is {}",
                     r.rcv_nxt()
                 ))
-            } else if fl.delivered != delivered {
+            } else if fl.app.read_bytes() != delivered {
                 Some(format!(
                     "the engine counted {} bytes delivered, the receiver {delivered}",
-                    fl.delivered
+                    fl.app.read_bytes()
                 ))
             } else if delivered > s.snd_max() {
                 Some(format!(
@@ -1395,15 +1332,15 @@ impl<'s> World<'s> {
                     s.stats().bytes_acked,
                     s.snd_una()
                 ))
-            } else if !fl.writing && delivered > fl.app_bytes {
+            } else if !fl.app.writing() && delivered > fl.app.written_bytes() {
                 Some(format!(
                     "delivered {delivered} bytes of the {} the application wrote",
-                    fl.app_bytes
+                    fl.app.written_bytes()
                 ))
-            } else if fl.finish.is_some() && delivered != fl.app_bytes {
+            } else if fl.app.finish().is_some() && delivered != fl.app.written_bytes() {
                 Some(format!(
                     "finished with {delivered} bytes delivered of {} written",
-                    fl.app_bytes
+                    fl.app.written_bytes()
                 ))
             } else {
                 None
@@ -1428,7 +1365,7 @@ impl<'s> World<'s> {
         // Complete the goodput grid to the end of the run.
         if self.tr.goodput {
             for f in 0..self.flows.len() {
-                let delivered = self.flows[f].delivered;
+                let delivered = self.flows[f].app.read_bytes();
                 self.fill_goodput(f, sim_end, true, delivered);
             }
             if let Some(why) = self.halted.take() {
@@ -1491,7 +1428,7 @@ impl<'s> World<'s> {
                         Some(_) => *fl.sender.negotiated(),
                         None => fl.negotiated,
                     },
-                    start: fl.start,
+                    start: fl.app.start,
                     handshake: tcp.handshake,
                 }
             })
@@ -1506,20 +1443,16 @@ impl<'s> World<'s> {
         let nodes = self.sc.nodes();
         let spec = &self.sc.flows()[fl.spec as usize];
         let s = fl.sender.stats();
-        // A bulk source wrote everything at its start, so its stop (if any) means nothing;
-        // an interactive or unbounded source was active until it stopped.
-        let active_end = match (fl.finish, fl.app) {
-            (Some(t), AppSpec::Bulk { .. }) => t,
-            (Some(t), _) => t.max(fl.stop.unwrap_or(t)),
-            (None, _) => sim_end,
-        };
-        let active_s = active_end.saturating_since(fl.start).as_secs_f64();
+        let start = fl.app.start;
+        let finish = fl.app.finish();
+        let active_end = fl.app.active_end(sim_end);
+        let active_s = active_end.saturating_since(start).as_secs_f64();
         let goodput_bps = if active_s > 0.0 {
-            fl.delivered as f64 * 8.0 / active_s
+            fl.app.read_bytes() as f64 * 8.0 / active_s
         } else {
             0.0
         };
-        let active = fl.started.then_some((fl.start, active_end));
+        let active = fl.app.started().then_some((start, active_end));
         let rtt = fl.sender.rtt();
         let (limited_s, limited_by) = summary::limit_fields(fl.sender.limited_nanos(active_end));
         let summary = FlowSummary {
@@ -1527,17 +1460,12 @@ impl<'s> World<'s> {
             from: nodes[from].clone(),
             to: nodes[to].clone(),
             app: spec.app.kind(),
-            start_s: fl.start.as_secs_f64(),
-            finished: fl.finish.is_some(),
-            finish_s: fl.finish.map(SimTime::as_secs_f64),
-            transfer_time_s: fl
-                .finish
-                .map(|t| t.saturating_since(fl.start).as_secs_f64()),
-            delivered_bytes: fl.delivered,
-            app_bytes: match (fl.app, fl.writing) {
-                (AppSpec::Unbounded, true) => None,
-                _ => Some(fl.app_bytes),
-            },
+            start_s: start.as_secs_f64(),
+            finished: finish.is_some(),
+            finish_s: finish.map(SimTime::as_secs_f64),
+            transfer_time_s: finish.map(|t| t.saturating_since(start).as_secs_f64()),
+            delivered_bytes: fl.app.read_bytes(),
+            app_bytes: fl.app.reported_bytes(),
             goodput_bps,
             bottleneck_bps: fl.bottleneck_bps,
             normalized_goodput: if fl.bottleneck_bps > 0 {
@@ -1552,10 +1480,10 @@ impl<'s> World<'s> {
             timeouts: s.timeouts,
             fast_retransmits: s.fast_retransmits,
             window_probes: s.window_probes,
-            data_segments_delivered: fl.data_delivered,
-            acks_sent: fl.acks_sent,
-            acks_delivered: fl.acks_delivered,
-            drops: cause_map(fl.drops),
+            data_segments_delivered: fl.counts.data_delivered,
+            acks_sent: fl.counts.acks_sent,
+            acks_delivered: fl.counts.acks_delivered,
+            drops: cause_map(fl.counts.drops),
             final_cwnd_bytes: fl.sender.cwnd_bytes(),
             final_srtt_s: rtt.srtt().map(SimDuration::as_secs_f64),
             final_rto_s: rtt.rto().as_secs_f64(),
@@ -1568,7 +1496,7 @@ impl<'s> World<'s> {
                     setup_time_s: fl
                         .sender
                         .established_at()
-                        .map(|t| t.saturating_since(fl.start).as_secs_f64()),
+                        .map(|t| t.saturating_since(fl.app.start).as_secs_f64()),
                     syn_sent: s.syn_sent,
                     syn_retransmissions: s.syn_retransmissions,
                     syn_acks_sent: r.syn_acks_sent,
@@ -1742,7 +1670,8 @@ mod tests {
     fn a_byte_counted_twice_is_reported_as_a_conservation_error() {
         let sc = parse_scenario_json(LOSSY).unwrap();
         let mut w = ran_world(&sc);
-        w.flows[0].delivered += 1;
+        let now = w.now;
+        w.flows[0].app.on_read(now, 1);
         match w.finish() {
             Err(RunError::Conservation(msg)) => assert!(msg.contains("engine counted"), "{msg}"),
             other => panic!("expected a conservation error, got {other:?}"),

@@ -17,7 +17,7 @@
 
 use std::ops::Range;
 
-use super::{cause_map, AppSpec, FlowSummary, RelaySummary, World};
+use super::{cause_map, FlowSummary, RelaySummary, World};
 use crate::scenario::{Hop, Scenario, TcpSpec};
 use crate::time::SimTime;
 
@@ -115,7 +115,7 @@ impl World<'_> {
                 rl.buffer_bytes,
             )
         };
-        let held = self.flows[down].app_bytes - self.flows[down].sender.snd_una();
+        let held = self.flows[down].app.held_bytes(&self.flows[down].sender);
         let unread = self.flows[up].receiver.unread_bytes();
         let moved = self.flows[up].receiver.read(buffer.saturating_sub(held));
         {
@@ -126,8 +126,7 @@ impl World<'_> {
         }
         if moved > 0 {
             let d = &mut self.flows[down];
-            d.sender.push_bytes(moved);
-            d.app_bytes += moved;
+            d.app.relay_write(&mut d.sender, moved);
             self.transmit(down);
         }
         if let Some(update) = self.flows[up].receiver.window_update(now) {
@@ -135,11 +134,10 @@ impl World<'_> {
             self.arm_receiver(up);
         }
         let drained =
-            self.flows[up].finish.is_some() && self.flows[up].receiver.unread_bytes() == 0;
-        if drained && self.flows[down].writing {
-            // The relay closes its outgoing stream: a short last segment held by Nagle goes.
-            self.flows[down].writing = false;
-            self.flows[down].sender.end_of_data();
+            self.flows[up].app.finish().is_some() && self.flows[up].receiver.unread_bytes() == 0;
+        let d = &mut self.flows[down];
+        // The relay closes its outgoing stream: a short last segment held by Nagle goes.
+        if drained && d.app.relay_end(&mut d.sender) {
             self.transmit(down);
             self.check_finished(down);
         }
@@ -159,7 +157,7 @@ impl World<'_> {
                     "read {read} bytes upstream but moved {}",
                     rl.moved_bytes
                 ))
-            } else if written != rl.moved_bytes || down.app_bytes != rl.moved_bytes {
+            } else if written != rl.moved_bytes || down.app.written_bytes() != rl.moved_bytes {
                 Some(format!(
                     "moved {} bytes but wrote {written} downstream",
                     rl.moved_bytes
@@ -174,10 +172,12 @@ impl World<'_> {
                     "holds {held} bytes in a buffer of {}",
                     rl.buffer_bytes
                 ))
-            } else if down.finish.is_some() && (up.finish.is_none() || read != up.app_bytes) {
+            } else if down.app.finish().is_some()
+                && (up.app.finish().is_none() || read != up.app.written_bytes())
+            {
                 Some(format!(
                     "the outgoing connection finished with {read} bytes read of {} sent",
-                    up.app_bytes
+                    up.app.written_bytes()
                 ))
             } else {
                 None
@@ -224,23 +224,18 @@ impl World<'_> {
         // The source's connection gives the source's state; the span runs from its start to
         // the last byte at the destination.
         let (mut s, active) = self.conn_summary(range.start);
-        let active_end = match (last.finish, spec.app) {
-            (Some(t), AppSpec::Bulk { .. }) => t,
-            (Some(t), _) => t.max(first.stop.unwrap_or(t)),
-            (None, _) => self.sim_end,
-        };
-        let active_s = active_end.saturating_since(first.start).as_secs_f64();
+        let (start, finish) = (first.app.start, last.app.finish());
+        let active_end = first.app.active_end_with(finish, self.sim_end);
+        let active_s = active_end.saturating_since(start).as_secs_f64();
         s.name = spec.name.clone();
         s.from = nodes[spec.from].clone();
         s.to = nodes[spec.to].clone();
-        s.finished = last.finish.is_some();
-        s.finish_s = last.finish.map(SimTime::as_secs_f64);
-        s.transfer_time_s = last
-            .finish
-            .map(|t| t.saturating_since(first.start).as_secs_f64());
-        s.delivered_bytes = last.delivered;
+        s.finished = finish.is_some();
+        s.finish_s = finish.map(SimTime::as_secs_f64);
+        s.transfer_time_s = finish.map(|t| t.saturating_since(start).as_secs_f64());
+        s.delivered_bytes = last.app.read_bytes();
         s.goodput_bps = if active_s > 0.0 {
-            last.delivered as f64 * 8.0 / active_s
+            last.app.read_bytes() as f64 * 8.0 / active_s
         } else {
             0.0
         };
@@ -263,7 +258,7 @@ impl World<'_> {
         s.acks_delivered = sum(|g| g.acks_delivered);
         let mut drops = [0u64; crate::link::N_DROP_CAUSES];
         for c in range.clone() {
-            for (d, n) in drops.iter_mut().zip(self.flows[c].drops) {
+            for (d, n) in drops.iter_mut().zip(self.flows[c].counts.drops) {
                 *d += n;
             }
         }
