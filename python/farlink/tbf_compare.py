@@ -17,8 +17,9 @@ The mapping, stated once:
 - **Loss.** farlink's Bernoulli loss judges each packet at the far end of the link, after the
   queue; iptables ``statistic --mode random`` drops data segments of the flow in R's INPUT
   chain, after the tbf, with the same probability.
-- **Queue delay** is srtt minus the smallest srtt sampled in the run, on both paths alike (the
-  emulator's trace has no min_rtt; the kernel path's tcpi_min_rtt is kept beside it).
+- **Queue delay** is srtt minus the smallest srtt sampled in the run (the handshake's
+  included), on both paths alike (the emulator's trace has no min_rtt; the kernel path's
+  tcpi_min_rtt is kept beside it).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def scenario(rate_bps: float, queue_pkts: int, cc: str, duration_s: float) -> di
         "seed": 1,
         "duration": f"{duration_s}s",
         "nodes": ["S", "D"],
+        "lossy_link": "S-D",  # --loss applies to the data's direction
         "links": [
             {"name": "S-D", "a": "S", "b": "D", "rate": f"{rate_bps:g}bps", "delay": "0ms",
              "queue_pkts": queue_pkts},
