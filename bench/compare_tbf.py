@@ -117,9 +117,13 @@ def main() -> int:
         runs: dict[str, list[dict]] = {"emu": [], "kernel": []}
         for rep in range(args.reps):
             order = ("emu", "kernel") if rep % 2 == 0 else ("kernel", "emu")
+            # A seed per repetition: iptables draws afresh each run, so must the emulator.
             for side in order:
-                run = emulator_run if side == "emu" else kernel_run
-                runs[side].append(run(rate, QUEUE_PKTS, loss, cc, args.duration))
+                if side == "emu":
+                    out = emulator_run(rate, QUEUE_PKTS, loss, cc, args.duration, seed=rep + 1)
+                else:
+                    out = kernel_run(rate, QUEUE_PKTS, loss, cc, args.duration)
+                runs[side].append(out)
         r = row(cc, rate, loss, runs["emu"], runs["kernel"])
         rows.append(r)
         print(table([r], {"reps": args.reps, "duration_s": args.duration, "load_before":

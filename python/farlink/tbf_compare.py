@@ -73,12 +73,11 @@ def _rtt_summary(time_s: np.ndarray, rtt_us: np.ndarray, cwnd_pkts: np.ndarray) 
 
 
 def emulator_run(
-    rate_bps: float, queue_pkts: int, loss: float, cc: str, duration_s: float
+    rate_bps: float, queue_pkts: int, loss: float, cc: str, duration_s: float, seed: int = 1
 ) -> dict[str, Any]:
-    """Kernel ``cc`` through ``farlink emulate``."""
-    result = emulate(
-        scenario(rate_bps, queue_pkts, cc, duration_s), loss=loss or None, sender="kernel"
-    )
+    """Kernel ``cc`` through ``farlink emulate``; ``seed`` draws the link's losses."""
+    doc = scenario(rate_bps, queue_pkts, cc, duration_s)
+    result = emulate(doc, loss=loss or None, sender="kernel", seed=seed)
     (flow,) = result.summary["flows"]
     trace = result.trace("tcp_info")
     mss = MTU_BYTES - 40 - 12  # the kernel's segments carry timestamps
