@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures bench-emu validate-emu bench-linkmgr clean
+	validate-captures bench-emu validate-emu compare-emu-tbf bench-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -76,6 +76,12 @@ bench-emu: setup
 # links under kernel TCP: writes its section of docs/validation.md. Root; about an hour and a half.
 validate-emu: setup
 	$(PY) bench/validate_emu.py $(VALIDATE_EMU_ARGS)
+
+# Kernel reno, cubic, bbr through the emulator beside a real tbf bottleneck of the same rate,
+# queue and loss (root; about 25 min; COMPARE_TBF_ARGS="--duration 5 --reps 1" for a quick one):
+# writes its table in docs/emulator.md.
+compare-emu-tbf: setup
+	$(PY) bench/compare_tbf.py --write $(COMPARE_TBF_ARGS)
 
 # The link manager's data plane: kernel TCP across 8 bonded members paced at 2400 bit/s between
 # two namespaces, without and with a call drop mid-fragment (root: namespaces, TUN; minutes).
