@@ -59,9 +59,9 @@ pub use capture_stream::{
 };
 
 pub use summary::{
-    AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
-    HandshakeSummary, LinkSummary, LossyLinkSummary, RelaySummary, RlpDirectionSummary, RlpSummary,
-    Summary, SUMMARY_SCHEMA_VERSION,
+    AggregateSummary, BundleCalls, BundleDirectionSummary, BundleSummary, DirectionSummary,
+    FlowSummary, HandshakeSummary, LinkSummary, LossyLinkSummary, RelaySummary,
+    RlpDirectionSummary, RlpSummary, Summary, SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::BundleRt;
