@@ -8,7 +8,7 @@ use super::raw::{Bare, Duration, RawArq, RawBundle, RawLink, RawMember, RawMembe
 use crate::arq::{ArqConfig, ArqMode};
 use crate::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
 use crate::modem::ModemConfig;
-use crate::time::SimDuration;
+use crate::time::{BitRate, SimDuration};
 
 /// Default time from a call drop to the moment it is noticed: seed 000 section 5.2, "in the
 /// deployed Iridium system this time is at least of the order of 30 seconds".
@@ -235,7 +235,8 @@ fn member(
                 frame_bytes: *frame_bytes,
                 max_tries: *max_tries,
                 window_frames: window.unwrap_or_else(|| {
-                    ArqConfig::default_window(*mode, rate_bps, delay, *frame_bytes, *max_tries)
+                    let rate = BitRate::from_bps(rate_bps);
+                    ArqConfig::default_window(*mode, rate, delay, *frame_bytes, *max_tries)
                 }),
             };
             cfg.validate()

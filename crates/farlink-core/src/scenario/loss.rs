@@ -8,13 +8,12 @@ use super::quantity::opt_duration;
 use super::raw::RawLoss;
 use super::routes::Hop;
 use crate::error::ConfigError;
-use crate::link::transmission_time;
 use crate::loss::{
     AnyLoss, Bernoulli, DropList, GilbertElliott, GilbertElliottConfig, GilbertPackets,
     Lcg16807Loss, LossModel, MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
 };
 use crate::rng::StreamRng;
-use crate::time::SimDuration;
+use crate::time::{BitRate, SimDuration};
 
 /// The packet size used for `mean_burst_pkts` on a direction no flow's data crosses.
 pub const DEFAULT_NOMINAL_PACKET_BYTES: u32 = 1500;
@@ -273,11 +272,11 @@ fn unit_interval(
                 .arq
                 .map_or(packet_bytes + b.mp_header_bytes, |a| a.frame_bytes);
             let slowest = b.members.iter().map(|m| m.rate_bps).min().unwrap_or(1);
-            transmission_time(unit, slowest)
+            BitRate::from_bps(slowest).transmission_time(unit)
         }
         None => match &l.rlp {
-            Some(r) => transmission_time(r.frame_bytes, rate_bps),
-            None => transmission_time(packet_bytes, rate_bps),
+            Some(r) => BitRate::from_bps(rate_bps).transmission_time(r.frame_bytes),
+            None => BitRate::from_bps(rate_bps).transmission_time(packet_bytes),
         },
     }
 }
