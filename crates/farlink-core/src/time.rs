@@ -194,4 +194,18 @@ mod tests {
         assert_eq!(early.saturating_since(late), SimDuration::ZERO);
         assert_eq!(late.saturating_since(early).as_nanos(), 4);
     }
+
+    #[test]
+    fn a_rate_turns_bytes_into_time_and_time_into_bytes() {
+        let r = BitRate::from_bps(2400);
+        assert_eq!(r.transmission_time(300), SimDuration::from_secs(1));
+        assert_eq!(r.bytes_in(SimDuration::from_secs(1)), 300);
+        assert_eq!(r.bytes_in(SimDuration::from_millis(999)), 299);
+        assert_eq!(
+            BitRate::from_bps(u64::MAX).bytes_in(SimDuration::from_nanos(u64::MAX)),
+            u64::MAX
+        );
+        assert_eq!([r, r].into_iter().sum::<BitRate>(), BitRate::from_bps(4800));
+        assert_eq!(r.to_string(), "2400 bit/s");
+    }
 }

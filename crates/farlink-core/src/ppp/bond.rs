@@ -41,7 +41,7 @@ use super::mp::{
     PROTO_MP,
 };
 use crate::mlppp::loss_rule::stale_timeout;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 /// How a bundle endpoint behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,7 +197,7 @@ pub struct BondStats {
 
 #[derive(Debug)]
 struct Member {
-    rate_bps: u64,
+    rate: BitRate,
     lower_up: bool,
     lcp: Lcp,
     negotiated: Option<Negotiated>,
@@ -222,7 +222,7 @@ impl Member {
     /// The time the line takes for `octets`.
     fn line_time(&self, octets: usize) -> SimDuration {
         SimDuration::from_nanos(
-            (octets as u64 * 8).saturating_mul(1_000_000_000) / self.rate_bps.max(1),
+            (octets as u64 * 8).saturating_mul(1_000_000_000) / self.rate.bps().max(1),
         )
     }
 
@@ -328,7 +328,7 @@ impl Bond {
                 let mut lcp = cfg.lcp.clone();
                 lcp.magic = member_magic(cfg.lcp.magic, m);
                 Member {
-                    rate_bps,
+                    rate: BitRate::from_bps(rate_bps),
                     lower_up: false,
                     lcp: Lcp::new(lcp),
                     negotiated: None,
@@ -558,8 +558,7 @@ impl Bond {
         if handed > now + half {
             return 0;
         }
-        let room_ns = (now + handoff).saturating_since(handed).as_nanos();
-        let room = (u128::from(room_ns) * u128::from(m.rate_bps) / 8_000_000_000) as usize;
+        let room = m.rate.bytes_in((now + handoff).saturating_since(handed)) as usize;
         let n = room.min(m.out.len()).max(1);
         out.extend(m.out.drain(..n));
         m.stats.tx_octets += n as u64;
@@ -1032,7 +1031,7 @@ impl Bond {
                 + fmt.header_len() as f64
                 + m.tx.fcs.octets() as f64
         };
-        let rate = |m: &Member| m.rate_bps as f64 / 8e9; // octets per ns
+        let rate = |m: &Member| m.rate.as_bps_f64() / 8e9; // octets per ns
         let free = |m: &Member| m.backlog(now).as_nanos() as f64;
         let least = self.cfg.min_fragment_bytes.min(len) as f64;
         let mut best_k = 1;
