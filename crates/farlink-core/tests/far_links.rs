@@ -445,6 +445,6 @@ fn bundle_errors_name_their_place() {
         json!([{"name": "Kansas", "rate": "2400bps"}, {"name": "Nebraska", "rate": "4800bps"}]);
     let sc = parse_scenario_json(&v.to_string()).unwrap();
     let l = &sc.links()[0];
-    assert_eq!(l.fwd.rate_bps, 7200);
+    assert_eq!(l.fwd.rate.bps(), 7200);
     assert_eq!(l.bundle.as_ref().unwrap().members[1].name, "Nebraska");
 }

@@ -295,7 +295,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
         let bottleneck_bps = f
             .path
             .iter()
-            .map(|h| sc.links()[h.link].direction(h.forward).rate_bps)
+            .map(|h| sc.links()[h.link].direction(h.forward).rate.bps())
             .min()
             .unwrap_or(0);
         let last = snd.and_then(|x| x.last);

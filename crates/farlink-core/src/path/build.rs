@@ -8,7 +8,6 @@ use crate::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
 use crate::rlp::{RlpLink, SharedChannel};
 use crate::rng::StreamRng;
 use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError};
-use crate::time::BitRate;
 
 /// The links of a scenario at run time.
 #[derive(Debug)]
@@ -72,7 +71,7 @@ fn plain_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir
         .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
     let link = Link::new(
         LinkConfig {
-            rate: BitRate::from_bps(spec.rate_bps),
+            rate: spec.rate,
             delay: spec.delay,
             queue_limit: spec.queue,
         },
@@ -137,7 +136,7 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
             .members
             .iter()
             .map(|m| MemberDirConfig {
-                rate: BitRate::from_bps(m.rate_bps),
+                rate: m.rate,
                 delay: m.delay,
                 txqueue_pkts: m.txqueue_pkts,
                 arq: m.arq,

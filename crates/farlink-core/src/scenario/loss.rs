@@ -207,15 +207,14 @@ pub(super) fn attach(
     for (i, l) in pending.into_iter().enumerate() {
         let mut specs = Vec::with_capacity(2);
         for (d, (parts, raw_loss, loss_path)) in l.dirs.iter().enumerate() {
-            let (Some(rate_bps), Some(delay), Some(queue)) =
-                (parts.rate_bps, parts.delay, parts.queue)
+            let (Some(rate), Some(delay), Some(queue)) = (parts.rate, parts.delay, parts.queue)
             else {
                 return err(format!("links[{i}]"), "internal: direction incomplete");
             };
-            let interval = unit_interval(&l, i, d == 0, rate_bps, flows);
+            let interval = unit_interval(&l, i, d == 0, rate, flows);
             let loss = direction_loss(&l, i, *raw_loss, loss_path, interval)?;
             specs.push(DirectionSpec {
-                rate_bps,
+                rate,
                 delay,
                 queue,
                 loss,
@@ -258,7 +257,7 @@ fn unit_interval(
     l: &PendingLink<'_>,
     i: usize,
     forward: bool,
-    rate_bps: u64,
+    rate: BitRate,
     flows: &[FlowSpec],
 ) -> SimDuration {
     let packet_bytes = flows
@@ -271,12 +270,14 @@ fn unit_interval(
             let unit = b.members[0]
                 .arq
                 .map_or(packet_bytes + b.mp_header_bytes, |a| a.frame_bytes);
-            let slowest = b.members.iter().map(|m| m.rate_bps).min().unwrap_or(1);
-            BitRate::from_bps(slowest).transmission_time(unit)
+            let slowest = b.members.iter().map(|m| m.rate).min();
+            slowest
+                .unwrap_or(BitRate::from_bps(1))
+                .transmission_time(unit)
         }
         None => match &l.rlp {
-            Some(r) => BitRate::from_bps(rate_bps).transmission_time(r.frame_bytes),
-            None => BitRate::from_bps(rate_bps).transmission_time(packet_bytes),
+            Some(r) => rate.transmission_time(r.frame_bytes),
+            None => rate.transmission_time(packet_bytes),
         },
     }
 }

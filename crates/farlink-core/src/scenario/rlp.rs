@@ -5,7 +5,7 @@ use super::links::DirectionSpec;
 use super::quantity::{opt_bytes, opt_duration};
 use super::raw::{RawIdle, RawRlp, Size, UnitText};
 use crate::rlp::{IdlePolicy, RlpConfig, IS707_FRAME_BYTES, IS707_NAK_ROUNDS, IS707_PAYLOAD_BYTES};
-use crate::time::{BitRate, SimDuration};
+use crate::time::SimDuration;
 
 /// The radio link protocol of a link (both directions); rate, delay and queue are the
 /// direction's.
@@ -26,17 +26,13 @@ impl RlpSpec {
     /// The component's configuration for one direction.
     pub fn config(&self, dir: &DirectionSpec) -> RlpConfig {
         RlpConfig {
-            rate: BitRate::from_bps(dir.rate_bps),
+            rate: dir.rate,
             frame_bytes: self.frame_bytes,
             payload_bytes: self.payload_bytes,
             delay: dir.delay,
             nak_rounds: self.nak_rounds,
             nak_timer: self.nak_timer.unwrap_or_else(|| {
-                RlpConfig::default_nak_timer(
-                    BitRate::from_bps(dir.rate_bps),
-                    self.frame_bytes,
-                    dir.delay,
-                )
+                RlpConfig::default_nak_timer(dir.rate, self.frame_bytes, dir.delay)
             }),
             idle: self.idle,
             queue_limit: dir.queue,
