@@ -894,7 +894,7 @@ pub struct ControlConfig {
     /// Time from a call drop to the moment the link layer notices it (T_L of section 5.2).
     pub detection_delay: SimDuration,
     /// Each member's rate, for the bundle's capacity.
-    pub member_rates_bps: Vec<u64>,
+    pub member_rates: Vec<BitRate>,
 }
 
 /// What the control plane asks of the engine (or of the daemon).
@@ -954,7 +954,7 @@ struct MemberCtl {
 pub struct BundleControl {
     sup: Supervisor,
     members: Vec<MemberCtl>,
-    rates: Vec<u64>,
+    rates: Vec<BitRate>,
     detection_delay: SimDuration,
     next_conn: u32,
     commands: VecDeque<ControlCommand>,
@@ -968,10 +968,10 @@ impl BundleControl {
     /// The control plane at `now`; its first commands bring the members up or start dialling.
     pub fn new(cfg: ControlConfig, now: SimTime) -> Result<Self, ConfigError> {
         let n = cfg.supervisor.members as usize;
-        if cfg.member_rates_bps.len() != n {
+        if cfg.member_rates.len() != n {
             return Err(ConfigError::new(
                 "members",
-                format!("{n} members but {} rates", cfg.member_rates_bps.len()),
+                format!("{n} members but {} rates", cfg.member_rates.len()),
             ));
         }
         let sup = Supervisor::new(cfg.supervisor, now)?;
@@ -986,7 +986,7 @@ impl BundleControl {
                 };
                 n
             ],
-            rates: cfg.member_rates_bps,
+            rates: cfg.member_rates,
             detection_delay: cfg.detection_delay,
             next_conn: 0,
             commands: VecDeque::with_capacity(8 * n + 8),
@@ -1171,8 +1171,9 @@ impl BundleControl {
             .iter()
             .zip(&self.rates)
             .filter(|(m, _)| m.usable)
-            .map(|(_, r)| r)
-            .sum();
+            .map(|(_, r)| *r)
+            .sum::<BitRate>()
+            .bps();
         if self.traced_capacity == Some((up, bps)) {
             return;
         }

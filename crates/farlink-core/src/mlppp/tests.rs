@@ -532,7 +532,7 @@ fn control_cfg(n: u32, primary: bool, start_connected: bool) -> ControlConfig {
             start_connected,
         },
         detection_delay: SimDuration::from_secs(30),
-        member_rates_bps: vec![2400; n as usize],
+        member_rates: vec![BitRate::from_bps(2400); n as usize],
     }
 }
 
