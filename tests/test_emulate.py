@@ -96,6 +96,10 @@ def test_bundles_and_radio_hops_carry_kernel_tcp(preset, size, far_link):
     assert fwd["delivered_pkts"] > 0
     accounted = fwd["delivered_pkts"] + sum(fwd["drops"].values()) + fwd["in_flight_pkts"]
     assert fwd["offered_pkts"] == accounted, fwd
+    if far_link == "iridium":
+        # The bundle's call counters, under the keys of simulate's bundle summary.
+        calls = ("call_drops", "drops_noticed", "hangups", "teardowns", "dials", "dial_failures")
+        assert set(link["bundle"]) == {*calls, "blocks"}, link["bundle"]
 
 
 def test_captures_at_both_ends_are_read_by_analyze(tmp_path, capsys):

@@ -89,7 +89,7 @@ fn cost(s: &Scenario) -> (f64, f64) {
     let mut per_second = 0.0;
     for l in s.links() {
         for d in [&l.fwd, &l.rev] {
-            per_second += d.rate_bps as f64 / (8.0 * MIN_PACKET_BYTES);
+            per_second += d.rate.as_bps_f64() / (8.0 * MIN_PACKET_BYTES);
         }
     }
     let mut fixed = 0.0;

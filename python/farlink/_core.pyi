@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 import numpy.typing as npt
 
 __all__ = [
+    "MEMBER_STATE_NAMES",
     "BudgetError",
     "ConservationError",
     "EmulatorError",
@@ -24,6 +25,9 @@ __all__ = [
 ]
 
 __version__: str
+MEMBER_STATE_NAMES: tuple[str, ...]
+"""The ``member_state`` trace's state names, indexed by its ``state`` code (the core's
+``MemberState::NAMES``)."""
 
 def build_info() -> tuple[str, str]:
     """The core's version and its build profile (``"release"`` or ``"debug"``)."""
@@ -101,9 +105,8 @@ class RunOutput(TypedDict):
       handshake), ``cause`` u8 (0 ``queue_overflow``, 1 ``corruption``,
       2 ``arq_give_up``, 3 ``call_drop``, 4 ``reassembly_timeout``);
     - ``goodput``: ``time_ns`` u64, ``flow`` u32, ``delivered_bytes`` u64;
-    - ``member_state``: ``time_ns`` u64, ``link`` u32, ``member`` u32, ``state`` u8 (0
-      ``idle``, 1 ``connecting``, 2 ``connected``, 3 ``call_lost``, 4 ``dropped``, 5 ``failed``,
-      6 ``blocked``), one row per state change of a bundle member;
+    - ``member_state``: ``time_ns`` u64, ``link`` u32, ``member`` u32, ``state`` u8 (an
+      index into :data:`MEMBER_STATE_NAMES`), one row per state change of a bundle member;
     - ``capacity``: ``time_ns`` u64, ``link`` u32, ``members_up`` u32, ``capacity_bps`` u64,
       whenever the members a bundle may use change.
 

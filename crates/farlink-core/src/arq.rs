@@ -57,9 +57,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::ConfigError;
-use crate::link::{transmission_time, DropCause, LinkEvent, Packet};
+use crate::link::{DropCause, LinkEvent, Packet};
 use crate::loss::LossModel;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 /// The repair discipline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -116,8 +116,10 @@ impl ArqConfig {
     /// The frames sent in one frame time plus a round trip, 1 + ceil(2 delay / t_frame): the
     /// go-back-N window that keeps the line busy without errors (Bertsekas and Gallager 2.4),
     /// and the frames one go-back-N rollback costs.
-    pub fn round_trip_frames(rate_bps: u64, delay: SimDuration, frame_bytes: u32) -> u32 {
-        let t_frame = transmission_time(frame_bytes.max(1), rate_bps.max(1))
+    pub fn round_trip_frames(rate: BitRate, delay: SimDuration, frame_bytes: u32) -> u32 {
+        let t_frame = rate
+            .max(BitRate::from_bps(1))
+            .transmission_time(frame_bytes.max(1))
             .as_nanos()
             .max(1);
         let rt = (2 * u128::from(delay.as_nanos())).div_ceil(u128::from(t_frame));
@@ -128,12 +130,12 @@ impl ArqConfig {
     /// per try, so a frame that needs every try never stalls the line.
     pub fn default_window(
         mode: ArqMode,
-        rate_bps: u64,
+        rate: BitRate,
         delay: SimDuration,
         frame_bytes: u32,
         max_tries: u32,
     ) -> u32 {
-        let rt = Self::round_trip_frames(rate_bps, delay, frame_bytes);
+        let rt = Self::round_trip_frames(rate, delay, frame_bytes);
         match mode {
             ArqMode::GoBackN => rt,
             ArqMode::SelectiveRepeat => rt.saturating_mul(max_tries.max(1)),
@@ -184,8 +186,8 @@ pub fn selective_repeat_transmissions(p_frame: f64, max_tries: u32) -> f64 {
 /// Parameters of an [`ArqLink`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArqLinkConfig {
-    /// Serialization rate in bit/s; positive.
-    pub rate_bps: u64,
+    /// Serialization rate; positive.
+    pub rate: BitRate,
     /// One-way propagation delay; also the feedback delay.
     pub delay: SimDuration,
     /// `None`: no ARQ (each unit is one frame; a damaged one is dropped as `Corruption`).
@@ -301,7 +303,7 @@ pub struct ArqLink<L: LossModel> {
 impl<L: LossModel> ArqLink<L> {
     /// A link with configuration `cfg` deciding frames with `loss`.
     pub fn new(cfg: ArqLinkConfig, loss: L) -> Result<Self, ConfigError> {
-        if cfg.rate_bps == 0 {
+        if cfg.rate.bps() == 0 {
             return Err(ConfigError::new(
                 "rate_bps",
                 "expected a positive rate in bit/s, got 0",
@@ -315,7 +317,7 @@ impl<L: LossModel> ArqLink<L> {
             None => 1,
         };
         let frame_bytes = cfg.arq.map_or(1500, |a| a.frame_bytes);
-        let air = (ArqConfig::round_trip_frames(cfg.rate_bps, cfg.delay, frame_bytes) as usize)
+        let air = (ArqConfig::round_trip_frames(cfg.rate, cfg.delay, frame_bytes) as usize)
             .min(window.max(16))
             .clamp(16, 65_536);
         Ok(ArqLink {
@@ -539,7 +541,7 @@ impl<L: LossModel> ArqLink<L> {
         self.stats.frames_sent += 1;
         self.stats.bytes_sent += u64::from(bytes);
         self.in_service = Some(InService {
-            done: t + transmission_time(bytes, self.cfg.rate_bps),
+            done: t + self.cfg.rate.transmission_time(bytes),
             fseq,
             first,
         });
@@ -772,6 +774,8 @@ mod tests {
     use crate::rng::StreamRng;
     use proptest::prelude::*;
 
+    const BPS_2400: BitRate = BitRate::from_bps(2400);
+
     /// Damages exactly the frames whose arrival index (0, 1, 2, ... over the channel's life) is
     /// listed: scenario loss `drop_list`, which numbers arrivals from 1.
     fn scripted(damaged: &[u64]) -> DropList {
@@ -792,14 +796,15 @@ mod tests {
     fn iridium(mode: Option<ArqMode>, max_tries: u32, window: Option<u32>) -> ArqLinkConfig {
         let delay = SimDuration::from_millis(500);
         ArqLinkConfig {
-            rate_bps: 2400,
+            rate: BPS_2400,
             delay,
             arq: mode.map(|mode| ArqConfig {
                 mode,
                 frame_bytes: 27,
                 max_tries,
-                window_frames: window
-                    .unwrap_or_else(|| ArqConfig::default_window(mode, 2400, delay, 27, max_tries)),
+                window_frames: window.unwrap_or_else(|| {
+                    ArqConfig::default_window(mode, BPS_2400, delay, 27, max_tries)
+                }),
             }),
         }
     }
@@ -819,16 +824,19 @@ mod tests {
     fn round_trip_frames_and_default_windows() {
         // 27-byte frames at 2400 bit/s last 90 ms; a 1 s round trip holds 11.1 of them.
         let d = SimDuration::from_millis(500);
-        assert_eq!(ArqConfig::round_trip_frames(2400, d, 27), 13);
+        assert_eq!(ArqConfig::round_trip_frames(BPS_2400, d, 27), 13);
         assert_eq!(
-            ArqConfig::default_window(ArqMode::GoBackN, 2400, d, 27, 3),
+            ArqConfig::default_window(ArqMode::GoBackN, BPS_2400, d, 27, 3),
             13
         );
         assert_eq!(
-            ArqConfig::default_window(ArqMode::SelectiveRepeat, 2400, d, 27, 3),
+            ArqConfig::default_window(ArqMode::SelectiveRepeat, BPS_2400, d, 27, 3),
             39
         );
-        assert_eq!(ArqConfig::round_trip_frames(2400, SimDuration::ZERO, 27), 1);
+        assert_eq!(
+            ArqConfig::round_trip_frames(BPS_2400, SimDuration::ZERO, 27),
+            1
+        );
     }
 
     #[test]
@@ -843,7 +851,7 @@ mod tests {
     #[test]
     fn rejects_bad_parameters() {
         let mut c = iridium(Some(ArqMode::GoBackN), 3, None);
-        c.rate_bps = 0;
+        c.rate = BitRate::from_bps(0);
         assert_eq!(ArqLink::new(c, NoLoss).unwrap_err().param, "rate_bps");
         for (frame, tries, window, param) in [
             (0, 3, 13, "frame_bytes"),

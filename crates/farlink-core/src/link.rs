@@ -9,14 +9,14 @@
 //! handle (an id and a size), and the caller keeps the contents.
 //!
 //! ```text
-//!  offer ──▶ [ queue (drop-tail) ] ──▶ serializer (rate_bps) ──▶ wire (delay) ──▶ loss model ──▶ poll
+//!  offer ──▶ [ queue (drop-tail) ] ──▶ serializer (rate) ──▶ wire (delay) ──▶ loss model ──▶ poll
 //!              │ full: QueueOverflow                                     │ lost: Corruption
 //! ```
 //!
 //! # Semantics
 //!
-//! * **Transmission time** of a packet of `size_bytes` at `rate_bps` is
-//!   ceil(8 size_bytes 1e9 / rate_bps) ns, computed in integers ([`transmission_time`]). Rounding
+//! * **Transmission time** of a packet of `size_bytes` at `rate` bit/s is
+//!   ceil(8 size_bytes 1e9 / rate) ns, computed in integers ([`BitRate::transmission_time`]). Rounding
 //!   up keeps the link from ever exceeding its rate; the error is under 1 ns per packet.
 //! * **Serialization is back to back**: the next packet starts at the instant the previous one
 //!   ends, not when the caller next polls. A packet offered to an idle serializer starts at
@@ -44,7 +44,7 @@
 
 use crate::error::ConfigError;
 use crate::loss::{LossModel, NoLoss};
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 use std::collections::VecDeque;
 
 /// The smallest packet assumed when reserving capacity: a bare TCP/IPv4 header, 20 + 20 bytes
@@ -72,8 +72,8 @@ pub enum QueueLimit {
 /// Parameters of a [`Link`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinkConfig {
-    /// Serialization rate in bits per second; positive.
-    pub rate_bps: u64,
+    /// Serialization rate; positive.
+    pub rate: BitRate,
     /// One-way propagation delay.
     pub delay: SimDuration,
     /// Bound of the queue in front of the serializer.
@@ -210,20 +210,6 @@ impl LinkStats {
     }
 }
 
-/// The time to put `size_bytes` on a line of `rate_bps`: ceil(8 size_bytes 1e9 / rate_bps) ns,
-/// in integer arithmetic (u128, so no overflow for any u32 size and u64 rate).
-///
-/// # Panics
-/// If `rate_bps` is zero.
-pub fn transmission_time(size_bytes: u32, rate_bps: u64) -> SimDuration {
-    assert!(rate_bps > 0, "transmission time at a rate of 0 bit/s");
-    let bit_ns = u128::from(size_bytes) * 8 * 1_000_000_000;
-    let ns = bit_ns.div_ceil(u128::from(rate_bps));
-    // Beyond u64 only for absurd inputs (gigabytes at a few bit/s); saturate, and let the time
-    // arithmetic that follows report the overflow.
-    SimDuration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
-}
-
 /// A link; see the module documentation. `L` is its error model at the receiving end.
 #[derive(Debug)]
 pub struct Link<L: LossModel = NoLoss> {
@@ -245,7 +231,7 @@ pub struct Link<L: LossModel = NoLoss> {
 impl<L: LossModel> Link<L> {
     /// A link with configuration `cfg` and error model `loss`.
     pub fn new(cfg: LinkConfig, loss: L) -> Result<Self, ConfigError> {
-        if cfg.rate_bps == 0 {
+        if cfg.rate.bps() == 0 {
             return Err(ConfigError::new(
                 "rate_bps",
                 "expected a positive rate in bit/s, got 0",
@@ -256,7 +242,9 @@ impl<L: LossModel> Link<L> {
             QueueLimit::Bytes(b) => b / MIN_PACKET_BYTES_FOR_RESERVE + 1,
         }
         .min(MAX_RESERVED_PKTS);
-        let min_tx_ns = transmission_time(MIN_PACKET_BYTES_FOR_RESERVE as u32, cfg.rate_bps)
+        let min_tx_ns = cfg
+            .rate
+            .transmission_time(MIN_PACKET_BYTES_FOR_RESERVE as u32)
             .as_nanos()
             .max(1);
         let wire_cap = (cfg.delay.as_nanos() / min_tx_ns + 1).min(MAX_RESERVED_PKTS);
@@ -407,7 +395,7 @@ impl<L: LossModel> Link<L> {
     }
 
     fn start(&mut self, at: SimTime, pkt: Packet) {
-        let done = at + transmission_time(pkt.size_bytes, self.cfg.rate_bps);
+        let done = at + self.cfg.rate.transmission_time(pkt.size_bytes);
         self.in_service = Some((pkt, done));
         if let Some(log) = &mut self.departures {
             log.push_back(Departure { at, pkt });
@@ -449,7 +437,7 @@ mod tests {
 
     fn cfg(rate_bps: u64, delay_ms: u64, queue_limit: QueueLimit) -> LinkConfig {
         LinkConfig {
-            rate_bps,
+            rate: BitRate::from_bps(rate_bps),
             delay: SimDuration::from_millis(delay_ms),
             queue_limit,
         }
@@ -474,21 +462,46 @@ mod tests {
     #[test]
     fn transmission_time_is_integer_and_rounded_up() {
         // Seed 003, 4.4.1: 1000 bytes at 1.5 Mb/s take 16/3 ms = 5,333,333.33 ns.
-        assert_eq!(transmission_time(1000, 1_500_000).as_nanos(), 5_333_334);
+        assert_eq!(
+            BitRate::from_bps(1_500_000)
+                .transmission_time(1000)
+                .as_nanos(),
+            5_333_334
+        );
         // Seed 004: a 24-byte IS-707 frame at 9600 bit/s takes exactly 20 ms.
-        assert_eq!(transmission_time(24, 9_600), SimDuration::from_millis(20));
+        assert_eq!(
+            BitRate::from_bps(9_600).transmission_time(24),
+            SimDuration::from_millis(20)
+        );
         // Seed 002: 1500 bytes at 2048 kb/s.
-        assert_eq!(transmission_time(1500, 2_048_000).as_nanos(), 5_859_375);
+        assert_eq!(
+            BitRate::from_bps(2_048_000)
+                .transmission_time(1500)
+                .as_nanos(),
+            5_859_375
+        );
         // Iridium modem, 2400 bit/s: 1 byte = 3.333 ms.
-        assert_eq!(transmission_time(1, 2_400).as_nanos(), 3_333_334);
-        assert_eq!(transmission_time(0, 2_400), SimDuration::ZERO);
+        assert_eq!(
+            BitRate::from_bps(2_400).transmission_time(1).as_nanos(),
+            3_333_334
+        );
+        assert_eq!(
+            BitRate::from_bps(2_400).transmission_time(0),
+            SimDuration::ZERO
+        );
         // No overflow at the extremes.
         assert_eq!(
-            transmission_time(u32::MAX, 8).as_nanos(),
+            BitRate::from_bps(8).transmission_time(u32::MAX).as_nanos(),
             u64::from(u32::MAX) * 1_000_000_000
         );
-        assert_eq!(transmission_time(u32::MAX, 1).as_nanos(), u64::MAX);
-        assert_eq!(transmission_time(1, u64::MAX).as_nanos(), 1);
+        assert_eq!(
+            BitRate::from_bps(1).transmission_time(u32::MAX).as_nanos(),
+            u64::MAX
+        );
+        assert_eq!(
+            BitRate::from_bps(u64::MAX).transmission_time(1).as_nanos(),
+            1
+        );
     }
 
     #[test]
@@ -771,7 +784,7 @@ mod tests {
             for (i, gap) in gaps.iter().enumerate() {
                 now += SimDuration::from_nanos(*gap);
                 link.offer(now, pkt(i as u64, sizes[i])).unwrap();
-                let d = now.max(d_prev) + transmission_time(sizes[i], 1_544_000);
+                let d = now.max(d_prev) + BitRate::from_bps(1_544_000).transmission_time(sizes[i]);
                 expected.push(LinkEvent::Delivered { at: d + SimDuration::from_millis(3), pkt: pkt(i as u64, sizes[i]) });
                 d_prev = d;
             }

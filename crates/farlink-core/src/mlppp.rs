@@ -64,12 +64,11 @@ use loss_rule::{LossRule, Verdict};
 use crate::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqStats};
 use crate::error::ConfigError;
 use crate::link::{
-    drop_cause_code, transmission_time, Departure, DropCause, LinkEvent, LinkStats, Packet,
-    QueueLimit, N_DROP_CAUSES,
+    drop_cause_code, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, N_DROP_CAUSES,
 };
 use crate::loss::LossModel;
 use crate::modem::{Command, ModemState, Supervisor, SupervisorConfig, SupervisorStats};
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 /// Linux 2.6's transmit queue per modem, the packet being sent included (seed 000 4.1.6).
 pub const DEFAULT_TXQUEUE_PKTS: u32 = 3;
@@ -361,7 +360,7 @@ impl Reassembly {
 /// One member in one direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemberDirConfig {
-    pub rate_bps: u64,
+    pub rate: BitRate,
     pub delay: SimDuration,
     /// Packets the member holds before it is full, the one being sent included (at least 1).
     pub txqueue_pkts: u32,
@@ -396,7 +395,7 @@ pub struct BundleDirStats {
 #[derive(Debug)]
 struct Member<L: LossModel> {
     link: ArqLink<L>,
-    rate_bps: u64,
+    rate: BitRate,
     txqueue: usize,
     /// The call is up.
     carrier: bool,
@@ -477,7 +476,7 @@ impl<L: LossModel> BundleDir<L> {
             }
             let link = ArqLink::new(
                 ArqLinkConfig {
-                    rate_bps: m.rate_bps,
+                    rate: m.rate,
                     delay: m.delay,
                     arq: m.arq,
                 },
@@ -485,7 +484,7 @@ impl<L: LossModel> BundleDir<L> {
             )?;
             members.push(Member {
                 link,
-                rate_bps: m.rate_bps,
+                rate: m.rate,
                 txqueue: m.txqueue_pkts as usize,
                 carrier: false,
                 usable: false,
@@ -562,7 +561,7 @@ impl<L: LossModel> BundleDir<L> {
         self.members
             .iter()
             .filter(|m| m.usable)
-            .map(|m| m.rate_bps)
+            .map(|m| m.rate.bps())
             .sum()
     }
 
@@ -870,7 +869,7 @@ impl<L: LossModel> BundleDir<L> {
             if m.carrier {
                 m.link.offer(t, unit);
             } else {
-                let done = t.max(m.void_free_at) + transmission_time(size, m.rate_bps);
+                let done = t.max(m.void_free_at) + m.rate.transmission_time(size);
                 m.void_free_at = done;
                 m.void.push_back((done, unit));
                 self.unit_stats.units_into_the_void += 1;
@@ -895,7 +894,7 @@ pub struct ControlConfig {
     /// Time from a call drop to the moment the link layer notices it (T_L of section 5.2).
     pub detection_delay: SimDuration,
     /// Each member's rate, for the bundle's capacity.
-    pub member_rates_bps: Vec<u64>,
+    pub member_rates: Vec<BitRate>,
 }
 
 /// What the control plane asks of the engine (or of the daemon).
@@ -955,7 +954,7 @@ struct MemberCtl {
 pub struct BundleControl {
     sup: Supervisor,
     members: Vec<MemberCtl>,
-    rates: Vec<u64>,
+    rates: Vec<BitRate>,
     detection_delay: SimDuration,
     next_conn: u32,
     commands: VecDeque<ControlCommand>,
@@ -969,10 +968,10 @@ impl BundleControl {
     /// The control plane at `now`; its first commands bring the members up or start dialling.
     pub fn new(cfg: ControlConfig, now: SimTime) -> Result<Self, ConfigError> {
         let n = cfg.supervisor.members as usize;
-        if cfg.member_rates_bps.len() != n {
+        if cfg.member_rates.len() != n {
             return Err(ConfigError::new(
                 "members",
-                format!("{n} members but {} rates", cfg.member_rates_bps.len()),
+                format!("{n} members but {} rates", cfg.member_rates.len()),
             ));
         }
         let sup = Supervisor::new(cfg.supervisor, now)?;
@@ -987,7 +986,7 @@ impl BundleControl {
                 };
                 n
             ],
-            rates: cfg.member_rates_bps,
+            rates: cfg.member_rates,
             detection_delay: cfg.detection_delay,
             next_conn: 0,
             commands: VecDeque::with_capacity(8 * n + 8),
@@ -1172,8 +1171,9 @@ impl BundleControl {
             .iter()
             .zip(&self.rates)
             .filter(|(m, _)| m.usable)
-            .map(|(_, r)| r)
-            .sum();
+            .map(|(_, r)| *r)
+            .sum::<BitRate>()
+            .bps();
         if self.traced_capacity == Some((up, bps)) {
             return;
         }

@@ -72,18 +72,16 @@ use std::rc::Rc;
 
 use crate::arq::Unit;
 use crate::error::ConfigError;
-use crate::link::{
-    transmission_time, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit,
-};
+use crate::link::{Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit};
 use crate::loss::LossModel;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 /// The IS-707 frame on the air: 24 bytes (seed 004 section II).
 pub const IS707_FRAME_BYTES: u32 = 24;
 /// Payload of an IS-707 data frame: 19 bytes (seed 004 section II).
 pub const IS707_PAYLOAD_BYTES: u32 = 19;
 /// The IS-707 channel rate: 9600 bit/s (seed 004 section II).
-pub const IS707_RATE_BPS: u64 = 9600;
+pub const IS707_RATE: BitRate = BitRate::from_bps(9600);
 /// NAK rounds of IS-707 (1, 2 and 3 NAKs), a "small number" in seed 004 section II.
 pub const IS707_NAK_ROUNDS: u32 = 3;
 /// Most NAK rounds accepted.
@@ -113,8 +111,8 @@ impl fmt::Display for IdlePolicy {
 /// Parameters of one direction of an RLP hop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RlpConfig {
-    /// Channel rate in bit/s: with `frame_bytes` it sets the slot, 8 frame_bytes / rate.
-    pub rate_bps: u64,
+    /// Channel rate: with `frame_bytes` it sets the slot, 8 frame_bytes / rate.
+    pub rate: BitRate,
     /// Bytes of a frame on the air (24).
     pub frame_bytes: u32,
     /// Payload bytes of a data frame (19), at most `frame_bytes`.
@@ -134,26 +132,32 @@ pub struct RlpConfig {
 impl RlpConfig {
     /// The slot: one frame time.
     pub fn slot(&self) -> SimDuration {
-        transmission_time(self.frame_bytes.max(1), self.rate_bps.max(1))
+        Self::slot_at(self.rate, self.frame_bytes)
+    }
+
+    /// One frame time of `frame_bytes` at `rate` (a zero rate or size counted as 1).
+    fn slot_at(rate: BitRate, frame_bytes: u32) -> SimDuration {
+        rate.max(BitRate::from_bps(1))
+            .transmission_time(frame_bytes.max(1))
     }
 
     /// The default NAK timer: a NAK's slot ends, it reaches the sender `delay` later, the
     /// retransmission goes in the next slot and arrives a slot plus `delay` after it starts;
     /// two slots more allow for retransmissions of neighbouring frames ahead of it.
-    pub fn default_nak_timer(rate_bps: u64, frame_bytes: u32, delay: SimDuration) -> SimDuration {
-        let slot = transmission_time(frame_bytes.max(1), rate_bps.max(1));
+    pub fn default_nak_timer(rate: BitRate, frame_bytes: u32, delay: SimDuration) -> SimDuration {
+        let slot = Self::slot_at(rate, frame_bytes);
         SimDuration::from_nanos(2 * delay.as_nanos() + 4 * slot.as_nanos())
     }
 
     /// Seed 004's IS-707 hop: 9600 bit/s, 24-byte frames with 19 bytes of payload, 3 rounds.
     pub fn is707(delay: SimDuration, idle: IdlePolicy, queue_limit: QueueLimit) -> Self {
         RlpConfig {
-            rate_bps: IS707_RATE_BPS,
+            rate: IS707_RATE,
             frame_bytes: IS707_FRAME_BYTES,
             payload_bytes: IS707_PAYLOAD_BYTES,
             delay,
             nak_rounds: IS707_NAK_ROUNDS,
-            nak_timer: Self::default_nak_timer(IS707_RATE_BPS, IS707_FRAME_BYTES, delay),
+            nak_timer: Self::default_nak_timer(IS707_RATE, IS707_FRAME_BYTES, delay),
             idle,
             queue_limit,
         }
@@ -161,7 +165,7 @@ impl RlpConfig {
 
     /// Checks the domains; errors name the scenario's field.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.rate_bps == 0 {
+        if self.rate.bps() == 0 {
             return Err(ConfigError::new(
                 "rate_bps",
                 "expected a positive rate in bit/s, got 0",

@@ -398,7 +398,7 @@ mod tests {
         assert_eq!(s.duration(), SimDuration::from_secs(10));
         let l = &s.links()[0];
         assert_eq!(l.name, "S-D");
-        assert_eq!(l.fwd.rate_bps, 1_000_000);
+        assert_eq!(l.fwd.rate.bps(), 1_000_000);
         assert_eq!(l.rev.delay, SimDuration::from_millis(10));
         assert_eq!(l.fwd.queue, QueueLimit::Packets(DEFAULT_QUEUE_PKTS));
         assert_eq!(l.fwd.loss, LossSpec::None);

@@ -3,6 +3,10 @@
 //! At 10 Gb/s one 1500-byte packet lasts 1.2 µs, so microseconds are too coarse; a `u64` of
 //! nanoseconds spans 584 years, far beyond any scenario. Only `SimTime ± SimDuration` and
 //! `SimTime − SimTime` are defined, so an instant can never be added to an instant.
+//!
+//! Rates live here too, as [`BitRate`] (integer bits per second): a rate only ever turns bytes
+//! into a duration or a duration into bytes, and a type of its own keeps a rate in bytes per
+//! second, or a plain count, from passing for one.
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
@@ -111,6 +115,60 @@ impl fmt::Display for SimDuration {
     }
 }
 
+/// A line rate in bits per second (never bytes per second: `2MBps` is read as 16 Mbit/s at the
+/// edge, by the unit parser).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BitRate(u64);
+
+impl BitRate {
+    pub const fn from_bps(bps: u64) -> Self {
+        BitRate(bps)
+    }
+    pub const fn bps(self) -> u64 {
+        self.0
+    }
+    pub fn as_bps_f64(self) -> f64 {
+        self.0 as f64
+    }
+    /// The time to put `size_bytes` on a line of this rate: ceil(8 size_bytes 1e9 / rate) ns,
+    /// in integer arithmetic (u128, so no overflow for any u32 size and u64 rate).
+    ///
+    /// # Panics
+    /// If the rate is zero.
+    pub fn transmission_time(self, size_bytes: u32) -> SimDuration {
+        assert!(self.0 > 0, "transmission time at a rate of 0 bit/s");
+        let bit_ns = u128::from(size_bytes) * 8 * u128::from(NS_PER_S);
+        let ns = bit_ns.div_ceil(u128::from(self.0));
+        // Beyond u64 only for absurd inputs (gigabytes at a few bit/s); saturate, and let the
+        // time arithmetic that follows report the overflow.
+        SimDuration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+    /// The whole bytes a line of this rate sends in `d`: floor(rate d / 8e9).
+    pub fn bytes_in(self, d: SimDuration) -> u64 {
+        let bits_ns = u128::from(d.as_nanos()) * u128::from(self.0);
+        u64::try_from(bits_ns / (8 * u128::from(NS_PER_S))).unwrap_or(u64::MAX)
+    }
+}
+
+impl Add for BitRate {
+    type Output = BitRate;
+    fn add(self, rhs: BitRate) -> BitRate {
+        BitRate(self.0 + rhs.0)
+    }
+}
+
+impl std::iter::Sum for BitRate {
+    fn sum<I: Iterator<Item = BitRate>>(iter: I) -> BitRate {
+        BitRate(iter.map(|r| r.0).sum())
+    }
+}
+
+impl fmt::Display for BitRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} bit/s", self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +193,19 @@ mod tests {
         let late = SimTime::from_nanos(9);
         assert_eq!(early.saturating_since(late), SimDuration::ZERO);
         assert_eq!(late.saturating_since(early).as_nanos(), 4);
+    }
+
+    #[test]
+    fn a_rate_turns_bytes_into_time_and_time_into_bytes() {
+        let r = BitRate::from_bps(2400);
+        assert_eq!(r.transmission_time(300), SimDuration::from_secs(1));
+        assert_eq!(r.bytes_in(SimDuration::from_secs(1)), 300);
+        assert_eq!(r.bytes_in(SimDuration::from_millis(999)), 299);
+        assert_eq!(
+            BitRate::from_bps(u64::MAX).bytes_in(SimDuration::from_nanos(u64::MAX)),
+            u64::MAX
+        );
+        assert_eq!([r, r].into_iter().sum::<BitRate>(), BitRate::from_bps(4800));
+        assert_eq!(r.to_string(), "2400 bit/s");
     }
 }

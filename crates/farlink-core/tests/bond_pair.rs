@@ -12,7 +12,7 @@ use farlink_core::ppp::bond::{Bond, BondConfig, BondEvent};
 use farlink_core::ppp::ipcp::IpcpConfig;
 use farlink_core::ppp::lcp::LcpConfig;
 use farlink_core::rng::StreamRng;
-use farlink_core::time::{SimDuration, SimTime};
+use farlink_core::time::{BitRate, SimDuration, SimTime};
 
 const DELAY: SimDuration = SimDuration::from_millis(300);
 
@@ -67,7 +67,7 @@ fn config(members: usize, rate_bps: u64, side: u8) -> BondConfig {
     lcp.endpoint = Some((1, vec![side]));
     let peer = 3 - side;
     let mut c = BondConfig::new(
-        vec![rate_bps; members],
+        vec![BitRate::from_bps(rate_bps); members],
         lcp,
         IpcpConfig::new([10, 9, 0, side], Some([10, 9, 0, peer])),
     );

@@ -5,8 +5,8 @@
 //! transfer, determinism, conservation under stress, and the traces' and taps' shape. Every
 //! scenario is small enough for a debug build.
 
-use farlink_core::link::transmission_time;
 use farlink_core::link::{DROP_CAUSE_CORRUPTION, DROP_CAUSE_QUEUE_OVERFLOW};
+use farlink_core::time::BitRate;
 use farlink_core::{parse_scenario_json, run};
 use serde_json::{json, Value};
 
@@ -66,9 +66,13 @@ fn bulk_transfer_time_and_bytes_are_exact() {
     // the last one reaches D after tx(S-R) + 0.2 ms + 3 tx(R-D) + 20 ms, to the nanosecond.
     let r = run_json(&chain(json!({"kind": "bulk", "size_bytes": 3 * 960})));
     let f = &r.summary.flows[0];
-    let expected_ns = transmission_time(1000, 10_000_000).as_nanos()
+    let expected_ns = BitRate::from_bps(10_000_000)
+        .transmission_time(1000)
+        .as_nanos()
         + 200_000
-        + 3 * transmission_time(1000, 1_500_000).as_nanos()
+        + 3 * BitRate::from_bps(1_500_000)
+            .transmission_time(1000)
+            .as_nanos()
         + 20_000_000;
     assert!(f.finished);
     assert_eq!(f.delivered_bytes, 2880);
@@ -146,10 +150,18 @@ fn bernoulli_loss_goodput_is_within_a_factor_two_of_mathis() {
     let r = run_json(&v);
     let f = &r.summary.flows[0];
     let rtt_s = 2.0 * (0.1e-3 + 80e-3)
-        + (transmission_time(1000, 10_000_000).as_nanos()
-            + transmission_time(1000, 1_500_000).as_nanos()
-            + transmission_time(40, 1_500_000).as_nanos()
-            + transmission_time(40, 10_000_000).as_nanos()) as f64
+        + (BitRate::from_bps(10_000_000)
+            .transmission_time(1000)
+            .as_nanos()
+            + BitRate::from_bps(1_500_000)
+                .transmission_time(1000)
+                .as_nanos()
+            + BitRate::from_bps(1_500_000)
+                .transmission_time(40)
+                .as_nanos()
+            + BitRate::from_bps(10_000_000)
+                .transmission_time(40)
+                .as_nanos()) as f64
             * 1e-9;
     let mathis_bps = 960.0 * 8.0 / rtt_s * (3.0 / (2.0 * p)).sqrt();
     let ratio = f.goodput_bps / mathis_bps;
@@ -415,7 +427,9 @@ fn traces_record_on_change_and_taps_record_departures() {
         .filter(|x| x.data)
         .map(|x| x.at.as_nanos())
         .collect();
-    let tx = transmission_time(1000, 1_500_000).as_nanos();
+    let tx = BitRate::from_bps(1_500_000)
+        .transmission_time(1000)
+        .as_nanos();
     assert!(data_times.windows(2).all(|w| w[1] - w[0] >= tx));
     assert_eq!(r.flows[0].from, "S");
     assert_eq!(r.flows[0].negotiated.mss_bytes, 960);

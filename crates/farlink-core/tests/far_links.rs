@@ -65,7 +65,7 @@ fn eight_member_bundle_with_call_drops_delivers_a_bulk_transfer() {
     assert!(f.finished, "{f:?}");
     assert_eq!(f.delivered_bytes, 5_620_000);
     let b = r.summary.links[0].bundle.as_ref().unwrap();
-    assert!(b.call_drops >= 3, "{b:?}");
+    assert!(b.calls.call_drops >= 3, "{b:?}");
     let drops = &r.summary.aggregate.drops;
     assert_eq!(
         drops.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -149,7 +149,7 @@ fn a_bundle_down_for_hours_neither_hangs_nor_grows() {
     assert_eq!(s.flows[0].delivered_bytes, 0);
     let b = s.links[0].bundle.as_ref().unwrap();
     assert_eq!(b.any_up_fraction, 0.0);
-    assert!(b.blocks >= 8, "{b:?}");
+    assert!(b.calls.blocks >= 8, "{b:?}");
     let fwd = &s.links[0].fwd;
     assert!(fwd.max_queue_pkts <= 100);
     assert!(fwd.in_flight_pkts <= 100);
@@ -240,9 +240,9 @@ fn losing_the_primary_takes_the_bundle_down() {
         json!({"primary": true, "call_drop_rate": "1/20min"}),
     ));
     let b = r.summary.links[0].bundle.as_ref().unwrap();
-    assert!(b.teardowns >= 1, "{b:?}");
-    assert!(b.hangups >= b.teardowns);
-    assert!(b.outages >= b.teardowns);
+    assert!(b.calls.teardowns >= 1, "{b:?}");
+    assert!(b.calls.hangups >= b.calls.teardowns);
+    assert!(b.outages >= b.calls.teardowns);
     assert!(b.any_up_fraction < 1.0);
 }
 
@@ -445,6 +445,6 @@ fn bundle_errors_name_their_place() {
         json!([{"name": "Kansas", "rate": "2400bps"}, {"name": "Nebraska", "rate": "4800bps"}]);
     let sc = parse_scenario_json(&v.to_string()).unwrap();
     let l = &sc.links()[0];
-    assert_eq!(l.fwd.rate_bps, 7200);
+    assert_eq!(l.fwd.rate.bps(), 7200);
     assert_eq!(l.bundle.as_ref().unwrap().members[1].name, "Nebraska");
 }

@@ -11,7 +11,7 @@
 
 use farlink_core::mlppp::loss_rule::stale_timeout;
 use farlink_core::ppp::mp::{Fragmenter, MpHeader, Reassembler, ReassemblerConfig, SeqFormat};
-use farlink_core::time::{SimDuration, SimTime};
+use farlink_core::time::{BitRate, SimDuration, SimTime};
 
 const RATE_BPS: u64 = 2400;
 const PACKET_BYTES: usize = 1500;
@@ -106,7 +106,7 @@ fn run(timeout: SimDuration) -> Outcome {
 #[test]
 fn rate_sized_timer_gives_up_nothing_on_its_way_and_stalls_one_timeout() {
     let sized = stale_timeout(
-        RATE_BPS,
+        BitRate::from_bps(RATE_BPS),
         (PACKET_BYTES / 2 + FRAME_OVERHEAD_BYTES) as u64,
         1,
         DELAY,

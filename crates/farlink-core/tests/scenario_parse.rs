@@ -64,7 +64,7 @@ fn base_scenario_parses_with_units_routes_and_defaults() {
     assert_eq!(s.seed(), 7);
     assert_eq!(s.duration(), SimDuration::from_secs(100));
     let rd = &s.links()[1];
-    assert_eq!(rd.fwd.rate_bps, 1_500_000);
+    assert_eq!(rd.fwd.rate.bps(), 1_500_000);
     assert_eq!(rd.fwd.delay, SimDuration::from_millis(80));
     assert_eq!(rd.fwd.queue, QueueLimit::Packets(30));
     assert_eq!(rd.rev.queue, QueueLimit::Packets(30));
@@ -116,10 +116,10 @@ fn bare_numbers_go_under_names_that_carry_the_unit() {
     v["flows"][0]["start_s"] = json!(1.5);
     let s = parse(&v).unwrap();
     let rd = &s.links()[1];
-    assert_eq!(rd.fwd.rate_bps, 1_500_000);
+    assert_eq!(rd.fwd.rate.bps(), 1_500_000);
     assert_eq!(rd.fwd.delay, SimDuration::from_millis(80));
     assert_eq!(rd.fwd.queue, QueueLimit::Bytes(65_536));
-    assert_eq!(rd.rev.rate_bps, 64_000);
+    assert_eq!(rd.rev.rate.bps(), 64_000);
     assert_eq!(
         rd.rev.delay,
         SimDuration::from_millis(80),

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use farlink_core::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use farlink_core::path::{self, LinkDir};
 use farlink_core::scenario::{AppSpec, Hop, Scenario};
+use farlink_core::world::BundleCalls;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -151,18 +152,6 @@ pub struct Link {
     /// A radio hop's RLP give-ups, per direction.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rlp: Option<RlpGiveUps>,
-}
-
-/// What happened to a bundle's calls during the run.
-#[derive(Clone, Debug, Serialize)]
-pub struct BundleCalls {
-    pub call_drops: u64,
-    pub drops_noticed: u64,
-    pub hangups: u64,
-    pub teardowns: u64,
-    pub dials: u64,
-    pub dial_failures: u64,
-    pub blocks: u64,
 }
 
 /// Frames and packets a radio hop's RLP gave up on, per direction (simulate's keys).
@@ -334,7 +323,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
         let bottleneck_bps = f
             .path
             .iter()
-            .map(|h| sc.links()[h.link].direction(h.forward).rate_bps)
+            .map(|h| sc.links()[h.link].direction(h.forward).rate.bps())
             .min()
             .unwrap_or(0);
         let last = snd.and_then(|x| x.last);
@@ -438,18 +427,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
                 .bundles
                 .iter()
                 .find(|b| b.link() == i)
-                .map(|b| {
-                    let st = b.control().stats();
-                    BundleCalls {
-                        call_drops: st.call_drops,
-                        drops_noticed: st.supervisor.call_drops,
-                        hangups: st.hangups,
-                        teardowns: st.supervisor.teardowns,
-                        dials: st.supervisor.dials,
-                        dial_failures: st.supervisor.dial_failures,
-                        blocks: st.supervisor.blocks,
-                    }
-                });
+                .map(|b| BundleCalls::from(b.control().stats()));
             let given_up = |forward: bool| {
                 dirs[path::dir_index(Hop { link: i, forward })]
                     .rlp()

@@ -29,7 +29,7 @@ use numpy::IntoPyArray;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 create_exception!(
     farlink._core,
@@ -485,6 +485,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(toml_line, m)?)?;
+    // The `member_state` trace's codes by name, so that Python reads them from here only.
+    m.add(
+        "MEMBER_STATE_NAMES",
+        PyTuple::new(py, farlink_core::trace::MEMBER_STATE_NAMES)?,
+    )?;
     // One class for every scenario fault, raised by the core and by the Python package alike:
     // `path` and `message` are None unless a field is at fault, so a handler can read them
     // without asking whether they exist.

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from farlink._core import MEMBER_STATE_NAMES
 from farlink.captures.analysis import Connection, build_connection
 
 __all__ = [
@@ -61,17 +62,7 @@ def analyze_result(result: Any, *, min_rto_s: float | None = None) -> list[Conne
     return out
 
 
-# The member states of the core's ``member_state`` trace, by code (crates/farlink-core
-# src/trace.rs, MEMBER_STATE_NAMES); ``call_lost`` is entered at the instant of a call drop.
-MEMBER_STATE_NAMES = (
-    "idle",
-    "connecting",
-    "connected",
-    "call_lost",
-    "dropped",
-    "failed",
-    "blocked",
-)
+# Entered at the instant of a call drop (the core names the states, farlink._core exports them).
 _CALL_LOST = MEMBER_STATE_NAMES.index("call_lost")
 
 

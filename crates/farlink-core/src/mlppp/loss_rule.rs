@@ -12,7 +12,7 @@
 //!   floor holds everything back. Once the receiver has held fragments it cannot hand up for
 //!   `timeout`, it gives the head up. [`stale_timeout`] sizes it to the members' rates.
 
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 /// What the rule says about the lowest missing fragment at the head of the receiver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,13 +138,13 @@ impl LossRule {
 ///
 /// A fixed 0.5 s (FreeBSD's ng_ppp) is shorter than one 1500-byte frame at 2400 bit/s (5 s).
 pub fn stale_timeout(
-    min_rate_bps: u64,
+    min_rate: BitRate,
     max_frame_bytes: u64,
     queued_frames: u64,
     max_delay: SimDuration,
 ) -> SimDuration {
     let bits = (queued_frames + 1) * max_frame_bytes * 8;
-    let serial_ns = bits.saturating_mul(1_000_000_000) / min_rate_bps.max(1);
+    let serial_ns = bits.saturating_mul(1_000_000_000) / min_rate.bps().max(1);
     SimDuration::from_nanos(2 * (serial_ns + max_delay.as_nanos()))
 }
 
@@ -174,7 +174,7 @@ mod tests {
 
     #[test]
     fn timeout_at_2400_bps_exceeds_a_full_fragment() {
-        let t = stale_timeout(2400, 1500, 0, SimDuration::ZERO);
+        let t = stale_timeout(BitRate::from_bps(2400), 1500, 0, SimDuration::ZERO);
         assert_eq!(t, SimDuration::from_secs(10));
     }
 }

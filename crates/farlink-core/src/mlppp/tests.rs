@@ -213,14 +213,20 @@ fn dir_cfg(n: usize, rate_bps: u64, delay_ms: u64, arq: Option<ArqMode>) -> Bund
     BundleDirConfig {
         members: (0..n)
             .map(|_| MemberDirConfig {
-                rate_bps,
+                rate: BitRate::from_bps(rate_bps),
                 delay,
                 txqueue_pkts: DEFAULT_TXQUEUE_PKTS,
                 arq: arq.map(|mode| ArqConfig {
                     mode,
                     frame_bytes: 27,
                     max_tries: 3,
-                    window_frames: ArqConfig::default_window(mode, rate_bps, delay, 27, 3),
+                    window_frames: ArqConfig::default_window(
+                        mode,
+                        BitRate::from_bps(rate_bps),
+                        delay,
+                        27,
+                        3,
+                    ),
                 }),
             })
             .collect(),
@@ -341,12 +347,12 @@ fn fragmentation_splits_over_free_members_and_not_when_loaded() {
     assert_eq!((d.member_backlog_pkts(0), d.member_backlog_pkts(1)), (2, 2));
     let out = run_until(&mut d, t_ms(100_000));
     // 379 bytes at 2400 bit/s: 1.26333 s, plus 0.5 s.
-    let frag = transmission_time(379, 2400);
+    let frag = BitRate::from_bps(2400).transmission_time(379);
     assert_eq!(
         out[0].at(),
         SimTime::ZERO + frag + SimDuration::from_millis(500)
     );
-    let whole = transmission_time(1504, 2400);
+    let whole = BitRate::from_bps(2400).transmission_time(1504);
     assert_eq!(
         out[1].at(),
         SimTime::ZERO + frag + whole + SimDuration::from_millis(500)
@@ -526,7 +532,7 @@ fn control_cfg(n: u32, primary: bool, start_connected: bool) -> ControlConfig {
             start_connected,
         },
         detection_delay: SimDuration::from_secs(30),
-        member_rates_bps: vec![2400; n as usize],
+        member_rates: vec![BitRate::from_bps(2400); n as usize],
     }
 }
 

@@ -71,7 +71,7 @@ fn plain_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir
         .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
     let link = Link::new(
         LinkConfig {
-            rate_bps: spec.rate_bps,
+            rate: spec.rate,
             delay: spec.delay,
             queue_limit: spec.queue,
         },
@@ -136,7 +136,7 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
             .members
             .iter()
             .map(|m| MemberDirConfig {
-                rate_bps: m.rate_bps,
+                rate: m.rate,
                 delay: m.delay,
                 txqueue_pkts: m.txqueue_pkts,
                 arq: m.arq,

@@ -110,7 +110,7 @@ impl BundleDriver {
                     start_connected: b.start_connected,
                 },
                 detection_delay: b.detection_delay,
-                member_rates_bps: b.members.iter().map(|m| m.rate_bps).collect(),
+                member_rates: b.members.iter().map(|m| m.rate).collect(),
             },
             SimTime::ZERO,
         )

@@ -41,14 +41,14 @@ use super::mp::{
     PROTO_MP,
 };
 use crate::mlppp::loss_rule::stale_timeout;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 /// How a bundle endpoint behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BondConfig {
-    /// Per member, the rate its line carries octets at, bits/s (8 bits an octet: the air link
-    /// of a data modem is the bottleneck, not its faster asynchronous port).
-    pub rates_bps: Vec<u64>,
+    /// Per member, the rate its line carries octets at (8 bits an octet: the air link of a
+    /// data modem is the bottleneck, not its faster asynchronous port).
+    pub rates: Vec<BitRate>,
     /// Each member's LCP; member `m`'s Magic-Number is `lcp.magic` plus `m` times a large odd
     /// constant, so no two members share one.
     pub lcp: LcpConfig,
@@ -78,17 +78,17 @@ pub struct BondConfig {
 }
 
 impl BondConfig {
-    /// Defaults for members at `rates_bps`: hand-off 100 ms ahead of the line (the I/O loop
+    /// Defaults for members at `rates`: hand-off 100 ms ahead of the line (the I/O loop
     /// wakes well within it), lead 200 ms, 64-octet least fragment (its 8 octets of framing
     /// cost at most 12.5 %), a queue of 4 s of the bundle's rate (at least four 1500-octet
     /// packets), 1024 fragments held, a null fragment after 500 ms idle, an LCP echo after
     /// 10 s with nothing received and a member reported dead after 3 unanswered (an echo
     /// waits behind at most one full-size frame each way, 10 s at 2400 bit/s).
-    pub fn new(rates_bps: Vec<u64>, lcp: LcpConfig, ipcp: IpcpConfig) -> Self {
-        let sum_bps: u64 = rates_bps.iter().sum();
+    pub fn new(rates: Vec<BitRate>, lcp: LcpConfig, ipcp: IpcpConfig) -> Self {
+        let sum_bps = rates.iter().copied().sum::<BitRate>().bps();
         BondConfig {
             queue_limit_bytes: ((sum_bps / 8) * 4).max(4 * 1500) as usize,
-            rates_bps,
+            rates,
             lcp,
             ipcp,
             max_delay: SimDuration::from_secs(1),
@@ -106,7 +106,8 @@ impl BondConfig {
     /// later one by its own largest frame plus what was queued ahead of it (at most `lead`
     /// and `handoff`), plus the delay.
     pub fn stale_timeout(&self) -> SimDuration {
-        let min_rate = self.rates_bps.iter().copied().min().unwrap_or(1);
+        let min_rate = self.rates.iter().copied().min();
+        let min_rate = min_rate.unwrap_or(BitRate::from_bps(1));
         let max_frame = u64::from(self.lcp.mru) + hdlc::MAX_OVERHEAD as u64 + 2;
         stale_timeout(
             min_rate,
@@ -197,7 +198,7 @@ pub struct BondStats {
 
 #[derive(Debug)]
 struct Member {
-    rate_bps: u64,
+    rate: BitRate,
     lower_up: bool,
     lcp: Lcp,
     negotiated: Option<Negotiated>,
@@ -222,7 +223,7 @@ impl Member {
     /// The time the line takes for `octets`.
     fn line_time(&self, octets: usize) -> SimDuration {
         SimDuration::from_nanos(
-            (octets as u64 * 8).saturating_mul(1_000_000_000) / self.rate_bps.max(1),
+            (octets as u64 * 8).saturating_mul(1_000_000_000) / self.rate.bps().max(1),
         )
     }
 
@@ -321,14 +322,14 @@ fn split_protocol(pkt: &[u8]) -> Option<(u16, &[u8])> {
 impl Bond {
     pub fn new(cfg: BondConfig) -> Self {
         let members = cfg
-            .rates_bps
+            .rates
             .iter()
             .enumerate()
-            .map(|(m, &rate_bps)| {
+            .map(|(m, &rate)| {
                 let mut lcp = cfg.lcp.clone();
                 lcp.magic = member_magic(cfg.lcp.magic, m);
                 Member {
-                    rate_bps,
+                    rate,
                     lower_up: false,
                     lcp: Lcp::new(lcp),
                     negotiated: None,
@@ -558,8 +559,7 @@ impl Bond {
         if handed > now + half {
             return 0;
         }
-        let room_ns = (now + handoff).saturating_since(handed).as_nanos();
-        let room = (u128::from(room_ns) * u128::from(m.rate_bps) / 8_000_000_000) as usize;
+        let room = m.rate.bytes_in((now + handoff).saturating_since(handed)) as usize;
         let n = room.min(m.out.len()).max(1);
         out.extend(m.out.drain(..n));
         m.stats.tx_octets += n as u64;
@@ -1032,7 +1032,7 @@ impl Bond {
                 + fmt.header_len() as f64
                 + m.tx.fcs.octets() as f64
         };
-        let rate = |m: &Member| m.rate_bps as f64 / 8e9; // octets per ns
+        let rate = |m: &Member| m.rate.as_bps_f64() / 8e9; // octets per ns
         let free = |m: &Member| m.backlog(now).as_nanos() as f64;
         let least = self.cfg.min_fragment_bytes.min(len) as f64;
         let mut best_k = 1;
@@ -1091,7 +1091,7 @@ mod tests {
         let mut lcp = LcpConfig::multilink(magic);
         lcp.endpoint = Some((1, vec![local]));
         BondConfig::new(
-            vec![rate_bps; members],
+            vec![BitRate::from_bps(rate_bps); members],
             lcp,
             IpcpConfig::new([10, 0, 0, local], Some([10, 0, 0, peer])),
         )

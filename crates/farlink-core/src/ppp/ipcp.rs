@@ -12,11 +12,9 @@
 //! deprecated IP-Addresses) is refused with Configure-Reject; a standard peer then goes on
 //! without it.
 
-use std::collections::VecDeque;
-
-use super::lcp::{
-    encode_packet, parse_options, parse_packet, LcpState, CODE_REJECT, CONFIGURE_ACK,
-    CONFIGURE_NAK, CONFIGURE_REJECT, CONFIGURE_REQUEST, TERMINATE_ACK, TERMINATE_REQUEST,
+use super::fsm::{
+    parse_packet, push_opt, Counters, Fsm, Judgement, Opt, Protocol, CODE_REJECT, CONFIGURE_NAK,
+    CONFIGURE_REJECT,
 };
 use crate::time::{SimDuration, SimTime};
 
@@ -65,84 +63,54 @@ pub enum IpcpOutput {
     Finished,
 }
 
-/// The IPCP of one bundle.
+/// IPCP's own part of the automaton: the IP-Address option.
 #[derive(Debug)]
-pub struct Ipcp {
+pub struct IpcpRules {
     cfg: IpcpConfig,
-    state: LcpState,
     /// Our request's address (`None` once the peer rejected the option).
     ours: Option<[u8; 4]>,
     /// The peer's address from its last acceptable request.
     theirs: Option<[u8; 4]>,
-    restart_count: u32,
-    naks_sent: u32,
-    timer: Option<SimTime>,
-    next_id: u8,
-    req_id: u8,
-    out: VecDeque<IpcpOutput>,
 }
+
+/// The IPCP of one bundle. The lower layer is the bundle: [`Ipcp::open`] when it is up,
+/// [`Ipcp::lower_down`] when its last member left.
+pub type Ipcp = Fsm<IpcpRules>;
 
 fn push_address(out: &mut Vec<u8>, addr: [u8; 4]) {
-    out.extend_from_slice(&[OPT_IP_ADDRESS, 6]);
-    out.extend_from_slice(&addr);
+    push_opt(out, OPT_IP_ADDRESS, &addr);
 }
 
-impl Ipcp {
-    pub fn new(cfg: IpcpConfig) -> Self {
-        Ipcp {
-            ours: Some(cfg.local),
-            cfg,
-            state: LcpState::Initial,
-            theirs: None,
-            restart_count: 0,
-            naks_sent: 0,
-            timer: None,
-            next_id: 1,
-            req_id: 0,
-            out: VecDeque::new(),
+impl Protocol for IpcpRules {
+    type Output = IpcpOutput;
+    /// The peer's address, if its request named one.
+    type Peer = Option<[u8; 4]>;
+
+    fn send(packet: Vec<u8>) -> IpcpOutput {
+        IpcpOutput::Send(packet)
+    }
+
+    fn down() -> IpcpOutput {
+        IpcpOutput::Down
+    }
+
+    fn finished() -> IpcpOutput {
+        IpcpOutput::Finished
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            restart: self.cfg.restart,
+            max_configure: self.cfg.max_configure,
+            // IPCP is never closed on its own: the bundle's members hang up instead.
+            max_terminate: 2,
+            max_failure: self.cfg.max_failure,
         }
     }
 
-    pub fn state(&self) -> LcpState {
-        self.state
-    }
-
-    pub fn poll(&mut self) -> Option<IpcpOutput> {
-        self.out.pop_front()
-    }
-
-    pub fn next_wakeup(&self) -> Option<SimTime> {
-        self.timer
-    }
-
-    /// The bundle is up (RFC 1661 events Up and Open at once).
-    pub fn open(&mut self, now: SimTime) {
-        if matches!(
-            self.state,
-            LcpState::Initial | LcpState::Closed | LcpState::Stopped
-        ) {
-            self.ours = Some(self.cfg.local);
-            self.theirs = None;
-            self.naks_sent = 0;
-            self.restart_count = self.cfg.max_configure;
-            self.send_request(now);
-            self.state = LcpState::ReqSent;
-        }
-    }
-
-    /// The bundle went down (its last member left).
-    pub fn lower_down(&mut self) {
-        if self.state == LcpState::Opened {
-            self.out.push_back(IpcpOutput::Down);
-        }
-        self.timer = None;
-        self.state = LcpState::Initial;
-    }
-
-    fn take_id(&mut self) -> u8 {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
-        id
+    fn initial_request(&mut self) {
+        self.ours = Some(self.cfg.local);
+        self.theirs = None;
     }
 
     fn request_options(&self) -> Vec<u8> {
@@ -153,94 +121,11 @@ impl Ipcp {
         v
     }
 
-    fn send_request(&mut self, now: SimTime) {
-        self.req_id = self.take_id();
-        let opts = self.request_options();
-        self.out.push_back(IpcpOutput::Send(encode_packet(
-            CONFIGURE_REQUEST,
-            self.req_id,
-            &opts,
-        )));
-        self.restart_count = self.restart_count.saturating_sub(1);
-        self.timer = Some(now + self.cfg.restart);
-    }
-
-    pub fn on_timer(&mut self, now: SimTime) {
-        if self.timer.is_none_or(|t| now < t) {
-            return;
-        }
-        self.timer = None;
-        let expired = self.restart_count == 0;
-        match self.state {
-            LcpState::ReqSent | LcpState::AckRcvd | LcpState::AckSent => {
-                if expired {
-                    self.state = LcpState::Stopped;
-                    self.out.push_back(IpcpOutput::Finished);
-                } else {
-                    self.send_request(now);
-                    if self.state == LcpState::AckRcvd {
-                        self.state = LcpState::ReqSent;
-                    }
-                }
-            }
-            LcpState::Stopping => {
-                self.state = LcpState::Stopped;
-                self.out.push_back(IpcpOutput::Finished);
-            }
-            _ => {}
-        }
-    }
-
-    /// An IPCP packet (the information field of a 0x8021 frame or reassembled packet).
-    pub fn on_packet(&mut self, now: SimTime, info: &[u8]) {
-        let Some(p) = parse_packet(info) else {
-            return;
-        };
-        match p.code {
-            CONFIGURE_REQUEST => self.on_request(now, p.id, p.data),
-            CONFIGURE_ACK => self.on_ack(now, p.id, p.data),
-            CONFIGURE_NAK | CONFIGURE_REJECT => self.on_nak_or_reject(now, p.code, p.id, p.data),
-            TERMINATE_REQUEST => {
-                self.out
-                    .push_back(IpcpOutput::Send(encode_packet(TERMINATE_ACK, p.id, &[])));
-                match self.state {
-                    LcpState::Opened => {
-                        self.out.push_back(IpcpOutput::Down);
-                        self.restart_count = 0;
-                        self.timer = Some(now + self.cfg.restart);
-                        self.state = LcpState::Stopping;
-                    }
-                    LcpState::AckRcvd | LcpState::AckSent => self.state = LcpState::ReqSent,
-                    _ => {}
-                }
-            }
-            TERMINATE_ACK => match self.state {
-                LcpState::AckRcvd => self.state = LcpState::ReqSent,
-                LcpState::Opened => {
-                    self.out.push_back(IpcpOutput::Down);
-                    self.send_request(now);
-                    self.state = LcpState::ReqSent;
-                }
-                _ => {}
-            },
-            CODE_REJECT => {}
-            _ => {
-                // Codes 8 to 11 are LCP's alone (RFC 1332 section 2): Code-Reject.
-                let id = self.take_id();
-                let n = info.len().min(1496);
-                self.out
-                    .push_back(IpcpOutput::Send(encode_packet(CODE_REJECT, id, &info[..n])));
-            }
-        }
-    }
-
-    /// Ack, Nak or Reject for the peer's request, and the peer's address if acceptable.
-    fn judge(&mut self, data: &[u8]) -> Option<(u8, Vec<u8>, Option<[u8; 4]>)> {
-        let opts = parse_options(data)?;
+    fn judge(&self, opts: &[Opt<'_>]) -> Judgement<Option<[u8; 4]>> {
         let mut reject = Vec::new();
         let mut nak = Vec::new();
         let mut theirs = None;
-        for o in &opts {
+        for o in opts {
             match (o.kind, o.value) {
                 (OPT_IP_ADDRESS, &[a, b, c, d]) => {
                     let addr = [a, b, c, d];
@@ -249,123 +134,28 @@ impl Ipcp {
                         // The peer asks for an address, or claims ours: offer the one we hold.
                         match self.cfg.peer {
                             Some(p) if p != ours => push_address(&mut nak, p),
-                            _ => {
-                                reject.extend_from_slice(&[o.kind, 6]);
-                                reject.extend_from_slice(o.value);
-                            }
+                            _ => push_opt(&mut reject, o.kind, o.value),
                         }
                     } else {
                         theirs = Some(addr);
                     }
                 }
-                _ => {
-                    reject.push(o.kind);
-                    reject.push((o.value.len() + 2) as u8);
-                    reject.extend_from_slice(o.value);
-                }
+                _ => push_opt(&mut reject, o.kind, o.value),
             }
         }
-        if !reject.is_empty() {
-            return Some((CONFIGURE_REJECT, reject, theirs));
-        }
-        if !nak.is_empty() {
-            self.naks_sent += 1;
-            if self.naks_sent > self.cfg.max_failure {
-                // Max-Failure: refuse the option instead of suggesting again.
-                let mut rej = Vec::new();
-                for o in opts.iter().filter(|o| o.kind == OPT_IP_ADDRESS) {
-                    rej.extend_from_slice(&[o.kind, (o.value.len() + 2) as u8]);
-                    rej.extend_from_slice(o.value);
-                }
-                return Some((CONFIGURE_REJECT, rej, theirs));
-            }
-            return Some((CONFIGURE_NAK, nak, theirs));
-        }
-        Some((CONFIGURE_ACK, data.to_vec(), theirs))
-    }
-
-    fn on_request(&mut self, now: SimTime, id: u8, data: &[u8]) {
-        let Some((code, reply, theirs)) = self.judge(data) else {
-            return;
-        };
-        let good = code == CONFIGURE_ACK;
-        match self.state {
-            LcpState::Closing | LcpState::Stopping | LcpState::Initial => return,
-            LcpState::Closed => {
-                self.out
-                    .push_back(IpcpOutput::Send(encode_packet(TERMINATE_ACK, id, &[])));
-                return;
-            }
-            LcpState::Stopped => {
-                self.restart_count = self.cfg.max_configure;
-                self.send_request(now);
-                self.state = LcpState::ReqSent;
-            }
-            LcpState::Opened => {
-                self.out.push_back(IpcpOutput::Down);
-                self.send_request(now);
-                self.state = LcpState::ReqSent;
-            }
-            _ => {}
-        }
-        self.out
-            .push_back(IpcpOutput::Send(encode_packet(code, id, &reply)));
-        if good {
-            // A peer that sends no IP-Address leaves its address to us (RFC 1332 3.3).
-            self.theirs = theirs.or(self.cfg.peer).or(Some([0; 4]));
-        }
-        self.state = match (self.state, good) {
-            (LcpState::AckRcvd, true) => {
-                self.timer = None;
-                self.up();
-                LcpState::Opened
-            }
-            (LcpState::ReqSent | LcpState::AckSent, true) => LcpState::AckSent,
-            (LcpState::AckSent, false) => LcpState::ReqSent,
-            (s, _) => s,
-        };
-    }
-
-    fn up(&mut self) {
-        let local = self.ours.unwrap_or(self.cfg.local);
-        let peer = self.theirs.unwrap_or([0; 4]);
-        self.out.push_back(IpcpOutput::Up { local, peer });
-    }
-
-    fn on_ack(&mut self, now: SimTime, id: u8, data: &[u8]) {
-        if id != self.req_id || data != self.request_options().as_slice() {
-            return;
-        }
-        match self.state {
-            LcpState::ReqSent => {
-                self.restart_count = self.cfg.max_configure;
-                self.timer = Some(now + self.cfg.restart);
-                self.state = LcpState::AckRcvd;
-            }
-            LcpState::AckSent => {
-                self.restart_count = self.cfg.max_configure;
-                self.timer = None;
-                self.state = LcpState::Opened;
-                self.up();
-            }
-            LcpState::AckRcvd | LcpState::Opened => {
-                if self.state == LcpState::Opened {
-                    self.out.push_back(IpcpOutput::Down);
-                }
-                self.send_request(now);
-                self.state = LcpState::ReqSent;
-            }
-            _ => {}
+        Judgement {
+            reject,
+            nak,
+            peer: theirs,
         }
     }
 
-    fn on_nak_or_reject(&mut self, now: SimTime, code: u8, id: u8, data: &[u8]) {
-        if id != self.req_id {
-            return;
-        }
-        let Some(opts) = parse_options(data) else {
-            return;
-        };
+    fn accept(&mut self, peer: Option<[u8; 4]>) {
+        // A peer that sends no IP-Address leaves its address to us (RFC 1332 3.3).
+        self.theirs = peer.or(self.cfg.peer).or(Some([0; 4]));
+    }
+
+    fn refused(&mut self, code: u8, opts: &[Opt<'_>]) {
         for o in opts {
             match (code, o.kind, o.value) {
                 (CONFIGURE_REJECT, OPT_IP_ADDRESS, _) => self.ours = None,
@@ -376,19 +166,34 @@ impl Ipcp {
                 _ => {}
             }
         }
-        match self.state {
-            LcpState::ReqSent | LcpState::AckSent => {
-                self.restart_count = self.cfg.max_configure;
-                self.send_request(now);
-            }
-            LcpState::AckRcvd | LcpState::Opened => {
-                if self.state == LcpState::Opened {
-                    self.out.push_back(IpcpOutput::Down);
-                }
-                self.send_request(now);
-                self.state = LcpState::ReqSent;
-            }
-            _ => {}
+    }
+
+    fn up(&self) -> Option<IpcpOutput> {
+        let local = self.ours.unwrap_or(self.cfg.local);
+        let peer = self.theirs.unwrap_or([0; 4]);
+        Some(IpcpOutput::Up { local, peer })
+    }
+}
+
+impl Fsm<IpcpRules> {
+    pub fn new(cfg: IpcpConfig) -> Self {
+        Fsm::with(IpcpRules {
+            ours: Some(cfg.local),
+            cfg,
+            theirs: None,
+        })
+    }
+
+    /// An IPCP packet (the information field of a 0x8021 frame or reassembled packet).
+    pub fn on_packet(&mut self, now: SimTime, info: &[u8]) {
+        let Some(p) = parse_packet(info) else {
+            return;
+        };
+        match p.code {
+            _ if self.negotiate(now, &p) => {}
+            CODE_REJECT => {}
+            // Codes 8 to 11 are LCP's alone (RFC 1332 section 2): Code-Reject.
+            _ => self.code_reject(info, 1496),
         }
     }
 }
@@ -396,6 +201,7 @@ impl Ipcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ppp::fsm::{encode_packet, State as LcpState, CONFIGURE_ACK};
 
     fn t(ms: u64) -> SimTime {
         SimTime::ZERO + SimDuration::from_millis(ms)

@@ -14,17 +14,14 @@
 //! Authentication and the other options are refused (Configure-Reject): a link manager
 //! between its own two ends needs none, and a standard peer falls back without them.
 
-use std::collections::VecDeque;
-
+pub use super::fsm::{
+    encode_packet, parse_options, parse_packet, Opt, Packet, State as LcpState, CODE_REJECT,
+    CONFIGURE_ACK, CONFIGURE_NAK, CONFIGURE_REJECT, CONFIGURE_REQUEST, TERMINATE_ACK,
+    TERMINATE_REQUEST,
+};
+use super::fsm::{push_opt, Counters, Fsm, Judgement, Protocol};
 use crate::time::{SimDuration, SimTime};
 
-pub const CONFIGURE_REQUEST: u8 = 1;
-pub const CONFIGURE_ACK: u8 = 2;
-pub const CONFIGURE_NAK: u8 = 3;
-pub const CONFIGURE_REJECT: u8 = 4;
-pub const TERMINATE_REQUEST: u8 = 5;
-pub const TERMINATE_ACK: u8 = 6;
-pub const CODE_REJECT: u8 = 7;
 pub const PROTOCOL_REJECT: u8 = 8;
 pub const ECHO_REQUEST: u8 = 9;
 pub const ECHO_REPLY: u8 = 10;
@@ -38,69 +35,6 @@ pub const OPT_ACFC: u8 = 8;
 pub const OPT_MRRU: u8 = 17;
 pub const OPT_SSNHF: u8 = 18;
 pub const OPT_ENDPOINT: u8 = 19;
-
-/// An LCP packet: code, identifier and data (RFC 1661 section 5).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Packet<'a> {
-    pub code: u8,
-    pub id: u8,
-    pub data: &'a [u8],
-}
-
-/// Reads a packet; octets after its Length are padding and ignored (RFC 1661 section 5).
-pub fn parse_packet(info: &[u8]) -> Option<Packet<'_>> {
-    let [code, id, hi, lo, ..] = *info else {
-        return None;
-    };
-    let len = usize::from(u16::from_be_bytes([hi, lo]));
-    (4..=info.len()).contains(&len).then(|| Packet {
-        code,
-        id,
-        data: &info[4..len],
-    })
-}
-
-/// Writes a packet.
-pub fn encode_packet(code: u8, id: u8, data: &[u8]) -> Vec<u8> {
-    let len = (data.len() + 4) as u16;
-    let mut v = Vec::with_capacity(data.len() + 4);
-    v.extend_from_slice(&[code, id]);
-    v.extend_from_slice(&len.to_be_bytes());
-    v.extend_from_slice(data);
-    v
-}
-
-/// One configuration option as it appears on the wire: type and value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Opt<'a> {
-    pub kind: u8,
-    pub value: &'a [u8],
-}
-
-/// Splits a Configure packet's options; `None` if a length is malformed (the packet is then
-/// silently discarded, RFC 1661 section 5.1).
-pub fn parse_options(mut data: &[u8]) -> Option<Vec<Opt<'_>>> {
-    let mut v = Vec::new();
-    while !data.is_empty() {
-        let [kind, len, ..] = *data else { return None };
-        let len = usize::from(len);
-        if len < 2 || len > data.len() {
-            return None;
-        }
-        v.push(Opt {
-            kind,
-            value: &data[2..len],
-        });
-        data = &data[len..];
-    }
-    Some(v)
-}
-
-fn push_opt(out: &mut Vec<u8>, kind: u8, value: &[u8]) {
-    out.push(kind);
-    out.push((value.len() + 2) as u8);
-    out.extend_from_slice(value);
-}
 
 /// What this end asks for and accepts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,20 +100,6 @@ pub struct Negotiated {
     pub peer_magic: u32,
 }
 
-/// The automaton's states (RFC 1661 section 4.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LcpState {
-    Initial,
-    Closed,
-    Stopped,
-    Closing,
-    Stopping,
-    ReqSent,
-    AckRcvd,
-    AckSent,
-    Opened,
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LcpOutput {
     /// Send this LCP packet (protocol 0xC021, never compressed).
@@ -209,40 +129,20 @@ struct Ours {
     endpoint: Option<(u8, Vec<u8>)>,
 }
 
-/// One link's LCP.
+/// LCP's own part of the automaton: its options.
 #[derive(Debug)]
-pub struct Lcp {
+pub struct LcpRules {
     cfg: LcpConfig,
-    state: LcpState,
     ours: Ours,
     /// What the peer's last acceptable request asked for.
     theirs: Option<Negotiated>,
-    restart_count: u32,
-    naks_sent: u32,
-    timer: Option<SimTime>,
-    next_id: u8,
-    req_id: u8,
-    out: VecDeque<LcpOutput>,
 }
 
-impl Lcp {
-    pub fn new(cfg: LcpConfig) -> Self {
-        let ours = Self::initial_request(&cfg);
-        Lcp {
-            cfg,
-            state: LcpState::Initial,
-            ours,
-            theirs: None,
-            restart_count: 0,
-            naks_sent: 0,
-            timer: None,
-            next_id: 1,
-            req_id: 0,
-            out: VecDeque::new(),
-        }
-    }
+/// One link's LCP.
+pub type Lcp = Fsm<LcpRules>;
 
-    fn initial_request(cfg: &LcpConfig) -> Ours {
+impl Ours {
+    fn initial(cfg: &LcpConfig) -> Self {
         Ours {
             mru: Some(cfg.mru),
             accm: Some(cfg.accm),
@@ -254,75 +154,35 @@ impl Lcp {
             endpoint: cfg.endpoint.clone(),
         }
     }
+}
 
-    pub fn state(&self) -> LcpState {
-        self.state
+impl Protocol for LcpRules {
+    type Output = LcpOutput;
+    type Peer = Negotiated;
+
+    fn send(packet: Vec<u8>) -> LcpOutput {
+        LcpOutput::Send(packet)
     }
 
-    pub fn poll(&mut self) -> Option<LcpOutput> {
-        self.out.pop_front()
+    fn down() -> LcpOutput {
+        LcpOutput::Down
     }
 
-    pub fn next_wakeup(&self) -> Option<SimTime> {
-        self.timer
+    fn finished() -> LcpOutput {
+        LcpOutput::Finished
     }
 
-    /// The lower layer is up and the link should open (RFC 1661 events Up and Open).
-    pub fn open(&mut self, now: SimTime) {
-        if matches!(
-            self.state,
-            LcpState::Initial | LcpState::Closed | LcpState::Stopped
-        ) {
-            self.ours = Self::initial_request(&self.cfg);
-            self.naks_sent = 0;
-            self.restart_count = self.cfg.max_configure;
-            self.send_request(now);
-            self.state = LcpState::ReqSent;
+    fn counters(&self) -> Counters {
+        Counters {
+            restart: self.cfg.restart,
+            max_configure: self.cfg.max_configure,
+            max_terminate: self.cfg.max_terminate,
+            max_failure: self.cfg.max_failure,
         }
     }
 
-    /// The lower layer went down (the call was lost).
-    pub fn lower_down(&mut self) {
-        if self.state == LcpState::Opened {
-            self.out.push_back(LcpOutput::Down);
-        }
-        self.timer = None;
-        self.state = LcpState::Initial;
-    }
-
-    /// Ends the link: Terminate-Request until acknowledged or the counter runs out.
-    pub fn close(&mut self, now: SimTime) {
-        match self.state {
-            LcpState::Opened | LcpState::ReqSent | LcpState::AckRcvd | LcpState::AckSent => {
-                if self.state == LcpState::Opened {
-                    self.out.push_back(LcpOutput::Down);
-                }
-                self.restart_count = self.cfg.max_terminate;
-                self.send_terminate(now);
-                self.state = LcpState::Closing;
-            }
-            LcpState::Stopped => self.state = LcpState::Closed,
-            LcpState::Stopping => self.state = LcpState::Closing,
-            _ => {}
-        }
-    }
-
-    /// Sends an Echo-Request (a keepalive; the reply comes as [`LcpOutput::EchoReply`]).
-    pub fn send_echo(&mut self) -> Option<u8> {
-        if self.state != LcpState::Opened {
-            return None;
-        }
-        let id = self.take_id();
-        let magic = self.ours.magic.unwrap_or(0).to_be_bytes();
-        self.out
-            .push_back(LcpOutput::Send(encode_packet(ECHO_REQUEST, id, &magic)));
-        Some(id)
-    }
-
-    fn take_id(&mut self) -> u8 {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
-        id
+    fn initial_request(&mut self) {
+        self.ours = Ours::initial(&self.cfg);
     }
 
     fn request_options(&self) -> Vec<u8> {
@@ -357,130 +217,7 @@ impl Lcp {
         v
     }
 
-    fn send_request(&mut self, now: SimTime) {
-        self.req_id = self.take_id();
-        let opts = self.request_options();
-        self.out.push_back(LcpOutput::Send(encode_packet(
-            CONFIGURE_REQUEST,
-            self.req_id,
-            &opts,
-        )));
-        self.restart_count = self.restart_count.saturating_sub(1);
-        self.timer = Some(now + self.cfg.restart);
-    }
-
-    fn send_terminate(&mut self, now: SimTime) {
-        let id = self.take_id();
-        self.out
-            .push_back(LcpOutput::Send(encode_packet(TERMINATE_REQUEST, id, &[])));
-        self.restart_count = self.restart_count.saturating_sub(1);
-        self.timer = Some(now + self.cfg.restart);
-    }
-
-    pub fn on_timer(&mut self, now: SimTime) {
-        if self.timer.is_none_or(|t| now < t) {
-            return;
-        }
-        self.timer = None;
-        let expired = self.restart_count == 0;
-        match self.state {
-            LcpState::Closing | LcpState::Stopping => {
-                if expired {
-                    self.state = if self.state == LcpState::Closing {
-                        LcpState::Closed
-                    } else {
-                        LcpState::Stopped
-                    };
-                    self.out.push_back(LcpOutput::Finished);
-                } else {
-                    self.send_terminate(now);
-                }
-            }
-            LcpState::ReqSent | LcpState::AckRcvd | LcpState::AckSent => {
-                if expired {
-                    self.state = LcpState::Stopped;
-                    self.out.push_back(LcpOutput::Finished);
-                } else {
-                    self.send_request(now);
-                    if self.state == LcpState::AckRcvd {
-                        self.state = LcpState::ReqSent;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// An LCP packet (the information field of a 0xC021 frame) arrived.
-    pub fn on_packet(&mut self, now: SimTime, info: &[u8]) {
-        let Some(p) = parse_packet(info) else {
-            return;
-        };
-        match p.code {
-            CONFIGURE_REQUEST => self.on_request(now, p.id, p.data),
-            CONFIGURE_ACK => self.on_ack(now, p.id, p.data),
-            CONFIGURE_NAK | CONFIGURE_REJECT => self.on_nak_or_reject(now, &p),
-            TERMINATE_REQUEST => {
-                self.out
-                    .push_back(LcpOutput::Send(encode_packet(TERMINATE_ACK, p.id, &[])));
-                match self.state {
-                    LcpState::Opened => {
-                        self.out.push_back(LcpOutput::Down);
-                        self.restart_count = 0;
-                        self.timer = Some(now + self.cfg.restart);
-                        self.state = LcpState::Stopping;
-                    }
-                    LcpState::AckRcvd | LcpState::AckSent => self.state = LcpState::ReqSent,
-                    _ => {}
-                }
-            }
-            TERMINATE_ACK => match self.state {
-                LcpState::Closing | LcpState::Stopping => {
-                    self.timer = None;
-                    self.state = if self.state == LcpState::Closing {
-                        LcpState::Closed
-                    } else {
-                        LcpState::Stopped
-                    };
-                    self.out.push_back(LcpOutput::Finished);
-                }
-                LcpState::AckRcvd => self.state = LcpState::ReqSent,
-                LcpState::Opened => {
-                    self.out.push_back(LcpOutput::Down);
-                    self.send_request(now);
-                    self.state = LcpState::ReqSent;
-                }
-                _ => {}
-            },
-            ECHO_REQUEST if self.state == LcpState::Opened => {
-                let mut data = self.ours.magic.unwrap_or(0).to_be_bytes().to_vec();
-                data.extend_from_slice(p.data.get(4..).unwrap_or(&[]));
-                self.out
-                    .push_back(LcpOutput::Send(encode_packet(ECHO_REPLY, p.id, &data)));
-            }
-            ECHO_REPLY if self.state == LcpState::Opened => {
-                self.out.push_back(LcpOutput::EchoReply { id: p.id });
-            }
-            PROTOCOL_REJECT => {
-                if let [hi, lo, ..] = *p.data {
-                    let proto = u16::from_be_bytes([hi, lo]);
-                    self.out.push_back(LcpOutput::ProtocolRejected(proto));
-                }
-            }
-            ECHO_REQUEST | ECHO_REPLY | DISCARD_REQUEST | CODE_REJECT => {}
-            _ => {
-                // Unknown code: Code-Reject with the packet, cut to our MRU.
-                let id = self.take_id();
-                let n = info.len().min(usize::from(self.cfg.mru) - 4);
-                self.out
-                    .push_back(LcpOutput::Send(encode_packet(CODE_REJECT, id, &info[..n])));
-            }
-        }
-    }
-
-    /// Judges the peer's request: Ack, Nak or Reject, and what it would mean.
-    fn judge(&mut self, data: &[u8]) -> Option<(u8, Vec<u8>, Negotiated)> {
-        let opts = parse_options(data)?;
+    fn judge(&self, opts: &[Opt<'_>]) -> Judgement<Negotiated> {
         let mut reject = Vec::new();
         let mut nak = Vec::new();
         let mut n = Negotiated {
@@ -496,8 +233,7 @@ impl Lcp {
             peer_magic: 0,
         };
         let mp = self.cfg.mrru.is_some();
-        for o in &opts {
-            let raw_len = o.value.len() + 2;
+        for o in opts {
             match (o.kind, o.value) {
                 (OPT_MRU, &[hi, lo]) => {
                     let mru = u16::from_be_bytes([hi, lo]);
@@ -528,127 +264,23 @@ impl Lcp {
                 (OPT_ENDPOINT, [class, addr @ ..]) if mp && *class <= 5 => {
                     n.peer_endpoint = Some((*class, addr.to_vec()));
                 }
-                _ => {
-                    reject.push(o.kind);
-                    reject.push(raw_len as u8);
-                    reject.extend_from_slice(o.value);
-                }
+                _ => push_opt(&mut reject, o.kind, o.value),
             }
         }
-        if !reject.is_empty() {
-            return Some((CONFIGURE_REJECT, reject, n));
-        }
-        if !nak.is_empty() {
-            self.naks_sent += 1;
-            if self.naks_sent > self.cfg.max_failure {
-                // Max-Failure: stop suggesting; refuse the options instead.
-                let mut rej = Vec::new();
-                for o in parse_options(&nak).unwrap_or_default() {
-                    if let Some(orig) = opts.iter().find(|x| x.kind == o.kind) {
-                        push_opt(&mut rej, orig.kind, orig.value);
-                    }
-                }
-                return Some((CONFIGURE_REJECT, rej, n));
-            }
-            return Some((CONFIGURE_NAK, nak, n));
-        }
-        Some((CONFIGURE_ACK, data.to_vec(), n))
-    }
-
-    fn on_request(&mut self, now: SimTime, id: u8, data: &[u8]) {
-        let Some((code, reply, n)) = self.judge(data) else {
-            return;
-        };
-        let good = code == CONFIGURE_ACK;
-        match self.state {
-            LcpState::Closing | LcpState::Stopping | LcpState::Initial => return,
-            LcpState::Closed => {
-                self.out
-                    .push_back(LcpOutput::Send(encode_packet(TERMINATE_ACK, id, &[])));
-                return;
-            }
-            LcpState::Stopped => {
-                self.restart_count = self.cfg.max_configure;
-                self.send_request(now);
-                self.state = LcpState::ReqSent;
-            }
-            LcpState::Opened => {
-                self.out.push_back(LcpOutput::Down);
-                self.send_request(now);
-                self.state = LcpState::ReqSent;
-            }
-            _ => {}
-        }
-        self.out
-            .push_back(LcpOutput::Send(encode_packet(code, id, &reply)));
-        if good {
-            self.theirs = Some(n);
-        }
-        self.state = match (self.state, good) {
-            (LcpState::AckRcvd, true) => {
-                self.timer = None;
-                self.up();
-                LcpState::Opened
-            }
-            (LcpState::ReqSent | LcpState::AckSent, true) => LcpState::AckSent,
-            (LcpState::AckSent, false) => LcpState::ReqSent,
-            (s, _) => s,
-        };
-    }
-
-    fn up(&mut self) {
-        let Some(mut n) = self.theirs.clone() else {
-            return;
-        };
-        n.rx_accm = self.ours.accm.unwrap_or(0xffff_ffff);
-        n.rx_short_seq = self.ours.short_seq;
-        // Multilink only if both ends asked for it (RFC 1990 5.1.1).
-        if self.ours.mrru.is_none() {
-            n.peer_mrru = None;
-        }
-        if n.peer_mrru.is_none() {
-            n.tx_short_seq = false;
-            n.rx_short_seq = false;
-        }
-        self.out.push_back(LcpOutput::Up(n));
-    }
-
-    fn on_ack(&mut self, now: SimTime, id: u8, data: &[u8]) {
-        if id != self.req_id || data != self.request_options().as_slice() {
-            return; // Not an acknowledgement of our current request: discard.
-        }
-        match self.state {
-            LcpState::ReqSent => {
-                self.restart_count = self.cfg.max_configure;
-                self.timer = Some(now + self.cfg.restart);
-                self.state = LcpState::AckRcvd;
-            }
-            LcpState::AckSent => {
-                self.restart_count = self.cfg.max_configure;
-                self.timer = None;
-                self.state = LcpState::Opened;
-                self.up();
-            }
-            LcpState::AckRcvd | LcpState::Opened => {
-                if self.state == LcpState::Opened {
-                    self.out.push_back(LcpOutput::Down);
-                }
-                self.send_request(now);
-                self.state = LcpState::ReqSent;
-            }
-            _ => {}
+        Judgement {
+            reject,
+            nak,
+            peer: n,
         }
     }
 
-    fn on_nak_or_reject(&mut self, now: SimTime, p: &Packet<'_>) {
-        if p.id != self.req_id {
-            return;
-        }
-        let Some(opts) = parse_options(p.data) else {
-            return;
-        };
+    fn accept(&mut self, peer: Negotiated) {
+        self.theirs = Some(peer);
+    }
+
+    fn refused(&mut self, code: u8, opts: &[Opt<'_>]) {
         for o in opts {
-            if p.code == CONFIGURE_REJECT {
+            if code == CONFIGURE_REJECT {
                 match o.kind {
                     OPT_MRU => self.ours.mru = None,
                     OPT_ACCM => self.ours.accm = None,
@@ -688,19 +320,73 @@ impl Lcp {
                 _ => {}
             }
         }
-        match self.state {
-            LcpState::ReqSent | LcpState::AckSent => {
-                self.restart_count = self.cfg.max_configure;
-                self.send_request(now);
+    }
+
+    fn up(&self) -> Option<LcpOutput> {
+        let mut n = self.theirs.clone()?;
+        n.rx_accm = self.ours.accm.unwrap_or(0xffff_ffff);
+        n.rx_short_seq = self.ours.short_seq;
+        // Multilink only if both ends asked for it (RFC 1990 5.1.1).
+        if self.ours.mrru.is_none() {
+            n.peer_mrru = None;
+        }
+        if n.peer_mrru.is_none() {
+            n.tx_short_seq = false;
+            n.rx_short_seq = false;
+        }
+        Some(LcpOutput::Up(n))
+    }
+}
+
+impl Fsm<LcpRules> {
+    pub fn new(cfg: LcpConfig) -> Self {
+        Fsm::with(LcpRules {
+            ours: Ours::initial(&cfg),
+            cfg,
+            theirs: None,
+        })
+    }
+
+    fn magic_bytes(&self) -> [u8; 4] {
+        self.proto.ours.magic.unwrap_or(0).to_be_bytes()
+    }
+
+    /// Sends an Echo-Request (a keepalive; the reply comes as [`LcpOutput::EchoReply`]).
+    pub fn send_echo(&mut self) -> Option<u8> {
+        if self.state() != LcpState::Opened {
+            return None;
+        }
+        let id = self.take_id();
+        let magic = self.magic_bytes();
+        self.push(LcpOutput::Send(encode_packet(ECHO_REQUEST, id, &magic)));
+        Some(id)
+    }
+
+    /// An LCP packet (the information field of a 0xC021 frame) arrived.
+    pub fn on_packet(&mut self, now: SimTime, info: &[u8]) {
+        let Some(p) = parse_packet(info) else {
+            return;
+        };
+        if self.negotiate(now, &p) {
+            return;
+        }
+        let opened = self.state() == LcpState::Opened;
+        match p.code {
+            ECHO_REQUEST if opened => {
+                let mut data = self.magic_bytes().to_vec();
+                data.extend_from_slice(p.data.get(4..).unwrap_or(&[]));
+                self.push(LcpOutput::Send(encode_packet(ECHO_REPLY, p.id, &data)));
             }
-            LcpState::AckRcvd | LcpState::Opened => {
-                if self.state == LcpState::Opened {
-                    self.out.push_back(LcpOutput::Down);
+            ECHO_REPLY if opened => self.push(LcpOutput::EchoReply { id: p.id }),
+            PROTOCOL_REJECT => {
+                if let [hi, lo, ..] = *p.data {
+                    let proto = u16::from_be_bytes([hi, lo]);
+                    self.push(LcpOutput::ProtocolRejected(proto));
                 }
-                self.send_request(now);
-                self.state = LcpState::ReqSent;
             }
-            _ => {}
+            ECHO_REQUEST | ECHO_REPLY | DISCARD_REQUEST | CODE_REJECT => {}
+            // Unknown code: Code-Reject with the packet, cut to our MRU.
+            _ => self.code_reject(info, usize::from(self.proto.cfg.mru) - 4),
         }
     }
 }

@@ -52,7 +52,13 @@ fn is707_slot_payload_and_defaults() {
     );
     assert_eq!(c.nak_timer, SimDuration::from_millis(120));
     for (bad, param) in [
-        (RlpConfig { rate_bps: 0, ..c }, "rate_bps"),
+        (
+            RlpConfig {
+                rate: BitRate::from_bps(0),
+                ..c
+            },
+            "rate_bps",
+        ),
         (
             RlpConfig {
                 payload_bytes: 25,

@@ -8,7 +8,7 @@ use super::raw::{Bare, Duration, RawArq, RawBundle, RawLink, RawMember, RawMembe
 use crate::arq::{ArqConfig, ArqMode};
 use crate::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
 use crate::modem::ModemConfig;
-use crate::time::SimDuration;
+use crate::time::{BitRate, SimDuration};
 
 /// Default time from a call drop to the moment it is noticed: seed 000 section 5.2, "in the
 /// deployed Iridium system this time is at least of the order of 30 seconds".
@@ -39,7 +39,7 @@ pub struct BundleSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MemberSpec {
     pub name: String,
-    pub rate_bps: u64,
+    pub rate: BitRate,
     pub delay: SimDuration,
     pub txqueue_pkts: u32,
     /// Poisson call drops while the call is up, per second.
@@ -50,8 +50,8 @@ pub struct MemberSpec {
 
 impl BundleSpec {
     /// The sum of the members' rates.
-    pub fn capacity_bps(&self) -> u64 {
-        self.members.iter().map(|m| m.rate_bps).sum()
+    pub fn capacity(&self) -> BitRate {
+        self.members.iter().map(|m| m.rate).sum()
     }
 }
 
@@ -89,7 +89,7 @@ pub(super) fn no_rate_or_delay_of_its_own(p: &str, l: &RawLink) -> Result<(), Sc
 
 /// What every member takes unless it gives its own.
 struct MemberDefaults {
-    rate_bps: Option<u64>,
+    rate: Option<BitRate>,
     delay: Option<SimDuration>,
     txqueue_pkts: u32,
     call_drop_rate_per_s: f64,
@@ -111,7 +111,7 @@ pub(super) fn bundle_spec(p: &str, b: &RawBundle) -> Result<BundleSpec, Scenario
             format!("expected 1 to {MAX_MEMBERS} members, got {count}"),
         );
     }
-    let rate_bps = one_of(p, ("rate", &b.rate), ("rate_bps", &b.rate_bps))?
+    let rate = one_of(p, ("rate", &b.rate), ("rate_bps", &b.rate_bps))?
         .map(|(v, path)| rate_from(&path, v))
         .transpose()?;
     let delay = opt_duration(p, ("delay", &b.delay), ("delay_s", &b.delay_s), true)?;
@@ -130,7 +130,7 @@ pub(super) fn bundle_spec(p: &str, b: &RawBundle) -> Result<BundleSpec, Scenario
     .unwrap_or(0.0);
     let arq = b.arq.as_ref().map(|a| arq_plan(p, a)).transpose()?;
     let defaults = MemberDefaults {
-        rate_bps,
+        rate,
         delay,
         txqueue_pkts,
         call_drop_rate_per_s,
@@ -201,7 +201,7 @@ fn member(
     let own_rate = one_of(&mp, ("rate", &m.rate), ("rate_bps", &m.rate_bps))?
         .map(|(v, path)| rate_from(&path, v))
         .transpose()?;
-    let Some(rate_bps) = own_rate.or(defaults.rate_bps) else {
+    let Some(rate) = own_rate.or(defaults.rate) else {
         return err(
             at(p, "rate"),
             format!("missing: give rate (\"2400bps\") or rate_bps here or in members[{i}]"),
@@ -235,7 +235,7 @@ fn member(
                 frame_bytes: *frame_bytes,
                 max_tries: *max_tries,
                 window_frames: window.unwrap_or_else(|| {
-                    ArqConfig::default_window(*mode, rate_bps, delay, *frame_bytes, *max_tries)
+                    ArqConfig::default_window(*mode, rate, delay, *frame_bytes, *max_tries)
                 }),
             };
             cfg.validate()
@@ -245,7 +245,7 @@ fn member(
     };
     Ok(MemberSpec {
         name,
-        rate_bps,
+        rate,
         delay,
         txqueue_pkts,
         call_drop_rate_per_s,

@@ -10,7 +10,7 @@ use super::quantity::{check_name, one_of, opt_bytes, opt_duration, rate_from};
 use super::raw::{Bare, BitRate, Duration, RawDir, RawLink, RawLoss, Size, UnitText};
 use super::rlp::{self, RlpSpec};
 use crate::link::QueueLimit;
-use crate::time::SimDuration;
+use crate::time::{self, SimDuration};
 
 /// The default queue bound when a link gives none (ns-3's default `MaxSize` of 100 packets).
 pub const DEFAULT_QUEUE_PKTS: u32 = 100;
@@ -24,7 +24,7 @@ pub struct LinkSpec {
     pub b: usize,
     pub fwd: DirectionSpec,
     pub rev: DirectionSpec,
-    /// The link is a multilink PPP bundle; then each direction's `rate_bps` is the sum of the
+    /// The link is a multilink PPP bundle; then each direction's `rate` is the sum of the
     /// members' rates, `delay` the largest member delay, `queue` the MLPPP queue and `loss`
     /// each member's error model.
     pub bundle: Option<BundleSpec>,
@@ -45,14 +45,14 @@ impl LinkSpec {
 /// One direction of a link: serializer, propagation, queue at the sending end, loss.
 #[derive(Clone, Debug)]
 pub struct DirectionSpec {
-    pub rate_bps: u64,
+    pub rate: time::BitRate,
     pub delay: SimDuration,
     pub queue: QueueLimit,
     pub loss: LossSpec,
 }
 
 pub(super) struct DirParts {
-    pub rate_bps: Option<u64>,
+    pub rate: Option<time::BitRate>,
     pub delay: Option<SimDuration>,
     pub queue: Option<QueueLimit>,
 }
@@ -68,7 +68,7 @@ pub(super) fn dir_parts(
     queue_bytes: Option<u64>,
     queue_pkts: Option<u32>,
 ) -> Result<DirParts, ScenarioError> {
-    let rate_bps = one_of(parent, ("rate", rate), ("rate_bps", rate_bps))?
+    let rate = one_of(parent, ("rate", rate), ("rate_bps", rate_bps))?
         .map(|(v, path)| rate_from(&path, v))
         .transpose()?;
     let delay = opt_duration(parent, ("delay", delay), ("delay_s", delay_s), true)?;
@@ -84,11 +84,7 @@ pub(super) fn dir_parts(
         (None, Some(n)) => Some(QueueLimit::Packets(n)),
         (None, None) => None,
     };
-    Ok(DirParts {
-        rate_bps,
-        delay,
-        queue,
-    })
+    Ok(DirParts { rate, delay, queue })
 }
 
 pub(super) fn link_names(links: &[LinkSpec]) -> String {
@@ -266,15 +262,15 @@ fn direction<'r>(
         raw.queue_bytes,
         raw.queue_pkts,
     )?;
-    let rate_bps = own
-        .rate_bps
-        .or(common.rate_bps)
-        .or(bundle.map(BundleSpec::capacity_bps));
+    let rate = own
+        .rate
+        .or(common.rate)
+        .or(bundle.map(BundleSpec::capacity));
     let delay = own
         .delay
         .or(common.delay)
         .or(bundle.and_then(|b| b.members.iter().map(|m| m.delay).max()));
-    if rate_bps.is_none() {
+    if rate.is_none() {
         return err(
             at(&dp, "rate"),
             "missing: give rate (\"1.5Mbps\") or rate_bps on the link or in this direction",
@@ -287,7 +283,7 @@ fn direction<'r>(
         );
     }
     let parts = DirParts {
-        rate_bps,
+        rate,
         delay,
         queue: Some(
             own.queue

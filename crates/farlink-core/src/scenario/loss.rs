@@ -8,13 +8,12 @@ use super::quantity::opt_duration;
 use super::raw::RawLoss;
 use super::routes::Hop;
 use crate::error::ConfigError;
-use crate::link::transmission_time;
 use crate::loss::{
     AnyLoss, Bernoulli, DropList, GilbertElliott, GilbertElliottConfig, GilbertPackets,
     Lcg16807Loss, LossModel, MarkovFading, MarkovFadingConfig, NoLoss, IS707_FRAME,
 };
 use crate::rng::StreamRng;
-use crate::time::SimDuration;
+use crate::time::{BitRate, SimDuration};
 
 /// The packet size used for `mean_burst_pkts` on a direction no flow's data crosses.
 pub const DEFAULT_NOMINAL_PACKET_BYTES: u32 = 1500;
@@ -208,15 +207,14 @@ pub(super) fn attach(
     for (i, l) in pending.into_iter().enumerate() {
         let mut specs = Vec::with_capacity(2);
         for (d, (parts, raw_loss, loss_path)) in l.dirs.iter().enumerate() {
-            let (Some(rate_bps), Some(delay), Some(queue)) =
-                (parts.rate_bps, parts.delay, parts.queue)
+            let (Some(rate), Some(delay), Some(queue)) = (parts.rate, parts.delay, parts.queue)
             else {
                 return err(format!("links[{i}]"), "internal: direction incomplete");
             };
-            let interval = unit_interval(&l, i, d == 0, rate_bps, flows);
+            let interval = unit_interval(&l, i, d == 0, rate, flows);
             let loss = direction_loss(&l, i, *raw_loss, loss_path, interval)?;
             specs.push(DirectionSpec {
-                rate_bps,
+                rate,
                 delay,
                 queue,
                 loss,
@@ -259,7 +257,7 @@ fn unit_interval(
     l: &PendingLink<'_>,
     i: usize,
     forward: bool,
-    rate_bps: u64,
+    rate: BitRate,
     flows: &[FlowSpec],
 ) -> SimDuration {
     let packet_bytes = flows
@@ -272,12 +270,14 @@ fn unit_interval(
             let unit = b.members[0]
                 .arq
                 .map_or(packet_bytes + b.mp_header_bytes, |a| a.frame_bytes);
-            let slowest = b.members.iter().map(|m| m.rate_bps).min().unwrap_or(1);
-            transmission_time(unit, slowest)
+            let slowest = b.members.iter().map(|m| m.rate).min();
+            slowest
+                .unwrap_or(BitRate::from_bps(1))
+                .transmission_time(unit)
         }
         None => match &l.rlp {
-            Some(r) => transmission_time(r.frame_bytes, rate_bps),
-            None => transmission_time(packet_bytes, rate_bps),
+            Some(r) => rate.transmission_time(r.frame_bytes),
+            None => rate.transmission_time(packet_bytes),
         },
     }
 }

@@ -3,7 +3,7 @@
 
 use super::errors::{at, err, ScenarioError};
 use super::raw::{Bare, EventRate, UnitText};
-use crate::time::SimDuration;
+use crate::time::{BitRate, SimDuration};
 use crate::units;
 
 /// The longest duration accepted anywhere (about 3.2 years): keeps every sum of simulated
@@ -63,14 +63,14 @@ pub(super) fn opt_duration<K>(
         .transpose()
 }
 
-pub(super) fn rate_from(path: &str, bps: f64) -> Result<u64, ScenarioError> {
+pub(super) fn rate_from(path: &str, bps: f64) -> Result<BitRate, ScenarioError> {
     if !(0.5..=MAX_RATE_BPS).contains(&bps) {
         return err(
             path,
             format!("expected a bit rate of at least 1 bit/s and at most {MAX_RATE_BPS} bit/s, got {bps}"),
         );
     }
-    Ok(bps.round() as u64)
+    Ok(BitRate::from_bps(bps.round() as u64))
 }
 
 /// A size in bytes from the plain (string) or `_bytes` (integer) spelling.

@@ -357,13 +357,13 @@ fn link(s: &Scenario, i: usize, l: &LinkSpec) -> RLink {
         "link"
     };
     let bundle = l.bundle.as_ref().map(|b| RBundle {
-        capacity_bps: b.capacity_bps(),
+        capacity_bps: b.capacity().bps(),
         members: b
             .members
             .iter()
             .map(|m| RMember {
                 name: m.name.clone(),
-                rate_bps: m.rate_bps,
+                rate_bps: m.rate.bps(),
                 delay_s: secs(m.delay),
                 txqueue_pkts: m.txqueue_pkts,
                 call_drop_rate_per_s: m.call_drop_rate_per_s,
@@ -455,7 +455,7 @@ fn direction(s: &Scenario, i: usize, l: &LinkSpec, forward: bool) -> RDirection 
         QueueLimit::Bytes(n) => (None, Some(n)),
     };
     RDirection {
-        rate_bps: d.rate_bps,
+        rate_bps: d.rate.bps(),
         delay_s: secs(d.delay),
         queue_pkts,
         queue_bytes,
@@ -514,14 +514,14 @@ fn transmission_s(s: &Scenario, hop: Hop, bytes: u32) -> f64 {
     let d: &DirectionSpec = l.direction(hop.forward);
     let (bits, rate) = match (&l.bundle, &l.rlp) {
         (Some(b), _) => {
-            let slowest = b.members.iter().map(|m| m.rate_bps).min().unwrap_or(1);
+            let slowest = b.members.iter().map(|m| m.rate.bps()).min().unwrap_or(1);
             (u64::from(bytes + b.mp_header_bytes) * 8, slowest)
         }
         (None, Some(r)) => (
             u64::from(bytes.div_ceil(r.payload_bytes) * r.frame_bytes) * 8,
-            d.rate_bps,
+            d.rate.bps(),
         ),
-        (None, None) => (u64::from(bytes) * 8, d.rate_bps),
+        (None, None) => (u64::from(bytes) * 8, d.rate.bps()),
     };
     bits as f64 / rate as f64
 }
@@ -620,7 +620,7 @@ fn flow(s: &Scenario, f: &FlowSpec) -> RFlow {
         .iter()
         .map(|h| {
             let l = &s.links[h.link];
-            (l.direction(h.forward).rate_bps, l.name.clone())
+            (l.direction(h.forward).rate.bps(), l.name.clone())
         })
         .min_by_key(|(rate, _)| *rate)
         .unwrap_or((0, String::new()));

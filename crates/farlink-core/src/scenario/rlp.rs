@@ -26,13 +26,13 @@ impl RlpSpec {
     /// The component's configuration for one direction.
     pub fn config(&self, dir: &DirectionSpec) -> RlpConfig {
         RlpConfig {
-            rate_bps: dir.rate_bps,
+            rate: dir.rate,
             frame_bytes: self.frame_bytes,
             payload_bytes: self.payload_bytes,
             delay: dir.delay,
             nak_rounds: self.nak_rounds,
             nak_timer: self.nak_timer.unwrap_or_else(|| {
-                RlpConfig::default_nak_timer(dir.rate_bps, self.frame_bytes, dir.delay)
+                RlpConfig::default_nak_timer(dir.rate, self.frame_bytes, dir.delay)
             }),
             idle: self.idle,
             queue_limit: dir.queue,

@@ -38,7 +38,7 @@ use super::rtt::{RttConfig, RttEstimator};
 use super::scoreboard::Scoreboard;
 use super::segment::{timestamp_clock, Flags, Options, Segment, Timestamps};
 use super::{Negotiated, State, TcpOptions};
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 /// RFC 6928 section 2: an initial window of up to ten segments (IW10), the default of Linux
 /// and ns-3. RFC 5681 3.1 (RFC 3390) allows 2 to 4; 1 is the original.
@@ -277,7 +277,7 @@ pub struct Sender {
     /// answers the next segment above it.
     echo_end: u64,
     /// Pacing: the earliest time the next segment may leave, when the controller paces
-    /// ([`CongestionController::pacing_rate_bps`]).
+    /// ([`CongestionController::pacing_rate`]).
     next_send_at: SimTime,
     /// The last `poll_transmit` held a segment back for pacing: the world must wake the
     /// sender at `next_send_at`.
@@ -611,7 +611,7 @@ impl Sender {
         self.pacing_blocked = false;
         // Pacing: a pacing controller's segments leave no earlier than `next_send_at`,
         // whatever they are (retransmissions included).
-        if self.cc.pacing_rate_bps().is_some() && now < self.next_send_at {
+        if self.cc.pacing_rate().is_some() && now < self.next_send_at {
             self.pacing_blocked = true;
             return None;
         }
@@ -873,10 +873,11 @@ impl Sender {
         };
         // Pacing: the next segment may leave once this one's wire bytes have gone out at the
         // pacing rate, `next = now + wire bytes × 8 / rate` (rounded up to the nanosecond).
-        if let Some(rate) = self.cc.pacing_rate_bps() {
-            let bits = u128::from(seg.wire_bytes()) * 8 * 1_000_000_000;
-            let rate = u128::from(rate.max(1));
-            let gap_ns = bits.div_ceil(rate).min(u128::from(u64::MAX / 4)) as u64;
+        if let Some(rate) = self.cc.pacing_rate() {
+            let gap = rate
+                .max(BitRate::from_bps(1))
+                .transmission_time(seg.wire_bytes());
+            let gap_ns = gap.as_nanos().min(u64::MAX / 4);
             self.next_send_at = SimTime::from_nanos(now.as_nanos().saturating_add(gap_ns));
         }
         seg
@@ -1738,7 +1739,7 @@ mod tests {
             },
             1 << 20,
         );
-        let rate = s.cc().pacing_rate_bps().unwrap();
+        let rate = s.cc().pacing_rate().unwrap().bps();
         let first = s.poll_transmit(at(0)).unwrap().segment;
         assert_eq!(s.next_send_time(), None, "nothing held back yet");
         assert!(s.poll_transmit(at(0)).is_none(), "paced");

@@ -315,9 +315,9 @@ fn data_packets(sc: &Scenario, flow: &FlowSpec, duration_s: f64) -> (f64, f64, f
 /// The rate packets can cross a link direction at: a bundle's members together, a radio
 /// hop's frame payload.
 fn direction_rate_bps(link: &LinkSpec, forward: bool) -> f64 {
-    let rate = link.direction(forward).rate_bps as f64;
+    let rate = link.direction(forward).rate.as_bps_f64();
     match (&link.bundle, &link.rlp) {
-        (Some(b), _) => b.capacity_bps() as f64,
+        (Some(b), _) => b.capacity().as_bps_f64(),
         (None, Some(r)) => rate * f64::from(r.payload_bytes) / f64::from(r.frame_bytes.max(1)),
         (None, None) => rate,
     }

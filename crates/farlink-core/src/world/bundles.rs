@@ -6,7 +6,9 @@
 //! events on the queue (those beyond the run's end are dropped, their draws already made),
 //! records member states and capacity, and arms one lazy timer per bundle.
 
-use super::summary::{BundleDirectionSummary, BundleSummary, RlpDirectionSummary, RlpSummary};
+use super::summary::{
+    BundleCalls, BundleDirectionSummary, BundleSummary, RlpDirectionSummary, RlpSummary,
+};
 use super::{cause_map, Dir, Event, Timer, World};
 use crate::link::N_DROP_CAUSES;
 use crate::path::{dir_index, BundleDriver, BundleEvent, BundleOutput, LinkDir};
@@ -172,13 +174,7 @@ impl World<'_> {
             primary: spec.primary,
             arq: spec.arq_mode.map(|m| m.name()),
             fragment: spec.fragment,
-            call_drops: stats.call_drops,
-            drops_noticed: stats.supervisor.call_drops,
-            hangups: stats.hangups,
-            teardowns: stats.supervisor.teardowns,
-            dials: stats.supervisor.dials,
-            dial_failures: stats.supervisor.dial_failures,
-            blocks: stats.supervisor.blocks,
+            calls: BundleCalls::from(stats),
             outages: avail.outages,
             all_up_fraction: avail.all_up_ns as f64 / observed,
             any_up_fraction: avail.any_up_ns as f64 / observed,

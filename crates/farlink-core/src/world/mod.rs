@@ -60,9 +60,9 @@ pub use capture_stream::{
 };
 
 pub use summary::{
-    AggregateSummary, BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary,
-    HandshakeSummary, LinkSummary, LossyLinkSummary, RelaySummary, RlpDirectionSummary, RlpSummary,
-    Summary, SUMMARY_SCHEMA_VERSION,
+    AggregateSummary, BundleCalls, BundleDirectionSummary, BundleSummary, DirectionSummary,
+    FlowSummary, HandshakeSummary, LinkSummary, LossyLinkSummary, RelaySummary,
+    RlpDirectionSummary, RlpSummary, Summary, SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::BundleRt;
@@ -456,7 +456,7 @@ fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {
 fn aggregate_capacity_bps(sc: &Scenario) -> Option<u64> {
     let mut bottlenecks: Vec<Hop> = Vec::new();
     for f in sc.flows() {
-        let rate = |h: &Hop| sc.links()[h.link].direction(h.forward).rate_bps;
+        let rate = |h: &Hop| sc.links()[h.link].direction(h.forward).rate;
         let mut slowest: Option<Hop> = None;
         for h in &f.path {
             if slowest.is_none_or(|s| rate(h) < rate(&s)) {
@@ -472,7 +472,7 @@ fn aggregate_capacity_bps(sc: &Scenario) -> Option<u64> {
     (!sc.flows().is_empty()).then(|| {
         bottlenecks
             .iter()
-            .map(|h| sc.links()[h.link].direction(h.forward).rate_bps)
+            .map(|h| sc.links()[h.link].direction(h.forward).rate.bps())
             .sum()
     })
 }
@@ -553,7 +553,7 @@ impl<'s> World<'s> {
             let bottleneck_bps = c
                 .path
                 .iter()
-                .map(|h| sc.links()[h.link].direction(h.forward).rate_bps)
+                .map(|h| sc.links()[h.link].direction(h.forward).rate.bps())
                 .min()
                 .unwrap_or(0);
             queue.push(f.start, Event::Start { flow: i as u32 });
@@ -1555,7 +1555,7 @@ impl<'s> World<'s> {
             let link = &self.dirs[dir_index(Hop { link: i, forward }) as usize].link;
             let st = link.stats();
             DirectionSummary {
-                rate_bps: spec.rate_bps,
+                rate_bps: spec.rate.bps(),
                 delay_s: spec.delay.as_secs_f64(),
                 loss_model: spec.loss.model_name(),
                 analytic_loss_rate: spec.loss.analytic_loss_rate(),
@@ -1564,7 +1564,7 @@ impl<'s> World<'s> {
                 delivered_bytes: st.delivered_bytes,
                 drops: cause_map(link.drops_by_cause()),
                 utilization: if sim_s > 0.0 {
-                    st.delivered_bytes as f64 * 8.0 / (spec.rate_bps as f64 * sim_s)
+                    st.delivered_bytes as f64 * 8.0 / (spec.rate.as_bps_f64() * sim_s)
                 } else {
                     0.0
                 },

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::mlppp::ControlStats;
 use crate::tcp::limits::Limit;
 
 /// The version of this summary's shape; bump on any change of field meaning.
@@ -234,6 +235,24 @@ pub struct BundleSummary {
     /// `go-back-n`, `selective-repeat`, or `None` without ARQ.
     pub arq: Option<&'static str>,
     pub fragment: bool,
+    /// Its keys sit beside the others in the JSON.
+    #[serde(flatten)]
+    pub calls: BundleCalls,
+    /// Times the bundle lost its last usable member.
+    pub outages: u64,
+    pub all_up_fraction: f64,
+    pub any_up_fraction: f64,
+    pub mean_members_up: f64,
+    /// Per member, the fraction of the run it was up.
+    pub member_uptime: Vec<f64>,
+    pub fwd: BundleDirectionSummary,
+    pub rev: BundleDirectionSummary,
+}
+
+/// What happened to a bundle's calls: the simulator's bundle summary and the emulator's
+/// report both carry these keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct BundleCalls {
     /// Calls lost (the Poisson call drops of members whose call was up).
     pub call_drops: u64,
     /// Call drops the supervisor noticed (after the detection delay) while the member was
@@ -247,15 +266,20 @@ pub struct BundleSummary {
     pub dial_failures: u64,
     /// Entries into the blocked state.
     pub blocks: u64,
-    /// Times the bundle lost its last usable member.
-    pub outages: u64,
-    pub all_up_fraction: f64,
-    pub any_up_fraction: f64,
-    pub mean_members_up: f64,
-    /// Per member, the fraction of the run it was up.
-    pub member_uptime: Vec<f64>,
-    pub fwd: BundleDirectionSummary,
-    pub rev: BundleDirectionSummary,
+}
+
+impl From<ControlStats> for BundleCalls {
+    fn from(stats: ControlStats) -> Self {
+        BundleCalls {
+            call_drops: stats.call_drops,
+            drops_noticed: stats.supervisor.call_drops,
+            hangups: stats.hangups,
+            teardowns: stats.supervisor.teardowns,
+            dials: stats.supervisor.dials,
+            dial_failures: stats.supervisor.dial_failures,
+            blocks: stats.supervisor.blocks,
+        }
+    }
 }
 
 /// What one direction of a bundle did with its units (packets or fragments).

@@ -19,7 +19,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use farlink_core::ppp::bond::{Bond, BondConfig, BondEvent, BondStats, MemberStats};
-use farlink_core::time::{SimDuration, SimTime};
+use farlink_core::time::{BitRate, SimDuration, SimTime};
 
 use crate::EmuError;
 
@@ -120,7 +120,7 @@ pub fn bundle_config(
     let mut lcp = farlink_core::ppp::lcp::LcpConfig::multilink(magic);
     lcp.endpoint = Some((1, endpoint.to_vec()));
     BondConfig::new(
-        rates_bps,
+        rates_bps.into_iter().map(BitRate::from_bps).collect(),
         lcp,
         farlink_core::ppp::ipcp::IpcpConfig::new(local.octets(), Some(peer.octets())),
     )
@@ -128,10 +128,10 @@ pub fn bundle_config(
 
 impl DataPlane {
     /// A data plane on the TUN device `tun` (opened by the caller, in whatever namespace the
-    /// device is to live) for a bundle of `cfg.rates_bps.len()` members.
+    /// device is to live) for a bundle of `cfg.rates.len()` members.
     pub fn new(tun: OwnedFd, cfg: BondConfig) -> Result<DataPlane, EmuError> {
         set_nonblocking(tun.as_fd())?;
-        let n = cfg.rates_bps.len();
+        let n = cfg.rates.len();
         Ok(DataPlane {
             bond: Bond::new(cfg),
             tun: File::from(tun),
@@ -389,7 +389,7 @@ mod tests {
         let mut lcp = LcpConfig::multilink(0x7e57_0000 | u32::from(side));
         lcp.endpoint = Some((1, vec![side]));
         BondConfig::new(
-            vec![1_000_000; members],
+            vec![BitRate::from_bps(1_000_000); members],
             lcp,
             IpcpConfig::new([10, 1, 0, side], Some([10, 1, 0, 3 - side])),
         )

@@ -90,7 +90,7 @@ pub fn run_modem_sim(
         time_scale,
         seed: seed.unwrap_or(sc.seed()),
         link_name: link.name.clone(),
-        rate_bps: first.rate_bps,
+        rate_bps: first.rate.bps(),
         delay: first.delay,
         call_drop_rate_per_s: bundle
             .members

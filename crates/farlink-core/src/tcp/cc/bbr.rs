@@ -54,7 +54,7 @@ use super::{
     Reduction, SentPacket, MAX_CWND_BYTES,
 };
 use crate::tcp::rtt::RttEstimator;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 /// 2/ln 2: the smallest gain that doubles the delivery rate each round in Startup.
 pub const HIGH_GAIN: f64 = 2.885_390_081_777_927;
@@ -634,14 +634,14 @@ impl CongestionController for Bbr {
         self.wire_ratio = (smss + header_bytes.min(1 << 20) as f64) / smss;
     }
 
-    fn pacing_rate_bps(&self) -> Option<u64> {
+    fn pacing_rate(&self) -> Option<BitRate> {
         let bps = (self.pacing_rate * self.wire_ratio * 8.0).clamp(1.0, (u64::MAX / 2) as f64);
-        Some(bps as u64)
+        Some(BitRate::from_bps(bps as u64))
     }
 
     fn metrics(&self) -> CcMetrics {
         let mut m = CcMetrics::new(self.window(), MAX_CWND_BYTES);
-        m.pacing_rate_bps = self.pacing_rate_bps();
+        m.pacing_rate_bps = self.pacing_rate().map(BitRate::bps);
         m
     }
 }
@@ -729,7 +729,7 @@ mod tests {
                     self.flight
                         .push_back((depart + self.rtt, self.now, self.snd_max));
                     cc.on_packet_sent(self.now, &sent, self.in_flight());
-                    let rate = cc.pacing_rate_bps().unwrap();
+                    let rate = cc.pacing_rate().unwrap().bps();
                     self.next_send =
                         self.now + SimDuration::from_nanos(SMSS * 8 * 1_000_000_000 / rate);
                     continue;
@@ -915,7 +915,7 @@ mod tests {
             "bdp {model_bdp} vs {bdp}"
         );
         assert_eq!(cc.window(), (2.0 * model_bdp) as u64);
-        let pacing = cc.pacing_rate_bps().unwrap() as f64;
+        let pacing = cc.pacing_rate().unwrap().as_bps_f64();
         let expected = cc.pacing_gain() * cc.btlbw_bytes_per_s() * 8.0;
         assert!((pacing / expected - 1.0).abs() < 1e-9);
         // The bottleneck is kept busy with little queue: in flight stays near one BDP.
@@ -1061,7 +1061,7 @@ mod tests {
             &est,
         );
         let expected_bps = HIGH_GAIN * 10.0 * SMSS as f64 / 0.5 * 8.0;
-        let got = cc.pacing_rate_bps().unwrap() as f64;
+        let got = cc.pacing_rate().unwrap().as_bps_f64();
         assert!(
             (got / expected_bps - 1.0).abs() < 1e-6,
             "{got} vs {expected_bps}"
@@ -1128,6 +1128,6 @@ mod tests {
         assert_eq!(cc.name(), "bbr");
         // high_gain × IW / 1 ms, in bits per second.
         let expected = HIGH_GAIN * 10_000.0 * 1000.0 * 8.0;
-        assert!((cc.pacing_rate_bps().unwrap() as f64 / expected - 1.0).abs() < 1e-6);
+        assert!((cc.pacing_rate().unwrap().as_bps_f64() / expected - 1.0).abs() < 1e-6);
     }
 }

@@ -28,7 +28,7 @@ use std::str::FromStr;
 
 use super::rtt::RttEstimator;
 use super::UnknownName;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{BitRate, SimDuration, SimTime};
 
 pub use bbr::{Bbr, BbrConfig, BbrState};
 pub use bic::{Bic, BicConfig, BicRegion};
@@ -203,8 +203,8 @@ pub trait CongestionController: Send + fmt::Debug {
     /// payload, told once by the sender after construction: a pacing controller that measures
     /// delivered payload converts its rate to the wire rate the sender paces at.
     fn on_wire_overhead(&mut self, _header_bytes: u64) {}
-    /// The rate to pace at, bits per second on the wire, if the controller paces.
-    fn pacing_rate_bps(&self) -> Option<u64> {
+    /// The rate to pace at, on the wire, if the controller paces.
+    fn pacing_rate(&self) -> Option<BitRate> {
         None
     }
     fn metrics(&self) -> CcMetrics;
