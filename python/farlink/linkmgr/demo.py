@@ -126,6 +126,7 @@ def daemon_config(role: str, modems: int, modem_dir: Path, timers: dict[str, flo
     share = 1.0 if role == "air" else 0.1
     return f"""role = "{role}"
 log = "{role}.sqlite"
+control = "{role}.sock"
 primary = {"true" if role == "air" else "false"}
 {members}
 [profile]
@@ -482,28 +483,12 @@ def _start_dashboard(
     stop: threading.Event,
     say: Callable[[str], None],
 ) -> threading.Thread:
-    from farlink.linkmgr.dashboard import serve
+    from farlink.linkmgr.dashboard import DashboardError, serve_in_thread
 
-    ready = threading.Event()
-    failure: list[BaseException] = []
-
-    def on_ready(url: str) -> None:
-        say(f"dashboard at {url}")
-        ready.set()
-
-    def run() -> None:
-        try:
-            serve(log, listen, token, on_ready=on_ready, stop=stop)
-        except Exception as err:  # reported by the caller, which waits for it
-            failure.append(err)
-            ready.set()
-
-    t = threading.Thread(target=run, name="dashboard", daemon=True)
-    t.start()
-    ready.wait(STARTUP_WAIT_S)
-    if failure:
-        raise DemoError(f"dashboard: {failure[0]}")
-    return t
+    try:
+        return serve_in_thread(log, listen, token, stop, say, STARTUP_WAIT_S)
+    except DashboardError as err:
+        raise DemoError(f"dashboard: {err}") from None
 
 
 def first_dial_unix_s(log: Path, procs: _Procs) -> float:
