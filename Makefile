@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures bench-emu validate-emu compare-emu-tbf bench-linkmgr clean
+	validate-captures bench-emu validate-emu compare-emu-tbf bench-linkmgr validate-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -89,6 +89,12 @@ compare-emu-tbf: setup
 bench-linkmgr:
 	cargo test --release -p farlink-emu --test linkmgr_dataplane -- --ignored --nocapture \
 		bench_eight_iridium_members
+
+# The link manager for an hour: daemons, simulated modems and a TCP transfer across 8 bonded
+# members; the log's uptime and fitted beta beside the configured and simulated ones. Writes its
+# table into docs/linkmgr.md. Root (namespaces, TUN); about 65 minutes.
+validate-linkmgr: setup
+	$(PY) bench/validate_linkmgr.py $(VALIDATE_LINKMGR_ARGS)
 
 # The engine beside ns-3 on seed 003's wireless path; reads bench/ns3/results (make ns3-reference)
 # and writes docs/validation.md.

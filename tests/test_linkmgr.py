@@ -18,13 +18,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from support import FARLINK_ARGV
+from support import FARLINK_ARGV, assert_one_error
 
 if not sys.platform.startswith("linux"):
     pytest.skip("the link manager runs on Linux (ptys, termios)", allow_module_level=True)
@@ -65,6 +66,7 @@ def _config(
     role: str = "air",
     t_d: str | None = None,
     handover_reply: str = "2s",
+    extra: str = "",
 ) -> Path:
     members = "".join(
         f'\n[[members]]\nname = "m{k}"\ndevice = "modems/{role}{k}"\n' for k in range(modems)
@@ -75,6 +77,7 @@ def _config(
     text = f"""role = "{role}"
 log = "{role}.sqlite"
 primary = {"true" if primary else "false"}
+{extra}
 {members}
 [profile]
 signal_interval = "1s"
@@ -456,3 +459,100 @@ def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
     )
     assert done.returncode == 2
     assert done.stderr.startswith(f"farlink: error: cannot open the event log {tmp_path}/no/")
+
+
+def _farlink(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*FARLINK_ARGV, *map(str, args)], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_an_operator_holds_a_member_down_and_releases_it(rig):
+    r = rig(3)
+    config = _config(r.tmp, 3, extra='control = "air.sock"')
+    r.start_daemon(config)
+    _wait(lambda: _all_connected(r), "every member connected")
+    done = _farlink("linkmgr", "hold", config, "m1")
+    assert (done.returncode, done.stdout.strip()) == (0, "ok m1 held"), done.stderr
+    _wait(lambda: r.states(1)[-1:] == ["idle"], "m1 hung up")
+    [hold] = r.events("hold")
+    assert (hold["modem"], hold["detail"]) == (1, "operator")
+    assert _last_snapshot(r.log)["modems"][1]["held"] is True
+    # Held: no redial after T_d (0.3 s), the others untouched.
+    dials = len([e for e in r.events("dial") if e["modem"] == 1])
+    time.sleep(1.5)
+    assert len([e for e in r.events("dial") if e["modem"] == 1]) == dials
+    assert r.states(1)[-1] == "idle"
+    assert r.states(0)[-1] == r.states(2)[-1] == "connected"
+    again = _farlink("linkmgr", "hold", config, "m1")
+    assert again.stdout.strip() == "ok m1 already held"
+    assert len(r.events("hold")) == 1
+    # Released through the socket itself, the member named by its number in the log.
+    done = _farlink("linkmgr", "release", r.tmp / "air.sock", "1")
+    assert (done.returncode, done.stdout.strip()) == (0, "ok m1 released"), done.stderr
+    _wait(lambda: r.states(1)[-1:] == ["connected"], "m1 connected again")
+    [release] = r.events("release")
+    assert release["modem"] == 1 and release["id"] > hold["id"]
+    assert _last_snapshot(r.log)["modems"][1]["held"] is False
+    # A second daemon on the same configuration is refused before it touches the log.
+    events = len(r.events())
+    second = _farlink("linkmgr", "run", config)
+    assert (second.returncode, second.stderr.count("\n")) == (2, 1), second.stderr
+    assert "a running daemon listens on it" in second.stderr
+    assert len(r.events()) == events
+    for bad, fragment in (("m9", 'no member "m9"'), ("3", 'no member "3"')):
+        done = _farlink("linkmgr", "hold", config, bad)
+        assert_one_error(done.returncode, done.stderr, fragment, "m0, m1, m2")
+    r.stop()
+    assert not (r.tmp / "air.sock").exists()
+    done = _farlink("linkmgr", "hold", config, "m1")
+    assert_one_error(done.returncode, done.stderr, "air.sock", "is the daemon running")
+
+
+def test_hold_needs_a_control_socket(tmp_path):
+    config = _config(tmp_path, 2)
+    done = _farlink("linkmgr", "hold", config, "m0")
+    assert_one_error(done.returncode, done.stderr, "no control socket", "control = ")
+    done = _farlink("linkmgr", "release", tmp_path / "nothing.toml", "m0")
+    assert_one_error(done.returncode, done.stderr, "nothing.toml", "cannot read")
+    long = _config(tmp_path, 2, extra=f'control = "{"x" * 120}.sock"')
+    done = _farlink("linkmgr", "run", long)
+    assert_one_error(done.returncode, done.stderr, "control: expected a socket path")
+
+
+def test_the_daemon_serves_its_dashboard(rig):
+    r = rig(2)
+    config = _config(r.tmp, 2, extra='[dashboard]\nlisten = "127.0.0.1:0"\n')
+    daemon = subprocess.Popen(
+        [*FARLINK_ARGV, "linkmgr", "run", str(config)],
+        cwd=r.tmp,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    r.procs.append(daemon)  # type: ignore[arg-type]
+    assert daemon.stdout is not None
+    with daemon.stdout:
+        line = daemon.stdout.readline().strip()
+    assert line.startswith("dashboard at http://127.0.0.1:"), line
+    url = line.split(" at ")[1]
+    _wait(lambda: _all_connected(r), "every member connected")
+
+    def state() -> dict:
+        with urllib.request.urlopen(url + "api/state", timeout=10) as resp:
+            return json.loads(resp.read())
+
+    _wait(lambda: sum(m["state"] == "connected" for m in state()["members"]) == 2, "the page")
+    with urllib.request.urlopen(url + "metrics", timeout=10) as resp:
+        assert "farlink_bundle_members_up 2" in resp.read().decode()
+    daemon.send_signal(signal.SIGTERM)
+    assert daemon.wait(timeout=30) == 0
+    assert r.events("daemon")[-1]["detail"] == "stop"
+
+
+def test_a_dashboard_off_loopback_without_a_token_is_refused(tmp_path):
+    config = _config(tmp_path, 2, extra='[dashboard]\nlisten = "0.0.0.0:8750"\n')
+    done = _farlink("linkmgr", "run", config)
+    assert_one_error(
+        done.returncode, done.stderr, "dashboard.listen: 0.0.0.0", "needs dashboard.token"
+    )
+    assert not (tmp_path / "air.sqlite").exists()

@@ -17,6 +17,8 @@ __all__ = [
     "build_info",
     "emulate",
     "estimate_scenario",
+    "linkmgr_config",
+    "linkmgr_control",
     "linkmgr_modem_sim",
     "linkmgr_run",
     "resolve_scenario",
@@ -263,6 +265,23 @@ def linkmgr_run(config_path: str) -> None:
 
     Raises:
         LinkMgrError: a bad configuration (``kind`` ``config``) or a failure while running.
+    """
+
+def linkmgr_control(target: str, request: str, modem: str) -> str:
+    """Send ``request`` (``hold`` or ``release``) for member ``modem`` (a name, or its number in
+    the log) to the daemon whose configuration, or control socket, is ``target``; its answer
+    (``ok ...``).
+
+    Raises:
+        LinkMgrError (``kind`` ``config``): a bad request, a configuration without a control
+            socket, no daemon listening, or the daemon's ``error: ...`` answer.
+    """
+
+def linkmgr_config(config_path: str) -> str:
+    """A daemon's configuration read and checked, as JSON (relative paths resolved).
+
+    Raises:
+        LinkMgrError (``kind`` ``config``): a bad configuration, placed.
     """
 
 def linkmgr_modem_sim(

@@ -1,4 +1,4 @@
-//! `_core.linkmgr_run` and `_core.linkmgr_modem_sim`: the link manager (crate `farlink-emu`)
+//! `_core.linkmgr_run`, `linkmgr_modem_sim`, `linkmgr_control` and `linkmgr_config`: the link manager (crate `farlink-emu`)
 //! from Python, each run with the GIL released until SIGTERM or SIGINT.
 
 use std::io::Write;
@@ -88,9 +88,40 @@ pub(crate) fn linkmgr_modem_sim(
     .map_err(|e| to_py(py, e))
 }
 
+/// Sends `request` (`hold` or `release`) for member `modem` to the daemon of the configuration
+/// (or control socket) `target`; returns its answer.
+#[pyfunction]
+pub(crate) fn linkmgr_control(
+    py: Python<'_>,
+    target: &str,
+    request: &str,
+    modem: &str,
+) -> PyResult<String> {
+    let path = PathBuf::from(target);
+    let mut answer = String::new();
+    py.detach(|| {
+        caught(|| {
+            answer = linkmgr::control(&path, request, modem)?;
+            Ok(())
+        })
+    })
+    .map_err(|e| to_py(py, e))?;
+    Ok(answer)
+}
+
+/// The configuration file `config_path` read and checked, as JSON (relative paths resolved).
+#[pyfunction]
+pub(crate) fn linkmgr_config(py: Python<'_>, config_path: &str) -> PyResult<String> {
+    linkmgr::config::load(Path::new(config_path))
+        .map(|c| c.to_json().to_string())
+        .map_err(|e| to_py(py, Failure::Config(e.to_string())))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(linkmgr_run, m)?)?;
     m.add_function(wrap_pyfunction!(linkmgr_modem_sim, m)?)?;
+    m.add_function(wrap_pyfunction!(linkmgr_control, m)?)?;
+    m.add_function(wrap_pyfunction!(linkmgr_config, m)?)?;
     m.add("LinkMgrError", m.py().get_type::<LinkMgrError>())?;
     Ok(())
 }

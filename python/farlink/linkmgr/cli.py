@@ -182,12 +182,52 @@ def run_command(
     """Run the daemon: dial (air) or answer (ground) every member, notice call drops, redial,
     block failing modems, log every event; until SIGTERM or Ctrl-C."""
     from farlink import _core
+    from farlink.linkmgr.dashboard import DashboardError
     from farlink.linkmgr.run import run_daemon
 
     try:
         run_daemon(config)
     except _core.LinkMgrError as err:
         _fail(err)
+    except DashboardError as err:
+        raise _cli_error(f"{config}: {err}") from None
+
+
+TargetArg = Annotated[
+    Path,
+    typer.Argument(
+        help="The daemon's configuration (its `control` socket) or the control socket itself.",
+        show_default=False,
+    ),
+]
+ModemArg = Annotated[
+    str,
+    typer.Argument(
+        help="A member's name, or its number in the log (0 for the first).", show_default=False
+    ),
+]
+
+
+def _control(target: Path, request: str, modem: str) -> None:
+    from farlink import _core
+
+    try:
+        typer.echo(_core.linkmgr_control(str(target), request, modem))
+    except _core.LinkMgrError as err:
+        raise _cli_error(f"linkmgr {request}: {err}") from None
+
+
+@linkmgr_app.command("hold")
+def hold_command(target: TargetArg, modem: ModemArg) -> None:
+    """Tell a running daemon to hang a member up and keep it down (maintenance) until
+    `release`; logged as `hold`."""
+    _control(target, "hold", modem)
+
+
+@linkmgr_app.command("release")
+def release_command(target: TargetArg, modem: ModemArg) -> None:
+    """Tell a running daemon to let a held member dial again; logged as `release`."""
+    _control(target, "release", modem)
 
 
 @linkmgr_app.command("modem-sim")

@@ -363,3 +363,38 @@ def serve(
 
     with contextlib.suppress(KeyboardInterrupt, GracefulExit):
         asyncio.run(_serve(path, host, port, token, on_ready, stop))
+
+
+def serve_in_thread(
+    log_path: str | os.PathLike[str],
+    listen: str,
+    token: str | None,
+    stop: threading.Event,
+    say: Callable[[str], None],
+    wait_s: float,
+) -> threading.Thread:
+    """:func:`serve` in a thread of its own (a daemon's, the demo's), until ``stop`` is set.
+    Returns once it listens (``say`` is given its address); a failure to start within
+    ``wait_s`` raises :class:`DashboardError`."""
+    ready = threading.Event()
+    failure: list[BaseException] = []
+
+    def on_ready(url: str) -> None:
+        say(f"dashboard at {url}")
+        ready.set()
+
+    def run() -> None:
+        try:
+            serve(log_path, listen, token, on_ready=on_ready, stop=stop)
+        except Exception as err:  # reported by the caller, which waits for it
+            failure.append(err)
+            ready.set()
+
+    t = threading.Thread(target=run, name="dashboard", daemon=True)
+    t.start()
+    if not ready.wait(wait_s):
+        stop.set()
+        raise DashboardError(f"not listening after {wait_s:.0f} s")
+    if failure:
+        raise DashboardError(str(failure[0]))
+    return t

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,7 @@ def daemon_config(role: str, modems: int, modem_dir: Path, timers: dict[str, flo
     share = 1.0 if role == "air" else 0.1
     return f"""role = "{role}"
 log = "{role}.sqlite"
+control = "{role}.sock"
 primary = {"true" if role == "air" else "false"}
 {members}
 [profile]
@@ -146,11 +147,9 @@ member_rate = "2400bps"
 """
 
 
-def sim_scenario(modems: int, size_bytes: int, time_scale: float) -> dict[str, Any]:
-    """``iridium-greenland-8`` with the demo's modems, file and timers, starting from the first
-    dial (``start = "dialing"``) as the demo counts."""
-    from farlink import units
-
+def scaled_scenario(modems: int, time_scale: float) -> dict[str, Any]:
+    """``iridium-greenland-8`` with ``modems`` members and the timers of ``time_scale``, starting
+    from the first dial (``start = "dialing"``) as the daemons do."""
     doc = _preset_bundle()
     t = scaled_timers(time_scale)
     b = doc["links"][0]["bundle"]
@@ -160,6 +159,17 @@ def sim_scenario(modems: int, size_bytes: int, time_scale: float) -> dict[str, A
     del b["call_drop_rate"]
     for key in ("dial_time", "t_d", "t_f", "blocked_for", "detection_delay"):
         b[key] = f"{t[key + '_s']}s"
+    return doc
+
+
+def sim_scenario(modems: int, size_bytes: int, time_scale: float) -> dict[str, Any]:
+    """``iridium-greenland-8`` with the demo's modems, file and timers, starting from the first
+    dial (``start = "dialing"``) as the demo counts."""
+    from farlink import units
+
+    doc = scaled_scenario(modems, time_scale)
+    t = scaled_timers(time_scale)
+    b = doc["links"][0]["bundle"]
     doc["flows"][0]["app"]["size"] = f"{size_bytes}B"
     # Long enough for the transfer at a tenth of the bundle's rate, with every dial.
     rate_bps = units.parse_bitrate_bps(b["rate"]) * modems
@@ -297,42 +307,34 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise _Terminated
 
 
-def _transfer(ns: str, *args: str, size_bytes: int, timeout_s: float) -> list[str]:
-    """The command line of one end of the demo's transfer, run in namespace ``ns``."""
+def transfer_command(ns: str, *args: str, timeout_s: float) -> list[str]:
+    """The command line of one end of a transfer (``farlink.linkmgr.transfer ARGS``) run in
+    namespace ``ns`` on the demo's port and seed."""
     return [
         *("ip", "netns", "exec", ns, sys.executable, "-m", "farlink.linkmgr.transfer", *args),
-        *("--port", str(PORT), "--size", str(size_bytes), "--seed", str(SEED)),
-        *("--timeout", str(timeout_s)),
+        *("--port", str(PORT), "--seed", str(SEED), "--timeout", str(timeout_s)),
     ]
 
 
-def run_demo(
-    *,
-    modems: int,
-    size_bytes: int,
-    time_scale: float,
-    folder: Path,
-    keep: bool = False,
-    listen: str = "127.0.0.1:0",
-    token: str | None = None,
-    timeout_s: float | None = None,
-    say: Callable[[str], None] = print,
-    on_transfer_started: Callable[[Callable[[str], None]], None] | None = None,
-) -> DemoResult:
-    """Runs the demo in ``folder`` (its logs, configurations and the modems' links); returns
-    once the transfer is over (with ``keep``: once interrupted after it). Everything it made
-    (namespaces, processes, links) is gone when it returns or raises, the logs excepted.
+@dataclass(frozen=True)
+class RunningBundle:
+    """The parts :func:`running_bundle` started: its processes, namespaces and the air log."""
 
-    ``timeout_s`` bounds the transfer (default: ten times its time at the bundle's full rate
-    plus ten minutes scaled). ``on_transfer_started(kill_and_restart)`` is called (from this
-    thread) once the sender runs: a test's hook to do harm mid-transfer, given a function that
-    SIGKILLs a part (``"ground-daemon"``, ``"air-daemon"``) and starts it again.
-    """
+    procs: _Procs
+    air_ns: str
+    ground_ns: str
+    air_log: Path
+
+
+@contextlib.contextmanager
+def running_bundle(
+    *, modems: int, time_scale: float, folder: Path, say: Callable[[str], None] = print
+) -> Iterator[RunningBundle]:
+    """Two namespaces, ``modems`` simulated modem pairs (the preset's, seed :data:`SEED`) and
+    a daemon at each end, up until the context ends; then everything it made is removed, the
+    logs, configurations and stderr in ``folder`` excepted. SIGTERM raises KeyboardInterrupt
+    meanwhile, so that a terminated run cleans up too."""
     check_can_run()
-    from farlink.linkmgr.dashboard import check_access, parse_listen
-
-    host, _ = parse_listen(listen)
-    check_access(host, token)
     folder.mkdir(parents=True, exist_ok=True)
     # A daemon would resume from an old log's snapshot; a part's stderr is appended to (a
     # restarted part keeps what it said before).
@@ -341,15 +343,10 @@ def run_demo(
     timers = scaled_timers(time_scale)
     modem_dir = folder / "modems"
     air_log = folder / "air.sqlite"
-    line_bps = 2400 * modems
-    if timeout_s is None:
-        timeout_s = 10 * size_bytes * 8 / line_bps + 6000 / time_scale + 60
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     remove_stale()
     spaces: RunNamespaces | None = None
     procs = _Procs(folder)
-    stop_dashboard = threading.Event()
-    dashboard: threading.Thread | None = None
     try:
         try:
             spaces = RunNamespaces()
@@ -390,53 +387,93 @@ def run_demo(
                 ["ip", "netns", "exec", ns, *_farlink(), "linkmgr", "run", str(config)],
             )
         _wait(lambda: bool(_query(air_log, "SELECT 1 FROM events")), "the air log", 30, procs)
-        dashboard = _start_dashboard(air_log, listen, token, stop_dashboard, say)
-        procs.start(
-            "receiver",
-            _transfer(ground_ns, "receive", size_bytes=size_bytes, timeout_s=timeout_s),
-            stdout=subprocess.PIPE,
-        )
-        first_dial = _first_dial(air_log, procs)
-        say(f"first dial at {time.strftime('%H:%M:%S', time.gmtime(first_dial))} UTC")
-        procs.start(
-            "sender",
-            _transfer(air_ns, "send", GROUND_ADDRESS, size_bytes=size_bytes, timeout_s=timeout_s),
-        )
-        say(f"sending {size_bytes} bytes from air to ground across the bundle")
-        if on_transfer_started is not None:
-            on_transfer_started(procs.kill_and_restart)
-        received = _await_transfer(procs, timeout_s)
-        transfer_s = received["end_unix_s"] - first_dial
-        drops = len(_query(air_log, "SELECT 1 FROM events WHERE kind = 'drop'"))
-        say(f"transfer done: {received['bytes']} bytes, verified {received['verified']}")
-        sim_s = simulated_time_s(modems, size_bytes, time_scale)
-        model_s = model_time_s(modems, size_bytes, time_scale)
-        result = DemoResult(
-            modems=modems,
-            size_bytes=size_bytes,
-            time_scale=time_scale,
-            transfer_time_s=transfer_s,
-            sim_transfer_time_s=sim_s,
-            model_transfer_time_s=model_s,
-            bytes_received=int(received["bytes"]),
-            verified=bool(received["verified"]),
-            log=str(air_log),
-            drops=drops,
-        )
-        if keep:
-            say("up until Ctrl-C (--keep)")
-            with contextlib.suppress(KeyboardInterrupt, _Terminated):
-                while True:
-                    time.sleep(1)
-        return result
+        yield RunningBundle(procs=procs, air_ns=air_ns, ground_ns=ground_ns, air_log=air_log)
     finally:
-        stop_dashboard.set()
         procs.stop_all()
-        if dashboard is not None:
-            dashboard.join(timeout=STOP_WAIT_S)
         if spaces is not None:
             spaces.close()
         signal.signal(signal.SIGTERM, previous)
+
+
+def run_demo(
+    *,
+    modems: int,
+    size_bytes: int,
+    time_scale: float,
+    folder: Path,
+    keep: bool = False,
+    listen: str = "127.0.0.1:0",
+    token: str | None = None,
+    timeout_s: float | None = None,
+    say: Callable[[str], None] = print,
+    on_transfer_started: Callable[[Callable[[str], None]], None] | None = None,
+) -> DemoResult:
+    """Runs the demo in ``folder`` (its logs, configurations and the modems' links); returns
+    once the transfer is over (with ``keep``: once interrupted after it). Everything it made
+    (namespaces, processes, links) is gone when it returns or raises, the logs excepted.
+
+    ``timeout_s`` bounds the transfer (default: ten times its time at the bundle's full rate
+    plus ten minutes scaled). ``on_transfer_started(kill_and_restart)`` is called (from this
+    thread) once the sender runs: a test's hook to do harm mid-transfer, given a function that
+    SIGKILLs a part (``"ground-daemon"``, ``"air-daemon"``) and starts it again.
+    """
+    check_can_run()
+    from farlink.linkmgr.dashboard import check_access, parse_listen
+
+    host, _ = parse_listen(listen)
+    check_access(host, token)
+    line_bps = 2400 * modems
+    if timeout_s is None:
+        timeout_s = 10 * size_bytes * 8 / line_bps + 6000 / time_scale + 60
+    size = ("--size", str(size_bytes))
+    stop_dashboard = threading.Event()
+    dashboard: threading.Thread | None = None
+    with running_bundle(modems=modems, time_scale=time_scale, folder=folder, say=say) as b:
+        procs, air_log = b.procs, b.air_log
+        try:
+            dashboard = _start_dashboard(air_log, listen, token, stop_dashboard, say)
+            procs.start(
+                "receiver",
+                transfer_command(b.ground_ns, "receive", *size, timeout_s=timeout_s),
+                stdout=subprocess.PIPE,
+            )
+            first_dial = first_dial_unix_s(air_log, procs)
+            say(f"first dial at {time.strftime('%H:%M:%S', time.gmtime(first_dial))} UTC")
+            procs.start(
+                "sender",
+                transfer_command(b.air_ns, "send", GROUND_ADDRESS, *size, timeout_s=timeout_s),
+            )
+            say(f"sending {size_bytes} bytes from air to ground across the bundle")
+            if on_transfer_started is not None:
+                on_transfer_started(procs.kill_and_restart)
+            received = await_transfer(procs, timeout_s)
+            transfer_s = received["end_unix_s"] - first_dial
+            drops = len(_query(air_log, "SELECT 1 FROM events WHERE kind = 'drop'"))
+            say(f"transfer done: {received['bytes']} bytes, verified {received['verified']}")
+            sim_s = simulated_time_s(modems, size_bytes, time_scale)
+            model_s = model_time_s(modems, size_bytes, time_scale)
+            result = DemoResult(
+                modems=modems,
+                size_bytes=size_bytes,
+                time_scale=time_scale,
+                transfer_time_s=transfer_s,
+                sim_transfer_time_s=sim_s,
+                model_transfer_time_s=model_s,
+                bytes_received=int(received["bytes"]),
+                verified=bool(received["verified"]),
+                log=str(air_log),
+                drops=drops,
+            )
+            if keep:
+                say("up until Ctrl-C (--keep)")
+                with contextlib.suppress(KeyboardInterrupt, _Terminated):
+                    while True:
+                        time.sleep(1)
+            return result
+        finally:
+            stop_dashboard.set()
+            if dashboard is not None:
+                dashboard.join(timeout=STOP_WAIT_S)
 
 
 def _start_dashboard(
@@ -446,31 +483,16 @@ def _start_dashboard(
     stop: threading.Event,
     say: Callable[[str], None],
 ) -> threading.Thread:
-    from farlink.linkmgr.dashboard import serve
+    from farlink.linkmgr.dashboard import DashboardError, serve_in_thread
 
-    ready = threading.Event()
-    failure: list[BaseException] = []
-
-    def on_ready(url: str) -> None:
-        say(f"dashboard at {url}")
-        ready.set()
-
-    def run() -> None:
-        try:
-            serve(log, listen, token, on_ready=on_ready, stop=stop)
-        except Exception as err:  # reported by the caller, which waits for it
-            failure.append(err)
-            ready.set()
-
-    t = threading.Thread(target=run, name="dashboard", daemon=True)
-    t.start()
-    ready.wait(STARTUP_WAIT_S)
-    if failure:
-        raise DemoError(f"dashboard: {failure[0]}")
-    return t
+    try:
+        return serve_in_thread(log, listen, token, stop, say, STARTUP_WAIT_S)
+    except DashboardError as err:
+        raise DemoError(f"dashboard: {err}") from None
 
 
-def _first_dial(log: Path, procs: _Procs) -> float:
+def first_dial_unix_s(log: Path, procs: _Procs) -> float:
+    """When the air end first dialled (waits for it)."""
     rows: list[tuple[Any, ...]] = []
 
     def dialled() -> bool:
@@ -481,7 +503,8 @@ def _first_dial(log: Path, procs: _Procs) -> float:
     return float(rows[0][0])
 
 
-def _await_transfer(procs: _Procs, timeout_s: float) -> dict[str, Any]:
+def await_transfer(procs: _Procs, timeout_s: float) -> dict[str, Any]:
+    """The receiver's JSON line once it exits; fails if a part exits first."""
     receiver = procs.procs["receiver"]
     deadline = time.monotonic() + timeout_s + STOP_WAIT_S
     while receiver.poll() is None:

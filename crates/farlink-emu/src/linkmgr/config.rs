@@ -70,6 +70,19 @@ pub struct LinkMgrConfig {
     pub primary: bool,
     pub log: PathBuf,
     pub tun: Option<TunConfig>,
+    /// The Unix socket the daemon takes operators' commands on (`hold`, `release`).
+    pub control: Option<PathBuf>,
+    /// The dashboard the daemon serves (started beside it by `farlink linkmgr run`).
+    pub dashboard: Option<DashboardConfig>,
+}
+
+/// The `[dashboard]` table: where the daemon's process serves the dashboard of its log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DashboardConfig {
+    /// `HOST:PORT`, an IPv4 or IPv6 address.
+    pub listen: String,
+    /// Every request must carry it; required off loopback.
+    pub token: Option<String>,
 }
 
 impl LinkMgrConfig {
@@ -102,6 +115,10 @@ impl LinkMgrConfig {
             },
             "primary": self.primary,
             "log": self.log.display().to_string(),
+            "control": self.control.as_ref().map(|c| c.display().to_string()),
+            "dashboard": self.dashboard.as_ref().map(|d| json!({
+                "listen": d.listen, "token": d.token,
+            })),
             "tun": self.tun.as_ref().map(|t| json!({
                 "name": t.name, "address": t.address, "peer": t.peer,
                 "member_rate_bps": t.member_rate_bps,
@@ -163,7 +180,15 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<LinkMgrConfig, Confi
         root,
         "",
         &[
-            "role", "log", "primary", "members", "profile", "timers", "tun",
+            "role",
+            "log",
+            "primary",
+            "members",
+            "profile",
+            "timers",
+            "tun",
+            "control",
+            "dashboard",
         ],
     )?;
     let role = match r.opt_str(root, "", "role")?.as_deref() {
@@ -199,6 +224,21 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<LinkMgrConfig, Confi
     let (profile, flow_control) = r.profile(root)?;
     let timers = r.timers(root)?;
     let tun = r.tun(root)?;
+    let control = match r.opt_str(root, "", "control")? {
+        Some(c) if !c.is_empty() && base.join(&c).as_os_str().len() < UNIX_PATH_MAX => {
+            Some(base.join(c))
+        }
+        Some(_) => {
+            return Err(r.at_value(
+                root,
+                "",
+                "control",
+                format!("expected a socket path of 1 to {} bytes", UNIX_PATH_MAX - 1),
+            ))
+        }
+        None => None,
+    };
+    let dashboard = r.dashboard(root)?;
     Ok(LinkMgrConfig {
         role,
         members,
@@ -208,8 +248,13 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<LinkMgrConfig, Confi
         primary,
         log,
         tun,
+        control,
+        dashboard,
     })
 }
+
+/// A Unix socket's path, its terminating NUL included, fits in `sun_path` (108 on Linux).
+const UNIX_PATH_MAX: usize = 108;
 
 struct Reader<'a> {
     file: &'a str,
@@ -589,6 +634,29 @@ impl Reader<'_> {
         Ok(m)
     }
 
+    /// The `[dashboard]` table: `listen` (`HOST:PORT`, default `127.0.0.1:8750`) and `token`.
+    /// The dashboard is Python's (`farlink linkmgr run` starts it), which checks the address
+    /// and the token's rule (any address but loopback needs one) as `farlink linkmgr
+    /// dashboard` does.
+    fn dashboard(&self, root: &Table) -> Result<Option<DashboardConfig>, ConfigError> {
+        let Some(t) = self.table(root, "dashboard")? else {
+            return Ok(None);
+        };
+        let pre = "dashboard";
+        self.known(t, pre, &["listen", "token"])?;
+        let listen = self
+            .opt_str(t, pre, "listen")?
+            .unwrap_or_else(|| "127.0.0.1:8750".into());
+        if listen.is_empty() {
+            return Err(self.at_value(t, pre, "listen", "expected ADDRESS:PORT".into()));
+        }
+        let token = self.opt_str(t, pre, "token")?;
+        if token.as_deref() == Some("") {
+            return Err(self.at_value(t, pre, "token", "expected a non-empty token".into()));
+        }
+        Ok(Some(DashboardConfig { listen, token }))
+    }
+
     fn tun(&self, root: &Table) -> Result<Option<TunConfig>, ConfigError> {
         let Some(t) = self.table(root, "tun")? else {
             return Ok(None);
@@ -777,5 +845,38 @@ blocked_for = "10min"
             "{GOOD}\n[tun]\naddress = \"10.77.0.1\"\npeer = \"10.77.0.2\"\n"
         ))
         .starts_with("cfg.toml:22: tun.address: expected an IPv4 address with its prefix"));
+    }
+
+    #[test]
+    fn reads_the_control_socket_and_the_dashboard() {
+        let c = parse("c", GOOD, Path::new("/etc/farlink")).unwrap();
+        assert!(c.control.is_none() && c.dashboard.is_none());
+        let text = GOOD.replace(
+            "primary = true\n",
+            "primary = true\ncontrol = \"air.sock\"\n[dashboard]\ntoken = \"s\"\n",
+        );
+        let c = parse("c", &text, Path::new("/etc/farlink")).unwrap();
+        assert_eq!(c.control, Some(PathBuf::from("/etc/farlink/air.sock")));
+        let d = c.dashboard.clone().unwrap();
+        assert_eq!(
+            (d.listen.as_str(), d.token.as_deref()),
+            ("127.0.0.1:8750", Some("s"))
+        );
+        assert_eq!(c.to_json()["dashboard"]["listen"], "127.0.0.1:8750");
+        assert_eq!(c.to_json()["control"], "/etc/farlink/air.sock");
+        assert!(
+            err(&GOOD.replace("primary = true\n", "primary = true\ncontrol = \"\"\n"))
+                .starts_with("cfg.toml:4: control: expected a socket path of 1 to 107 bytes")
+        );
+        assert!(err(&GOOD.replace(
+            "primary = true\n",
+            "primary = true\n[dashboard]\nport = 1\n"
+        ))
+        .starts_with("cfg.toml:5: dashboard.port: unknown field; expected one of: listen"));
+        assert!(err(&GOOD.replace(
+            "primary = true\n",
+            "primary = true\n[dashboard]\ntoken = \"\"\n"
+        ))
+        .starts_with("cfg.toml:5: dashboard.token: expected a non-empty token"));
     }
 }

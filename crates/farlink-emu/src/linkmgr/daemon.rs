@@ -24,6 +24,7 @@ use farlink_core::time::{SimDuration, SimTime};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::config::{LinkMgrConfig, Role};
+use super::control::{ControlServer, Request};
 use super::eventlog::{Event, EventLog};
 use super::plane::{DataPlane, PlaneStats};
 use super::serial::SerialPort;
@@ -82,6 +83,8 @@ pub struct Daemon {
     primary: Option<u32>,
     last_stats: PlaneStats,
     next_stats: SimTime,
+    /// The operators' commands (`hold`, `release`), if the configuration has a socket.
+    control: Option<ControlServer>,
 }
 
 /// Seconds since 1970 now.
@@ -127,6 +130,12 @@ impl Daemon {
     pub fn new(cfg: LinkMgrConfig, plane: Option<Box<dyn DataPlane>>) -> Result<Daemon, String> {
         let start_mono_ns = monotonic_ns();
         let epoch_unix_s = unix_now_s();
+        // Before the log: a second daemon on this configuration is refused untouched.
+        let control = cfg
+            .control
+            .as_deref()
+            .map(ControlServer::bind)
+            .transpose()?;
         let names: Vec<String> = cfg.members.iter().map(|m| m.name.clone()).collect();
         let config_json = cfg.to_json().to_string();
         let (mut log, saved) = EventLog::open(&cfg.log, cfg.role.name(), &names, &config_json)?;
@@ -196,6 +205,7 @@ impl Daemon {
                 ..PlaneStats::default()
             },
             next_stats: SimTime::ZERO,
+            control,
         };
         for m in 0..n {
             d.open_port(now, m);
@@ -683,6 +693,7 @@ impl Daemon {
         let timeout_ms = super::poll_timeout_ms(now, wake, max_wait_ms);
         let mut ready: Vec<(usize, PollFlags)> = Vec::new();
         let mut plane_ready: Vec<RawFd> = Vec::new();
+        let mut control_ready = false;
         {
             let mut owners: Vec<Option<usize>> = Vec::new();
             let mut fds: Vec<PollFd<'_>> = Vec::new();
@@ -707,6 +718,12 @@ impl Daemon {
                 fds.push(PollFd::new(*b, PollFlags::POLLIN));
                 owners.push(None);
             }
+            let first_control = fds.len();
+            if let Some(c) = self.control.as_ref() {
+                for fd in c.fds() {
+                    fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                }
+            }
             let t = PollTimeout::try_from(timeout_ms as i32).unwrap_or(PollTimeout::MAX);
             match poll(&mut fds, t) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
@@ -717,6 +734,10 @@ impl Daemon {
                 let Some(rev) = fd.revents().filter(|r| !r.is_empty()) else {
                     continue;
                 };
+                if k >= first_control {
+                    control_ready = true;
+                    continue;
+                }
                 match owners[k] {
                     Some(i) => ready.push((i, rev)),
                     None => plane_ready.push(plane_fds[k - first_plane]),
@@ -742,6 +763,9 @@ impl Daemon {
                 p.on_ready(fd, now);
             }
         }
+        if control_ready {
+            self.serve_control(now)?;
+        }
         self.on_timers(now)?;
         while let Some((member, how)) = self.plane.as_mut().and_then(|p| p.take_member_lost()) {
             let m = member as usize;
@@ -757,6 +781,78 @@ impl Daemon {
             }
         }
         self.apply(now)
+    }
+
+    /// Answers the operators' requests that came in on the control socket.
+    fn serve_control(&mut self, now: SimTime) -> Result<(), String> {
+        let Some(mut control) = self.control.take() else {
+            return Ok(());
+        };
+        let mut failure = None;
+        control.service(|request| match self.operator(now, request) {
+            Ok(answer) => answer,
+            Err(e) => {
+                failure = Some(e);
+                "error: the daemon failed".into()
+            }
+        });
+        self.control = Some(control);
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Carries out an operator's request and logs it; its answer, `ok ...` or `error: ...`.
+    /// `Err`: the log could not be written.
+    fn operator(
+        &mut self,
+        now: SimTime,
+        request: Result<Request, String>,
+    ) -> Result<String, String> {
+        let request = match request {
+            Ok(r) => r,
+            Err(e) => return Ok(format!("error: {e}")),
+        };
+        let (Request::Hold(modem) | Request::Release(modem)) = &request;
+        let Some(m) = self.member_named(modem) else {
+            let names: Vec<&str> = self.members.iter().map(|m| m.name.as_str()).collect();
+            return Ok(format!(
+                "error: no member {modem:?}; expected a name ({}) or a number from 0 to {}",
+                names.join(", "),
+                names.len() - 1
+            ));
+        };
+        let name = self.members[m].name.clone();
+        let mu = m as u32;
+        let held = self.sup.is_held(mu);
+        let (kind, answer) = match request {
+            Request::Hold(_) if held => return Ok(format!("ok {name} already held")),
+            Request::Release(_) if !held => return Ok(format!("ok {name} not held")),
+            Request::Hold(_) => {
+                self.sup.hold(now, mu);
+                ("hold", format!("ok {name} held"))
+            }
+            Request::Release(_) => {
+                self.sup.release(now, mu);
+                ("release", format!("ok {name} released"))
+            }
+        };
+        self.log(now, Event::new(kind).modem(mu).detail("operator"))?;
+        self.apply(now)?;
+        // A member held while idle changes no state: its hold is saved all the same.
+        self.log.snapshot(&self.sup.snapshot())?;
+        Ok(answer)
+    }
+
+    /// Member `modem`: by name, else by its number in the log.
+    fn member_named(&self, modem: &str) -> Option<usize> {
+        self.members
+            .iter()
+            .position(|m| m.name == modem)
+            .or_else(|| {
+                modem
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&i| i < self.members.len())
+            })
     }
 
     /// The supervisor (for tests and the caller's inspection).

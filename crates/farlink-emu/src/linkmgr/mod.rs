@@ -4,6 +4,7 @@
 //!
 //! * `config`: the TOML configuration, errors placed `FILE:LINE: path: message`;
 //! * `serial`: a modem's port (raw termios, the rate, RTS/CTS, DCD);
+//! * `control`: the daemon's control socket (`hold`, `release`);
 //! * `eventlog`: the SQLite event log and the snapshots a restart resumes from;
 //! * `plane`: the seam to the data plane (the bundle on a TUN device);
 //! * `daemon`: the loop;
@@ -12,6 +13,7 @@
 //! * [`testbed`]: two namespaces joined by paced member links, to measure the data plane.
 
 pub mod config;
+pub mod control;
 pub mod daemon;
 pub mod dataplane;
 pub mod eventlog;
@@ -53,6 +55,30 @@ pub fn run_daemon(config_path: &Path) -> Result<(), LinkMgrError> {
     let cfg = config::load(config_path).map_err(|e| LinkMgrError::Config(e.to_string()))?;
     let plane = plane::from_config(&cfg).map_err(LinkMgrError::Config)?;
     daemon::run(cfg, plane)
+}
+
+/// `farlink linkmgr hold|release TARGET MODEM`: `target` is a daemon's configuration (its
+/// `control` socket) or the socket itself; returns the daemon's answer.
+pub fn control(target: &Path, request: &str, modem: &str) -> Result<String, LinkMgrError> {
+    let req =
+        control::Request::parse(&format!("{request} {modem}")).map_err(LinkMgrError::Config)?;
+    let socket = if is_socket(target) {
+        target.to_path_buf()
+    } else {
+        let cfg = config::load(target).map_err(|e| LinkMgrError::Config(e.to_string()))?;
+        cfg.control.ok_or_else(|| {
+            LinkMgrError::Config(format!(
+                "{}: no control socket: set `control = \"PATH\"` and restart the daemon",
+                target.display()
+            ))
+        })?
+    };
+    control::send(&socket, &req).map_err(LinkMgrError::Config)
+}
+
+fn is_socket(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket())
 }
 
 /// `farlink linkmgr modem-sim`: the modems of the first bundle link of `scenario_json` (a
