@@ -23,6 +23,7 @@ __all__ = [
     "linkmgr_run",
     "resolve_scenario",
     "run_scenario",
+    "send",
     "toml_line",
 ]
 
