@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from farlink.outputs import write_between_markers
 from farlink.tbf_compare import emulator_run, kernel_run, median_of
 from farlink.testbed import missing_capability
 
@@ -79,17 +80,6 @@ def table(rows: list[dict], meta: dict) -> list[str]:
     return lines
 
 
-def write_section(lines: list[str]) -> None:
-    text = DOC.read_text()
-    section = "\n".join([BEGIN, *lines, END])
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per run")
@@ -142,7 +132,7 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     if args.write:
-        write_section(lines)
+        write_between_markers(DOC, BEGIN, END, "\n".join(lines))
     return 0
 
 

@@ -40,6 +40,7 @@ import numpy as np
 
 from farlink import __version__, simulate
 from farlink.emulate import emulate
+from farlink.outputs import write_between_markers
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "validation.md"
@@ -175,18 +176,6 @@ def far_link_row(preset: str, cc: str, overrides: dict) -> list[str]:
     return rows
 
 
-def write_section(lines: list[str], doc: Path) -> None:
-    text = doc.read_text() if doc.exists() else ""
-    section = "\n".join([BEGIN, *lines, END])
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    doc.write_text(text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds per cell (the issue's 3)")
@@ -275,7 +264,7 @@ def main() -> int:
             "|---|---|---|---|---|---|---|---|",
             *far_rows,
         ]
-    write_section(lines, args.out)
+    write_between_markers(args.out, BEGIN, END, "\n".join(lines))
     print(f"{passed}/{len(rows)} cells within the criterion; wrote {args.out}")
     return 0
 

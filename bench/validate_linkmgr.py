@@ -21,7 +21,8 @@ from pathlib import Path
 
 from farlink import units
 from farlink.linkmgr.demo import DemoError
-from farlink.linkmgr.validation import run_validation, table_markdown, write_between_markers
+from farlink.linkmgr.validation import run_validation, table_markdown
+from farlink.outputs import write_between_markers
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "linkmgr.md"
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(v.to_dict()))
     print(table)
     if not a.no_doc:
-        write_between_markers(DOC, BEGIN, END, table)
+        write_between_markers(DOC, BEGIN, END, table.rstrip("\n"))
         print(f"written to {DOC}", file=sys.stderr)
     return 0
 

@@ -21,12 +21,12 @@ same case and the thesis's published times; each delay's table is written betwee
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from farlink.emulate import emulate
+from farlink.outputs import write_between_markers
 from farlink.reproduce.stpd_lossy import TESTBED_CASES, testbed_sets
 from farlink.sim import simulate
 
@@ -74,16 +74,7 @@ HEADER = (
 def write(lines: list[str], markers: tuple[str, str] = (BEGIN, END)) -> None:
     """Puts the tables so far between the markers of docs/wire.md (after every row, so a long
     run that is stopped keeps what it measured)."""
-    begin, end = markers
-    table = "\n".join(lines)
-    text = DOC.read_text(encoding="utf-8")
-    new = re.sub(
-        re.escape(begin) + ".*?" + re.escape(end),
-        lambda _: f"{begin}\n{table}\n{end}",
-        text,
-        flags=re.S,
-    )
-    DOC.write_text(new, encoding="utf-8")
+    write_between_markers(DOC, *markers, "\n".join(lines))
 
 
 TESTBED_HEADER = (

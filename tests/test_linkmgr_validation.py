@@ -25,8 +25,8 @@ from farlink.linkmgr.validation import (
     sim_drop_log,
     simulated_side,
     table_markdown,
-    write_between_markers,
 )
+from farlink.outputs import write_between_markers
 
 LIMIT_S = 30.0
 
@@ -184,6 +184,9 @@ def test_table_and_markers(tmp_path: Path):
     assert "too short" in table_markdown(_validation(None))
     doc = tmp_path / "doc.md"
     doc.write_text("before\n<!-- b -->\nold\n<!-- e -->\nafter\n")
-    write_between_markers(doc, "<!-- b -->", "<!-- e -->", "new\n")
-    write_between_markers(doc, "<!-- b -->", "<!-- e -->", "newer\n")
+    write_between_markers(doc, "<!-- b -->", "<!-- e -->", "new")
+    write_between_markers(doc, "<!-- b -->", "<!-- e -->", "newer")
     assert doc.read_text() == "before\n<!-- b -->\nnewer\n<!-- e -->\nafter\n"
+    # A document without the markers gets the section at its end.
+    write_between_markers(doc, "<!-- x -->", "<!-- y -->", "row\n")
+    assert doc.read_text().endswith("after\n\n<!-- x -->\nrow\n\n<!-- y -->\n")

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import realcap  # noqa: E402  (the harness the tests use)
+from farlink.outputs import write_between_markers  # noqa: E402
 
 BEGIN, END = "<!-- validate-captures:begin -->", "<!-- validate-captures:end -->"
 DROP_P = 0.02
@@ -152,9 +153,7 @@ def main() -> int:
     (args.out / "results.json").write_text(json.dumps(rows, indent=1))
     if args.only:
         return 0
-    doc = args.doc.read_text()
-    start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    args.doc.write_text(doc[:start] + "\n" + table(rows) + "\n" + doc[end:])
+    write_between_markers(args.doc, BEGIN, END, table(rows))
     print(f"wrote {args.doc}")
     return 0
 

@@ -22,6 +22,7 @@ __all__ = [
     "OutputFolder",
     "make_folder",
     "safe_name",
+    "write_between_markers",
     "write_bytes",
     "write_text",
 ]
@@ -69,6 +70,21 @@ MAX_NAME_BYTES = 100
 systems allow 255; the rest is left for suffixes such as ``.parquet``)."""
 
 _UNSAFE = re.compile(r"[^\w.+=@,-]+")
+
+
+def write_between_markers(doc: Path, begin: str, end: str, text: str) -> None:
+    """Puts ``text`` (lines, without a final newline) between the marker lines ``begin`` and
+    ``end`` of ``doc`` (a generated section of the docs, written again by the make target that
+    measures it), replacing what was there; a document without the markers gets them, with
+    ``text``, at its end."""
+    content = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    section = f"{begin}\n{text}\n{end}"
+    if begin in content and end in content:
+        head, rest = content.split(begin, 1)
+        content = head + section + rest.split(end, 1)[1]
+    else:
+        content = content.rstrip("\n") + "\n\n" + section + "\n"
+    doc.write_text(content, encoding="utf-8")
 
 
 def safe_name(text: str, fallback: str = "unnamed") -> str:

@@ -297,10 +297,3 @@ def table_markdown(v: Validation) -> str:
         f"{v.connections} TCP connection{'s' if v.connections != 1 else ''}."
     )
     return f"{head}\n\n{table}\n"
-
-
-def write_between_markers(doc: Path, begin: str, end: str, text: str) -> None:
-    """Replaces what lies between the lines ``begin`` and ``end`` of ``doc`` with ``text``."""
-    content = doc.read_text()
-    i, j = content.index(begin), content.index(end)
-    doc.write_text(content[: i + len(begin)] + "\n" + text + content[j:])
