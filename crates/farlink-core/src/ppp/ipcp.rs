@@ -102,7 +102,8 @@ impl Protocol for IpcpRules {
         Counters {
             restart: self.cfg.restart,
             max_configure: self.cfg.max_configure,
-            // IPCP is never closed on its own: the bundle's members hang up instead.
+            // IPCP is rarely closed on its own (the bundle's members hang up instead): two
+            // Terminate-Requests are enough before the automaton gives up.
             max_terminate: 2,
             max_failure: self.cfg.max_failure,
         }
