@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from farlink.cli.options import JsonFlag
+
 EXIT_INTERRUPTED = 130
 EXIT_FAILED = 1
 
@@ -33,9 +35,7 @@ def send_command(
         list[str] | None,
         typer.Option("--set", help="Set a TCP field: tcp.FIELD=VALUE, e.g. tcp.min_rto=200ms."),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object instead of a table.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Send bytes to a listener with farlink's own TCP sender (Linux; needs CAP_NET_ADMIN and
     /dev/net/tun). Prints the transfer time, goodput, retransmissions, timeouts and the SHA-256
