@@ -58,6 +58,7 @@ import numpy as np
 
 from farlink.captures.analysis import Connection, analyze_capture
 from farlink.captures.loss import LossEstimate, estimate_loss
+from farlink.linux_tcp import LINUX_SENDER
 
 __all__ = [
     "LOSS_RATE_MEANINGS",
@@ -82,9 +83,9 @@ LOSS_RATE_MEANINGS = {
 
 SENDER_SETTINGS: dict[str, dict[str, str]] = {
     "rfc": {},
-    # Linux: RTO = srtt + 4 * mdev floored at 200 ms (tcp_rto_min) and RACK-TLP (RFC 8985,
-    # on by default since Linux 4.18). Its initial window of 10 segments is farlink's default.
-    "linux": {"rto": "linux", "recovery": "rack", "min_rto": "200ms"},
+    # Linux's timer and loss detection (farlink.linux_tcp). Its initial window of 10 segments
+    # is farlink's default.
+    "linux": dict(LINUX_SENDER),
 }
 """The flow's TCP settings each ``sender`` of :func:`scenario_toml` writes (beyond ``rfc``:
 farlink's defaults, with the capture's shortest timeout wait as ``min_rto``)."""

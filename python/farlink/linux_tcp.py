@@ -1,0 +1,59 @@
+"""Linux's TCP as farlink scenario settings: the one list every comparison of farlink's sender
+against the kernel's reads (``make validate-emu``, the wire fidelity table of ``make
+validate-wire``, ``farlink fit --sender linux``), so that "matched to Linux" means one thing.
+
+The sender's timer and loss detection (:data:`LINUX_SENDER`):
+
+* RTO = srtt + 4 · rttvar floored at 200 ms (``tcp_rto_min``), Linux's estimator
+  (``tcp_rtt_estimator``, ``tcp_set_rto``): ``rto = "linux"``, ``min_rto = "200ms"``;
+* RACK-TLP (RFC 8985), Linux's loss detection by default since 4.18: ``recovery = "rack"``.
+
+The connection's defaults (:data:`LINUX_CONNECTION`), Linux's out of the box:
+
+* initial window 10 segments (RFC 6928, ``TCP_INIT_CWND``), initial RTO 1 s (``TCP_TIMEOUT_INIT``);
+* SACK, timestamps, window scaling on (``tcp_sack``, ``tcp_timestamps``, ``tcp_window_scaling``);
+* delayed ACKs: every second full segment or after the delayed-ACK timer, which starts at 40 ms
+  (``TCP_ATO_MIN``); Linux's timer adapts and its quick-ACK mode has no counterpart in farlink.
+
+Reno's growth (:func:`linux_cc_sets`): Linux grows cwnd by the segments an ACK acknowledges
+(``tcp_slow_start`` and ``tcp_cong_avoid_ai`` count acknowledged segments), so with delayed ACKs
+it still doubles per round trip in slow start and adds one segment per round trip after; RFC
+5681's per-ACK growth, farlink's default, adds half as much: ``growth = "byte-counting"``.
+"""
+
+from __future__ import annotations
+
+import json
+
+__all__ = ["LINUX_CONNECTION", "LINUX_SENDER", "linux_cc_sets", "linux_sets"]
+
+LINUX_SENDER: dict[str, str] = {"rto": "linux", "recovery": "rack", "min_rto": "200ms"}
+"""The sender's timer and loss detection, as ``[flows.tcp]`` fields (module notes)."""
+
+LINUX_CONNECTION: dict[str, str | int | bool] = {
+    "initial_window_segments": 10,
+    "initial_rto": "1s",
+    "sack": True,
+    "timestamps": True,
+    "window_scaling": True,
+    "delayed_ack": True,
+    "delayed_ack_timeout": "40ms",
+}
+"""The connection's defaults on Linux, as ``[flows.tcp]`` fields (module notes)."""
+
+
+def linux_cc_sets(cc: str, flow: int = 0) -> list[str]:
+    """``--set`` assignments naming controller ``cc`` for flow ``flow``, with Linux's growth
+    rule where farlink's controller has a choice (Reno: byte counting)."""
+    sets = [f'flows[{flow}].tcp.cc="{cc}"']
+    if cc == "reno":
+        sets.append(f'flows[{flow}].tcp.growth="byte-counting"')
+    return sets
+
+
+def linux_sets(flow: int = 0, cc: str | None = None) -> list[str]:
+    """``--set`` assignments giving flow ``flow`` Linux's connection defaults and sender, and,
+    with ``cc``, that controller with Linux's growth rule."""
+    fields = {**LINUX_CONNECTION, **LINUX_SENDER}
+    sets = [f"flows[{flow}].tcp.{key}={json.dumps(value)}" for key, value in fields.items()]
+    return sets + (linux_cc_sets(cc, flow) if cc else [])
