@@ -88,6 +88,9 @@ impl<E> EventQueue<E> {
     /// # Panics
     /// If `at` is earlier than the last event popped: scheduling into the past would break
     /// causality (and the non-decreasing order of `pop`), so it is always a caller bug.
+    // Inlined on purpose: left to itself the compiler keeps `push` out of line in the world's
+    // hot path, 2.6 % more instructions per run of `examples/stpd_wireless.rs` (cachegrind).
+    #[inline]
     pub fn push(&mut self, at: SimTime, ev: E) -> u64 {
         assert!(
             at >= self.last_popped,
