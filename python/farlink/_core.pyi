@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 import numpy.typing as npt
 
 __all__ = [
+    "DERIVED_FIELDS",
     "MEMBER_STATE_NAMES",
     "BudgetError",
     "ConservationError",
@@ -28,6 +29,10 @@ __all__ = [
 ]
 
 __version__: str
+DERIVED_FIELDS: tuple[str, ...]
+"""The fields of a resolved scenario the core derives rather than reads (``resolved.rs``'s
+``DERIVED_FIELDS``), the bookkeeping ones (``resolved_schema_version``, ``scenario_schema``,
+``defaults``) included."""
 MEMBER_STATE_NAMES: tuple[str, ...]
 """The ``member_state`` trace's state names, indexed by its ``state`` code (the core's
 ``MemberState::NAMES``)."""

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from farlink._core import ScenarioError
+from farlink._core import DERIVED_FIELDS, ScenarioError
 
 __all__ = [
     "RECOVERY_NAMES",
@@ -380,26 +380,10 @@ def to_core_json(doc: dict[str, Any]) -> str:
     return json.dumps(check_document(doc), allow_nan=False)
 
 
-# Fields of the resolved scenario the core derives rather than reads (resolved.rs's
-# DERIVED_FIELDS, less the bookkeeping ones that `resolved_rows` leaves out).
-_DERIVED = {
-    "link_type",
-    "index",
-    "loss_rate",
-    "loss_unit",
-    "packet_loss_rate",
-    "packet_bytes",
-    "route",
-    "rtt",
-    "base_rtt_s",
-    "bottleneck_bps",
-    "bottleneck_link",
-    "payload_bytes",
-    "data_packet_bytes",
-    "ack_packet_bytes",
-    "capacity_bps",
-    "segments",
-}
+# Fields of the resolved scenario the core derives rather than reads, less the bookkeeping
+# ones that `resolved_rows` leaves out.
+_BOOKKEEPING = ("defaults", "resolved_schema_version", "scenario_schema")
+_DERIVED = set(DERIVED_FIELDS) - set(_BOOKKEEPING)
 
 
 def resolved_rows(resolved: dict[str, Any]) -> list[tuple[str, Any, str]]:
@@ -417,7 +401,7 @@ def resolved_rows(resolved: dict[str, Any]) -> list[tuple[str, Any, str]]:
             rows.append((path, f"{node['link']} {node['direction']}", "derived"))
         elif isinstance(node, dict):
             for key, value in node.items():
-                if not path and key in ("defaults", "resolved_schema_version", "scenario_schema"):
+                if not path and key in _BOOKKEEPING:
                     continue
                 walk(value, f"{path}.{key}" if path else key, derived or key in _DERIVED)
         elif isinstance(node, list) and any(isinstance(v, dict) for v in node):

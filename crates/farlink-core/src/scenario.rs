@@ -176,7 +176,7 @@ pub use flows::{AppSpec, FlowSpec, DEFAULT_TELNET_MESSAGE_BYTES};
 pub use links::{default_link_name, DirectionSpec, LinkSpec, DEFAULT_QUEUE_PKTS};
 pub use loss::{LossSpec, DEFAULT_NOMINAL_PACKET_BYTES};
 pub use quantity::{MAX_DURATION_S, MAX_RATE_BPS};
-pub use resolved::{Resolved, RESOLVED_SCHEMA_VERSION};
+pub use resolved::{Resolved, DERIVED_FIELDS, RESOLVED_SCHEMA_VERSION};
 pub use rlp::RlpSpec;
 pub use routes::{Hop, LossyLink};
 pub use split::{RelaySpec, SegmentSpec, DEFAULT_RELAY_BUFFER_BYTES};

@@ -490,6 +490,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "MEMBER_STATE_NAMES",
         PyTuple::new(py, farlink_core::trace::MEMBER_STATE_NAMES)?,
     )?;
+    // The resolved scenario's fields the core derives, so that `farlink scenario show` marks
+    // them from this list only.
+    m.add(
+        "DERIVED_FIELDS",
+        PyTuple::new(py, farlink_core::scenario::DERIVED_FIELDS)?,
+    )?;
     // One class for every scenario fault, raised by the core and by the Python package alike:
     // `path` and `message` are None unless a field is at fault, so a handler can read them
     // without asking whether they exist.
