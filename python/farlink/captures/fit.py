@@ -50,15 +50,16 @@ validates it and runs one simulated millisecond of it: a capture whose figures m
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from farlink.captures.analysis import Connection, analyze_capture
+from farlink.captures.fit_tcp import SENDER_SETTINGS, tcp_lines
+from farlink.captures.handshake import Handshake, segments_per_ack
 from farlink.captures.loss import LossEstimate, estimate_loss
-from farlink.linux_tcp import LINUX_SENDER
 
 __all__ = [
     "LOSS_RATE_MEANINGS",
@@ -81,15 +82,6 @@ LOSS_RATE_MEANINGS = {
 }
 """What each loss figure of a :class:`PathFit` counts, as ``farlink fit`` prints it."""
 
-SENDER_SETTINGS: dict[str, dict[str, str]] = {
-    "rfc": {},
-    # Linux's timer and loss detection (farlink.linux_tcp). Its initial window of 10 segments
-    # is farlink's default.
-    "linux": dict(LINUX_SENDER),
-}
-"""The flow's TCP settings each ``sender`` of :func:`scenario_toml` writes (beyond ``rfc``:
-farlink's defaults, with the capture's shortest timeout wait as ``min_rto``)."""
-
 IP_TCP_HEADER_BYTES = 40
 
 
@@ -109,6 +101,13 @@ class PathFit:
     min_rto_s: float | None = None
     queue_bytes: int = 0
     queue_basis: str = ""
+    handshake: Handshake | None = None
+    segments_per_ack: float | None = None
+    first_flight_segments: int | None = None
+    largest_segment_bytes: int = 0
+    # Data segments seen at the tap counted in segments of the MSS: more than the segments
+    # themselves when the capture holds super-segments (TSO/GSO, captured with offloads on).
+    mss_segments: int = 0
 
     @property
     def loss_rate(self) -> float:
@@ -117,8 +116,11 @@ class PathFit:
 
     @property
     def scenario_loss_p(self) -> float:
-        """The Bernoulli ``p`` of the fitted one-link path: the loss before and after the tap."""
-        return self.loss.loss_rate_path
+        """The Bernoulli ``p`` of the fitted one-link path: the copies lost before and after
+        the tap per packet of the fitted MSS (module notes)."""
+        if self.mss_segments <= self.loss.data_segments:
+            return self.loss.loss_rate_path
+        return replace(self.loss, data_segments=self.mss_segments).loss_rate_path
 
     @property
     def loss_rate_upper_bound(self) -> float:
@@ -137,6 +139,10 @@ class PathFit:
             "queue_basis": self.queue_basis,
             "delay_s": self.delay_s,
             "mss_bytes": self.mss_bytes,
+            "largest_segment_bytes": self.largest_segment_bytes,
+            "segments_per_ack": self.segments_per_ack,
+            "first_flight_segments": self.first_flight_segments,
+            "handshake": asdict(self.handshake) if self.handshake else None,
             "beta_per_s": self.beta_per_s,
             "beta_ci_per_s": list(self.beta_ci_per_s) if self.beta_ci_per_s else None,
             "drop_fit_verdict": self.drop_fit_verdict,
@@ -167,7 +173,9 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
 
         fit = fit_drop_log(read_drop_log(drops))
         beta, ci, verdict = fit.beta_per_s, (fit.ci_low_per_s, fit.ci_high_per_s), fit.verdict
-    mss = int(conn.seq["len_bytes"].max())
+    lens = conn.seq["len_bytes"]
+    largest = int(lens.max())
+    mss = conn.mss_bytes or largest
     queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
     return PathFit(
         connection=conn.name,
@@ -190,6 +198,11 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         min_rto_s=_shortest_timeout_wait(conn),
         queue_bytes=queue_bytes,
         queue_basis=queue_basis,
+        handshake=conn.handshake,
+        segments_per_ack=segments_per_ack(conn.ack["ack"], mss),
+        first_flight_segments=_first_flight_segments(conn, mss),
+        largest_segment_bytes=largest,
+        mss_segments=int(np.ceil(lens / mss).sum()),
     )
 
 
@@ -206,6 +219,20 @@ def _queue_bytes(rtt_s: np.ndarray, rate_bps: float, packet_bytes: int) -> tuple
     }
     basis, size = max(candidates.items(), key=lambda kv: kv[1])
     return max(packet_bytes, round(size)), basis
+
+
+def _first_flight_segments(conn: Connection, mss_bytes: int) -> int | None:
+    """The data sent before the first ACK of data crossed the tap, in segments of the MSS: the
+    sender's initial window, when the capture holds the start (its handshake) and the sender
+    had that much to send."""
+    if conn.handshake is None or not conn.handshake.syns_seen:
+        return None
+    advancing = conn.ack["time_s"][conn.ack["ack"] > 0]
+    if not len(advancing):
+        return None
+    first = ~conn.seq["retransmission"] & (conn.seq["time_s"] < advancing[0])
+    sent = int(conn.seq["len_bytes"][first].sum())
+    return -(-sent // mss_bytes) if sent else None
 
 
 def _shortest_timeout_wait(conn: Connection) -> float | None:
@@ -251,13 +278,7 @@ def scenario_toml(
     """A scenario file for the fitted path (valid input of ``farlink simulate``); ``tcp``: the
     flow's congestion controller, ``sender``: a key of :data:`SENDER_SETTINGS` (module notes).
     """
-    if sender not in SENDER_SETTINGS:
-        raise ValueError(f"sender: expected one of {', '.join(SENDER_SETTINGS)}, got {sender!r}")
-    settings = dict(SENDER_SETTINGS[sender])
-    if sender == "rfc" and fit.min_rto_s:
-        settings["min_rto_s"] = f"{fit.min_rto_s:.6f}"
-    if tcp is not None:
-        settings["cc"] = tcp
+    tcp_table = tcp_lines(fit, sender, tcp)
     rtt = fit.rtt_s
     lines = [
         f"# Fitted by `farlink fit` from connection {fit.connection}.",
@@ -300,12 +321,7 @@ def scenario_toml(
         'to = "B"',
         "",
         "[flows.tcp]",
-        f"mss_bytes = {fit.mss_bytes}",
-        "timestamps = false           # the MSS above is the payload the capture carried",
-        *(
-            f"{key} = {_toml_value(key, value)}{_SETTING_NOTES.get((sender, key), '')}"
-            for key, value in settings.items()
-        ),
+        *tcp_table,
         "",
         "[flows.app]",
         'kind = "unbounded"',
@@ -320,14 +336,3 @@ def scenario_toml(
     if fit.beta_per_s:
         lines.append(f"beta_per_s = {fit.beta_per_s:.6g}")
     return "\n".join(lines) + "\n"
-
-
-_SETTING_NOTES = {
-    ("rfc", "min_rto_s"): "      # the shortest wait before a timeout seen",
-    ("linux", "min_rto"): "      # Linux's tcp_rto_min",
-}
-
-
-def _toml_value(key: str, value: str) -> str:
-    """A setting as TOML: ``min_rto_s`` is a number, every other setting a string."""
-    return value if key.endswith("_s") else json.dumps(value)
