@@ -8,11 +8,13 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   there, and ``loss_rate_before_tap``, copies lost before it (resends of data the tap never saw,
   timer firings it never saw) / data segments that reached that part of the path. The fitted
   path is one link, so its Bernoulli ``p`` is the two together, ``loss_rate_path`` (equal to
-  ``loss_rate`` when nothing was lost before the tap). Reported beside them, the upper bound
-  retransmitted / first transmissions, which counts spurious resends (go-back-N after a
-  timeout, a resend crossing its ACK) too. The estimate counts every loss, congestion drops at
-  a full queue as well as corruption: on a path that queued and overflowed, part of ``p`` is
-  congestion the fitted scenario's own queue will add again;
+  ``loss_rate`` when nothing was lost before the tap), per packet of the fitted MSS: a capture
+  taken with offloads on holds super-segments (TSO/GSO) of many MSS, and a lost one is one
+  loss event, so the data segments are counted in segments of the MSS there. Reported beside
+  them, the upper bound retransmitted / first transmissions, which counts spurious resends
+  (go-back-N after a timeout, a resend crossing its ACK) too. The estimate counts every loss,
+  congestion drops at a full queue as well as corruption: on a path that queued and
+  overflowed, part of ``p`` is congestion the fitted scenario's own queue will add again;
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
   sender's own RTT where its timestamps show it (the queue before the tap included), else the
   tap-to-tap samples (:mod:`farlink.captures.rtt`);
@@ -29,10 +31,13 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   restart to a timeout (:mod:`farlink.captures.rto`); the scenario's flow gets it as ``min_rto``
   (farlink's default, RFC 6298's 1 s, otherwise).
 
-The fitted flow's sender is farlink's default TCP (RFC 6298's timer, SACK recovery, Reno)
-unless told: ``tcp`` names its congestion controller (the capture does not show it; the person
-who took it knows it), and ``sender = "linux"`` gives it Linux's timer and loss detection
-(:data:`SENDER_SETTINGS`): a Linux sender does not wait out RFC 6298's one-second floor, and
+The fitted flow's segments are the sender's MSS (the receiver's MSS option, less the timestamp
+option's 12 bytes when both ends use it; the commonest segment length without the handshake),
+never a super-segment's length. Its sender is farlink's default TCP (RFC 6298's timer, SACK
+recovery, Reno) unless told: ``tcp`` names its congestion controller (the capture does not show
+it; the person who took it knows it), and ``sender = "linux"`` gives it what a Linux sender is,
+the options the capture shows and Linux's defaults for the rest (:mod:`farlink.captures.fit_tcp`,
+:data:`SENDER_SETTINGS`): a Linux sender does not wait out RFC 6298's one-second floor, and
 RACK-TLP repairs the losses that would otherwise end in a timeout, so a fitted path carrying the
 RFC's sender loses whole seconds a Linux capture never lost (docs/captures.md).
 
@@ -103,7 +108,6 @@ class PathFit:
     queue_basis: str = ""
     handshake: Handshake | None = None
     segments_per_ack: float | None = None
-    first_flight_segments: int | None = None
     largest_segment_bytes: int = 0
     # Data segments seen at the tap counted in segments of the MSS: more than the segments
     # themselves when the capture holds super-segments (TSO/GSO, captured with offloads on).
@@ -141,7 +145,6 @@ class PathFit:
             "mss_bytes": self.mss_bytes,
             "largest_segment_bytes": self.largest_segment_bytes,
             "segments_per_ack": self.segments_per_ack,
-            "first_flight_segments": self.first_flight_segments,
             "handshake": asdict(self.handshake) if self.handshake else None,
             "beta_per_s": self.beta_per_s,
             "beta_ci_per_s": list(self.beta_ci_per_s) if self.beta_ci_per_s else None,
@@ -200,7 +203,6 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         queue_basis=queue_basis,
         handshake=conn.handshake,
         segments_per_ack=segments_per_ack(conn.ack["ack"], mss),
-        first_flight_segments=_first_flight_segments(conn, mss),
         largest_segment_bytes=largest,
         mss_segments=int(np.ceil(lens / mss).sum()),
     )
@@ -219,20 +221,6 @@ def _queue_bytes(rtt_s: np.ndarray, rate_bps: float, packet_bytes: int) -> tuple
     }
     basis, size = max(candidates.items(), key=lambda kv: kv[1])
     return max(packet_bytes, round(size)), basis
-
-
-def _first_flight_segments(conn: Connection, mss_bytes: int) -> int | None:
-    """The data sent before the first ACK of data crossed the tap, in segments of the MSS: the
-    sender's initial window, when the capture holds the start (its handshake) and the sender
-    had that much to send."""
-    if conn.handshake is None or not conn.handshake.syns_seen:
-        return None
-    advancing = conn.ack["time_s"][conn.ack["ack"] > 0]
-    if not len(advancing):
-        return None
-    first = ~conn.seq["retransmission"] & (conn.seq["time_s"] < advancing[0])
-    sent = int(conn.seq["len_bytes"][first].sum())
-    return -(-sent // mss_bytes) if sent else None
 
 
 def _shortest_timeout_wait(conn: Connection) -> float | None:

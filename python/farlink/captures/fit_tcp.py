@@ -17,10 +17,10 @@ comment beside each line says which:
 * delayed ACKs when the receiver's advancing ACKs acknowledged more than one segment each
   (median), with Linux's 40 ms timer, which a capture shows only where nothing else released
   an ACK;
-* the initial window as the data of the first flight, sent before the first ACK of data came
-  back, in segments of the MSS (when the capture holds the handshake);
-* Linux's initial RTO, timer and loss detection (:data:`~farlink.linux_tcp.LINUX_SENDER`) and,
-  for Reno, its growth by acknowledged segments (:func:`~farlink.linux_tcp.linux_cc_fields`).
+* Linux's initial window (a tap near the receiver sees the first ACK before the whole first
+  flight, so the capture does not show it), initial RTO, timer and loss detection
+  (:data:`~farlink.linux_tcp.LINUX_SENDER`) and, for Reno, its growth by acknowledged
+  segments (:func:`~farlink.linux_tcp.linux_cc_fields`).
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ def _linux_lines(fit: PathFit, tcp: str | None) -> list[str]:
         )
     )
     if shake:
-        rows.append(("timestamps", timestamps, f"{captured} both ends sent timestamps"))
+        said = "both ends sent timestamps" if timestamps else "not both ends sent timestamps"
+        rows.append(("timestamps", timestamps, f"{captured} {said}"))
     else:
         rows.append(("timestamps", timestamps, f"{linux} no handshake nor data in the capture"))
     for key, shown, what in (
@@ -116,22 +117,15 @@ def _linux_lines(fit: PathFit, tcp: str | None) -> list[str]:
         rows.append(
             ("delayed_ack_timeout", LINUX_CONNECTION["delayed_ack_timeout"], f"{linux} TCP_ATO_MIN")
         )
-    if fit.first_flight_segments:
-        rows.append(
-            (
-                "initial_window_segments",
-                fit.first_flight_segments,
-                f"{captured} the first flight, before the first ACK of data",
-            )
+    # Not from the capture: at a tap near the receiver the ACK of the first segment can cross
+    # before the rest of the first flight has.
+    rows.append(
+        (
+            "initial_window_segments",
+            LINUX_CONNECTION["initial_window_segments"],
+            f"{linux} TCP_INIT_CWND",
         )
-    else:
-        rows.append(
-            (
-                "initial_window_segments",
-                LINUX_CONNECTION["initial_window_segments"],
-                f"{linux} the capture does not hold the start",
-            )
-        )
+    )
     rows.append(("initial_rto", LINUX_CONNECTION["initial_rto"], f"{linux} TCP_TIMEOUT_INIT"))
     rows += [
         (key, value, f"{linux} its timer, loss detection") for key, value in LINUX_SENDER.items()
