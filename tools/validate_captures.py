@@ -100,7 +100,8 @@ def table(rows: list[dict]) -> str:
         "(Mbit/s): farlink and tshark on the tap; *fitted*: the scenario `farlink fit` writes "
         "from the tap's capture, simulated for the same 3 MB, with farlink's default sender "
         "(Reno, RFC 6298's timer) and, *fitted Linux*, with `--tcp` the case's controller and "
-        "`--sender linux` (Linux's RTO, RACK-TLP).",
+        "`--sender linux` (Linux's sender: the options the capture shows, Linux's RTO, "
+        "RACK-TLP and Reno's growth by acknowledged segments).",
         "",
         "| case | median farlink | tshark | ±5 % | tshark Karn | ±5 % | p95 farlink | tshark "
         "| ±5 % | tshark Karn | ±5 % | alike | sender RTT | at sender | goodput farlink | tshark "
