@@ -3,12 +3,15 @@
 Runs kernel Reno, CUBIC and BBR through the namespaces of tests/realcap.py, with random drops
 before or after the tap and offloads off or on, and writes the agreement table between the
 markers in docs/captures.md (and every figure as JSON under farlink-out/validate-captures/).
-Needs root (network namespaces); each case is a few seconds.
+Needs root (network namespaces); each case is a few seconds. With ``--reuse`` a case whose
+captures and kernel counts an earlier run left under ``--out`` is read back instead of run
+again (the analysis and the fitted simulations are redone).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -97,7 +100,8 @@ def table(rows: list[dict]) -> str:
         "(Mbit/s): farlink and tshark on the tap; *fitted*: the scenario `farlink fit` writes "
         "from the tap's capture, simulated for the same 3 MB, with farlink's default sender "
         "(Reno, RFC 6298's timer) and, *fitted Linux*, with `--tcp` the case's controller and "
-        "`--sender linux` (Linux's RTO, RACK-TLP).",
+        "`--sender linux` (Linux's sender: the options the capture shows, Linux's RTO, "
+        "RACK-TLP and Reno's growth by acknowledged segments).",
         "",
         "| case | median farlink | tshark | ±5 % | tshark Karn | ±5 % | p95 farlink | tshark "
         "| ±5 % | tshark Karn | ±5 % | alike | sender RTT | at sender | goodput farlink | tshark "
@@ -126,11 +130,36 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _outcome(case: realcap.Case, out: Path, reuse: bool) -> realcap.Outcome:
+    """The run of ``case``: an earlier one's record under ``out`` with ``reuse``, else a new
+    run, whose record is kept there."""
+    record = out / f"{case.name}-outcome.json"
+    if reuse and record.exists():
+        saved = json.loads(record.read_text())
+        if saved["case"] == case.to_dict():
+            saved["case"] = case
+            saved["tap_pcap"], saved["sender_pcap"] = (
+                Path(saved["tap_pcap"]),
+                Path(saved["sender_pcap"]),
+            )
+            return realcap.Outcome(**saved)
+    outcome = realcap.run(case, out)
+    fields = {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)}
+    fields["case"] = case.to_dict()
+    record.write_text(json.dumps(fields, default=str, indent=1))
+    return outcome
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "farlink-out" / "validate-captures")
     parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "captures.md")
     parser.add_argument("--only", help="run the cases whose name contains this")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read back the captures and counts of an earlier run under --out where present",
+    )
     args = parser.parse_args()
     reason = realcap.missing_capability()
     if reason:
@@ -144,7 +173,7 @@ def main() -> int:
     for case in cases():
         if args.only and args.only not in case.name:
             continue
-        outcome = realcap.run(case, args.out)
+        outcome = _outcome(case, args.out, args.reuse)
         row = realcap.agreement(outcome)
         _, at_sender = analyze_capture(outcome.sender_pcap)
         row["sender_side_rtt_median_s"] = float(np.median(at_sender[0].rtt["rtt_s"]))

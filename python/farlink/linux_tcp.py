@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["LINUX_CONNECTION", "LINUX_SENDER", "linux_cc_sets", "linux_sets"]
+__all__ = ["LINUX_CONNECTION", "LINUX_SENDER", "linux_cc_fields", "linux_cc_sets", "linux_sets"]
 
 LINUX_SENDER: dict[str, str] = {"rto": "linux", "recovery": "rack", "min_rto": "200ms"}
 """The sender's timer and loss detection, as ``[flows.tcp]`` fields (module notes)."""
@@ -42,13 +42,16 @@ LINUX_CONNECTION: dict[str, str | int | bool] = {
 """The connection's defaults on Linux, as ``[flows.tcp]`` fields (module notes)."""
 
 
+def linux_cc_fields(cc: str) -> dict[str, str]:
+    """``[flows.tcp]`` fields naming controller ``cc``, with Linux's growth rule where
+    farlink's controller has a choice (Reno: byte counting)."""
+    return {"cc": cc, "growth": "byte-counting"} if cc == "reno" else {"cc": cc}
+
+
 def linux_cc_sets(cc: str, flow: int = 0) -> list[str]:
     """``--set`` assignments naming controller ``cc`` for flow ``flow``, with Linux's growth
-    rule where farlink's controller has a choice (Reno: byte counting)."""
-    sets = [f'flows[{flow}].tcp.cc="{cc}"']
-    if cc == "reno":
-        sets.append(f'flows[{flow}].tcp.growth="byte-counting"')
-    return sets
+    rule (:func:`linux_cc_fields`)."""
+    return [f'flows[{flow}].tcp.{key}="{value}"' for key, value in linux_cc_fields(cc).items()]
 
 
 def linux_sets(flow: int = 0, cc: str | None = None) -> list[str]:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from farlink.captures.handshake import Handshake, handshake
 from farlink.captures.read import Capture, CaptureError, Packet, read_capture
 from farlink.captures.rto import TIMEOUT_TOLERANCE, infer_timeouts
 from farlink.captures.rtt import sender_rtt, tap_rtt
@@ -88,6 +89,8 @@ class Connection:
     # From the timer's restart (the last advancing ACK) to each timeout episode's first
     # timeout: the sender's RTO then, as the tap saw it (captures only).
     timeout_waits_s: np.ndarray | None = None
+    # The options both ends agreed and the receiver's window (captures only).
+    handshake: Handshake | None = None
 
     @property
     def retransmitted_segments(self) -> int:
@@ -259,7 +262,7 @@ def _connection(
     name = f"{sender[0]}:{sender[1]}->{dst[0]}:{dst[1]}"
     payload_acks = np.array([p.payload for p in acks], dtype=np.int64)
     all_t = [p.time_s - start_s for p in group]
-    return build_connection(
+    conn = build_connection(
         name=name,
         source=source,
         seg_t=seg_t,
@@ -277,6 +280,8 @@ def _connection(
         min_rto_s=min_rto_s,
         mss_bytes=mss,
     )
+    conn.handshake = handshake(data, other, uses_ts)
+    return conn
 
 
 def _sender_mss(other: list[Packet], lens: np.ndarray, uses_ts: bool) -> int | None:

@@ -8,11 +8,13 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   there, and ``loss_rate_before_tap``, copies lost before it (resends of data the tap never saw,
   timer firings it never saw) / data segments that reached that part of the path. The fitted
   path is one link, so its Bernoulli ``p`` is the two together, ``loss_rate_path`` (equal to
-  ``loss_rate`` when nothing was lost before the tap). Reported beside them, the upper bound
-  retransmitted / first transmissions, which counts spurious resends (go-back-N after a
-  timeout, a resend crossing its ACK) too. The estimate counts every loss, congestion drops at
-  a full queue as well as corruption: on a path that queued and overflowed, part of ``p`` is
-  congestion the fitted scenario's own queue will add again;
+  ``loss_rate`` when nothing was lost before the tap), per packet of the fitted MSS: a capture
+  taken with offloads on holds super-segments (TSO/GSO) of many MSS, and a lost one is one
+  loss event, so the data segments are counted in segments of the MSS there. Reported beside
+  them, the upper bound retransmitted / first transmissions, which counts spurious resends
+  (go-back-N after a timeout, a resend crossing its ACK) too. The estimate counts every loss,
+  congestion drops at a full queue as well as corruption: on a path that queued and
+  overflowed, part of ``p`` is congestion the fitted scenario's own queue will add again;
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
   sender's own RTT where its timestamps show it (the queue before the tap included), else the
   tap-to-tap samples (:mod:`farlink.captures.rtt`);
@@ -29,10 +31,13 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   restart to a timeout (:mod:`farlink.captures.rto`); the scenario's flow gets it as ``min_rto``
   (farlink's default, RFC 6298's 1 s, otherwise).
 
-The fitted flow's sender is farlink's default TCP (RFC 6298's timer, SACK recovery, Reno)
-unless told: ``tcp`` names its congestion controller (the capture does not show it; the person
-who took it knows it), and ``sender = "linux"`` gives it Linux's timer and loss detection
-(:data:`SENDER_SETTINGS`): a Linux sender does not wait out RFC 6298's one-second floor, and
+The fitted flow's segments are the sender's MSS (the receiver's MSS option, less the timestamp
+option's 12 bytes when both ends use it; the commonest segment length without the handshake),
+never a super-segment's length. Its sender is farlink's default TCP (RFC 6298's timer, SACK
+recovery, Reno) unless told: ``tcp`` names its congestion controller (the capture does not show
+it; the person who took it knows it), and ``sender = "linux"`` gives it what a Linux sender is,
+the options the capture shows and Linux's defaults for the rest (:mod:`farlink.captures.fit_tcp`,
+:data:`SENDER_SETTINGS`): a Linux sender does not wait out RFC 6298's one-second floor, and
 RACK-TLP repairs the losses that would otherwise end in a timeout, so a fitted path carrying the
 RFC's sender loses whole seconds a Linux capture never lost (docs/captures.md).
 
@@ -50,15 +55,16 @@ validates it and runs one simulated millisecond of it: a capture whose figures m
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from farlink.captures.analysis import Connection, analyze_capture
+from farlink.captures.fit_tcp import SENDER_SETTINGS, tcp_lines
+from farlink.captures.handshake import Handshake, segments_per_ack
 from farlink.captures.loss import LossEstimate, estimate_loss
-from farlink.linux_tcp import LINUX_SENDER
 
 __all__ = [
     "LOSS_RATE_MEANINGS",
@@ -81,15 +87,6 @@ LOSS_RATE_MEANINGS = {
 }
 """What each loss figure of a :class:`PathFit` counts, as ``farlink fit`` prints it."""
 
-SENDER_SETTINGS: dict[str, dict[str, str]] = {
-    "rfc": {},
-    # Linux's timer and loss detection (farlink.linux_tcp). Its initial window of 10 segments
-    # is farlink's default.
-    "linux": dict(LINUX_SENDER),
-}
-"""The flow's TCP settings each ``sender`` of :func:`scenario_toml` writes (beyond ``rfc``:
-farlink's defaults, with the capture's shortest timeout wait as ``min_rto``)."""
-
 IP_TCP_HEADER_BYTES = 40
 
 
@@ -109,6 +106,12 @@ class PathFit:
     min_rto_s: float | None = None
     queue_bytes: int = 0
     queue_basis: str = ""
+    handshake: Handshake | None = None
+    segments_per_ack: float | None = None
+    largest_segment_bytes: int = 0
+    # Data segments seen at the tap counted in segments of the MSS: more than the segments
+    # themselves when the capture holds super-segments (TSO/GSO, captured with offloads on).
+    mss_segments: int = 0
 
     @property
     def loss_rate(self) -> float:
@@ -117,8 +120,11 @@ class PathFit:
 
     @property
     def scenario_loss_p(self) -> float:
-        """The Bernoulli ``p`` of the fitted one-link path: the loss before and after the tap."""
-        return self.loss.loss_rate_path
+        """The Bernoulli ``p`` of the fitted one-link path: the copies lost before and after
+        the tap per packet of the fitted MSS (module notes)."""
+        if self.mss_segments <= self.loss.data_segments:
+            return self.loss.loss_rate_path
+        return replace(self.loss, data_segments=self.mss_segments).loss_rate_path
 
     @property
     def loss_rate_upper_bound(self) -> float:
@@ -137,6 +143,9 @@ class PathFit:
             "queue_basis": self.queue_basis,
             "delay_s": self.delay_s,
             "mss_bytes": self.mss_bytes,
+            "largest_segment_bytes": self.largest_segment_bytes,
+            "segments_per_ack": self.segments_per_ack,
+            "handshake": asdict(self.handshake) if self.handshake else None,
             "beta_per_s": self.beta_per_s,
             "beta_ci_per_s": list(self.beta_ci_per_s) if self.beta_ci_per_s else None,
             "drop_fit_verdict": self.drop_fit_verdict,
@@ -167,7 +176,9 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
 
         fit = fit_drop_log(read_drop_log(drops))
         beta, ci, verdict = fit.beta_per_s, (fit.ci_low_per_s, fit.ci_high_per_s), fit.verdict
-    mss = int(conn.seq["len_bytes"].max())
+    lens = conn.seq["len_bytes"]
+    largest = int(lens.max())
+    mss = conn.mss_bytes or largest
     queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
     return PathFit(
         connection=conn.name,
@@ -190,6 +201,10 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         min_rto_s=_shortest_timeout_wait(conn),
         queue_bytes=queue_bytes,
         queue_basis=queue_basis,
+        handshake=conn.handshake,
+        segments_per_ack=segments_per_ack(conn.ack["ack"], mss),
+        largest_segment_bytes=largest,
+        mss_segments=int(np.ceil(lens / mss).sum()),
     )
 
 
@@ -251,13 +266,7 @@ def scenario_toml(
     """A scenario file for the fitted path (valid input of ``farlink simulate``); ``tcp``: the
     flow's congestion controller, ``sender``: a key of :data:`SENDER_SETTINGS` (module notes).
     """
-    if sender not in SENDER_SETTINGS:
-        raise ValueError(f"sender: expected one of {', '.join(SENDER_SETTINGS)}, got {sender!r}")
-    settings = dict(SENDER_SETTINGS[sender])
-    if sender == "rfc" and fit.min_rto_s:
-        settings["min_rto_s"] = f"{fit.min_rto_s:.6f}"
-    if tcp is not None:
-        settings["cc"] = tcp
+    tcp_table = tcp_lines(fit, sender, tcp)
     rtt = fit.rtt_s
     lines = [
         f"# Fitted by `farlink fit` from connection {fit.connection}.",
@@ -300,12 +309,7 @@ def scenario_toml(
         'to = "B"',
         "",
         "[flows.tcp]",
-        f"mss_bytes = {fit.mss_bytes}",
-        "timestamps = false           # the MSS above is the payload the capture carried",
-        *(
-            f"{key} = {_toml_value(key, value)}{_SETTING_NOTES.get((sender, key), '')}"
-            for key, value in settings.items()
-        ),
+        *tcp_table,
         "",
         "[flows.app]",
         'kind = "unbounded"',
@@ -320,14 +324,3 @@ def scenario_toml(
     if fit.beta_per_s:
         lines.append(f"beta_per_s = {fit.beta_per_s:.6g}")
     return "\n".join(lines) + "\n"
-
-
-_SETTING_NOTES = {
-    ("rfc", "min_rto_s"): "      # the shortest wait before a timeout seen",
-    ("linux", "min_rto"): "      # Linux's tcp_rto_min",
-}
-
-
-def _toml_value(key: str, value: str) -> str:
-    """A setting as TOML: ``min_rto_s`` is a number, every other setting a string."""
-    return value if key.endswith("_s") else json.dumps(value)

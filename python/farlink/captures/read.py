@@ -86,6 +86,9 @@ class Packet:
     sack: tuple[tuple[int, int], ...] = ()
     time_ok: bool = True
     mss: int | None = None  # the MSS option (SYN segments)
+    window: int = 0  # the window field as sent (unscaled)
+    wscale: int | None = None  # the window-scale option's shift (SYN segments)
+    sack_permitted: bool = False  # the SACK-permitted option (SYN segments)
 
     @property
     def syn(self) -> bool:
@@ -359,12 +362,12 @@ def _tcp_packet(cap: Capture, time_s: float, ok: bool, frame: bytes) -> Packet |
     if len(tcp) < 20 or tcp_len < 20:
         cap.skipped["malformed"] += 1
         return None
-    sport, dport, seq, ack, off_flags = struct.unpack_from("!HHIIH", tcp, 0)
+    sport, dport, seq, ack, off_flags, window = struct.unpack_from("!HHIIHH", tcp, 0)
     off = (off_flags >> 12) * 4
     if off < 20 or tcp_len < off:
         cap.skipped["malformed"] += 1
         return None
-    tsval, tsecr, sack, mss = _options(tcp[20:off])
+    opts = _options(tcp[20:off])
     return Packet(
         time_s,
         src,
@@ -375,11 +378,14 @@ def _tcp_packet(cap: Capture, time_s: float, ok: bool, frame: bytes) -> Packet |
         ack,
         off_flags & 0x1FF,
         tcp_len - off,
-        tsval,
-        tsecr,
-        sack,
+        opts.tsval,
+        opts.tsecr,
+        opts.sack,
         ok,
-        mss,
+        opts.mss,
+        window,
+        opts.wscale,
+        opts.sack_permitted,
     )
 
 
@@ -421,11 +427,20 @@ def _ipv6(cap: Capture, ip: bytes) -> tuple[str, str, bytes, int] | None:
     return src, dst, ip[pos:], length - (pos - 40)
 
 
-def _options(
-    opts: bytes,
-) -> tuple[int | None, int | None, tuple[tuple[int, int], ...], int | None]:
-    tsval = tsecr = mss = None
-    sack: list[tuple[int, int]] = []
+@dataclass
+class _Options:
+    """The TCP options a segment carried that the analysis reads."""
+
+    tsval: int | None = None
+    tsecr: int | None = None
+    sack: tuple[tuple[int, int], ...] = ()
+    mss: int | None = None
+    wscale: int | None = None
+    sack_permitted: bool = False
+
+
+def _options(opts: bytes) -> _Options:
+    out = _Options()
     i = 0
     while i < len(opts):
         kind = opts[i]
@@ -439,10 +454,14 @@ def _options(
         length = opts[i + 1]
         body = opts[i + 2 : i + length]
         if kind == 8 and len(body) == 8:
-            tsval, tsecr = struct.unpack("!II", body)
+            out.tsval, out.tsecr = struct.unpack("!II", body)
         elif kind == 5:
-            sack = [struct.unpack_from("!II", body, j) for j in range(0, len(body) - 7, 8)]
+            out.sack = tuple(struct.unpack_from("!II", body, j) for j in range(0, len(body) - 7, 8))
         elif kind == 2 and len(body) == 2:
-            mss = struct.unpack("!H", body)[0]
+            out.mss = struct.unpack("!H", body)[0]
+        elif kind == 3 and len(body) == 1:
+            out.wscale = body[0]
+        elif kind == 4:
+            out.sack_permitted = True
         i += length
-    return tsval, tsecr, tuple(sack), mss
+    return out

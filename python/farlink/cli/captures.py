@@ -230,8 +230,9 @@ def fit_command(
     sender: Annotated[
         str,
         typer.Option(
-            help="The fitted flow's timer and loss detection: rfc (RFC 6298, SACK recovery; "
-            "farlink's default) or linux (Linux's RTO with its 200 ms floor, RACK-TLP)."
+            help="The fitted flow's sender: rfc (RFC 6298, SACK recovery; farlink's default) or "
+            "linux (the options the capture shows, Linux's defaults for the rest: its RTO with "
+            "the 200 ms floor, RACK-TLP, Reno's growth by acknowledged segments)."
         ),
     ] = "rfc",
     force: ForceFlag = False,
