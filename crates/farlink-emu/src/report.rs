@@ -4,24 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use farlink_core::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use farlink_core::path::{self, LinkDir};
 use farlink_core::scenario::{AppSpec, Hop, Scenario};
-use farlink_core::world::BundleCalls;
+use farlink_core::world::{aggregate_capacity_bps, cause_map, BundleCalls};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::bulk::{SenderOutcome, SinkOutcome};
 use crate::driver::Driver;
 use crate::sender_timing::SenderTimingSummary;
-
-fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {
-    DROP_CAUSE_NAMES
-        .iter()
-        .zip(counts)
-        .map(|(n, c)| ((*n).to_owned(), c))
-        .collect()
-}
 
 /// Kernel settings the run applied, as written.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -399,7 +390,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
     } else {
         0.0
     };
-    let bottleneck_bps = flows.iter().map(|f| f.bottleneck_bps).min();
+    let bottleneck_bps = aggregate_capacity_bps(sc);
     let aggregate = Aggregate {
         delivered_bytes: delivered,
         goodput_bps,

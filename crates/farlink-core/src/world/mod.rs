@@ -60,16 +60,14 @@ pub use capture_stream::{
 };
 
 pub use summary::{
-    AggregateSummary, BundleCalls, BundleDirectionSummary, BundleSummary, DirectionSummary,
-    FlowSummary, HandshakeSummary, LinkSummary, LossyLinkSummary, RelaySummary,
-    RlpDirectionSummary, RlpSummary, Summary, SUMMARY_SCHEMA_VERSION,
+    aggregate_capacity_bps, cause_map, AggregateSummary, BundleCalls, BundleDirectionSummary,
+    BundleSummary, DirectionSummary, FlowSummary, HandshakeSummary, LinkSummary, LossyLinkSummary,
+    RelaySummary, RlpDirectionSummary, RlpSummary, Summary, SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::BundleRt;
 
-use std::collections::BTreeMap;
-
-use crate::link::{DropCause, LinkEvent, Packet, DROP_CAUSE_NAMES, N_DROP_CAUSES};
+use crate::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
 use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
 use crate::sched::EventQueue;
@@ -438,43 +436,6 @@ use path::direction_name;
 
 fn cause_index(cause: DropCause) -> usize {
     usize::from(crate::link::drop_cause_code(cause))
-}
-
-fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {
-    DROP_CAUSE_NAMES
-        .iter()
-        .zip(counts)
-        .map(|(name, n)| ((*name).to_owned(), n))
-        .collect()
-}
-
-/// The rate all flows together can have at most: the sum of the rates of the distinct link
-/// directions that are some flow's bottleneck (the slowest direction on its data path, the
-/// first of equals). Flows sharing a bottleneck share its rate (a dumbbell: that link's
-/// rate); flows on separate paths add theirs. Every flow's bytes cross its bottleneck, so the
-/// aggregate goodput over this is at most 1. `None` without flows.
-fn aggregate_capacity_bps(sc: &Scenario) -> Option<u64> {
-    let mut bottlenecks: Vec<Hop> = Vec::new();
-    for f in sc.flows() {
-        let rate = |h: &Hop| sc.links()[h.link].direction(h.forward).rate;
-        let mut slowest: Option<Hop> = None;
-        for h in &f.path {
-            if slowest.is_none_or(|s| rate(h) < rate(&s)) {
-                slowest = Some(*h);
-            }
-        }
-        if let Some(h) = slowest {
-            if !bottlenecks.contains(&h) {
-                bottlenecks.push(h);
-            }
-        }
-    }
-    (!sc.flows().is_empty()).then(|| {
-        bottlenecks
-            .iter()
-            .map(|h| sc.links()[h.link].direction(h.forward).rate.bps())
-            .sum()
-    })
 }
 
 /// The first point of the grid `k * interval` at or after `t`.

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use crate::mlppp::ControlStats;
+use crate::scenario::{Hop, Scenario};
 use crate::tcp::limits::Limit;
 
 /// The version of this summary's shape; bump on any change of field meaning.
@@ -350,4 +352,42 @@ pub fn limit_fields(nanos: [u64; 5]) -> (BTreeMap<String, f64>, Option<String>) 
         },
     );
     (seconds, most.map(|(l, _)| l.name().to_owned()))
+}
+
+/// A count per drop cause as the summary's map: every cause's name, zero included.
+pub fn cause_map(counts: [u64; N_DROP_CAUSES]) -> BTreeMap<String, u64> {
+    DROP_CAUSE_NAMES
+        .iter()
+        .zip(counts)
+        .map(|(name, n)| ((*name).to_owned(), n))
+        .collect()
+}
+
+/// The rate all flows together can have at most: the sum of the rates of the distinct link
+/// directions that are some flow's bottleneck (the slowest direction on its data path, the
+/// first of equals). Flows sharing a bottleneck share its rate (a dumbbell: that link's
+/// rate); flows on separate paths add theirs. Every flow's bytes cross its bottleneck, so the
+/// aggregate goodput over this is at most 1. `None` without flows.
+pub fn aggregate_capacity_bps(sc: &Scenario) -> Option<u64> {
+    let mut bottlenecks: Vec<Hop> = Vec::new();
+    for f in sc.flows() {
+        let rate = |h: &Hop| sc.links()[h.link].direction(h.forward).rate;
+        let mut slowest: Option<Hop> = None;
+        for h in &f.path {
+            if slowest.is_none_or(|s| rate(h) < rate(&s)) {
+                slowest = Some(*h);
+            }
+        }
+        if let Some(h) = slowest {
+            if !bottlenecks.contains(&h) {
+                bottlenecks.push(h);
+            }
+        }
+    }
+    (!sc.flows().is_empty()).then(|| {
+        bottlenecks
+            .iter()
+            .map(|h| sc.links()[h.link].direction(h.forward).rate.bps())
+            .sum()
+    })
 }
