@@ -60,6 +60,7 @@ class Outcome:
     drops_after: int  # iptables in R
     queue_drops: int  # tbf overflow in M (before the tap too)
     elapsed_s: float
+    capture_dropped: int = 0  # packets tcpdump's ring could not keep, both captures
     notes: list[str] = field(default_factory=list)
 
 
@@ -203,9 +204,14 @@ def run_once(case: Case, out: Path, *, tag: str | None = None) -> Outcome:
             infos.append(json.loads(stdout))
         elapsed = time.monotonic() - start
         time.sleep(0.2)  # the last ACKs and FINs reach the taps
+        tap_dropped = 0
         for d in dumps:
             d.send_signal(signal.SIGINT)
             d.wait(timeout=10)
+            assert d.stderr is not None
+            # "N packets dropped by kernel": the capture, not the path, lost them.
+            m = re.search(r"(\d+) packets? dropped by kernel", d.stderr.read())
+            tap_dropped += int(m.group(1)) if m else 0
         counters = json.loads(net.ex("s", "nstat", "-a", "-z", "--json"))
         kernel = counters.get("kernel", counters)
         return Outcome(
@@ -218,6 +224,7 @@ def run_once(case: Case, out: Path, *, tag: str | None = None) -> Outcome:
             drops_after=net.drops("r", "INPUT"),
             queue_drops=net.queue_drops(),
             elapsed_s=elapsed,
+            capture_dropped=tap_dropped,
         )
 
 
@@ -292,7 +299,7 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
     from farlink.captures.loss import estimate_loss
 
     sport = outcome.tcp_info[0]["sport"]
-    out: dict[str, Any] = {"case": outcome.case.name}
+    out: dict[str, Any] = {"case": outcome.case.name, "capture_dropped": outcome.capture_dropped}
     _, tap_conns = analyze_capture(outcome.tap_pcap)
     _, snd_conns = analyze_capture(outcome.sender_pcap)
     tap = next(c for c in tap_conns if f":{sport}->" in c.name)

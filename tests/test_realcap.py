@@ -82,7 +82,8 @@ def test_tap_rtt_is_tsharks_where_both_time_one_segment_and_goodput_agrees(agree
     a = agree[name]
     # On the ACKs that both time against the segment ending at the ACK (tshark under Karn's
     # rule, farlink on an ACK without SACK blocks), the samples are the same to the ns.
-    assert a["rtt_acks_timed_by_both"] > 50
+    # A loaded machine can make tcpdump drop packets; the message says so when it did.
+    assert a["rtt_acks_timed_by_both"] > 50, f"tcpdump dropped {a['capture_dropped']} packets"
     assert a["rtt_acks_timed_alike"] >= 0.99 * a["rtt_acks_timed_by_both"]
     # Elsewhere tshark times an ACK after a loss against the first copy or the segment before
     # the hole: its tail is recovery time, farlink's is not.
