@@ -14,11 +14,14 @@ markers. Needs CAP_NET_ADMIN and /dev/net/tun.
 ``--only fidelity``: farlink's reno, cubic and bbr beside the kernel's on ``stpd-wireless`` at
 p = 1e-2 and p = 0, both senders with Linux's settings (``farlink.linux_tcp.linux_sets``), one
 run after the other for each seed of ``--fidelity-seeds``; each row adds what the sender's
-``tcp_info`` trace says (mean cwnd, srtt, RTO, window reductions), and ``--trace-dir`` keeps
-the traces. Written between the ``validate-wire-fidelity`` markers (also a table of the full
-run).
+``tcp_info`` trace says (retransmissions after the first slow start, RTO backoffs, mean cwnd,
+srtt and RTO, window reductions) and farlink's rows the receiver's D-SACK blocks;
+``--trace-dir`` keeps every run's trace and flow, and ``--replay`` writes the table again from
+them without emulating. Written between the ``validate-wire-fidelity`` markers (also a table
+of the full run).
 
-    .venv/bin/python bench/validate_wire.py --only fidelity --fidelity-seeds 1,2
+    .venv/bin/python bench/validate_wire.py --only fidelity --trace-dir DIR   # seeds 1 and 2
+    .venv/bin/python bench/validate_wire.py --only fidelity --trace-dir DIR --replay
 
 ``--only testbed``: seed 003 chapter 5's Linux testbed (preset ``stpd-testbed``, 100,000 bytes
 over the 38.4 kbps serial line with 250 ms, then 80 ms, and packet errors in both directions),
@@ -200,7 +203,8 @@ def fidelity_run(
     back from there, so the table can be written again from runs already made."""
     name = f"{cc}-p{loss:g}-seed{seed}-{sender}"
     if replay:
-        assert trace_dir is not None
+        if trace_dir is None:
+            raise ValueError("a replay reads the runs kept in trace_dir")
         with np.load(trace_dir / f"{name}.npz") as kept:
             info = {k: kept[k] for k in kept.files}
         return json.loads((trace_dir / f"{name}.json").read_text()), info
@@ -314,7 +318,9 @@ def main() -> int:
         "--only", choices=("fidelity", "testbed"), help="Run only this table (or tables)."
     )
     parser.add_argument(
-        "--fidelity-seeds", default="1", help="Seeds of the fidelity table (farlink beside Linux)."
+        "--fidelity-seeds",
+        default="1,2",
+        help="Seeds of the fidelity table (farlink beside Linux).",
     )
     parser.add_argument(
         "--trace-dir", type=Path, help="Keep each fidelity run's tcp_info trace here (.npz)."
@@ -337,8 +343,8 @@ def main() -> int:
         for delay in delays:
             testbed_table(delay, seeds, args.jobs, not args.no_write)
         return 0
-    if args.replay and args.trace_dir is None:
-        parser.error("--replay reads the runs kept in --trace-dir")
+    if args.replay and (args.trace_dir is None or args.only != "fidelity"):
+        parser.error("--replay writes the fidelity table (--only fidelity) from --trace-dir")
     if args.only == "fidelity":
         fidelity_table(args.size, fidelity_seeds, not args.no_write, args.trace_dir, args.replay)
         return 0
