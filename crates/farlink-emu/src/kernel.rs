@@ -118,15 +118,34 @@ pub(crate) fn flow_settings(
             "the kernel's delayed-ACK timer is its own (adaptive, 40 ms to 200 ms)".into(),
         ),
     }
+    // Not settable: the kernel runs its own rule, named beside the scenario's so that a reader
+    // sees whether the two agree (farlink.linux_tcp's settings name Linux's).
     put(
         false,
         "recovery",
         format!(
-            "the kernel's own loss recovery (RACK, SACK or NewReno), not {}",
+            "the kernel's own (RACK-TLP with SACK, NewReno without); the scenario's \"{}\" is \
+             farlink's",
             t.recovery.name()
         ),
     );
-    put(false, "initial_rto", "the kernel's 1 s".into());
+    put(
+        false,
+        "rto",
+        format!(
+            "the kernel's own (tcp_rtt_estimator, which \"linux\" models); the scenario's \
+             \"{}\" is farlink's",
+            t.rtt.rule.name()
+        ),
+    );
+    put(
+        false,
+        "initial_rto",
+        format!(
+            "the kernel's 1000 ms (TCP_TIMEOUT_INIT); the scenario's {} ms",
+            t.rtt.initial_rto.as_nanos() / 1_000_000
+        ),
+    );
     put(false, "max_rto", "the kernel's 120 s".into());
     put(false, "limited_transmit", "always on in the kernel".into());
     put(
