@@ -2,12 +2,13 @@
 
 use super::bundle::BundleDriver;
 use super::dir::LinkDir;
+use crate::arq::ArqLink;
 use crate::link::{Link, LinkConfig};
 use crate::loss::AnyLoss;
 use crate::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
 use crate::rlp::{RlpLink, SharedChannel};
 use crate::rng::StreamRng;
-use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError};
+use crate::scenario::{Hop, LinkSpec, MemberSpec, Scenario, ScenarioError};
 
 /// The links of a scenario at run time.
 #[derive(Debug)]
@@ -120,27 +121,15 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
             "internal: not a bundle",
         ));
     };
-    let d = direction_name(forward);
     let spec = l.direction(forward);
-    let mut losses = Vec::with_capacity(b.members.len());
-    for k in 0..b.members.len() {
-        let rng = StreamRng::derive(seed, &format!("link:{}:{d}:member{k}:loss", l.name));
-        losses.push(
-            spec.loss
-                .build(rng)
-                .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?,
-        );
-    }
+    let losses = (0..b.members.len())
+        .map(|k| member_loss(seed, i, l, forward, k))
+        .collect::<Result<Vec<_>, _>>()?;
     let cfg = BundleDirConfig {
         members: b
             .members
             .iter()
-            .map(|m| MemberDirConfig {
-                rate: m.rate,
-                delay: m.delay,
-                txqueue_pkts: m.txqueue_pkts,
-                arq: m.arq,
-            })
+            .map(member_dir_config)
             .collect(),
         queue_limit: spec.queue,
         fragment: b.fragment,
@@ -150,4 +139,56 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
     let dir = BundleDir::new(&cfg, losses)
         .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
     Ok(LinkDir::Bundle(Box::new(dir)))
+}
+
+/// One direction of bundle member `m` (both directions share its settings).
+pub fn member_dir_config(m: &MemberSpec) -> MemberDirConfig {
+    MemberDirConfig {
+        rate: m.rate,
+        delay: m.delay,
+        txqueue_pkts: m.txqueue_pkts,
+        arq: m.arq,
+    }
+}
+
+/// The error model of member `k` of bundle link `l` (index `i`) in direction `forward`, drawing
+/// from `link:<name>:<fwd|rev>:member<k>:loss`; `k` may lie beyond the bundle's members (a
+/// stream of its own, the direction's model).
+pub fn member_loss(
+    seed: u64,
+    i: usize,
+    l: &LinkSpec,
+    forward: bool,
+    k: usize,
+) -> Result<AnyLoss, ScenarioError> {
+    let d = direction_name(forward);
+    let rng = StreamRng::derive(seed, &format!("link:{}:{d}:member{k}:loss", l.name));
+    l.direction(forward)
+        .loss
+        .build(rng)
+        .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))
+}
+
+/// The frames of member `k` of bundle link `l` (index `i`) in direction `forward` as the
+/// simulator sends them: its rate, delay and ARQ (the last member's for a `k` beyond the
+/// bundle) and [`member_loss`]'s error model, so one seed damages the same frames wherever the
+/// same units are offered at the same instants (the link manager's simulated modem `k`).
+pub fn member_arq_link(
+    seed: u64,
+    i: usize,
+    l: &LinkSpec,
+    forward: bool,
+    k: usize,
+) -> Result<ArqLink<AnyLoss>, ScenarioError> {
+    let Some(m) = l.bundle.as_ref().and_then(|b| b.members.get(k).or(b.members.last())) else {
+        return Err(ScenarioError::new(
+            format!("links[{i}]"),
+            "internal: not a bundle",
+        ));
+    };
+    ArqLink::new(
+        member_dir_config(m).link_config(),
+        member_loss(seed, i, l, forward, k)?,
+    )
+    .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))
 }
