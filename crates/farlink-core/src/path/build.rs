@@ -126,11 +126,7 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
         .map(|k| member_loss(seed, i, l, forward, k))
         .collect::<Result<Vec<_>, _>>()?;
     let cfg = BundleDirConfig {
-        members: b
-            .members
-            .iter()
-            .map(member_dir_config)
-            .collect(),
+        members: b.members.iter().map(member_dir_config).collect(),
         queue_limit: spec.queue,
         fragment: b.fragment,
         mp_header_bytes: b.mp_header_bytes,
@@ -180,7 +176,11 @@ pub fn member_arq_link(
     forward: bool,
     k: usize,
 ) -> Result<ArqLink<AnyLoss>, ScenarioError> {
-    let Some(m) = l.bundle.as_ref().and_then(|b| b.members.get(k).or(b.members.last())) else {
+    let Some(m) = l
+        .bundle
+        .as_ref()
+        .and_then(|b| b.members.get(k).or(b.members.last()))
+    else {
         return Err(ScenarioError::new(
             format!("links[{i}]"),
             "internal: not a bundle",

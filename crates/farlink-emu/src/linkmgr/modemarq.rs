@@ -267,7 +267,7 @@ mod tests {
             while let Some(w) = dir.next_wakeup().filter(|&w| w < t + every) {
                 dir.advance(w, &mut |o| outs.push(o));
             }
-            t = t + every;
+            t += every;
         }
         while let Some(w) = dir.next_wakeup() {
             dir.advance(w, &mut |o| outs.push(o));
@@ -303,13 +303,19 @@ mod tests {
             for _ in octets {
                 let plain = SimTime::ZERO + line.transmission_time(i + 1) + DELAY;
                 assert!(*at >= plain, "octet {i} at {at} before {plain}");
-                assert!(at.as_nanos() - plain.as_nanos() < frame_ns, "octet {i} late");
+                assert!(
+                    at.as_nanos() - plain.as_nanos() < frame_ns,
+                    "octet {i} late"
+                );
                 i += 1;
             }
         }
         // One clock: the last octet arrives when the line rate says.
         let last = got.last().unwrap().0;
-        assert_eq!(last, SimTime::ZERO + line.transmission_time(total as u32) + DELAY);
+        assert_eq!(
+            last,
+            SimTime::ZERO + line.transmission_time(total as u32) + DELAY
+        );
         let s = dir.stats();
         assert_eq!(s.frames_resent + s.frames_damaged + s.units_lost_arq, 0);
         assert_eq!(s.frames_sent, (total as u64).div_ceil(27));
@@ -344,8 +350,14 @@ mod tests {
         let damaged = frames * (p + p * p);
         let given_up = frames * p.powi(tries as i32);
         assert_eq!(s.frames_sent, s.frames_resent + frames as u64);
-        assert!((s.frames_damaged as f64 - damaged).abs() < 4.0 * damaged.sqrt(), "{s:?}");
-        assert!((s.frames_given_up as f64 - given_up).abs() < 4.0 * given_up.sqrt(), "{s:?}");
+        assert!(
+            (s.frames_damaged as f64 - damaged).abs() < 4.0 * damaged.sqrt(),
+            "{s:?}"
+        );
+        assert!(
+            (s.frames_given_up as f64 - given_up).abs() < 4.0 * given_up.sqrt(),
+            "{s:?}"
+        );
         assert_eq!(s.frames_resent, s.frames_damaged - s.frames_given_up);
         // Full frames: each unit is one frame, so units lost are frames given up.
         assert_eq!(s.units_lost_arq, s.frames_given_up);

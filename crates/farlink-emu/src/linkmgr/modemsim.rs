@@ -36,10 +36,10 @@ use farlink_core::loss::{AnyLoss, NoLoss};
 use farlink_core::path::{
     draw_call_duration, draw_dial_ok, member_arq_link, member_stream, MemberDraw,
 };
-use farlink_core::scenario::LinkSpec;
-use farlink_core::time::BitRate;
 use farlink_core::ppp::dce::{Dce, DceConfig, DceOutput, DialOutcome};
 use farlink_core::rng::StreamRng;
+use farlink_core::scenario::LinkSpec;
+use farlink_core::time::BitRate;
 use farlink_core::time::{SimDuration, SimTime};
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -608,7 +608,10 @@ impl ModemSim {
                     t = t.min(w);
                 }
             }
-            for w in [p.fwd.next_wakeup(), p.rev.next_wakeup()].into_iter().flatten() {
+            for w in [p.fwd.next_wakeup(), p.rev.next_wakeup()]
+                .into_iter()
+                .flatten()
+            {
                 t = t.min(w);
             }
         }
