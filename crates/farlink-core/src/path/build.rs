@@ -192,3 +192,59 @@ pub fn member_arq_link(
     )
     .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::{LinkEvent, Packet};
+    use crate::loss::{Bernoulli, LossModel};
+    use crate::scenario::parse_scenario_json;
+    use crate::time::SimTime;
+    use serde_json::json;
+
+    /// Which of `n` one-frame units `link` loses, each offered when the previous is out.
+    fn lost_units(link: &mut ArqLink<AnyLoss>, n: u64) -> Vec<bool> {
+        let mut lost = Vec::new();
+        let mut now = SimTime::ZERO;
+        for id in 0..n {
+            link.offer(now, Packet { id, size_bytes: 27 });
+            while lost.len() as u64 <= id {
+                now = link.next_wakeup().unwrap();
+                while let Some(e) = link.poll(now) {
+                    lost.push(matches!(e, LinkEvent::Dropped { .. }));
+                }
+            }
+        }
+        lost
+    }
+
+    #[test]
+    fn a_member_link_draws_its_frame_errors_from_the_members_stream() {
+        let doc = json!({
+            "seed": 41,
+            "duration": "100s",
+            "nodes": ["S", "D"],
+            "links": [{"name": "sat", "a": "S", "b": "D",
+                "fwd": {"loss": {"model": "bernoulli", "p": 0.5}},
+                "rev": {"loss": {"model": "bernoulli", "p": 0.2}},
+                "bundle": {"members": 2, "rate": "2400bps", "delay": "500ms",
+                    "arq": {"mode": "selective-repeat", "frame": "27B", "max_tries": 1}}}],
+            "flows": [{"from": "S", "to": "D", "app": {"kind": "bulk", "size": "10KB"}}],
+        });
+        let sc = parse_scenario_json(&doc.to_string()).unwrap();
+        let l = &sc.links()[0];
+        let members = &l.bundle.as_ref().unwrap().members;
+        // Member 1, and member 5 beyond the bundle (the last member's settings, its own stream).
+        for (k, forward, p) in [(1, true, 0.5), (1, false, 0.2), (5, true, 0.5)] {
+            let mut link = member_arq_link(41, 0, l, forward, k).unwrap();
+            assert_eq!(*link.config(), member_dir_config(&members[1]).link_config());
+            let d = direction_name(forward);
+            let name = format!("link:sat:{d}:member{k}:loss");
+            let mut draws = Bernoulli::new(p, StreamRng::derive(41, &name)).unwrap();
+            let expected: Vec<bool> = (0..200).map(|_| draws.is_lost(SimTime::ZERO)).collect();
+            // One try a frame: a unit is lost exactly when its frame's draw damaged it.
+            assert_eq!(lost_units(&mut link, 200), expected, "{name}");
+        }
+        assert!(member_arq_link(41, 0, &sc.links()[0], true, 0).is_ok());
+    }
+}
