@@ -219,8 +219,9 @@ def test_a_transfer_crosses_modems_whose_arq_repeats_damaged_frames(tmp_path: Pa
     assert sent > 10_000 / 27
     # Each frame sent is damaged with probability 0.1 (a binomial count: a wide margin).
     assert 0.05 * sent < damaged < 0.15 * sent
-    assert total("air_to_ground", "frames_resent") == damaged - total(
-        "air_to_ground", "frames_given_up"
-    )
+    # Every damaged frame not given up is sent again, but for NAKs still on their way when a
+    # call dropped or the modems stopped.
+    resent = total("air_to_ground", "frames_resent")
+    assert 0 < resent <= damaged - total("air_to_ground", "frames_given_up")
     assert total("ground_to_air", "frames_damaged") < damaged
     assert counters["total"]["octets_delivered"] > 10_000
