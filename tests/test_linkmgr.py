@@ -452,6 +452,15 @@ def test_a_bad_configuration_is_one_placed_line_and_exit_2(tmp_path):
         )
         assert (done.returncode, done.stderr.count("\n")) == (2, 1), done.stderr
         assert done.stderr.startswith(f"farlink: error: {option}: expected")
+    done = subprocess.run(
+        [*FARLINK_ARGV, "linkmgr", "modem-sim", "--dir", str(tmp_path), "--loss", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr.count("\n")) == (2, 1), done.stderr
+    assert done.stderr.startswith("farlink: error: --loss: '1.5' is outside [0, 1)")
+    assert not os.path.exists(tmp_path / "air0")
     # A log the daemon cannot open is the configuration's fault too.
     path.write_text(config.replace('t_d = "soon"', 't_d = "1s"').replace('log = "', 'log = "no/'))
     done = subprocess.run(

@@ -367,6 +367,17 @@ pub struct MemberDirConfig {
     pub arq: Option<ArqConfig>,
 }
 
+impl MemberDirConfig {
+    /// The member's frames: its rate, delay and ARQ.
+    pub fn link_config(&self) -> ArqLinkConfig {
+        ArqLinkConfig {
+            rate: self.rate,
+            delay: self.delay,
+            arq: self.arq,
+        }
+    }
+}
+
 /// One direction of a bundle.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BundleDirConfig {
@@ -474,14 +485,7 @@ impl<L: LossModel> BundleDir<L> {
                     "expected a transmit queue of at least 1 packet, got 0",
                 ));
             }
-            let link = ArqLink::new(
-                ArqLinkConfig {
-                    rate: m.rate,
-                    delay: m.delay,
-                    arq: m.arq,
-                },
-                loss,
-            )?;
+            let link = ArqLink::new(m.link_config(), loss)?;
             members.push(Member {
                 link,
                 rate: m.rate,

@@ -249,13 +249,23 @@ def modem_sim_command(
         float,
         typer.Option(help="Seconds a signal query (AT+CSQ) takes to answer (seed 000: 4)."),
     ] = 4.0,
+    loss: Annotated[
+        str | None,
+        typer.Option(
+            help="Frame error rate air to ground in [0, 1) (the preset's lossy link, as "
+            "`simulate --loss`); default: the preset's."
+        ),
+    ] = None,
 ) -> None:
-    """Simulated Iridium modems on pseudo-terminals: dials, call drops and delays drawn as the
-    simulator draws them; until SIGTERM or Ctrl-C. Prints each link's path when ready."""
-    from farlink import _core
+    """Simulated Iridium modems on pseudo-terminals: dials, call drops, delays, frame errors
+    and ARQ repeats drawn as the simulator draws them; until SIGTERM or Ctrl-C. Prints each
+    link's path when ready; counters in DIR/modem-sim.json."""
+    from farlink import _core, units
+    from farlink.cli.options import read
     from farlink.linkmgr.run import run_modem_sim
     from farlink.scenario import ScenarioError, describe_error
 
+    frame_error_rate = None if loss is None else read("--loss", units.parse_error_rate, loss)
     if not 1 <= modems <= MAX_MODEMS:
         raise _cli_error(f"--modems: expected 1 to {MAX_MODEMS}, got {modems}")
     if seed is not None and not 0 <= seed < 2**64:
@@ -268,6 +278,7 @@ def modem_sim_command(
             seed=seed,
             preset=preset,
             signal_reply_s=signal_reply,
+            loss=frame_error_rate,
         )
     except ScenarioError as err:
         raise _cli_error(describe_error(preset, err)) from None

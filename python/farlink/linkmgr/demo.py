@@ -328,12 +328,18 @@ class RunningBundle:
 
 @contextlib.contextmanager
 def running_bundle(
-    *, modems: int, time_scale: float, folder: Path, say: Callable[[str], None] = print
+    *,
+    modems: int,
+    time_scale: float,
+    folder: Path,
+    say: Callable[[str], None] = print,
+    loss: float | None = None,
 ) -> Iterator[RunningBundle]:
-    """Two namespaces, ``modems`` simulated modem pairs (the preset's, seed :data:`SEED`) and
-    a daemon at each end, up until the context ends; then everything it made is removed, the
-    logs, configurations and stderr in ``folder`` excepted. SIGTERM raises KeyboardInterrupt
-    meanwhile, so that a terminated run cleans up too."""
+    """Two namespaces, ``modems`` simulated modem pairs (the preset's, seed :data:`SEED`;
+    ``loss``: their frame error rate air to ground instead of the preset's) and a daemon at
+    each end, up until the context ends; then everything it made is removed, the logs,
+    configurations, stderr and the modems' counters in ``folder`` excepted. SIGTERM raises
+    KeyboardInterrupt meanwhile, so that a terminated run cleans up too."""
     check_can_run()
     folder.mkdir(parents=True, exist_ok=True)
     # A daemon would resume from an old log's snapshot; a part's stderr is appended to (a
@@ -371,6 +377,7 @@ def running_bundle(
                 str(SEED),
                 "--preset",
                 PRESET,
+                *(() if loss is None else ("--loss", repr(loss))),
             ],
         )
         _wait(

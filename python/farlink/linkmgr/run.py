@@ -102,18 +102,20 @@ def run_modem_sim(
     seed: int | None = None,
     preset: str = DEFAULT_PRESET,
     signal_reply_s: float = 4.0,
+    loss: float | None = None,
 ) -> None:
     """Run ``modems`` simulated modem pairs on ptys linked in ``directory`` until SIGTERM or
-    SIGINT, with the rate, delay, call-drop rate, dial time and dial failures of ``preset``'s
-    bundle and its random streams (``seed``: the preset's if None).
+    SIGINT, with the rate, delay, ARQ, frame errors, call-drop rate, dial time and dial
+    failures of ``preset``'s bundle and its random streams (``seed``: the preset's if None;
+    ``loss``: the frame error rate of its lossy link's data direction, as ``simulate --loss``).
 
     Raises ``farlink.ScenarioError`` for a preset that cannot be read and
     ``farlink._core.LinkMgrError`` for a bad option.
     """
     from farlink import _core
-    from farlink.scenario import load_scenario, to_core_json
+    from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
-    doc = load_scenario(preset)
+    doc = apply_overrides(load_scenario(preset), loss=loss)
     _core.linkmgr_modem_sim(
         to_core_json(doc), modems, str(directory), time_scale, seed, signal_reply_s
     )

@@ -2,12 +2,13 @@
 
 use super::bundle::BundleDriver;
 use super::dir::LinkDir;
+use crate::arq::ArqLink;
 use crate::link::{Link, LinkConfig};
 use crate::loss::AnyLoss;
 use crate::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
 use crate::rlp::{RlpLink, SharedChannel};
 use crate::rng::StreamRng;
-use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError};
+use crate::scenario::{Hop, LinkSpec, MemberSpec, Scenario, ScenarioError};
 
 /// The links of a scenario at run time.
 #[derive(Debug)]
@@ -120,28 +121,12 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
             "internal: not a bundle",
         ));
     };
-    let d = direction_name(forward);
     let spec = l.direction(forward);
-    let mut losses = Vec::with_capacity(b.members.len());
-    for k in 0..b.members.len() {
-        let rng = StreamRng::derive(seed, &format!("link:{}:{d}:member{k}:loss", l.name));
-        losses.push(
-            spec.loss
-                .build(rng)
-                .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?,
-        );
-    }
+    let losses = (0..b.members.len())
+        .map(|k| member_loss(seed, i, l, forward, k))
+        .collect::<Result<Vec<_>, _>>()?;
     let cfg = BundleDirConfig {
-        members: b
-            .members
-            .iter()
-            .map(|m| MemberDirConfig {
-                rate: m.rate,
-                delay: m.delay,
-                txqueue_pkts: m.txqueue_pkts,
-                arq: m.arq,
-            })
-            .collect(),
+        members: b.members.iter().map(member_dir_config).collect(),
         queue_limit: spec.queue,
         fragment: b.fragment,
         mp_header_bytes: b.mp_header_bytes,
@@ -150,4 +135,116 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
     let dir = BundleDir::new(&cfg, losses)
         .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
     Ok(LinkDir::Bundle(Box::new(dir)))
+}
+
+/// One direction of bundle member `m` (both directions share its settings).
+pub fn member_dir_config(m: &MemberSpec) -> MemberDirConfig {
+    MemberDirConfig {
+        rate: m.rate,
+        delay: m.delay,
+        txqueue_pkts: m.txqueue_pkts,
+        arq: m.arq,
+    }
+}
+
+/// The error model of member `k` of bundle link `l` (index `i`) in direction `forward`, drawing
+/// from `link:<name>:<fwd|rev>:member<k>:loss`; `k` may lie beyond the bundle's members (a
+/// stream of its own, the direction's model).
+pub fn member_loss(
+    seed: u64,
+    i: usize,
+    l: &LinkSpec,
+    forward: bool,
+    k: usize,
+) -> Result<AnyLoss, ScenarioError> {
+    let d = direction_name(forward);
+    let rng = StreamRng::derive(seed, &format!("link:{}:{d}:member{k}:loss", l.name));
+    l.direction(forward)
+        .loss
+        .build(rng)
+        .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))
+}
+
+/// The frames of member `k` of bundle link `l` (index `i`) in direction `forward` as the
+/// simulator sends them: its rate, delay and ARQ (the last member's for a `k` beyond the
+/// bundle) and [`member_loss`]'s error model, so one seed damages the same frames wherever the
+/// same units are offered at the same instants (the link manager's simulated modem `k`).
+pub fn member_arq_link(
+    seed: u64,
+    i: usize,
+    l: &LinkSpec,
+    forward: bool,
+    k: usize,
+) -> Result<ArqLink<AnyLoss>, ScenarioError> {
+    let Some(m) = l
+        .bundle
+        .as_ref()
+        .and_then(|b| b.members.get(k).or(b.members.last()))
+    else {
+        return Err(ScenarioError::new(
+            format!("links[{i}]"),
+            "internal: not a bundle",
+        ));
+    };
+    ArqLink::new(
+        member_dir_config(m).link_config(),
+        member_loss(seed, i, l, forward, k)?,
+    )
+    .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::{LinkEvent, Packet};
+    use crate::loss::{Bernoulli, LossModel};
+    use crate::scenario::parse_scenario_json;
+    use crate::time::SimTime;
+    use serde_json::json;
+
+    /// Which of `n` one-frame units `link` loses, each offered when the previous is out.
+    fn lost_units(link: &mut ArqLink<AnyLoss>, n: u64) -> Vec<bool> {
+        let mut lost = Vec::new();
+        let mut now = SimTime::ZERO;
+        for id in 0..n {
+            link.offer(now, Packet { id, size_bytes: 27 });
+            while lost.len() as u64 <= id {
+                now = link.next_wakeup().unwrap();
+                while let Some(e) = link.poll(now) {
+                    lost.push(matches!(e, LinkEvent::Dropped { .. }));
+                }
+            }
+        }
+        lost
+    }
+
+    #[test]
+    fn a_member_link_draws_its_frame_errors_from_the_members_stream() {
+        let doc = json!({
+            "seed": 41,
+            "duration": "100s",
+            "nodes": ["S", "D"],
+            "links": [{"name": "sat", "a": "S", "b": "D",
+                "fwd": {"loss": {"model": "bernoulli", "p": 0.5}},
+                "rev": {"loss": {"model": "bernoulli", "p": 0.2}},
+                "bundle": {"members": 2, "rate": "2400bps", "delay": "500ms",
+                    "arq": {"mode": "selective-repeat", "frame": "27B", "max_tries": 1}}}],
+            "flows": [{"from": "S", "to": "D", "app": {"kind": "bulk", "size": "10KB"}}],
+        });
+        let sc = parse_scenario_json(&doc.to_string()).unwrap();
+        let l = &sc.links()[0];
+        let members = &l.bundle.as_ref().unwrap().members;
+        // Member 1, and member 5 beyond the bundle (the last member's settings, its own stream).
+        for (k, forward, p) in [(1, true, 0.5), (1, false, 0.2), (5, true, 0.5)] {
+            let mut link = member_arq_link(41, 0, l, forward, k).unwrap();
+            assert_eq!(*link.config(), member_dir_config(&members[1]).link_config());
+            let d = direction_name(forward);
+            let name = format!("link:sat:{d}:member{k}:loss");
+            let mut draws = Bernoulli::new(p, StreamRng::derive(41, &name)).unwrap();
+            let expected: Vec<bool> = (0..200).map(|_| draws.is_lost(SimTime::ZERO)).collect();
+            // One try a frame: a unit is lost exactly when its frame's draw damaged it.
+            assert_eq!(lost_units(&mut link, 200), expected, "{name}");
+        }
+        assert!(member_arq_link(41, 0, &sc.links()[0], true, 0).is_ok());
+    }
 }

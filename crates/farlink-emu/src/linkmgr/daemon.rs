@@ -973,7 +973,7 @@ mod tests {
     #[test]
     fn the_loop_hands_calls_to_the_data_plane_and_takes_its_drops_back() {
         use crate::linkmgr::config;
-        use crate::linkmgr::modemsim::{ModemSim, SimOptions};
+        use crate::linkmgr::modemsim::{CallLinks, ModemSim, SimOptions};
 
         let dir = std::env::temp_dir().join(format!("farlink-daemon-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -983,8 +983,10 @@ mod tests {
             time_scale: 1.0,
             seed: 1,
             link_name: "iridium".into(),
-            rate_bps: 2400,
-            delay: SimDuration::from_millis(10),
+            calls: CallLinks::Plain {
+                rate_bps: 2400,
+                delay: SimDuration::from_millis(10),
+            },
             call_drop_rate_per_s: vec![0.0],
             dial_time: SimDuration::from_millis(50),
             dial_failure_prob: 0.0,

@@ -9,6 +9,7 @@
 //! * `plane`: the seam to the data plane (the bundle on a TUN device);
 //! * `daemon`: the loop;
 //! * `modemsim`: simulated Iridium modems on ptys;
+//! * `modemarq`: a simulated call's direction over the core's link-layer ARQ;
 //! * [`dataplane`]: the members' serial ports bonded into one multilink PPP bundle on a TUN;
 //! * [`testbed`]: two namespaces joined by paced member links, to measure the data plane.
 
@@ -17,6 +18,7 @@ pub mod control;
 pub mod daemon;
 pub mod dataplane;
 pub mod eventlog;
+pub mod modemarq;
 pub mod modemsim;
 pub mod plane;
 pub mod serial;
@@ -82,7 +84,8 @@ fn is_socket(path: &Path) -> bool {
 }
 
 /// `farlink linkmgr modem-sim`: the modems of the first bundle link of `scenario_json` (a
-/// resolved scenario: its member rate, delay, β, dial time and dial failures), `seed`
+/// resolved scenario: its members' rate, delay, ARQ, error models and β, its dial time and dial
+/// failures), `seed`
 /// (`None`: the scenario's), until SIGTERM or SIGINT.
 pub fn run_modem_sim(
     scenario_json: &str,
@@ -95,16 +98,16 @@ pub fn run_modem_sim(
 ) -> Result<(), LinkMgrError> {
     let sc = farlink_core::scenario::parse_scenario_json(scenario_json)
         .map_err(|e| LinkMgrError::Config(e.to_string()))?;
-    let Some((link, bundle)) = sc
+    let Some((index, link, bundle)) = sc
         .links()
         .iter()
-        .find_map(|l| l.bundle.as_ref().map(|b| (l, b)))
+        .enumerate()
+        .find_map(|(i, l)| l.bundle.as_ref().map(|b| (i, l, b)))
     else {
         return Err(LinkMgrError::Config(
             "the scenario has no bundle link to take the modems from".into(),
         ));
     };
-    let first = &bundle.members[0];
     if !(signal_reply_s.is_finite() && (0.0..=60.0).contains(&signal_reply_s)) {
         return Err(LinkMgrError::Config(format!(
             "--signal-reply: expected 0 to 60 s, got {signal_reply_s}"
@@ -116,8 +119,10 @@ pub fn run_modem_sim(
         time_scale,
         seed: seed.unwrap_or(sc.seed()),
         link_name: link.name.clone(),
-        rate_bps: first.rate.bps(),
-        delay: first.delay,
+        calls: modemsim::CallLinks::Bundle {
+            link: Box::new(link.clone()),
+            index,
+        },
         call_drop_rate_per_s: bundle
             .members
             .iter()

@@ -9,6 +9,13 @@
 //! after an exponential time of mean 1/β drawn from the member's call-drop stream, so one seed
 //! gives the simulator's calls. `time_scale` divides the dial time and every call's duration.
 //!
+//! Each direction of a call is the simulator's member in that direction
+//! ([`super::modemarq::CallDir`] over [`farlink_core::path::member_arq_link`]): the air modem
+//! sends on the member's forward link, the ground modem on its reverse one, framed, paced at
+//! the member's rate, damaged by its error model (stream `link:<name>:<fwd|rev>:member<k>:loss`)
+//! and repaired by its ARQ. A unit whose frame used up its tries is lost (a line on stderr);
+//! the counters of every pair are kept in `DIR/modem-sim.json` (rewritten every second).
+//!
 //! Signal queries (`AT+CSQ`) are answered after `signal_reply`, and 7/4 of it when a handover
 //! falls within the wait (every 10 minutes, at a phase drawn per modem: the Iridium
 //! inter-satellite handover of seed 000 section 5.1).
@@ -24,15 +31,22 @@ use std::collections::BinaryHeap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use farlink_core::path::{draw_call_duration, draw_dial_ok, member_stream, MemberDraw};
+use farlink_core::arq::{ArqLink, ArqLinkConfig};
+use farlink_core::loss::{AnyLoss, NoLoss};
+use farlink_core::path::{
+    draw_call_duration, draw_dial_ok, member_arq_link, member_stream, MemberDraw,
+};
 use farlink_core::ppp::dce::{Dce, DceConfig, DceOutput, DialOutcome};
 use farlink_core::rng::StreamRng;
+use farlink_core::scenario::LinkSpec;
+use farlink_core::time::BitRate;
 use farlink_core::time::{SimDuration, SimTime};
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::pty::openpty;
 use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg};
 
+use super::modemarq::{CallDir, CallDirStats, CallOutput};
 use crate::driver::monotonic_ns;
 use crate::signals::Signals;
 
@@ -41,6 +55,43 @@ use crate::signals::Signals;
 const HANDOVER_PERIOD: SimDuration = SimDuration::from_secs(600);
 /// How often the control files and closed ports are looked at.
 const TICK: SimDuration = SimDuration::from_millis(100);
+/// How often the counters file is rewritten.
+const STATS_EVERY: SimDuration = SimDuration::from_secs(1);
+/// Octets a modem holds for its call before it stops taking more from its DTE (the port's
+/// flow control: the DTE's writes then wait in the pty): a second of the Iridium line.
+const HOLD_OCTETS: usize = 300;
+/// The counters file in `DIR`.
+pub const STATS_FILE: &str = "modem-sim.json";
+
+/// How each pair's calls carry octets.
+#[derive(Clone, Debug)]
+pub enum CallLinks {
+    /// Pair `k` is member `k` of bundle link `index` of a scenario (`link`): its rate, delay,
+    /// ARQ and error models, drawn from the member's streams of [`SimOptions::seed`].
+    Bundle { link: Box<LinkSpec>, index: usize },
+    /// An error-free line without ARQ (units as queued, see [`super::modemarq`]).
+    Plain { rate_bps: u64, delay: SimDuration },
+}
+
+impl CallLinks {
+    /// The link carrying pair `k`'s octets, air to ground if `forward`.
+    fn build(&self, seed: u64, k: usize, forward: bool) -> Result<ArqLink<AnyLoss>, String> {
+        match self {
+            CallLinks::Bundle { link, index } => {
+                member_arq_link(seed, *index, link, forward, k).map_err(|e| e.to_string())
+            }
+            CallLinks::Plain { rate_bps, delay } => ArqLink::new(
+                ArqLinkConfig {
+                    rate: BitRate::from_bps(*rate_bps),
+                    delay: *delay,
+                    arq: None,
+                },
+                AnyLoss::None(NoLoss),
+            )
+            .map_err(|e| e.to_string()),
+        }
+    }
+}
 
 /// What the simulated modems are.
 #[derive(Clone, Debug)]
@@ -52,8 +103,8 @@ pub struct SimOptions {
     pub seed: u64,
     /// The bundle link whose member streams are drawn (`link:<name>:member<k>:...`).
     pub link_name: String,
-    pub rate_bps: u64,
-    pub delay: SimDuration,
+    /// What carries each call's octets.
+    pub calls: CallLinks,
     /// β per member (the last one repeats for more modems than the bundle has).
     pub call_drop_rate_per_s: Vec<f64>,
     pub dial_time: SimDuration,
@@ -88,12 +139,6 @@ enum SimEvent {
         pair: usize,
         conn: u64,
     },
-    Deliver {
-        pair: usize,
-        to: Side,
-        conn: u64,
-        data: Vec<u8>,
-    },
     ToHost {
         pair: usize,
         side: Side,
@@ -123,6 +168,9 @@ struct Pair {
     drop_rng: StreamRng,
     drop_rate_per_s: f64,
     handover_phase: SimDuration,
+    /// The call air to ground, and ground to air.
+    fwd: CallDir,
+    rev: CallDir,
 }
 
 impl Pair {
@@ -132,6 +180,30 @@ impl Pair {
             Side::Ground => &mut self.ground,
         }
     }
+
+    /// The direction of the call `side` sends on.
+    fn call_from(&mut self, side: Side) -> &mut CallDir {
+        match side {
+            Side::Air => &mut self.fwd,
+            Side::Ground => &mut self.rev,
+        }
+    }
+}
+
+/// What the DTEs of both sides of a pair have written, and what their calls carried.
+#[derive(serde::Serialize)]
+struct PairStats {
+    modem: String,
+    air_to_ground: CallDirStats,
+    ground_to_air: CallDirStats,
+}
+
+/// The contents of [`STATS_FILE`].
+#[derive(serde::Serialize)]
+struct SimStats {
+    pairs: Vec<PairStats>,
+    /// Both directions of every pair.
+    total: CallDirStats,
 }
 
 /// The running simulator.
@@ -142,6 +214,9 @@ pub struct ModemSim {
     seq: u64,
     start_mono_ns: u64,
     next_tick: SimTime,
+    next_stats: SimTime,
+    /// The counters last written.
+    stats_written: Option<CallDirStats>,
 }
 
 fn make_pty(link: &Path) -> Result<(OwnedFd, PathBuf), String> {
@@ -184,12 +259,8 @@ impl ModemSim {
             let modem = |side: Side| -> Result<Modem, String> {
                 let link = opts.dir.join(format!("{}{k}", side.name()));
                 let (master, _) = make_pty(&link)?;
-                let cfg = DceConfig {
-                    rate_bps: opts.rate_bps,
-                    ..DceConfig::iridium()
-                };
                 Ok(Modem {
-                    dce: Dce::new(cfg),
+                    dce: Dce::new(DceConfig::iridium()),
                     master: Some(master),
                     link,
                     dte_open: false,
@@ -210,6 +281,8 @@ impl ModemSim {
                 drop_rng: member_stream(opts.seed, &opts.link_name, k, MemberDraw::CallDrop),
                 drop_rate_per_s: rate,
                 handover_phase: phase,
+                fwd: CallDir::new(opts.calls.build(opts.seed, k, true)?),
+                rev: CallDir::new(opts.calls.build(opts.seed, k, false)?),
             });
         }
         Ok(ModemSim {
@@ -219,6 +292,8 @@ impl ModemSim {
             seq: 0,
             start_mono_ns: monotonic_ns(),
             next_tick: SimTime::ZERO,
+            next_stats: SimTime::ZERO,
+            stats_written: None,
         })
     }
 
@@ -338,28 +413,66 @@ impl ModemSim {
                     self.schedule(at, SimEvent::DialDone { pair: k, ok });
                 }
                 DceOutput::HangUp => self.end_call(now, k, side),
-                DceOutput::ToPeer { at, data } => {
-                    let to = match side {
-                        Side::Air => Side::Ground,
-                        Side::Ground => Side::Air,
-                    };
-                    let conn = self.pairs[k].conn;
-                    self.schedule(
-                        at + self.opts.delay,
-                        SimEvent::Deliver {
-                            pair: k,
-                            to,
-                            conn,
-                            data,
-                        },
-                    );
+                // The call's ARQ link paces the octets; the modem's own clock is not used.
+                DceOutput::ToPeer { data, .. } => {
+                    let mut outs = Vec::new();
+                    self.pairs[k]
+                        .call_from(side)
+                        .send(now, &data, &mut |o| outs.push(o));
+                    self.carried(now, k, side, outs);
                 }
             }
         }
     }
 
+    /// What the call from `side` of pair `k` carried: octets for the other modem, losses.
+    fn carried(&mut self, now: SimTime, k: usize, from: Side, outs: Vec<CallOutput>) {
+        let to = match from {
+            Side::Air => Side::Ground,
+            Side::Ground => Side::Air,
+        };
+        for o in outs {
+            match o {
+                CallOutput::Delivered { octets, .. } => {
+                    self.pairs[k].modem(to).dce.on_peer_bytes(now, &octets);
+                    self.drain(now, k, to, SimDuration::ZERO);
+                }
+                CallOutput::Lost { at, octets } => eprintln!(
+                    "modem-sim: {}{k} to {}{k}: a frame used up its tries at {:.3} s: {octets} octets lost",
+                    from.name(),
+                    to.name(),
+                    at.as_secs_f64()
+                ),
+            }
+        }
+    }
+
+    /// Runs both directions of pair `k`'s call to `now`, handing on what they carried.
+    fn advance_calls(&mut self, now: SimTime, k: usize) {
+        for side in [Side::Air, Side::Ground] {
+            let mut outs = Vec::new();
+            self.pairs[k]
+                .call_from(side)
+                .advance(now, &mut |o| outs.push(o));
+            self.carried(now, k, side, outs);
+        }
+    }
+
+    /// Pair `k`'s call is over: what was due is handed on, the rest is lost.
+    fn end_calls(&mut self, now: SimTime, k: usize) {
+        self.advance_calls(now, k);
+        for side in [Side::Air, Side::Ground] {
+            let mut outs = Vec::new();
+            self.pairs[k]
+                .call_from(side)
+                .end_call(now, &mut |o| outs.push(o));
+            self.carried(now, k, side, outs);
+        }
+    }
+
     /// One end hung up: the other end's modem loses its carrier.
     fn end_call(&mut self, now: SimTime, k: usize, from: Side) {
+        self.end_calls(now, k);
         self.pairs[k].conn += 1;
         let other = match from {
             Side::Air => Side::Ground,
@@ -400,17 +513,6 @@ impl ModemSim {
                     self.drop_call(now, k);
                 }
             }
-            SimEvent::Deliver {
-                pair: k,
-                to,
-                conn,
-                data,
-            } => {
-                if self.pairs[k].conn == conn {
-                    self.pairs[k].modem(to).dce.on_peer_bytes(now, &data);
-                    self.drain(now, k, to, SimDuration::ZERO);
-                }
-            }
             SimEvent::ToHost {
                 pair: k,
                 side,
@@ -427,6 +529,7 @@ impl ModemSim {
 
     /// The network drops pair `k`'s call: both modems lose their carrier.
     fn drop_call(&mut self, now: SimTime, k: usize) {
+        self.end_calls(now, k);
         let p = &mut self.pairs[k];
         p.conn += 1;
         p.air.dce.on_call_lost(now);
@@ -475,10 +578,7 @@ impl ModemSim {
                         self.drop_call(now, k);
                     }
                     let m = self.pairs[k].modem(side);
-                    m.dce = Dce::new(DceConfig {
-                        rate_bps: self.opts.rate_bps,
-                        ..DceConfig::iridium()
-                    });
+                    m.dce = Dce::new(DceConfig::iridium());
                     m.out.clear();
                 }
             }
@@ -508,6 +608,12 @@ impl ModemSim {
                     t = t.min(w);
                 }
             }
+            for w in [p.fwd.next_wakeup(), p.rev.next_wakeup()]
+                .into_iter()
+                .flatten()
+            {
+                t = t.min(w);
+            }
         }
         t.max(now)
     }
@@ -531,7 +637,16 @@ impl ModemSim {
                     if !m.dte_open {
                         continue;
                     }
-                    let mut ev = PollFlags::POLLIN;
+                    // A modem whose call holds enough octets takes no more for now.
+                    let held = match side {
+                        Side::Air => p.fwd.queued_octets(),
+                        Side::Ground => p.rev.queued_octets(),
+                    };
+                    let mut ev = if m.dce.call_up() && held >= HOLD_OCTETS {
+                        PollFlags::empty()
+                    } else {
+                        PollFlags::POLLIN
+                    };
                     if !m.out.is_empty() {
                         ev |= PollFlags::POLLOUT;
                     }
@@ -578,6 +693,7 @@ impl ModemSim {
             self.on_event(now, e);
         }
         for k in 0..self.pairs.len() {
+            self.advance_calls(now, k);
             for side in [Side::Air, Side::Ground] {
                 self.pairs[k].modem(side).dce.on_timer(now);
                 self.drain(now, k, side, SimDuration::ZERO);
@@ -587,8 +703,45 @@ impl ModemSim {
             self.next_tick = now + TICK;
             self.on_tick(now);
         }
+        if now >= self.next_stats {
+            self.next_stats = now + STATS_EVERY;
+            self.write_stats();
+        }
         self.flush_all();
         Ok(())
+    }
+
+    fn stats(&self) -> SimStats {
+        let pairs: Vec<PairStats> = self
+            .pairs
+            .iter()
+            .enumerate()
+            .map(|(k, p)| PairStats {
+                modem: format!("air{k}"),
+                air_to_ground: p.fwd.stats(),
+                ground_to_air: p.rev.stats(),
+            })
+            .collect();
+        let total = pairs.iter().fold(CallDirStats::default(), |t, p| {
+            t.plus(&p.air_to_ground).plus(&p.ground_to_air)
+        });
+        SimStats { pairs, total }
+    }
+
+    /// Rewrites [`STATS_FILE`] if a counter moved (whole: written aside, then renamed).
+    fn write_stats(&mut self) {
+        let s = self.stats();
+        if self.stats_written == Some(s.total) {
+            return;
+        }
+        let file = self.opts.dir.join(STATS_FILE);
+        let tmp = self.opts.dir.join(format!(".{STATS_FILE}.tmp"));
+        let Ok(text) = serde_json::to_string_pretty(&s) else {
+            return;
+        };
+        if std::fs::write(&tmp, text + "\n").is_ok() && std::fs::rename(&tmp, &file).is_ok() {
+            self.stats_written = Some(s.total);
+        }
     }
 
     /// The links made, air and ground of each pair.
@@ -610,6 +763,7 @@ impl ModemSim {
 
 impl Drop for ModemSim {
     fn drop(&mut self) {
+        self.write_stats();
         for p in &self.pairs {
             for m in [&p.air, &p.ground] {
                 let _ = std::fs::remove_file(&m.link);
@@ -660,8 +814,10 @@ mod tests {
             time_scale: 1.0,
             seed: 1,
             link_name: "iridium".into(),
-            rate_bps: 2400,
-            delay: SimDuration::from_millis(500),
+            calls: CallLinks::Plain {
+                rate_bps: 2400,
+                delay: SimDuration::from_millis(500),
+            },
             call_drop_rate_per_s: vec![1.0 / 3000.0],
             dial_time: SimDuration::from_millis(14_500),
             dial_failure_prob: 0.0,
