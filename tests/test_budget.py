@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -129,6 +130,12 @@ def test_the_progress_line_rewrites_itself_and_erases_at_the_end():
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child")
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
     out = tmp_path / "out"
     child = subprocess.Popen(
@@ -138,7 +145,12 @@ def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
-    time.sleep(3.0)
+    # Interrupt the run, not the imports before it: wait for 2 s of the child's CPU time (its
+    # start-up takes about half a second of it), however loaded the machine is.
+    deadline = time.monotonic() + 60
+    while _cpu_seconds(child.pid) < 2.0 and time.monotonic() < deadline:
+        assert child.poll() is None, child.communicate()
+        time.sleep(0.1)
     child.send_signal(signal.SIGINT)
     stdout, stderr = child.communicate(timeout=60)
     assert child.returncode == 130, stderr
