@@ -144,6 +144,9 @@ def test_ctrl_c_stops_the_run_and_keeps_a_partial_result(tmp_path):
          "--set", "trace.all=false", "--out", str(out), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # A shell's background job inherits SIGINT ignored, and Python then installs no
+        # KeyboardInterrupt handler: give the child the terminal's Ctrl-C whatever ran the tests.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     # Interrupt the run, not the imports before it: wait for 2 s of the child's CPU time (its
     # start-up takes about half a second of it), however loaded the machine is.
