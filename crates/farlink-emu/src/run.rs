@@ -15,7 +15,7 @@ use farlink_core::ScenarioError;
 
 use crate::bulk::{self, SenderPlan};
 use crate::command;
-use crate::driver::{monotonic_ns, Driver, Route};
+use crate::driver::{monotonic_ns, Driver, IoPath, Route};
 use crate::kernel;
 use crate::netns::{self, Netns, RunLock};
 use crate::report::{self, EmuResult, FlowSettings, Kernel};
@@ -132,7 +132,8 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
     for &n in &ends {
         let ns = Netns::create(&lock.id, &nodes[n])?;
         let dev = device.clone();
-        tuns.push(ns.run(move || Tun::create(&dev))??);
+        let offload = opts.offload;
+        tuns.push(ns.run(move || Tun::create_with(&dev, offload))??);
         let o = first.options;
         let flag = |b: bool| String::from(if b { "1" } else { "0" });
         let sysctls: Vec<(&'static str, String)> = vec![
@@ -248,6 +249,11 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         ports.clone(),
         opts.spin_us * 1000,
         opts.record_deliveries,
+        if opts.offload {
+            IoPath::Offload
+        } else {
+            IoPath::PerPacket
+        },
     )?;
     let t0 = driver.t0_ns();
 
