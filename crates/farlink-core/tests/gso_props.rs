@@ -88,6 +88,13 @@ fn spec() -> impl Strategy<Value = Spec> {
         )
 }
 
+fn fold_u64(mut sum: u64) -> u32 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u32
+}
+
 fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
@@ -204,7 +211,7 @@ fn check_packet(p: &[u8], v6: bool) -> (u32, u8, usize) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
     fn split_packets_are_valid_mss_sized_and_in_sequence(s in spec()) {
@@ -263,6 +270,19 @@ proptest! {
         prop_assert_eq!(out.len(), 2);
         prop_assert_eq!(out[0].1 as usize, lost);
         prop_assert_eq!(out[0].1 + out[1].1, segs.len() as u32);
+    }
+
+    #[test]
+    fn the_wide_checksum_sum_equals_rfc_1071_word_by_word(
+        bytes in proptest::collection::vec(any::<u8>(), 0..2000),
+        start in any::<u32>(),
+    ) {
+        // The definition: 16-bit big-endian words, an odd last byte padded, end-around carry.
+        let mut sum = u64::from(start);
+        for w in bytes.chunks(2) {
+            sum += u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+        }
+        prop_assert_eq!(checksum_of(ones_complement_add(start, &bytes)), checksum_of(fold_u64(sum)));
     }
 
     #[test]

@@ -187,18 +187,28 @@ pub fn unwrap_seq(reference: u64, isn: u32, wire: u32) -> Option<u64> {
 }
 
 /// RFC 1071 one's-complement sum of `bytes` as big-endian 16-bit words (an odd last byte is
-/// padded with a zero), added to `sum`; not yet folded. A 64 KiB packet and its pseudo-header
-/// add at most 2^15 words of 2^16 each, far from the `u32`'s limit; the additions wrap rather
-/// than panic whatever the input.
-pub fn ones_complement_add(mut sum: u32, bytes: &[u8]) -> u32 {
-    let mut words = bytes.chunks_exact(2);
+/// padded with a zero), added to `sum`; the carries are folded back into 16 bits, not
+/// complemented. The words are taken four bytes at a time into a 64-bit accumulator (RFC 1071
+/// 2(B): the sum may be computed in wider words and folded, and gives the same value), which
+/// cannot overflow for anything shorter than 2^32 words: the offload path sums every byte of a
+/// 64 KiB super-segment this way.
+pub fn ones_complement_add(sum: u32, bytes: &[u8]) -> u32 {
+    let mut acc = u64::from(sum);
+    let mut quads = bytes.chunks_exact(4);
+    for q in &mut quads {
+        acc += u64::from(u32::from_be_bytes([q[0], q[1], q[2], q[3]]));
+    }
+    let mut words = quads.remainder().chunks_exact(2);
     for w in &mut words {
-        sum = sum.wrapping_add(u32::from(u16::from_be_bytes([w[0], w[1]])));
+        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
     }
     if let [last] = words.remainder() {
-        sum = sum.wrapping_add(u32::from(*last) << 8);
+        acc += u64::from(*last) << 8;
     }
-    sum
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u32
 }
 
 /// Folds the carries of a one's-complement sum and complements it: the checksum field.
