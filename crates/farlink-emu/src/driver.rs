@@ -567,19 +567,16 @@ impl Driver {
 
     /// Writes what the offload path's coalescers hold: the end of a pass of the loop.
     fn flush_offloaded(&mut self) {
-        if self.offload.is_none() {
-            return;
-        }
-        let now = self.now();
         let Some(off) = &mut self.offload else {
             return;
         };
         let mut tally = Tally {
+            t0_ns: self.t0_ns,
             stats: &mut self.stats,
             departure_error_ns: &mut self.departure_error_ns,
         };
         for (t, tun) in self.tuns.iter_mut().enumerate() {
-            off.flush(t, tun, now, &mut tally);
+            off.flush(t, tun, &mut tally);
         }
     }
 
@@ -625,11 +622,11 @@ impl Driver {
         }
         if self.offload.is_some() {
             self.capture(out, slot, meta.len as usize);
-            let now = self.now();
             let Some(off) = &mut self.offload else {
                 return;
             };
             let mut tally = Tally {
+                t0_ns: self.t0_ns,
                 stats: &mut self.stats,
                 departure_error_ns: &mut self.departure_error_ns,
             };
@@ -638,7 +635,6 @@ impl Driver {
                 self.slab.packet(slot),
                 at,
                 &mut self.tuns[out],
-                now,
                 &mut tally,
             );
             self.slab.release(slot);

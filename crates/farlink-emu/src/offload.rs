@@ -37,6 +37,8 @@ pub struct OffloadStats {
 
 /// Where a write's packets are counted.
 pub(crate) struct Tally<'a> {
+    /// Monotonic ns of emulated time zero: each write reads the clock once, as it is made.
+    pub(crate) t0_ns: u64,
     pub(crate) stats: &'a mut DriverStats,
     pub(crate) departure_error_ns: &'a mut Histogram<u64>,
 }
@@ -84,20 +86,19 @@ impl Offload {
     }
 
     /// Hands the packet `pkt`, delivered by the links at `at`, to device `to`'s coalescer;
-    /// whatever that writes is written to `tun` and counted at `now`.
+    /// whatever that writes is written to `tun` and counted.
     pub(crate) fn push(
         &mut self,
         to: usize,
         pkt: &[u8],
         at: SimTime,
         tun: &mut Tun,
-        now: SimTime,
         tally: &mut Tally<'_>,
     ) {
         self.due[to].push_back((at, pkt.len() as u32));
         let (coalescer, due, stats) =
             (&mut self.coalescers[to], &mut self.due[to], &mut self.stats);
-        let mut write = |o: Coalesced<'_>| write(o, tun, now, due, stats, tally);
+        let mut write = |o: Coalesced<'_>| write(o, tun, due, stats, tally);
         if coalescer.push(pkt, &mut write).is_err() {
             // Longer than any packet: the slab's slots cannot hold one.
             due.pop_back();
@@ -106,10 +107,10 @@ impl Offload {
     }
 
     /// Writes what device `to`'s coalescer holds.
-    pub(crate) fn flush(&mut self, to: usize, tun: &mut Tun, now: SimTime, tally: &mut Tally<'_>) {
+    pub(crate) fn flush(&mut self, to: usize, tun: &mut Tun, tally: &mut Tally<'_>) {
         let (coalescer, due, stats) =
             (&mut self.coalescers[to], &mut self.due[to], &mut self.stats);
-        coalescer.flush(&mut |o: Coalesced<'_>| write(o, tun, now, due, stats, tally));
+        coalescer.flush(&mut |o: Coalesced<'_>| write(o, tun, due, stats, tally));
     }
 }
 
@@ -121,15 +122,15 @@ pub(crate) enum Read<'a> {
     Packets(Segmenter<'a>),
 }
 
-/// One write of `o` to `tun` at `now`, its packets (the first of `due`) counted.
+/// One write of `o` to `tun`, its packets (the first of `due`) counted.
 fn write(
     o: Coalesced<'_>,
     tun: &mut Tun,
-    now: SimTime,
     due: &mut VecDeque<(SimTime, u32)>,
     stats: &mut OffloadStats,
     tally: &mut Tally<'_>,
 ) {
+    let now_ns = crate::driver::monotonic_ns().saturating_sub(tally.t0_ns);
     let ok = tun.send(o.bytes).is_ok();
     stats.writes += 1;
     if o.segments > 1 {
@@ -143,7 +144,7 @@ fn write(
         if ok {
             tally.stats.written_pkts += 1;
             tally.stats.written_bytes += u64::from(len);
-            let late_ns = now.as_nanos().saturating_sub(at.as_nanos());
+            let late_ns = now_ns.saturating_sub(at.as_nanos());
             tally.departure_error_ns.saturating_record(late_ns.max(1));
         } else {
             tally.stats.write_errors += 1;

@@ -188,16 +188,18 @@ pub fn unwrap_seq(reference: u64, isn: u32, wire: u32) -> Option<u64> {
 
 /// RFC 1071 one's-complement sum of `bytes` as big-endian 16-bit words (an odd last byte is
 /// padded with a zero), added to `sum`; the carries are folded back into 16 bits, not
-/// complemented. The words are taken four bytes at a time into a 64-bit accumulator (RFC 1071
-/// 2(B): the sum may be computed in wider words and folded, and gives the same value), which
-/// cannot overflow for anything shorter than 2^32 words: the offload path sums every byte of a
-/// 64 KiB super-segment this way.
+/// complemented. The offload path sums every byte of 64 KiB super-segments, so the bulk is
+/// taken as it lies in memory, four bytes at a time into a 64-bit accumulator, and the folded
+/// result put into network order once: RFC 1071 2(B) and 2(C), the sum is independent of byte
+/// order and may be computed in wider words, and gives the same value. The accumulator cannot
+/// overflow for anything shorter than 2^32 words.
 pub fn ones_complement_add(sum: u32, bytes: &[u8]) -> u32 {
-    let mut acc = u64::from(sum);
     let mut quads = bytes.chunks_exact(4);
+    let mut native = 0u64;
     for q in &mut quads {
-        acc += u64::from(u32::from_be_bytes([q[0], q[1], q[2], q[3]]));
+        native += u64::from(u32::from_ne_bytes([q[0], q[1], q[2], q[3]]));
     }
+    let mut acc = u64::from(sum) + u64::from(u16::from_be(fold_u64(native)));
     let mut words = quads.remainder().chunks_exact(2);
     for w in &mut words {
         acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
@@ -205,10 +207,15 @@ pub fn ones_complement_add(sum: u32, bytes: &[u8]) -> u32 {
     if let [last] = words.remainder() {
         acc += u64::from(*last) << 8;
     }
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
+    u32::from(fold_u64(acc))
+}
+
+/// End-around carries of a one's-complement sum, to 16 bits.
+fn fold_u64(mut sum: u64) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
     }
-    acc as u32
+    sum as u16
 }
 
 /// Folds the carries of a one's-complement sum and complements it: the checksum field.
