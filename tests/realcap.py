@@ -290,6 +290,14 @@ def tshark_goodput_bps(pcap: Path, sport: int) -> float:
     return 8 * (acked - 1) / (max(times) - min(times))  # less the SYN's sequence number
 
 
+def tc_rate_bps(rate: str) -> float:
+    """A rate in tc's units (``20mbit``, ``512kbit``, ``1gbit``, ``9600bit``) in bit/s."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmg]?)bit", rate)
+    if m is None:
+        raise ValueError(f"rate: expected tc's NUMBER[k|m|g]bit, got {rate!r}")
+    return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
+
+
 def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
     """farlink beside tshark, the kernel and the drop counters, for one run (first flow)."""
     import numpy as np
@@ -359,6 +367,12 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
         # The fitted path simulated for the same bytes: with farlink's default sender (what
         # `farlink fit` writes untold), and told the sender was Linux with the case's controller.
         fit = fit_path(outcome.tap_pcap)
+        rate = fit.to_dict()
+        out["rate_fitted_bps"] = fit.rate_bps
+        out["rate_basis"] = fit.rate_basis
+        out["rate_data_dispersion_bps"] = rate.get("data_dispersion_rate_bps")
+        out["rate_goodput_bps"] = rate.get("goodput_rate_bps")
+        out["rate_tbf_bps"] = tc_rate_bps(outcome.case.rate)
         size = f"{outcome.case.size_bytes}B"
         for key, told in (
             ("goodput_fitted_sim_bps", {}),
@@ -367,5 +381,7 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
             scenario = outcome.tap_pcap.with_name(f"{outcome.tap_pcap.stem}-{key}.toml")
             scenario.write_text(scenario_toml(fit, f"fit-{outcome.case.name}", **told))
             result = simulate(scenario, size=size, duration="120s")
-            out[key] = result.summary["flows"][0]["goodput_bps"]
+            flow = result.summary["flows"][0]
+            out[key] = flow["goodput_bps"]
+            out[key.replace("goodput", "timeouts").removesuffix("_bps")] = flow["timeouts"]
     return out

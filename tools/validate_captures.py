@@ -24,6 +24,8 @@ from farlink.outputs import write_between_markers  # noqa: E402
 
 BEGIN, END = "<!-- validate-captures:begin -->", "<!-- validate-captures:end -->"
 DROP_P = 0.02
+MTU_BYTES = 1500  # the veth pairs' MTU: a full-size segment's IP packet
+ETHERNET_HEADER_BYTES = 14  # what the tbf charges each packet beyond its IP bytes
 HEAVY_BEFORE, HEAVY_AFTER = 0.03, 0.08
 
 
@@ -127,7 +129,54 @@ def table(rows: list[dict]) -> str:
             f"| {g / 1e6:.3f} | {gt / 1e6:.3f} | {_ok(g, gt, 0.01)} | {gf / 1e6:.3f} "
             f"| {_ok(gf, g, 0.15)} | {gl / 1e6:.3f} | {_ok(gl, g, 0.15)} |"
         )
+    within = sum(
+        _ok(r["goodput_fitted_linux_sim_bps"], r["goodput_farlink_bps"], 0.15) == "yes"
+        for r in rows
+    )
+    lines += [
+        "",
+        f"*Fitted Linux* within 15 % of the capture's goodput: {within} of {len(rows)} cases.",
+        "",
+        *rate_table(rows),
+    ]
     return "\n".join(lines)
+
+
+def tbf_ip_rate_bps(row: dict) -> float:
+    """The tbf's rate as the fit counts it, in IP packets: the tbf charges each full-size
+    packet its Ethernet header too (a GSO super-segment one per segment it holds)."""
+    return row["rate_tbf_bps"] * MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
+
+
+def rate_table(rows: list[dict]) -> list[str]:
+    """The fitted link's rate beside the tbf's, and the timeouts that remain (docs/captures.md)."""
+    lines = [
+        "**Rate.** The fitted link's rate (Mbit/s, in IP packets as the simulated link counts "
+        "them) and what it came from: the mode of the ACKs' delivery spacing (*ACK*, "
+        "`farlink.captures.dispersion`) or, where that mode is missing or below the goodput, the "
+        "largest goodput over a 10 s window (*goodput*). Beside it the tbf's rate "
+        f"({rows[0]['rate_tbf_bps'] / 1e6:g} Mbit/s on Ethernet frames; in IP packets of "
+        f"{MTU_BYTES} bytes, {tbf_ip_rate_bps(rows[0]) / 1e6:.3f}), the data segments' "
+        "dispersion at the tap (behind the tbf, so the same rate), the goodput the fit took "
+        "before, and the timeouts of the kernel's sender beside those of the fitted Linux "
+        "sender's simulation.",
+        "",
+        "| case | fitted rate | from | tbf, IP packets | ±2 % | data dispersion | goodput "
+        "| timeouts kernel | fitted Linux |",
+        "|" + "---|" * 9,
+    ]
+    for r in rows:
+        tbf = tbf_ip_rate_bps(r)
+        data = r["rate_data_dispersion_bps"]
+        basis = "ACK" if r["rate_basis"].startswith("ACK") else "goodput"
+        lines.append(
+            f"| {r['case']} | {r['rate_fitted_bps'] / 1e6:.3f} | {basis} | {tbf / 1e6:.3f} "
+            f"| {_ok(r['rate_fitted_bps'], tbf, 0.02)} "
+            f"| {'–' if data is None else f'{data / 1e6:.3f}'} "
+            f"| {r['rate_goodput_bps'] / 1e6:.3f} | {r['rto_kernel']} "
+            f"| {r['timeouts_fitted_linux_sim']} |"
+        )
+    return lines
 
 
 def _outcome(case: realcap.Case, out: Path, reuse: bool) -> realcap.Outcome:

@@ -18,8 +18,11 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
   sender's own RTT where its timestamps show it (the queue before the tap included), else the
   tap-to-tap samples (:mod:`farlink.captures.rtt`);
-* the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
-  close when the flow filled the path for ten seconds at least;
+* the bottleneck rate from the spacing of the ACKs where the bottleneck was busy, the mode of
+  their delivery rates (:mod:`farlink.captures.dispersion`), where that mode stands on enough
+  samples and is not below the goodput; else, with a warning, the largest goodput over a
+  complete 10 s window (the mean goodput of a shorter connection), a lower bound that is close
+  only when the flow filled the path;
 * the one-way delay as half the minimum RTT;
 * the bottleneck queue as the largest standing queue the RTT showed most of the time: the 95th
   percentile of the RTT above its minimum, times the rate (the sender's own RTT sees the queue
@@ -62,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from farlink.captures.analysis import Connection, analyze_capture
+from farlink.captures.dispersion import FittedRate, fitted_rate
 from farlink.captures.fit_tcp import SENDER_SETTINGS, tcp_lines
 from farlink.captures.handshake import Handshake, segments_per_ack
 from farlink.captures.loss import LossEstimate, estimate_loss
@@ -112,6 +116,12 @@ class PathFit:
     # Data segments seen at the tap counted in segments of the MSS: more than the segments
     # themselves when the capture holds super-segments (TSO/GSO, captured with offloads on).
     mss_segments: int = 0
+    # How rate_bps was found: the dispersion estimates and the goodput beside them.
+    rate_fit: FittedRate | None = None
+
+    @property
+    def rate_basis(self) -> str:
+        return self.rate_fit.basis if self.rate_fit else "largest goodput over a 10 s window"
 
     @property
     def loss_rate(self) -> float:
@@ -139,6 +149,7 @@ class PathFit:
             "rtt_method": self.rtt_method,
             "min_rto_s": self.min_rto_s,
             "rate_bps": self.rate_bps,
+            **(self.rate_fit.to_dict() if self.rate_fit else {}),
             "queue_bytes": self.queue_bytes,
             "queue_basis": self.queue_basis,
             "delay_s": self.delay_s,
@@ -168,7 +179,13 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     if len(rtt) == 0 or len(conn.seq["seq"]) == 0:
         raise ValueError(f"{capture}: connection {conn.name} has no RTT samples or no data")
     windows = conn.goodput.get(10.0, np.array([]))
-    rate = float(windows.max()) if len(windows) else 8 * conn.delivered_bytes / conn.duration_s
+    if len(windows):
+        goodput, goodput_basis = float(windows.max()), "largest goodput over a 10 s window"
+    else:
+        goodput = 8 * conn.delivered_bytes / conn.duration_s
+        goodput_basis = "mean goodput (the connection lasted under 10 s)"
+    rate_fit = fitted_rate(conn, goodput, goodput_basis)
+    rate = rate_fit.rate_bps
     beta = ci = verdict = None
     if drops is not None:
         from farlink.calldrops.fit import fit_drop_log
@@ -197,7 +214,7 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         beta_ci_per_s=ci,
         drop_fit_verdict=verdict,
         rtt_method=rtt_method or "",
-        warnings=tuple(cap.warnings),
+        warnings=(*cap.warnings, *([rate_fit.warning] if rate_fit.warning else [])),
         min_rto_s=_shortest_timeout_wait(conn),
         queue_bytes=queue_bytes,
         queue_basis=queue_basis,
@@ -205,6 +222,7 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         segments_per_ack=segments_per_ack(conn.ack["ack"], mss),
         largest_segment_bytes=largest,
         mss_segments=int(np.ceil(lens / mss).sum()),
+        rate_fit=rate_fit,
     )
 
 
@@ -294,7 +312,7 @@ def scenario_toml(
         'name = "A-B"',
         'a = "A"',
         'b = "B"',
-        f"rate_bps = {round(fit.rate_bps)}          # largest goodput over a 10 s window",
+        f"rate_bps = {round(fit.rate_bps)}          # {fit.rate_basis}",
         f"delay_s = {fit.delay_s:.6f}        # half the minimum RTT",
         f"queue_bytes = {fit.queue_bytes}       # {fit.queue_basis}",
         "",
