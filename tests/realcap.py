@@ -298,6 +298,16 @@ def tc_rate_bps(rate: str) -> float:
     return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
 
 
+MTU_BYTES = 1500  # the veth pairs' MTU: a full-size segment's IP packet
+ETHERNET_HEADER_BYTES = 14  # what the tbf charges each packet beyond its IP bytes
+
+
+def tbf_ip_rate_bps(case: Case) -> float:
+    """The tbf's rate as ``farlink fit`` counts a rate, in IP packets: the tbf charges each
+    full-size packet its Ethernet header too (a GSO super-segment one per segment it holds)."""
+    return tc_rate_bps(case.rate) * MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
+
+
 def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
     """farlink beside tshark, the kernel and the drop counters, for one run (first flow)."""
     import numpy as np
@@ -373,6 +383,7 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
         out["rate_data_dispersion_bps"] = rate.get("data_dispersion_rate_bps")
         out["rate_goodput_bps"] = rate.get("goodput_rate_bps")
         out["rate_tbf_bps"] = tc_rate_bps(outcome.case.rate)
+        out["rate_tbf_ip_bps"] = tbf_ip_rate_bps(outcome.case)
         size = f"{outcome.case.size_bytes}B"
         for key, told in (
             ("goodput_fitted_sim_bps", {}),

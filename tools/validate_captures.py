@@ -24,8 +24,6 @@ from farlink.outputs import write_between_markers  # noqa: E402
 
 BEGIN, END = "<!-- validate-captures:begin -->", "<!-- validate-captures:end -->"
 DROP_P = 0.02
-MTU_BYTES = 1500  # the veth pairs' MTU: a full-size segment's IP packet
-ETHERNET_HEADER_BYTES = 14  # what the tbf charges each packet beyond its IP bytes
 HEAVY_BEFORE, HEAVY_AFTER = 0.03, 0.08
 
 
@@ -142,12 +140,6 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def tbf_ip_rate_bps(row: dict) -> float:
-    """The tbf's rate as the fit counts it, in IP packets: the tbf charges each full-size
-    packet its Ethernet header too (a GSO super-segment one per segment it holds)."""
-    return row["rate_tbf_bps"] * MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
-
-
 def rate_table(rows: list[dict]) -> list[str]:
     """The fitted link's rate beside the tbf's, and the timeouts that remain (docs/captures.md)."""
     lines = [
@@ -156,7 +148,7 @@ def rate_table(rows: list[dict]) -> list[str]:
         "`farlink.captures.dispersion`) or, where that mode is missing or below the goodput, the "
         "largest goodput over a 10 s window (*goodput*). Beside it the tbf's rate "
         f"({rows[0]['rate_tbf_bps'] / 1e6:g} Mbit/s on Ethernet frames; in IP packets of "
-        f"{MTU_BYTES} bytes, {tbf_ip_rate_bps(rows[0]) / 1e6:.3f}), the data segments' "
+        f"{realcap.MTU_BYTES} bytes, {rows[0]['rate_tbf_ip_bps'] / 1e6:.3f}), the data segments' "
         "dispersion at the tap (behind the tbf, so the same rate), the goodput the fit took "
         "before, and the timeouts of the kernel's sender beside those of the fitted Linux "
         "sender's simulation.",
@@ -166,7 +158,7 @@ def rate_table(rows: list[dict]) -> list[str]:
         "|" + "---|" * 9,
     ]
     for r in rows:
-        tbf = tbf_ip_rate_bps(r)
+        tbf = r["rate_tbf_ip_bps"]
         data = r["rate_data_dispersion_bps"]
         basis = "ACK" if r["rate_basis"].startswith("ACK") else "goodput"
         lines.append(
