@@ -25,6 +25,7 @@ child process gets SIGKILL from the kernel if the process that started it dies
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import re
 import signal
@@ -384,6 +385,13 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
         out["rate_goodput_bps"] = rate.get("goodput_rate_bps")
         out["rate_tbf_bps"] = tc_rate_bps(outcome.case.rate)
         out["rate_tbf_ip_bps"] = tbf_ip_rate_bps(outcome.case)
+        overflows = fit.overflows.overflows if fit.overflows else 0
+        out["holes_before_tap_farlink"] = fit.overflows.holes if fit.overflows else 0
+        out["overflows_before_tap_farlink"] = overflows
+        out["queue_drops_made"] = outcome.queue_drops
+        out["random_drops_before_made"] = outcome.drops_before
+        out["scenario_loss_p"] = fit.scenario_loss_p
+        out["loss_path_p"] = dataclasses.replace(fit, overflows=None).scenario_loss_p
         size = f"{outcome.case.size_bytes}B"
         for key, told in (
             ("goodput_fitted_sim_bps", {}),

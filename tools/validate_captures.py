@@ -151,11 +151,16 @@ def rate_table(rows: list[dict]) -> list[str]:
         f"{realcap.MTU_BYTES} bytes, {rows[0]['rate_tbf_ip_bps'] / 1e6:.3f}), the data segments' "
         "dispersion at the tap (behind the tbf, so the same rate), the goodput the fit took "
         "before, and the timeouts of the kernel's sender beside those of the fitted Linux "
-        "sender's simulation.",
+        "sender's simulation. *Overflows*: of the holes before the tap (copies lost there), "
+        "those farlink takes for a full queue's overflows (`farlink.captures.overflow`), beside "
+        "the tbf's own drops and iptables' random drops before the tap (a run of adjacent drops "
+        "is one hole); *p*: the fitted link's loss, the overflows left out, beside the loss "
+        "before and after the tap all together.",
         "",
         "| case | fitted rate | from | tbf, IP packets | ±2 % | data dispersion | goodput "
-        "| timeouts kernel | fitted Linux |",
-        "|" + "---|" * 9,
+        "| timeouts kernel | fitted Linux | holes before | overflows | tbf drops "
+        "| random drops before | p | p with overflows |",
+        "|" + "---|" * 15,
     ]
     for r in rows:
         tbf = r["rate_tbf_ip_bps"]
@@ -166,7 +171,10 @@ def rate_table(rows: list[dict]) -> list[str]:
             f"| {_ok(r['rate_fitted_bps'], tbf, 0.02)} "
             f"| {'–' if data is None else f'{data / 1e6:.3f}'} "
             f"| {r['rate_goodput_bps'] / 1e6:.3f} | {r['rto_kernel']} "
-            f"| {r['timeouts_fitted_linux_sim']} |"
+            f"| {r['timeouts_fitted_linux_sim']} | {r['holes_before_tap_farlink']} "
+            f"| {r['overflows_before_tap_farlink']} | {r['queue_drops_made']} "
+            f"| {r['random_drops_before_made']} | {r['scenario_loss_p']:.4f} "
+            f"| {r['loss_path_p']:.4f} |"
         )
     return lines
 

@@ -60,6 +60,7 @@ __all__ = [
     "data_dispersion",
     "data_samples",
     "fitted_rate",
+    "header_bytes",
     "modal_rate",
     "packet_bytes",
 ]
@@ -121,7 +122,8 @@ def modal_rate(bits: np.ndarray, gaps_s: np.ndarray, method: str) -> DispersionR
     return DispersionRate(method, rate, int(counts[first]), len(bits))
 
 
-def _header_bytes(conn: Connection) -> int:
+def header_bytes(conn: Connection) -> int:
+    """The IP and TCP headers of each of the connection's segments, as the fit counts them."""
     timestamps = conn.handshake is not None and conn.handshake.timestamps
     return IP_TCP_HEADER_BYTES + (TIMESTAMP_OPTION_BYTES if timestamps else 0)
 
@@ -131,7 +133,7 @@ def data_samples(conn: Connection) -> tuple[np.ndarray, np.ndarray]:
     before it at the tap."""
     t = conn.seq["time_s"]
     mss = conn.mss_bytes or int(conn.seq["len_bytes"].max(initial=1))
-    bits = 8 * packet_bytes(conn.seq["len_bytes"][1:], mss, _header_bytes(conn))
+    bits = 8 * packet_bytes(conn.seq["len_bytes"][1:], mss, header_bytes(conn))
     return bits, np.diff(t)
 
 
@@ -157,7 +159,7 @@ def ack_samples(conn: Connection) -> tuple[np.ndarray, np.ndarray]:
             new_bytes.append(now - delivered)
             gaps.append(float(t) - last_t)
         delivered, last_t = now, float(t)
-    bits = 8 * packet_bytes(np.array(new_bytes, dtype=np.int64), mss, _header_bytes(conn))
+    bits = 8 * packet_bytes(np.array(new_bytes, dtype=np.int64), mss, header_bytes(conn))
     return bits, np.array(gaps)
 
 

@@ -65,10 +65,11 @@ from typing import Any
 import numpy as np
 
 from farlink.captures.analysis import Connection, analyze_capture
-from farlink.captures.dispersion import FittedRate, fitted_rate
+from farlink.captures.dispersion import FittedRate, fitted_rate, header_bytes
 from farlink.captures.fit_tcp import SENDER_SETTINGS, tcp_lines
 from farlink.captures.handshake import Handshake, segments_per_ack
 from farlink.captures.loss import LossEstimate, estimate_loss
+from farlink.captures.overflow import QueueOverflows, queue_overflows
 
 __all__ = [
     "LOSS_RATE_MEANINGS",
@@ -85,7 +86,8 @@ LOSS_RATE_MEANINGS = {
     "loss_rate_before_tap": "copies lost before the tap (needed retransmissions of data the tap "
     "never saw, timer firings it never saw) / data segments that reached that part; a lower "
     "bound",
-    "scenario_loss_p": "both together, the loss of the fitted scenario's one link",
+    "scenario_loss_p": "both together, less the overflows of a full queue before the tap "
+    "(its own queue makes those), the loss of the fitted scenario's one link",
     "loss_rate_upper_bound": "every retransmission / first transmissions, spurious resends "
     "(go-back-N after a timeout, a resend crossing its ACK) included",
 }
@@ -118,6 +120,8 @@ class PathFit:
     mss_segments: int = 0
     # How rate_bps was found: the dispersion estimates and the goodput beside them.
     rate_fit: FittedRate | None = None
+    # The holes before the tap that a full queue made (farlink.captures.overflow).
+    overflows: QueueOverflows | None = None
 
     @property
     def rate_basis(self) -> str:
@@ -129,12 +133,21 @@ class PathFit:
         return self.loss.loss_rate_after_tap
 
     @property
+    def random_loss(self) -> LossEstimate:
+        """The loss estimate less the holes before the tap that a full queue made."""
+        full = self.overflows.overflows if self.overflows else 0
+        if not full or self.loss.lost_before_gaps is None:
+            return self.loss
+        return replace(self.loss, lost_before_gaps=self.loss.lost_before_gaps - full)
+
+    @property
     def scenario_loss_p(self) -> float:
-        """The Bernoulli ``p`` of the fitted one-link path: the copies lost before and after
-        the tap per packet of the fitted MSS (module notes)."""
-        if self.mss_segments <= self.loss.data_segments:
-            return self.loss.loss_rate_path
-        return replace(self.loss, data_segments=self.mss_segments).loss_rate_path
+        """The Bernoulli ``p`` of the fitted one-link path: the copies lost at random before
+        and after the tap per packet of the fitted MSS (module notes)."""
+        loss = self.random_loss
+        if self.mss_segments <= loss.data_segments:
+            return loss.loss_rate_path
+        return replace(loss, data_segments=self.mss_segments).loss_rate_path
 
     @property
     def loss_rate_upper_bound(self) -> float:
@@ -150,6 +163,7 @@ class PathFit:
             "min_rto_s": self.min_rto_s,
             "rate_bps": self.rate_bps,
             **(self.rate_fit.to_dict() if self.rate_fit else {}),
+            **(self.overflows.to_dict() if self.overflows else {}),
             "queue_bytes": self.queue_bytes,
             "queue_basis": self.queue_basis,
             "delay_s": self.delay_s,
@@ -196,10 +210,12 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     lens = conn.seq["len_bytes"]
     largest = int(lens.max())
     mss = conn.mss_bytes or largest
+    loss = estimate_loss(conn)
+    packet_s = 8 * (mss + header_bytes(conn)) / rate
     queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
     return PathFit(
         connection=conn.name,
-        loss=estimate_loss(conn),
+        loss=loss,
         rtt_s={
             "min": float(rtt.min()),
             "median": float(np.median(rtt)),
@@ -223,6 +239,7 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         largest_segment_bytes=largest,
         mss_segments=int(np.ceil(lens / mss).sum()),
         rate_fit=rate_fit,
+        overflows=queue_overflows(conn, loss.holes_before, packet_s),
     )
 
 
