@@ -364,6 +364,9 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
             "kernel_srtt_s": outcome.tcp_info[0]["rtt_us"] / 1e6,
             "rto_farlink": tap.summary()["timeouts"],
             "rto_kernel": outcome.nstat.get("TcpExtTCPTimeouts", 0) if flows == 1 else None,
+            # SACK recoveries that ended in a timeout, and resends the kernel found lost.
+            "kernel_sack_recovery_fail": outcome.nstat.get("TcpExtTCPSackRecoveryFail", 0),
+            "kernel_lost_retransmit": outcome.nstat.get("TcpExtTCPLostRetransmit", 0),
             "lost_after_tap_farlink": loss.lost_after_tap,
             "drops_after_made": outcome.drops_after,
             "lost_before_tap_farlink": loss.lost_before_tap,

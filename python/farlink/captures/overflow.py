@@ -59,12 +59,18 @@ class QueueOverflows:
     overflows: int
     full_wait_s: float | None = None
     band_s: float | None = None
+    at_full: int = 0  # holes at a full queue
+    chance_at_full: float = 0.0  # expected there without overflows (binomial mean)
+    chance_sd: float = 0.0  # and its standard deviation
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "lost_before_tap_overflows": self.overflows,
             "queue_full_wait_s": self.full_wait_s,
             "queue_full_band_s": self.band_s,
+            "holes_before_tap_at_full_queue": self.at_full,
+            "holes_at_full_queue_by_chance": self.chance_at_full,
+            "holes_at_full_queue_by_chance_sd": self.chance_sd,
         }
 
 
@@ -94,7 +100,7 @@ def queue_overflows(
     holes = len(holes_before)
     # Without overflows, at_full is binomial (holes, share): an excess within two of its
     # standard deviations is chance.
-    chance = holes * share + 2 * np.sqrt(holes * share * (1 - share))
+    mean, sd = holes * share, float(np.sqrt(holes * share * (1 - share)))
     random_at_full = (holes - at_full) * share / (1 - share) if share < 1 else 0.0
-    overflows = max(0, round(at_full - random_at_full)) if at_full > chance else 0
-    return QueueOverflows(len(holes_before), overflows, full, band)
+    overflows = max(0, round(at_full - random_at_full)) if at_full > mean + 2 * sd else 0
+    return QueueOverflows(holes, overflows, full, band, at_full, mean, sd)
