@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from farlink import simulate
-from farlink.captures.analysis import build_connection
 from farlink.captures.dispersion import (
     MIN_MODE_SAMPLES,
     MODE_WIDTH,
@@ -22,6 +21,7 @@ from farlink.captures.dispersion import (
 from farlink.captures.fit import fit_path
 from farlink.cli.app import main
 from farlink.results.result import write_pcaps
+from support import segment_train
 
 MSS = 1460
 PACKET = MSS + 40  # IP and TCP headers, no options: what the fit counts per segment
@@ -30,24 +30,15 @@ SERIALISE_S = 8 * PACKET / RATE_BPS  # one packet's time at the bottleneck
 RTT_S = 0.05
 
 
+def _connection(seg_t: np.ndarray, ack_t: np.ndarray, ack: np.ndarray, sack=None) -> object:
+    return segment_train(seg_t, ack_t, ack, mss_bytes=MSS, sack=sack)
+
+
 def _train(leave_s: np.ndarray, *, per_ack: int = 1) -> object:
-    """A connection whose segments (each of one MSS) cross the tap at ``leave_s`` (after the
-    bottleneck) and are acknowledged ``RTT_S`` later, every ``per_ack`` of them."""
-    n = len(leave_s)
-    seq = np.arange(n, dtype=np.int64) * MSS
-    lens = np.full(n, MSS, dtype=np.int64)
-    acked = np.arange(per_ack - 1, n, per_ack)
-    ack_t = leave_s[acked] + RTT_S
-    return build_connection(
-        name="train",
-        source="synthetic",
-        seg_t=leave_s,
-        seq=seq,
-        lens=lens,
-        ack_t=ack_t,
-        ack=(acked + 1) * MSS,
-        mss_bytes=MSS,
-    )
+    """A connection whose segments cross the tap at ``leave_s`` (after the bottleneck) and are
+    acknowledged ``RTT_S`` later, every ``per_ack`` of them."""
+    acked = np.arange(per_ack - 1, len(leave_s), per_ack)
+    return _connection(leave_s, leave_s[acked] + RTT_S, (acked + 1) * MSS)
 
 
 def test_a_busy_bottleneck_spaces_data_and_acks_by_its_rate():
@@ -81,17 +72,7 @@ def test_a_tap_before_the_bottleneck_shows_the_senders_spacing_and_the_acks_the_
     pair_s = np.arange(300) * 2 * SERIALISE_S
     apart_s = np.random.default_rng(1).uniform(1e-6, 20e-6, len(pair_s))
     sent = np.sort(np.concatenate([pair_s, pair_s + apart_s]))
-    seq = np.arange(len(sent), dtype=np.int64) * MSS
-    conn = build_connection(
-        name="sender-side",
-        source="synthetic",
-        seg_t=sent,
-        seq=seq,
-        lens=np.full(len(sent), MSS, dtype=np.int64),
-        ack_t=pair_s + RTT_S + 2 * SERIALISE_S,
-        ack=(np.arange(300) + 1) * 2 * MSS,
-        mss_bytes=MSS,
-    )
+    conn = _connection(sent, pair_s + RTT_S + 2 * SERIALISE_S, (np.arange(300) + 1) * 2 * MSS)
     assert ack_dispersion(conn).rate_bps == pytest.approx(RATE_BPS, rel=1e-9)
     assert data_dispersion(conn).rate_bps == pytest.approx(RATE_BPS / 2, rel=0.01)
 
@@ -108,19 +89,7 @@ def test_sack_recovery_delivers_bytes_the_cumulative_ack_does_not():
     ack[lost:] = lost * MSS
     for i in range(lost + 1, n):
         sack[i] = (((lost + 1) * MSS, (i + 1) * MSS),)
-    seq = np.arange(n, dtype=np.int64) * MSS
-    lens = np.full(n, MSS, dtype=np.int64)
-    conn = build_connection(
-        name="sack",
-        source="synthetic",
-        seg_t=t,
-        seq=seq,
-        lens=lens,
-        ack_t=ack_t,
-        ack=ack,
-        sack=sack,
-        mss_bytes=MSS,
-    )
+    conn = _connection(t, ack_t, ack, sack)
     est = ack_dispersion(conn)
     assert est.rate_bps == pytest.approx(RATE_BPS, rel=1e-9)
     # Each ACK after the first reports one segment delivered, but for the duplicate without a

@@ -4,8 +4,8 @@
 import numpy as np
 import pytest
 
-from farlink.captures.analysis import build_connection
 from farlink.captures.overflow import queue_overflows
+from support import segment_train
 
 MSS = 1000
 PACKET_S = 0.001  # one packet at the bottleneck
@@ -20,17 +20,9 @@ def _connection(waits_s: np.ndarray, *, timestamps: bool = True):
     tap_t = sent + waits_s
     order = np.argsort(tap_t, kind="stable")
     assert (order == np.arange(n)).all(), "a FIFO queue keeps the order"
-    return build_connection(
-        name="q",
-        source="synthetic",
-        seg_t=tap_t,
-        seq=np.arange(n, dtype=np.int64) * MSS,
-        lens=np.full(n, MSS, dtype=np.int64),
-        ack_t=tap_t + 0.01,
-        ack=(np.arange(n) + 1) * MSS,
-        seg_tsval=np.round(sent * 1000).astype(np.int64) + 5 if timestamps else None,
-        ack_tsecr=np.round(sent * 1000).astype(np.int64) + 5 if timestamps else None,
-    )
+    tsval = np.round(sent * 1000).astype(np.int64) + 5 if timestamps else None
+    acks = (np.arange(n) + 1) * MSS
+    return segment_train(tap_t, tap_t + 0.01, acks, mss_bytes=MSS, seg_tsval=tsval, ack_tsecr=tsval)
 
 
 def _sawtooth(n: int, plateau: int) -> np.ndarray:

@@ -13,8 +13,10 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   loss event, so the data segments are counted in segments of the MSS there. Reported beside
   them, the upper bound retransmitted / first transmissions, which counts spurious resends
   (go-back-N after a timeout, a resend crossing its ACK) too. The estimate counts every loss,
-  congestion drops at a full queue as well as corruption: on a path that queued and
-  overflowed, part of ``p`` is congestion the fitted scenario's own queue will add again;
+  congestion drops at a full queue as well as corruption; ``p`` leaves out the holes before
+  the tap that a full queue there made, where the sender's timestamps show them
+  (:mod:`farlink.captures.overflow`), since the fitted scenario's own queue makes those, but
+  overflows after the tap stay in it and that queue adds them again;
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
   sender's own RTT where its timestamps show it (the queue before the tap included), else the
   tap-to-tap samples (:mod:`farlink.captures.rtt`);
