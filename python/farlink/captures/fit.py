@@ -213,7 +213,9 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     largest = int(lens.max())
     mss = conn.mss_bytes or largest
     loss = estimate_loss(conn)
-    packet_s = 8 * (mss + header_bytes(conn)) / rate
+    # The queue admits and drains whole segments: a super-segment, captured with offloads on,
+    # is one packet there.
+    packet_s = 8 * (largest + int(np.ceil(largest / mss)) * header_bytes(conn)) / rate
     queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
     return PathFit(
         connection=conn.name,

@@ -13,7 +13,8 @@ reached (its 99th percentile: the longest wait itself is one segment's, pushed f
 shaper's timer that fired late or by the tap's own scheduling). A hole is *at a full queue*
 when the segment seen just below it or just above it waited at least that level less one tick
 of the sender's TSval clock (the waits' resolution) and one packet's time at the bottleneck
-(the queue drains one packet between the drop and the next admission). Random losses fall at
+(the queue drains one packet between the drop and the next admission; with offloads on, a
+packet is the largest super-segment, which the queue admits or drops whole). Random losses fall at
 a full queue too, as often as segments pass it: let ``f`` be the share of two consecutive
 first transmissions of which one waited that long. Without overflows, the holes at a full
 queue, ``h_in`` of ``h``, are binomial ``(h, f)``; an excess of less than two standard
