@@ -45,12 +45,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from farlink.captures.fit_tcp import TIMESTAMP_OPTION_BYTES
 from farlink.captures.intervals import merge_interval
 
 if TYPE_CHECKING:
     from farlink.captures.analysis import Connection
 
 __all__ = [
+    "IP_TCP_HEADER_BYTES",
     "MIN_MODE_SAMPLES",
     "MODE_WIDTH",
     "DispersionRate",
@@ -72,8 +74,7 @@ MODE_WIDTH = 0.10
 # The fewest samples a mode the fit takes stands on: twenty ACKs released by a busy bottleneck,
 # tens of packet times of it, not a handful of gaps that fell together by chance.
 MIN_MODE_SAMPLES = 20
-IP_TCP_HEADER_BYTES = 40
-TIMESTAMP_OPTION_BYTES = 12  # RFC 7323's option with its padding, on every segment
+IP_TCP_HEADER_BYTES = 40  # IPv4 and TCP without options, what the fitted link carries
 
 
 @dataclass(frozen=True)
@@ -85,14 +86,6 @@ class DispersionRate:
     rate_bps: float | None
     samples: int
     pairs: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "rate_bps": self.rate_bps,
-            "samples": self.samples,
-            "pairs": self.pairs,
-        }
 
 
 def packet_bytes(payload_bytes: np.ndarray, mss_bytes: int, header_bytes: int) -> np.ndarray:

@@ -67,7 +67,12 @@ from typing import Any
 import numpy as np
 
 from farlink.captures.analysis import Connection, analyze_capture
-from farlink.captures.dispersion import FittedRate, fitted_rate, header_bytes
+from farlink.captures.dispersion import (
+    IP_TCP_HEADER_BYTES,
+    FittedRate,
+    fitted_rate,
+    header_bytes,
+)
 from farlink.captures.fit_tcp import SENDER_SETTINGS, tcp_lines
 from farlink.captures.handshake import Handshake, segments_per_ack
 from farlink.captures.loss import LossEstimate, estimate_loss
@@ -94,8 +99,6 @@ LOSS_RATE_MEANINGS = {
     "(go-back-N after a timeout, a resend crossing its ACK) included",
 }
 """What each loss figure of a :class:`PathFit` counts, as ``farlink fit`` prints it."""
-
-IP_TCP_HEADER_BYTES = 40
 
 
 @dataclass(frozen=True)
