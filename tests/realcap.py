@@ -25,6 +25,7 @@ child process gets SIGKILL from the kernel if the process that started it dies
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import re
 import signal
@@ -290,6 +291,24 @@ def tshark_goodput_bps(pcap: Path, sport: int) -> float:
     return 8 * (acked - 1) / (max(times) - min(times))  # less the SYN's sequence number
 
 
+def tc_rate_bps(rate: str) -> float:
+    """A rate in tc's units (``20mbit``, ``512kbit``, ``1gbit``, ``9600bit``) in bit/s."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmg]?)bit", rate)
+    if m is None:
+        raise ValueError(f"rate: expected tc's NUMBER[k|m|g]bit, got {rate!r}")
+    return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
+
+
+MTU_BYTES = 1500  # the veth pairs' MTU: a full-size segment's IP packet
+ETHERNET_HEADER_BYTES = 14  # what the tbf charges each packet beyond its IP bytes
+
+
+def tbf_ip_rate_bps(case: Case) -> float:
+    """The tbf's rate as ``farlink fit`` counts a rate, in IP packets: the tbf charges each
+    full-size packet its Ethernet header too (a GSO super-segment one per segment it holds)."""
+    return tc_rate_bps(case.rate) * MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
+
+
 def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
     """farlink beside tshark, the kernel and the drop counters, for one run (first flow)."""
     import numpy as np
@@ -345,6 +364,9 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
             "kernel_srtt_s": outcome.tcp_info[0]["rtt_us"] / 1e6,
             "rto_farlink": tap.summary()["timeouts"],
             "rto_kernel": outcome.nstat.get("TcpExtTCPTimeouts", 0) if flows == 1 else None,
+            # SACK recoveries that ended in a timeout, and resends the kernel found lost.
+            "kernel_sack_recovery_fail": outcome.nstat.get("TcpExtTCPSackRecoveryFail", 0),
+            "kernel_lost_retransmit": outcome.nstat.get("TcpExtTCPLostRetransmit", 0),
             "lost_after_tap_farlink": loss.lost_after_tap,
             "drops_after_made": outcome.drops_after,
             "lost_before_tap_farlink": loss.lost_before_tap,
@@ -359,6 +381,20 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
         # The fitted path simulated for the same bytes: with farlink's default sender (what
         # `farlink fit` writes untold), and told the sender was Linux with the case's controller.
         fit = fit_path(outcome.tap_pcap)
+        rate = fit.to_dict()
+        out["rate_fitted_bps"] = fit.rate_bps
+        out["rate_basis"] = fit.rate_basis
+        out["rate_data_dispersion_bps"] = rate.get("data_dispersion_rate_bps")
+        out["rate_goodput_bps"] = rate.get("goodput_rate_bps")
+        out["rate_tbf_bps"] = tc_rate_bps(outcome.case.rate)
+        out["rate_tbf_ip_bps"] = tbf_ip_rate_bps(outcome.case)
+        overflows = fit.overflows.overflows if fit.overflows else 0
+        out["holes_before_tap_farlink"] = fit.overflows.holes if fit.overflows else 0
+        out["overflows_before_tap_farlink"] = overflows
+        out["queue_drops_made"] = outcome.queue_drops
+        out["random_drops_before_made"] = outcome.drops_before
+        out["scenario_loss_p"] = fit.scenario_loss_p
+        out["loss_path_p"] = dataclasses.replace(fit, overflows=None).scenario_loss_p
         size = f"{outcome.case.size_bytes}B"
         for key, told in (
             ("goodput_fitted_sim_bps", {}),
@@ -367,5 +403,7 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
             scenario = outcome.tap_pcap.with_name(f"{outcome.tap_pcap.stem}-{key}.toml")
             scenario.write_text(scenario_toml(fit, f"fit-{outcome.case.name}", **told))
             result = simulate(scenario, size=size, duration="120s")
-            out[key] = result.summary["flows"][0]["goodput_bps"]
+            flow = result.summary["flows"][0]
+            out[key] = flow["goodput_bps"]
+            out[key.replace("goodput", "timeouts").removesuffix("_bps")] = flow["timeouts"]
     return out

@@ -60,3 +60,25 @@ def needs_namespaces(what: str) -> pytest.MarkDecorator:
     """Skip, saying why, where the host cannot make namespaces and TUN devices."""
     why = namespaces_missing()
     return pytest.mark.skipif(why is not None, reason=f"{what}: {why}")
+
+
+def segment_train(seg_t, ack_t, ack, *, mss_bytes: int, **series):
+    """A connection (farlink.captures.analysis.build_connection) of data segments of one MSS
+    each, in sequence, crossing a tap at ``seg_t``, and its ACKs; ``series`` adds SACK blocks
+    (``sack``) or TCP timestamps (``seg_tsval``, ``ack_tsecr``)."""
+    import numpy as np
+
+    from farlink.captures.analysis import build_connection
+
+    n = len(seg_t)
+    return build_connection(
+        name="train",
+        source="synthetic",
+        seg_t=seg_t,
+        seq=np.arange(n, dtype=np.int64) * mss_bytes,
+        lens=np.full(n, mss_bytes, dtype=np.int64),
+        ack_t=ack_t,
+        ack=ack,
+        mss_bytes=mss_bytes,
+        **series,
+    )

@@ -91,6 +91,21 @@ def test_tap_rtt_is_tsharks_where_both_time_one_segment_and_goodput_agrees(agree
     assert a["goodput_farlink_bps"] == pytest.approx(a["goodput_tshark_bps"], rel=0.01)
 
 
+@pytest.mark.parametrize("name", ["cubic-drops", "reno-rto"])
+def test_fitted_rate_is_the_tbfs_where_the_flow_did_not_fill_it(runs, agree, name):
+    # reno-rto's timeouts leave the tbf idle for most of the transfer; the ACKs released while
+    # it was busy are spaced by its rate all the same (farlink.captures.dispersion).
+    from farlink.captures.fit import fit_path
+
+    # The capture on the sender's own interface, ahead of the tbf, gives it too: the ACKs
+    # crossed it.
+    for pcap in (runs[name].tap_pcap, runs[name].sender_pcap):
+        fit = fit_path(pcap)
+        assert fit.rate_basis.startswith("ACK dispersion"), fit.warnings
+        assert fit.rate_bps == pytest.approx(realcap.tbf_ip_rate_bps(runs[name].case), rel=0.03)
+        assert fit.rate_bps >= agree[name]["goodput_farlink_bps"]
+
+
 def test_sender_rtt_includes_the_queue_before_the_tap(runs, agree):
     a = agree["cubic-drops"]
     # The tbf queue is before the tap: the sender's RTT is milliseconds, the tap's microseconds.

@@ -127,7 +127,56 @@ def table(rows: list[dict]) -> str:
             f"| {g / 1e6:.3f} | {gt / 1e6:.3f} | {_ok(g, gt, 0.01)} | {gf / 1e6:.3f} "
             f"| {_ok(gf, g, 0.15)} | {gl / 1e6:.3f} | {_ok(gl, g, 0.15)} |"
         )
+    within = sum(
+        _ok(r["goodput_fitted_linux_sim_bps"], r["goodput_farlink_bps"], 0.15) == "yes"
+        for r in rows
+    )
+    lines += [
+        "",
+        f"*Fitted Linux* within 15 % of the capture's goodput: {within} of {len(rows)} cases.",
+        "",
+        *rate_table(rows),
+    ]
     return "\n".join(lines)
+
+
+def rate_table(rows: list[dict]) -> list[str]:
+    """The fitted link's rate beside the tbf's, and the timeouts that remain (docs/captures.md)."""
+    lines = [
+        "**Rate.** The fitted link's rate (Mbit/s, in IP packets as the simulated link counts "
+        "them) and what it came from: the mode of the ACKs' delivery spacing (*ACK*, "
+        "`farlink.captures.dispersion`) or, where that mode is missing or below the goodput, the "
+        "largest goodput over a 10 s window (*goodput*). Beside it the tbf's rate "
+        f"({rows[0]['rate_tbf_bps'] / 1e6:g} Mbit/s on Ethernet frames; in IP packets of "
+        f"{realcap.MTU_BYTES} bytes, {rows[0]['rate_tbf_ip_bps'] / 1e6:.3f}), the data segments' "
+        "dispersion at the tap (behind the tbf, so the same rate), the goodput the fit took "
+        "before, and the timeouts of the kernel's sender beside those of the fitted Linux "
+        "sender's simulation. *Overflows*: of the holes before the tap (copies lost there), "
+        "those farlink takes for a full queue's overflows (`farlink.captures.overflow`), beside "
+        "the tbf's own drops and iptables' random drops before the tap (a run of adjacent drops "
+        "is one hole); *p*: the fitted link's loss, the overflows left out, beside the loss "
+        "before and after the tap all together.",
+        "",
+        "| case | fitted rate | from | tbf, IP packets | ±2 % | data dispersion | goodput "
+        "| timeouts kernel | fitted Linux | holes before | overflows | tbf drops "
+        "| random drops before | p | p with overflows |",
+        "|" + "---|" * 15,
+    ]
+    for r in rows:
+        tbf = r["rate_tbf_ip_bps"]
+        data = r["rate_data_dispersion_bps"]
+        basis = "ACK" if r["rate_basis"].startswith("ACK") else "goodput"
+        lines.append(
+            f"| {r['case']} | {r['rate_fitted_bps'] / 1e6:.3f} | {basis} | {tbf / 1e6:.3f} "
+            f"| {_ok(r['rate_fitted_bps'], tbf, 0.02)} "
+            f"| {'–' if data is None else f'{data / 1e6:.3f}'} "
+            f"| {r['rate_goodput_bps'] / 1e6:.3f} | {r['rto_kernel']} "
+            f"| {r['timeouts_fitted_linux_sim']} | {r['holes_before_tap_farlink']} "
+            f"| {r['overflows_before_tap_farlink']} | {r['queue_drops_made']} "
+            f"| {r['random_drops_before_made']} | {r['scenario_loss_p']:.4f} "
+            f"| {r['loss_path_p']:.4f} |"
+        )
+    return lines
 
 
 def _outcome(case: realcap.Case, out: Path, reuse: bool) -> realcap.Outcome:

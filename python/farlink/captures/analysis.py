@@ -27,7 +27,7 @@ import numpy as np
 from farlink.captures.handshake import Handshake, handshake
 from farlink.captures.read import Capture, CaptureError, Packet, read_capture
 from farlink.captures.rto import TIMEOUT_TOLERANCE, infer_timeouts
-from farlink.captures.rtt import sender_rtt, tap_rtt
+from farlink.captures.rtt import segment_waits, sender_rtt, tap_rtt
 
 __all__ = [
     "GOODPUT_WINDOWS_S",
@@ -91,6 +91,10 @@ class Connection:
     timeout_waits_s: np.ndarray | None = None
     # The options both ends agreed and the receiver's window (captures only).
     handshake: Handshake | None = None
+    # Each data segment's wait before the tap from its TSval (NaN where none), and the TSval
+    # clock's rate, its resolution (captures whose sender uses timestamps only).
+    seg_wait_s: np.ndarray | None = None
+    ts_clock_hz: float | None = None
 
     @property
     def retransmitted_segments(self) -> int:
@@ -357,7 +361,7 @@ def build_connection(
     tap_args = (seg_t, seq, lens, seg_ok)
     karn_samples = tap_rtt(*tap_args, None, ack_t, ack, ack_ok, None, sack)
     karn = karn_samples.as_series()
-    sender = None
+    sender = waits = None
     if rtt is not None:
         timeouts = _timeouts(
             seg_t,
@@ -368,12 +372,13 @@ def build_connection(
             rtt,
             MIN_RTO_S if min_rto_s is None else min_rto_s,
         )
-        unseen, waits = 0, None
+        unseen, first_waits = 0, None
     else:
         tap = tap_rtt(*tap_args, seg_tsval, ack_t, ack, ack_ok, ack_tsecr, sack)
         rtt, rtt_method = tap.as_series(), tap.method
         if seg_tsval is not None:
             sender = sender_rtt(tap, seg_t, seg_tsval, seg_ok)
+            waits = segment_waits(seg_t, seg_tsval, seg_ok)
         longest = sender[0].rtt_s if sender is not None else tap.rtt_s
         found = infer_timeouts(
             seg_t,
@@ -386,7 +391,7 @@ def build_connection(
             longest_rtt_s=float(longest.max()) if len(longest) else 0.0,
             min_rto_s=min_rto_s,
         )
-        timeouts, unseen, waits = found.times_s, found.unseen, found.first_waits_s
+        timeouts, unseen, first_waits = found.times_s, found.unseen, found.first_waits_s
     t0, t1 = span if span is not None else (0.0, max([*seg_t[-1:], *ack_t[-1:], 0.0]))
     return Connection(
         name=name,
@@ -403,10 +408,12 @@ def build_connection(
         delivered_bytes=delivered,
         duration_s=float(t1 - t0),
         timeouts_unseen=unseen,
-        timeout_waits_s=waits,
+        timeout_waits_s=first_waits,
         sender_rtt=sender[0].as_series() if sender is not None else None,
         sender_rtt_method=sender[0].method if sender is not None else None,
         mss_bytes=mss_bytes,
+        seg_wait_s=waits[0] if waits is not None else None,
+        ts_clock_hz=waits[1] if waits is not None else None,
     )
 
 

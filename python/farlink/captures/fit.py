@@ -13,13 +13,18 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   loss event, so the data segments are counted in segments of the MSS there. Reported beside
   them, the upper bound retransmitted / first transmissions, which counts spurious resends
   (go-back-N after a timeout, a resend crossing its ACK) too. The estimate counts every loss,
-  congestion drops at a full queue as well as corruption: on a path that queued and
-  overflowed, part of ``p`` is congestion the fitted scenario's own queue will add again;
+  congestion drops at a full queue as well as corruption; ``p`` leaves out the holes before
+  the tap that a full queue there made, where the sender's timestamps show them
+  (:mod:`farlink.captures.overflow`), since the fitted scenario's own queue makes those, but
+  overflows after the tap stay in it and that queue adds them again;
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
   sender's own RTT where its timestamps show it (the queue before the tap included), else the
   tap-to-tap samples (:mod:`farlink.captures.rtt`);
-* the bottleneck rate as the largest goodput over a complete 10 s window, a lower bound that is
-  close when the flow filled the path for ten seconds at least;
+* the bottleneck rate from the spacing of the ACKs where the bottleneck was busy, the mode of
+  their delivery rates (:mod:`farlink.captures.dispersion`), where that mode stands on enough
+  samples and is not below the goodput; else, with a warning, the largest goodput over a
+  complete 10 s window (the mean goodput of a shorter connection), a lower bound that is close
+  only when the flow filled the path;
 * the one-way delay as half the minimum RTT;
 * the bottleneck queue as the largest standing queue the RTT showed most of the time: the 95th
   percentile of the RTT above its minimum, times the rate (the sender's own RTT sees the queue
@@ -62,9 +67,16 @@ from typing import Any
 import numpy as np
 
 from farlink.captures.analysis import Connection, analyze_capture
+from farlink.captures.dispersion import (
+    IP_TCP_HEADER_BYTES,
+    FittedRate,
+    fitted_rate,
+    header_bytes,
+)
 from farlink.captures.fit_tcp import SENDER_SETTINGS, tcp_lines
 from farlink.captures.handshake import Handshake, segments_per_ack
 from farlink.captures.loss import LossEstimate, estimate_loss
+from farlink.captures.overflow import QueueOverflows, queue_overflows
 
 __all__ = [
     "LOSS_RATE_MEANINGS",
@@ -81,13 +93,12 @@ LOSS_RATE_MEANINGS = {
     "loss_rate_before_tap": "copies lost before the tap (needed retransmissions of data the tap "
     "never saw, timer firings it never saw) / data segments that reached that part; a lower "
     "bound",
-    "scenario_loss_p": "both together, the loss of the fitted scenario's one link",
+    "scenario_loss_p": "both together, less the overflows of a full queue before the tap "
+    "(its own queue makes those), the loss of the fitted scenario's one link",
     "loss_rate_upper_bound": "every retransmission / first transmissions, spurious resends "
     "(go-back-N after a timeout, a resend crossing its ACK) included",
 }
 """What each loss figure of a :class:`PathFit` counts, as ``farlink fit`` prints it."""
-
-IP_TCP_HEADER_BYTES = 40
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,14 @@ class PathFit:
     # Data segments seen at the tap counted in segments of the MSS: more than the segments
     # themselves when the capture holds super-segments (TSO/GSO, captured with offloads on).
     mss_segments: int = 0
+    # How rate_bps was found: the dispersion estimates and the goodput beside them.
+    rate_fit: FittedRate | None = None
+    # The holes before the tap that a full queue made (farlink.captures.overflow).
+    overflows: QueueOverflows | None = None
+
+    @property
+    def rate_basis(self) -> str:
+        return self.rate_fit.basis if self.rate_fit else "largest goodput over a 10 s window"
 
     @property
     def loss_rate(self) -> float:
@@ -119,12 +138,21 @@ class PathFit:
         return self.loss.loss_rate_after_tap
 
     @property
+    def random_loss(self) -> LossEstimate:
+        """The loss estimate less the holes before the tap that a full queue made."""
+        full = self.overflows.overflows if self.overflows else 0
+        if not full or self.loss.lost_before_gaps is None:
+            return self.loss
+        return replace(self.loss, lost_before_gaps=self.loss.lost_before_gaps - full)
+
+    @property
     def scenario_loss_p(self) -> float:
-        """The Bernoulli ``p`` of the fitted one-link path: the copies lost before and after
-        the tap per packet of the fitted MSS (module notes)."""
-        if self.mss_segments <= self.loss.data_segments:
-            return self.loss.loss_rate_path
-        return replace(self.loss, data_segments=self.mss_segments).loss_rate_path
+        """The Bernoulli ``p`` of the fitted one-link path: the copies lost at random before
+        and after the tap per packet of the fitted MSS (module notes)."""
+        loss = self.random_loss
+        if self.mss_segments <= loss.data_segments:
+            return loss.loss_rate_path
+        return replace(loss, data_segments=self.mss_segments).loss_rate_path
 
     @property
     def loss_rate_upper_bound(self) -> float:
@@ -139,6 +167,8 @@ class PathFit:
             "rtt_method": self.rtt_method,
             "min_rto_s": self.min_rto_s,
             "rate_bps": self.rate_bps,
+            **(self.rate_fit.to_dict() if self.rate_fit else {}),
+            **(self.overflows.to_dict() if self.overflows else {}),
             "queue_bytes": self.queue_bytes,
             "queue_basis": self.queue_basis,
             "delay_s": self.delay_s,
@@ -168,7 +198,13 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     if len(rtt) == 0 or len(conn.seq["seq"]) == 0:
         raise ValueError(f"{capture}: connection {conn.name} has no RTT samples or no data")
     windows = conn.goodput.get(10.0, np.array([]))
-    rate = float(windows.max()) if len(windows) else 8 * conn.delivered_bytes / conn.duration_s
+    if len(windows):
+        goodput, goodput_basis = float(windows.max()), "largest goodput over a 10 s window"
+    else:
+        goodput = 8 * conn.delivered_bytes / conn.duration_s
+        goodput_basis = "mean goodput (the connection lasted under 10 s)"
+    rate_fit = fitted_rate(conn, goodput, goodput_basis)
+    rate = rate_fit.rate_bps
     beta = ci = verdict = None
     if drops is not None:
         from farlink.calldrops.fit import fit_drop_log
@@ -179,10 +215,14 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     lens = conn.seq["len_bytes"]
     largest = int(lens.max())
     mss = conn.mss_bytes or largest
+    loss = estimate_loss(conn)
+    # The queue admits and drains whole segments: a super-segment, captured with offloads on,
+    # is one packet there.
+    packet_s = 8 * (largest + int(np.ceil(largest / mss)) * header_bytes(conn)) / rate
     queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
     return PathFit(
         connection=conn.name,
-        loss=estimate_loss(conn),
+        loss=loss,
         rtt_s={
             "min": float(rtt.min()),
             "median": float(np.median(rtt)),
@@ -197,7 +237,7 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         beta_ci_per_s=ci,
         drop_fit_verdict=verdict,
         rtt_method=rtt_method or "",
-        warnings=tuple(cap.warnings),
+        warnings=(*cap.warnings, *([rate_fit.warning] if rate_fit.warning else [])),
         min_rto_s=_shortest_timeout_wait(conn),
         queue_bytes=queue_bytes,
         queue_basis=queue_basis,
@@ -205,6 +245,8 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         segments_per_ack=segments_per_ack(conn.ack["ack"], mss),
         largest_segment_bytes=largest,
         mss_segments=int(np.ceil(lens / mss).sum()),
+        rate_fit=rate_fit,
+        overflows=queue_overflows(conn, loss.holes_before, packet_s),
     )
 
 
@@ -294,7 +336,7 @@ def scenario_toml(
         'name = "A-B"',
         'a = "A"',
         'b = "B"',
-        f"rate_bps = {round(fit.rate_bps)}          # largest goodput over a 10 s window",
+        f"rate_bps = {round(fit.rate_bps)}          # {fit.rate_basis}",
         f"delay_s = {fit.delay_s:.6f}        # half the minimum RTT",
         f"queue_bytes = {fit.queue_bytes}       # {fit.queue_basis}",
         "",

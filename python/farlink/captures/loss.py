@@ -88,6 +88,9 @@ class LossEstimate:
     unseen_timer_copies: int = 0
     dsack_spurious: int = 0
     lost_before_gaps: int | None = None
+    # Each hole before the tap as the first transmission seen just below it (an index into
+    # the connection's data segments), in sequence order: what farlink.captures.overflow reads.
+    holes_before: tuple[int, ...] = ()
 
     @property
     def lost_before_tap(self) -> int:
@@ -203,6 +206,7 @@ def estimate_loss(conn: Connection, rtt_min_s: float | None = None) -> LossEstim
         rtt_min_s=rtt_min_s,
         lost_after_tap=len(lost_after),
         lost_before_gaps=len(gaps_before),
+        holes_before=tuple(sorted(gaps_before)),
         unseen_timer_copies=conn.timeouts_unseen,
         dsack_spurious=dsack,
     )

@@ -155,13 +155,14 @@ def _released_by(
     return matching[0] if len(matching) == 1 else None
 
 
-def sender_rtt(
-    tap: RttSamples, seg_t: np.ndarray, seg_tsval: np.ndarray, seg_ok: np.ndarray
-) -> tuple[RttSamples, float] | None:
-    """The sender's own samples from the tap-to-tap ones (module notes) and the TSval clock
-    rate used; None without timestamps or with too few segments to tell the clock's rate."""
+def segment_waits(
+    seg_t: np.ndarray, seg_tsval: np.ndarray, seg_ok: np.ndarray
+) -> tuple[np.ndarray, float] | None:
+    """Each segment's wait before the tap, from its TSval (module notes), the least taken as
+    none (NaN for a segment without a TSval or with a stepped time), and the TSval clock's
+    rate; None with too few TSvals to tell that rate."""
     have = (seg_tsval >= 0) & seg_ok
-    if have.sum() < 10 or not len(tap.rtt_s):
+    if have.sum() < 10:
         return None
     t, v = seg_t[have], seg_tsval[have].astype(float)
     # TSval is 32-bit and may wrap: unwrap in capture order.
@@ -176,6 +177,18 @@ def sender_rtt(
     wait_all = np.full(len(seg_t), np.nan)
     wait_all[have] = t - v / hz
     wait_all -= np.nanmin(wait_all)
+    return wait_all, hz
+
+
+def sender_rtt(
+    tap: RttSamples, seg_t: np.ndarray, seg_tsval: np.ndarray, seg_ok: np.ndarray
+) -> tuple[RttSamples, float] | None:
+    """The sender's own samples from the tap-to-tap ones (module notes) and the TSval clock
+    rate used; None without timestamps or with too few segments to tell the clock's rate."""
+    waits = segment_waits(seg_t, seg_tsval, seg_ok)
+    if waits is None or not len(tap.rtt_s):
+        return None
+    wait_all, hz = waits
     wait = wait_all[tap.segment]
     keep = ~np.isnan(wait)
     return (
