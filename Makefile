@@ -154,7 +154,7 @@ ns3-reference: $(NS3_STAMP)
 # corpus, tests/data/fuzz_corpus/, which `make test` runs. Never part of `make test`.
 FUZZ_SECONDS ?= 60
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := scenario_json receiver_segments units hdlc_decoder at_dialogue wire_parse
+FUZZ_TARGETS := scenario_json receiver_segments units hdlc_decoder at_dialogue wire_parse gso_split
 FUZZ_CLI_CASES ?= 2000
 FUZZ_CLI_SECONDS ?= 600
 FUZZ_CLI_SEED ?= $(shell date +%s)

@@ -7,10 +7,13 @@ lossless ceiling beside a bare TUN forwarder and a veth pair, measured in the sa
    transfer for 30 s. Printed: payload goodput over the rate, and over the most payload a
    1500-byte packet can carry with timestamps (1448 bytes).
 2. The ceiling: the same transfer (CUBIC, MTU 1500, 10 s) through the driver with a link of
-   no delay and a rate far above what it moves (100 Gbit/s), through a bare TUN forwarder
-   (a thread reading a packet from one TUN and writing it to the other, nothing else:
-   ``crates/farlink-emu/examples/ceiling.rs``) and through a veth pair (the kernel alone, with
-   its segmentation offloads). Printed as Gbit/s of payload and as ratios.
+   no delay and a rate far above what it moves (100 Gbit/s), per packet and with offloads
+   (``--offload``: super-segments read and cut into MSS-sized packets for the link, delivered
+   packets written coalesced); through a bare TUN forwarder (a thread reading a packet from one
+   TUN and writing it to the other, nothing else: ``crates/farlink-emu/examples/ceiling.rs``),
+   without and with the vnet header (then it moves the kernel's super-segments whole); and
+   through a veth pair (the kernel alone, with its segmentation offloads). Printed as Gbit/s of
+   payload and as ratios to the bare forwarders and veth of the same run.
 
 Needs CAP_NET_ADMIN and /dev/net/tun (root). The machine's load moves every figure: compare the
 ratios, which come from runs seconds apart.
@@ -73,8 +76,8 @@ def ceiling_scenario(duration_s: float) -> dict:
     }  # fmt: skip
 
 
-def driver_run(doc: dict) -> dict:
-    s = emulate(doc).summary
+def driver_run(doc: dict, *, offload: bool = False) -> dict:
+    s = emulate(doc, offload=offload).summary
     (flow,) = s["flows"]
     emu = s["emulator"]
     return {
@@ -87,6 +90,8 @@ def driver_run(doc: dict) -> dict:
         "packets_per_s": emu["packets_written"] / s["sim_time_s"],
         "cpu_fraction": emu["cpu_fraction"],
         "departure_error_us": emu["departure_error_us"],
+        "io_path": emu["io_path"],
+        "offload": emu.get("offload"),
     }
 
 
@@ -118,9 +123,12 @@ def main() -> int:
     )  # fmt: skip
     cubic = driver_run(cubic_scenario(args.duration))
     driver = driver_run(ceiling_scenario(args.ceiling_duration))
+    driver_offload = driver_run(ceiling_scenario(args.ceiling_duration), offload=True)
     bare = reference_run("bare_tun", args.ceiling_duration)
+    bare_offload = reference_run("bare_tun_offload", args.ceiling_duration)
     veth = reference_run("veth", args.ceiling_duration)
-    rows = {"caps": socket_caps(), "cubic": cubic, "driver": driver, "bare_tun": bare,
+    rows = {"caps": socket_caps(), "cubic": cubic, "driver": driver,
+            "driver_offload": driver_offload, "bare_tun": bare, "bare_tun_offload": bare_offload,
             "veth": veth}  # fmt: skip
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -135,19 +143,30 @@ def main() -> int:
     print(f"  retransmissions {cubic['retransmissions']}, timeouts {cubic['timeouts']}, "
           f"drops {cubic['drops'] or 'none'}, driver cpu {cubic['cpu_fraction']:.1%}")  # fmt: skip
     print(f"lossless ceiling, CUBIC, MTU {MTU}, delay 0, {args.ceiling_duration:g} s each:")
-    print(f"{'carrier':>28} {'Gbit/s':>8} {'kpkt/s':>8} {'cpu':>6} {'/ bare TUN':>11} "
-          f"{'/ veth':>8}")  # fmt: skip
+    print("  (kpkt/s: packets through the link, or for a bare forwarder the reads it moved)")
+    print(f"{'carrier':>34} {'Gbit/s':>8} {'kpkt/s':>8} {'cpu':>6} {'/ bare TUN':>11} "
+          f"{'/ bare vnet':>12} {'/ veth':>8}")  # fmt: skip
     for name, gbps, kpps, cpu in (
-        ("farlink driver (100 Gbit/s link)", driver["goodput_bps"] / 1e9,
+        ("farlink driver, per packet", driver["goodput_bps"] / 1e9,
          driver["packets_per_s"] / 1e3, driver["cpu_fraction"]),
+        ("farlink driver, --offload", driver_offload["goodput_bps"] / 1e9,
+         driver_offload["packets_per_s"] / 1e3, driver_offload["cpu_fraction"]),
         ("bare TUN forwarder", bare["goodput_bps"] / 1e9,
          bare["packets_forwarded"] / bare["transfer_time_s"] / 1e3,
          bare["forwarder_cpu_fraction"]),
+        ("bare TUN forwarder, vnet header", bare_offload["goodput_bps"] / 1e9,
+         bare_offload["packets_forwarded"] / bare_offload["transfer_time_s"] / 1e3,
+         bare_offload["forwarder_cpu_fraction"]),
         ("veth pair", veth["goodput_bps"] / 1e9, float("nan"), float("nan")),
     ):  # fmt: skip
-        print(f"{name:>28} {gbps:>8.3f} {kpps:>8.1f} {cpu:>6.1%} "
+        print(f"{name:>34} {gbps:>8.3f} {kpps:>8.1f} {cpu:>6.1%} "
               f"{gbps * 1e9 / bare['goodput_bps']:>11.3f} "
+              f"{gbps * 1e9 / bare_offload['goodput_bps']:>12.3f} "
               f"{gbps * 1e9 / veth['goodput_bps']:>8.4f}")  # fmt: skip
+    off = driver_offload["offload"]
+    print(f"  --offload: {off['reads']} reads ({off['super_segments_read']} super-segments), "
+          f"{off['writes']} writes ({off['super_segments_written']} coalesced, carrying "
+          f"{off['packets_coalesced']} packets)")  # fmt: skip
     return 0
 
 

@@ -45,6 +45,7 @@ def emulate(
     command: list[str] | tuple[str, ...] | None = None,
     server: str | None = None,
     listen: bool = True,
+    offload: bool = False,
 ) -> Result:
     """Run a scenario (a preset name, a TOML path or a parsed document) on the emulator.
 
@@ -67,6 +68,11 @@ def emulate(
     expected to listen on ``FARLINK_PORT``; without it a sink there accepts, discards and counts
     (the flows' ``delivered_bytes``). ``listen=False`` starts no sink: every connection is
     refused.
+
+    ``offload``: open the TUN devices with offloads (``IFF_VNET_HDR``, TSO): the kernel's TCP
+    super-segments are read whole, cut into MSS-sized packets for the links, and what the links
+    deliver together is written coalesced (docs/emulator.md); ``emulator.io_path`` says which
+    path ran and ``emulator.offload`` counts the reads, writes and coalesced packets.
     """
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(doc, loss=loss, duration=duration, size=size, seed=seed, sets=sets)
@@ -82,6 +88,7 @@ def emulate(
         # A command runs until it exits unless a duration was asked for.
         "command_bounded": duration is not None,
         "listen": listen,
+        "offload": offload,
     }
     # While it runs, the core handles Ctrl-C and SIGTERM itself (it ends the run, cleans up and
     # says `interrupted`), then gives the process its handlers back.
@@ -128,6 +135,7 @@ def headline(result: Result) -> dict[str, Any]:
             "departure_error_us": emu["departure_error_us"],
             "packets_read": emu["packets_read"],
             "packets_written": emu["packets_written"],
+            "io_path": emu["io_path"],
             "cpu_fraction": emu["cpu_fraction"],
         },
     }

@@ -1,20 +1,16 @@
 //! The throughput references of `make bench-emu`: an unbounded kernel TCP transfer between two
-//! namespaces over a bare TUN forwarder or a veth pair, printed as one JSON object.
+//! namespaces over a bare TUN forwarder (with or without offloads) or a veth pair, printed as one JSON object.
 //!
-//!     cargo run --release -p farlink-emu --example ceiling -- bare_tun|veth SECONDS [MTU] [CC]
+//!     cargo run --release -p farlink-emu --example ceiling -- bare_tun|bare_tun_offload|veth SECONDS [MTU] [CC]
 
 #[cfg(target_os = "linux")]
 fn main() {
     use farlink_emu::ceiling::{reference_transfer, Carrier};
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: ceiling bare_tun|veth SECONDS [MTU] [CC]";
-    let carrier = match args.first().map(String::as_str) {
-        Some("bare_tun") => Carrier::BareTun,
-        Some("veth") => Carrier::Veth,
-        _ => {
-            eprintln!("{usage}");
-            std::process::exit(2);
-        }
+    let usage = "usage: ceiling bare_tun|bare_tun_offload|veth SECONDS [MTU] [CC]";
+    let Some(carrier) = args.first().and_then(|a| Carrier::from_name(a)) else {
+        eprintln!("{usage}");
+        std::process::exit(2);
     };
     let seconds: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10.0);
     let mtu: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1500);

@@ -13,6 +13,10 @@
 //! Waiting: a timerfd (absolute, CLOCK_MONOTONIC) armed `spin` before the next deadline and an
 //! epoll over the TUNs and the timer; then a busy wait to the deadline that keeps reading the
 //! TUNs. With `spin = 0` the timerfd alone.
+//!
+//! With offloads (`crate::offload`), a read may carry a super-segment, cut into the packets
+//! offered here one by one, and what the links deliver in one pass is written coalesced at the
+//! end of the pass.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -29,6 +33,7 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use nix::time::clock_gettime;
 
+use crate::offload::{Offload, Read, Tally};
 use crate::slab::{Meta, Slab};
 use crate::tun::Tun;
 use crate::wire_sender::WireFlow;
@@ -68,6 +73,15 @@ pub(crate) struct DriverStats {
     pub(crate) realtime: bool,
     /// Packets a capture could not take.
     pub(crate) pcap_errors: u64,
+}
+
+/// How the driver reads and writes its TUN devices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IoPath {
+    /// One IP packet per read and per write.
+    PerPacket,
+    /// Behind a `virtio_net_hdr`: super-segments read and cut, delivered packets coalesced.
+    Offload,
 }
 
 /// CPU time of the calling thread so far.
@@ -129,6 +143,8 @@ pub(crate) struct Driver {
     pcap: Vec<Option<PcapWriter<BufWriter<File>>>>,
     /// Emulated time zero in Unix ns, for the captures' timestamps.
     t0_unix_ns: u64,
+    /// The offload path's buffers and coalescers, when the TUNs were opened with offloads.
+    pub(crate) offload: Option<Offload>,
 }
 
 /// CLOCK_MONOTONIC in ns: the driver's clock, and the workload's.
@@ -155,6 +171,7 @@ impl Driver {
         flow_ports: Vec<u16>,
         spin_ns: u64,
         record_lost: bool,
+        io: IoPath,
     ) -> Result<Driver, EmuError> {
         let n_dirs = links.dirs.len();
         let n_flows = flow_ports.len();
@@ -180,7 +197,11 @@ impl Driver {
             lost_ordinals: record_lost.then(|| vec![Vec::new(); n_dirs]),
             pcap: Vec::new(),
             t0_unix_ns: 0,
+            offload: None,
         };
+        if io == IoPath::Offload {
+            d.offload = Some(Offload::new(d.tuns.len()));
+        }
         d.t0_ns = monotonic_ns();
         let unix = clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
             .map_err(|e| EmuError::sys("clock_gettime", e))?;
@@ -322,6 +343,10 @@ impl Driver {
     fn read_all(&mut self, now: SimTime) -> Result<u64, EmuError> {
         let mut n = 0;
         for t in 0..self.tuns.len() {
+            if self.offload.is_some() {
+                n += self.read_offloaded(t, now)?;
+                continue;
+            }
             loop {
                 let (slot, buf) = self.slab.take();
                 let len = match self.tuns[t].recv(buf) {
@@ -357,6 +382,41 @@ impl Driver {
         }
         self.stats.slab_growths = self.slab.grown;
         Ok(n)
+    }
+
+    /// Reads everything waiting on TUN `t`, opened with offloads: each read cut into the
+    /// packets it carries, each ingested as if read alone. Returns how many packets.
+    fn read_offloaded(&mut self, t: usize, now: SimTime) -> Result<u64, EmuError> {
+        // Out of `self` while its reads are cut, so that `ingest` may have all of `self`.
+        let Some(mut off) = self.offload.take() else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        let mut bad = 0;
+        let result = loop {
+            let seg = match off.read(&mut self.tuns[t]) {
+                Ok(Read::Packets(seg)) => seg,
+                Ok(Read::Bad) => continue,
+                Ok(Read::Nothing) => break Ok(n),
+                Err(e) => break Err(EmuError::sys("read from TUN", e)),
+            };
+            for i in 0..seg.count() {
+                let (slot, buf) = self.slab.take();
+                match seg.segment(i, buf) {
+                    Ok(len) => {
+                        n += 1;
+                        self.ingest(t, slot, len, now);
+                    }
+                    Err(_) => {
+                        bad += 1;
+                        self.slab.untake(slot);
+                    }
+                }
+            }
+        };
+        off.stats.header_errors += bad;
+        self.offload = Some(off);
+        result
     }
 
     /// A packet of `len` bytes in `slot`, from device `t`: captured, counted, and offered to
@@ -502,6 +562,22 @@ impl Driver {
                 }
             }
         }
+        self.flush_offloaded();
+    }
+
+    /// Writes what the offload path's coalescers hold: the end of a pass of the loop.
+    fn flush_offloaded(&mut self) {
+        let Some(off) = &mut self.offload else {
+            return;
+        };
+        let mut tally = Tally {
+            t0_ns: self.t0_ns,
+            stats: &mut self.stats,
+            departure_error_ns: &mut self.departure_error_ns,
+        };
+        for (t, tun) in self.tuns.iter_mut().enumerate() {
+            off.flush(t, tun, &mut tally);
+        }
     }
 
     fn service(&mut self, d: usize, now: SimTime) {
@@ -541,6 +617,26 @@ impl Driver {
             self.capture(out, slot, meta.len as usize);
             self.stats.written_pkts += 1;
             self.stats.written_bytes += u64::from(meta.len);
+            self.slab.release(slot);
+            return;
+        }
+        if self.offload.is_some() {
+            self.capture(out, slot, meta.len as usize);
+            let Some(off) = &mut self.offload else {
+                return;
+            };
+            let mut tally = Tally {
+                t0_ns: self.t0_ns,
+                stats: &mut self.stats,
+                departure_error_ns: &mut self.departure_error_ns,
+            };
+            off.push(
+                out,
+                self.slab.packet(slot),
+                at,
+                &mut self.tuns[out],
+                &mut tally,
+            );
             self.slab.release(slot);
             return;
         }

@@ -12,6 +12,8 @@
 //! * `netns`: namespaces, their clean-up (on exit, on signals, stale ones at the next start);
 //! * `tun`: a TUN device opened inside a namespace;
 //! * `driver`: the real-time loop (epoll, timerfd, a short spin before each deadline);
+//! * `offload`: the driver's offload path (super-segments read and cut into packets, delivered
+//!   packets coalesced; `--offload`);
 //! * `kernel`: the congestion controllers the kernel has, and which TCP settings it takes;
 //! * `bulk`: the built-in workload, one kernel TCP bulk transfer per flow, TCP_INFO sampled;
 //! * `wire_sender`: farlink's own TCP sender as a flow's sending end (no kernel there);
@@ -40,6 +42,8 @@ mod kernel;
 pub mod linkmgr;
 #[cfg(target_os = "linux")]
 mod netns;
+#[cfg(target_os = "linux")]
+mod offload;
 #[cfg(target_os = "linux")]
 mod report;
 #[cfg(target_os = "linux")]
@@ -100,6 +104,10 @@ pub struct EmuOptions {
     /// Start the sinks (listening sockets); without them every connection is refused (the
     /// receiver's kernel answers the SYN with a RST), which tests how a sender ends.
     pub listen: bool,
+    /// Open the TUN devices with offloads (`IFF_VNET_HDR`, TSO): the kernel's super-segments
+    /// are read whole and cut into packets for the links, and what the links deliver together
+    /// is written coalesced (`emulator.io_path` says which path ran).
+    pub offload: bool,
 }
 
 impl Default for EmuOptions {
@@ -115,6 +123,7 @@ impl Default for EmuOptions {
             server: None,
             command_bounded: false,
             listen: true,
+            offload: false,
         }
     }
 }

@@ -203,6 +203,11 @@ pub struct Emulator {
     pub spins: u64,
     /// The driver's thread ran SCHED_FIFO.
     pub realtime: bool,
+    /// How the TUN devices were read and written: "per_packet", or "offload" (super-segments
+    /// cut into packets on the way in, coalesced on the way out; `offload` says how much).
+    pub io_path: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<crate::offload::OffloadStats>,
     /// CPU the driver's thread spent, and that over the run's wall time.
     pub cpu_s: f64,
     pub cpu_fraction: f64,
@@ -467,6 +472,12 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
             timer_wakeups: s.timer_wakeups,
             spins: s.spins,
             realtime: s.realtime,
+            io_path: if driver.offload.is_some() {
+                "offload"
+            } else {
+                "per_packet"
+            },
+            offload: driver.offload.as_ref().map(|o| o.stats.clone()),
             cpu_s: secs(s.cpu_ns),
             cpu_fraction: if wall_s > 0.0 {
                 secs(s.cpu_ns) / wall_s

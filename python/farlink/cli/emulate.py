@@ -87,6 +87,15 @@ def emulate_command(
             "--shell", help="Run an interactive shell ($SHELL) in the sender's namespace."
         ),
     ] = False,
+    offload: Annotated[
+        bool,
+        typer.Option(
+            "--offload",
+            help="Open the TUN devices with offloads (IFF_VNET_HDR, TSO): super-segments are cut "
+            "into MSS-sized packets for the links and delivered packets written coalesced; "
+            "for paths past the per-packet ceiling (docs/emulator.md).",
+        ),
+    ] = False,
 ) -> None:
     """Emulate a scenario: real kernel TCP between network namespaces, through the scenario's
     link models in real time (Linux; needs CAP_NET_ADMIN and /dev/net/tun)."""
@@ -121,6 +130,7 @@ def emulate_command(
             pcap_dir=folder.path if pcap else None,
             command=argv,
             server=server,
+            offload=offload,
         )
     except ScenarioError as err:
         raise CliError(describe_error(scenario, err, sets=set_ or ())) from None

@@ -187,18 +187,35 @@ pub fn unwrap_seq(reference: u64, isn: u32, wire: u32) -> Option<u64> {
 }
 
 /// RFC 1071 one's-complement sum of `bytes` as big-endian 16-bit words (an odd last byte is
-/// padded with a zero), added to `sum`; not yet folded. A 64 KiB packet and its pseudo-header
-/// add at most 2^15 words of 2^16 each, far from the `u32`'s limit; the additions wrap rather
-/// than panic whatever the input.
-pub fn ones_complement_add(mut sum: u32, bytes: &[u8]) -> u32 {
-    let mut words = bytes.chunks_exact(2);
+/// padded with a zero), added to `sum`; the carries are folded back into 16 bits, not
+/// complemented. The offload path sums every byte of 64 KiB super-segments, so the bulk is
+/// taken as it lies in memory, four bytes at a time into a 64-bit accumulator, and the folded
+/// result put into network order once: RFC 1071 2(B) and 2(C), the sum is independent of byte
+/// order and may be computed in wider words, and gives the same value. The accumulator cannot
+/// overflow for anything shorter than 2^32 words.
+pub fn ones_complement_add(sum: u32, bytes: &[u8]) -> u32 {
+    let mut quads = bytes.chunks_exact(4);
+    let mut native = 0u64;
+    for q in &mut quads {
+        native += u64::from(u32::from_ne_bytes([q[0], q[1], q[2], q[3]]));
+    }
+    let mut acc = u64::from(sum) + u64::from(u16::from_be(fold_u64(native)));
+    let mut words = quads.remainder().chunks_exact(2);
     for w in &mut words {
-        sum = sum.wrapping_add(u32::from(u16::from_be_bytes([w[0], w[1]])));
+        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
     }
     if let [last] = words.remainder() {
-        sum = sum.wrapping_add(u32::from(*last) << 8);
+        acc += u64::from(*last) << 8;
     }
-    sum
+    u32::from(fold_u64(acc))
+}
+
+/// End-around carries of a one's-complement sum, to 16 bits.
+fn fold_u64(mut sum: u64) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
 }
 
 /// Folds the carries of a one's-complement sum and complements it: the checksum field.
