@@ -101,6 +101,23 @@ def keep_kernel_run(directory: Path, name: str, result) -> None:
     (directory / f"{name}.json").write_text(json.dumps(result.summary, indent=1, default=str))
 
 
+class KeptKernelRun:
+    """A kernel run kept by :func:`keep_kernel_run`, read back: its result and its TCP_INFO
+    samples, in the shape of the emulator's result that :func:`run_cell` reads."""
+
+    def __init__(self, directory: Path, name: str):
+        json_path, npz_path = directory / f"{name}.json", directory / f"{name}.npz"
+        if not json_path.exists() or not npz_path.exists():
+            raise SystemExit(f"validate-emu: --replay: no kept run {name} under {directory}")
+        self.summary = json.loads(json_path.read_text())
+        with np.load(npz_path) as kept:
+            self._tcp_info = {k: kept[k] for k in kept.files}
+
+    def trace(self, name: str) -> dict:
+        assert name == "tcp_info", name
+        return self._tcp_info
+
+
 def run_cell(
     scenario: str,
     loss: float | None,
@@ -108,16 +125,23 @@ def run_cell(
     seeds: int,
     duration_s: float,
     traces: Path | None = None,
+    replay: bool = False,
 ) -> dict:
+    """Both engines' runs of one cell, the kernel's read back from ``traces`` with
+    ``replay`` (farlink's side run again, the kernel's as it was)."""
     emu, sim = [], []
     segment = payload_bytes(scenario)
     for seed in range(1, seeds + 1):
         common = {"loss": loss, "seed": seed, "duration": f"{duration_s}s"}
-        e = emulate(scenario, tcp=cc, sender="kernel", sets=matched_sets(cc), **common)
+        p = "burst" if loss is None else f"{loss:g}"
+        name = safe_name(f"{scenario}-{p}-{cc}-seed{seed}")
+        if replay:
+            e = KeptKernelRun(traces, name)
+        else:
+            e = emulate(scenario, tcp=cc, sender="kernel", sets=matched_sets(cc), **common)
+            if traces is not None:
+                keep_kernel_run(traces, name, e)
         s = simulate(scenario, sets=farlink_sets(cc), **common)
-        if traces is not None:
-            p = "burst" if loss is None else f"{loss:g}"
-            keep_kernel_run(traces, safe_name(f"{scenario}-{p}-{cc}-seed{seed}"), e)
         (ef,) = e.summary["flows"]
         info = e.trace("tcp_info")
         emu.append({
@@ -247,12 +271,22 @@ def main() -> int:
         default=None,
         help="keep each kernel run's TCP_INFO samples and result here",
     )
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="read the kernel's runs back from --traces instead of emulating, run farlink's "
+        "side again (the far links' table is kept, as with --no-far-links)",
+    )
     parser.add_argument("--out", type=Path, default=DOC)
     args = parser.parse_args()  # fmt: skip
+    if args.replay and args.traces is None:
+        parser.error("--replay needs --traces DIR (where an earlier run kept the kernel's runs)")
+    if args.replay:
+        args.no_far_links = True
     rows, passed, cells = [], 0, []
     for scenario, loss in CELLS:
         for cc in CONTROLLERS:
-            c = run_cell(scenario, loss, cc, args.seeds, args.duration, args.traces)
+            c = run_cell(scenario, loss, cc, args.seeds, args.duration, args.traces, args.replay)
             ok, diff = verdict(c["sim"]["goodput"], c["emu"]["goodput"])
             passed += ok
             cells.append(c)
@@ -306,6 +340,12 @@ def main() -> int:
         "is in the last column). The cells outside the criterion are read from the traces in",
         "`docs/validation-notes.md` ('Linux TCP against the simulator').",
     ]
+    if args.replay:
+        lines += [
+            "",
+            "The kernel's runs in this table were kept by an earlier run (`--traces`) and read",
+            "back (`--replay`); farlink's side was run again with the settings above.",
+        ]
     if reduced:
         lines += [
             "",

@@ -84,6 +84,31 @@ def test_both_engines_run_linux_settings_from_linux_tcp(validate_emu, monkeypatc
     assert cell["not_applied"] == ["rto"]
 
 
+def test_a_replay_reads_the_kept_kernel_runs_and_runs_farlink_again(
+    validate_emu, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(validate_emu, "emulate", lambda scenario, **kw: FakeRun("emulate"))
+    monkeypatch.setattr(validate_emu, "simulate", lambda scenario, **kw: FakeRun("simulate"))
+    kept = validate_emu.run_cell("stpd-wireless", 1e-3, "cubic", 2, 5.0, traces=tmp_path)
+    assert len(list(tmp_path.glob("*.npz"))) == 2
+
+    def no_emulation(scenario, **kwargs):
+        raise AssertionError("a replay emulates nothing")
+
+    sims = []
+    monkeypatch.setattr(validate_emu, "emulate", no_emulation)
+    monkeypatch.setattr(
+        validate_emu, "simulate", lambda scenario, **kw: sims.append(kw) or FakeRun("simulate")
+    )
+    replayed = validate_emu.run_cell(
+        "stpd-wireless", 1e-3, "cubic", 2, 5.0, traces=tmp_path, replay=True
+    )
+    assert len(sims) == 2
+    assert replayed["emu"] == kept["emu"] and replayed["emu_exit"] == kept["emu_exit"]
+    with pytest.raises(SystemExit, match=r"no kept run stpd-wireless-0\.001-cubic-seed3"):
+        validate_emu.run_cell("stpd-wireless", 1e-3, "cubic", 3, 5.0, traces=tmp_path, replay=True)
+
+
 def test_the_matched_settings_are_a_scenario_the_simulator_runs(validate_emu):
     for cc in validate_emu.CONTROLLERS:
         result = simulate("stpd-wireless", sets=validate_emu.farlink_sets(cc), duration="1s")

@@ -13,7 +13,11 @@ The connection's defaults (:data:`LINUX_CONNECTION`), Linux's out of the box:
 * initial window 10 segments (RFC 6928, ``TCP_INIT_CWND``), initial RTO 1 s (``TCP_TIMEOUT_INIT``);
 * SACK, timestamps, window scaling on (``tcp_sack``, ``tcp_timestamps``, ``tcp_window_scaling``);
 * delayed ACKs: every second full segment or after the delayed-ACK timer, which starts at 40 ms
-  (``TCP_ATO_MIN``); Linux's timer adapts and its quick-ACK mode has no counterpart in farlink.
+  (``TCP_ATO_MIN``); Linux's timer adapts and its quick-ACK mode has no counterpart in farlink;
+* the receiver keeps every out-of-order segment its receive memory holds (``tcp_data_queue_ofo``
+  prunes only when ``sk_rcvbuf`` is exceeded), not a fixed number of ranges:
+  ``max_ooo_ranges = "window"`` (farlink's default keeps 64 and drops out-of-order segments past
+  them, which a window with more holes than that, on a long path after slow start, reaches).
 
 Reno's growth (:func:`linux_cc_sets`): Linux grows cwnd by the segments an ACK acknowledges
 (``tcp_slow_start`` and ``tcp_cong_avoid_ai`` count acknowledged segments), so with delayed ACKs
@@ -38,6 +42,7 @@ LINUX_CONNECTION: dict[str, str | int | bool] = {
     "window_scaling": True,
     "delayed_ack": True,
     "delayed_ack_timeout": "40ms",
+    "max_ooo_ranges": "window",
 }
 """The connection's defaults on Linux, as ``[flows.tcp]`` fields (module notes)."""
 

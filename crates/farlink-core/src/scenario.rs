@@ -114,8 +114,10 @@
 //!                                     others accept per-ack only)
 //!   "dup_thresh": 3,
 //!   "limited_transmit": true,         RFC 3042 (on by default, as in Linux and ns-3)
-//!   "handshake": false                simulate the SYN / SYN-ACK exchange (tcp::handshake);
+//!   "handshake": false,               simulate the SYN / SYN-ACK exchange (tcp::handshake);
 //!                                     off: the connection starts established
+//!   "max_ooo_ranges": 64              the receiver's out-of-order ranges, or "window" (no
+//!                                     count: the receive window bounds them, as in Linux)
 //! }
 //! APP = {"kind": "bulk", "size": "1MB" | "size_bytes": 1000000}
 //!     | {"kind": "unbounded"}

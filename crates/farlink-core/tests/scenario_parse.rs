@@ -655,6 +655,46 @@ fn the_linux_rto_rule_brings_linux_bounds_unless_given() {
 }
 
 #[test]
+fn the_receivers_out_of_order_ranges_are_a_count_or_the_window() {
+    let ranges = |tcp: Value| {
+        let mut v = base();
+        v["flows"][0]["tcp"] = tcp;
+        let s = parse(&v).unwrap();
+        let resolved = farlink_core::scenario::resolve_scenario_json(&v.to_string()).unwrap();
+        let shown =
+            serde_json::to_value(&resolved).unwrap()["flows"][0]["tcp"]["max_ooo_ranges"].clone();
+        let t = &s.flows()[0].tcp;
+        (
+            t.max_ooo_ranges,
+            t.receiver_config(false).max_ooo_ranges,
+            shown,
+        )
+    };
+    assert_eq!(ranges(json!({})), (Some(64), 64, json!(64)));
+    assert_eq!(ranges(json!({"max_ooo_ranges": 3})), (Some(3), 3, json!(3)));
+    // "window": no count; the receiver holds whatever the window lets in.
+    assert_eq!(
+        ranges(json!({"max_ooo_ranges": "window", "receive_buffer": "1MiB"})),
+        (None, 1 << 20, json!("window"))
+    );
+    rejects(
+        |v| v["flows"][0]["tcp"] = json!({"max_ooo_ranges": 0}),
+        "flows[0].tcp.max_ooo_ranges",
+        "expected 1 to 1000000 ranges (or \"window\"), got 0",
+    );
+    rejects(
+        |v| v["flows"][0]["tcp"] = json!({"max_ooo_ranges": "all"}),
+        "flows[0].tcp.max_ooo_ranges",
+        "expected a number of out-of-order ranges or \"window\", got \"all\"",
+    );
+    rejects(
+        |v| v["flows"][0]["tcp"] = json!({"max_ooo_ranges": true}),
+        "flows[0].tcp.max_ooo_ranges",
+        "a number of out-of-order ranges or \"window\"",
+    );
+}
+
+#[test]
 fn tcp_options_are_checked() {
     rejects(
         |v| v["flows"][0]["tcp"] = json!({"mss_bytes": 12}),

@@ -148,6 +148,7 @@ pub(crate) fn flow_settings(
     );
     put(false, "max_rto", "the kernel's 120 s".into());
     put(false, "limited_transmit", "always on in the kernel".into());
+    put(false, "max_ooo_ranges", ooo_ranges_note(t));
     put(
         false,
         "handshake",
@@ -157,4 +158,16 @@ pub(crate) fn flow_settings(
         applied,
         not_applied,
     }
+}
+
+/// The kernel receiver's out-of-order queue beside the scenario's `max_ooo_ranges`: both
+/// engines' receivers on a real path are the kernel's.
+pub(crate) fn ooo_ranges_note(t: &TcpSpec) -> String {
+    let scenario = t
+        .max_ooo_ranges
+        .map_or_else(|| "\"window\"".to_owned(), |n| n.to_string());
+    format!(
+        "the kernel's own: its out-of-order queue is bounded by the socket's receive memory, \
+         not by a count (\"window\" models it); the scenario's {scenario}"
+    )
 }

@@ -250,6 +250,10 @@ pub(crate) fn flow_settings(t: &TcpSpec) -> FlowSettings {
             t.receive_buffer_bytes
         ),
     );
+    s.not_applied.insert(
+        "max_ooo_ranges".to_owned(),
+        crate::kernel::ooo_ranges_note(t),
+    );
     s
 }
 

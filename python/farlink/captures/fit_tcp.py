@@ -127,6 +127,13 @@ def _linux_lines(fit: PathFit, tcp: str | None) -> list[str]:
         )
     )
     rows.append(("initial_rto", LINUX_CONNECTION["initial_rto"], f"{linux} TCP_TIMEOUT_INIT"))
+    rows.append(
+        (
+            "max_ooo_ranges",
+            LINUX_CONNECTION["max_ooo_ranges"],
+            f"{linux} its receiver holds what its memory allows",
+        )
+    )
     rows += [
         (key, value, f"{linux} its timer, loss detection") for key, value in LINUX_SENDER.items()
     ]

@@ -195,35 +195,62 @@ pub(super) struct RawRlp {
     pub(super) fd_t: Option<f64>,
 }
 
-/// `"none"`, `"unlimited"` or a number of idle frames.
-pub(super) enum RawIdle {
-    Count(u64),
-    Name(String),
+/// A field written as a number or as one of a few names: what the names are is the field's
+/// `CountOrNameKind`, which also words the message for a value of neither kind.
+pub(super) enum CountOrName<K> {
+    Count(u64, PhantomData<K>),
+    Name(String, PhantomData<K>),
 }
 
-impl<'de> Deserialize<'de> for RawIdle {
+pub(super) trait CountOrNameKind {
+    /// What the field takes, e.g. `"none", "unlimited" or a number of idle frames`.
+    const EXPECTING: &'static str;
+}
+
+/// RLP's idle frames: `"none"`, `"unlimited"` or a number of idle frames.
+pub(super) struct IdleFrames;
+impl CountOrNameKind for IdleFrames {
+    const EXPECTING: &'static str = "\"none\", \"unlimited\" or a number of idle frames";
+}
+
+/// The receiver's out-of-order ranges: a number, or `"window"`.
+pub(super) struct OooRanges;
+impl CountOrNameKind for OooRanges {
+    const EXPECTING: &'static str = "a number of out-of-order ranges or \"window\"";
+}
+
+pub(super) type RawIdle = CountOrName<IdleFrames>;
+
+impl<K> Clone for CountOrName<K> {
+    fn clone(&self) -> Self {
+        match self {
+            CountOrName::Count(n, _) => CountOrName::Count(*n, PhantomData),
+            CountOrName::Name(n, _) => CountOrName::Name(n.clone(), PhantomData),
+        }
+    }
+}
+
+impl<'de, K: CountOrNameKind> Deserialize<'de> for CountOrName<K> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawIdle;
+        struct V<K>(PhantomData<K>);
+        impl<'de, K: CountOrNameKind> Visitor<'de> for V<K> {
+            type Value = CountOrName<K>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("\"none\", \"unlimited\" or a number of idle frames")
+                f.write_str(K::EXPECTING)
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawIdle, E> {
-                Ok(RawIdle::Count(v))
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<CountOrName<K>, E> {
+                Ok(CountOrName::Count(v, PhantomData))
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawIdle, E> {
-                u64::try_from(v).map(RawIdle::Count).map_err(|_| {
-                    E::custom(format!(
-                        "expected \"none\", \"unlimited\" or a number of idle frames, got {v}"
-                    ))
-                })
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<CountOrName<K>, E> {
+                u64::try_from(v)
+                    .map(|v| CountOrName::Count(v, PhantomData))
+                    .map_err(|_| E::custom(format!("expected {}, got {v}", K::EXPECTING)))
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawIdle, E> {
-                Ok(RawIdle::Name(v.to_owned()))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CountOrName<K>, E> {
+                Ok(CountOrName::Name(v.to_owned(), PhantomData))
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(PhantomData))
     }
 }
 
@@ -398,6 +425,7 @@ pub(super) struct RawTcp {
     pub(super) dup_thresh: Option<u32>,
     pub(super) limited_transmit: Option<bool>,
     pub(super) handshake: Option<bool>,
+    pub(super) max_ooo_ranges: Option<CountOrName<OooRanges>>,
 }
 
 #[derive(Deserialize)]

@@ -264,6 +264,8 @@ pub struct RTcp {
     pub dup_thresh: u32,
     pub limited_transmit: bool,
     pub handshake: bool,
+    /// A number, or `"window"`: no count, the receive window bounds the out-of-order data.
+    pub max_ooo_ranges: Value,
 }
 
 #[derive(Debug, Serialize)]
@@ -576,6 +578,9 @@ fn tcp(t: &TcpSpec) -> RTcp {
         dup_thresh: t.dup_thresh,
         limited_transmit: t.limited_transmit,
         handshake: t.handshake,
+        max_ooo_ranges: t
+            .max_ooo_ranges
+            .map_or_else(|| Value::from("window"), Value::from),
     }
 }
 

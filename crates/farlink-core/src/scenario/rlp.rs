@@ -43,9 +43,9 @@ impl RlpSpec {
 pub(super) fn rlp_spec(p: &str, r: &RawRlp) -> Result<RlpSpec, ScenarioError> {
     let idle = match &r.idle_frames {
         None => IdlePolicy::None,
-        Some(RawIdle::Name(n)) if n == "none" => IdlePolicy::None,
-        Some(RawIdle::Name(n)) if n == "unlimited" => IdlePolicy::Unlimited,
-        Some(RawIdle::Count(n)) => match u32::try_from(*n) {
+        Some(RawIdle::Name(n, _)) if n == "none" => IdlePolicy::None,
+        Some(RawIdle::Name(n, _)) if n == "unlimited" => IdlePolicy::Unlimited,
+        Some(RawIdle::Count(n, _)) => match u32::try_from(*n) {
             Ok(0) => IdlePolicy::None,
             Ok(n) if n <= 1_000_000 => IdlePolicy::Count(n),
             _ => {
@@ -55,7 +55,7 @@ pub(super) fn rlp_spec(p: &str, r: &RawRlp) -> Result<RlpSpec, ScenarioError> {
                 )
             }
         },
-        Some(RawIdle::Name(n)) => {
+        Some(RawIdle::Name(n, _)) => {
             return err(
                 at(p, "idle_frames"),
                 format!("expected \"none\", \"unlimited\" or a number of idle frames, got \"{n}\""),

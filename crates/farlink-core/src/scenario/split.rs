@@ -244,6 +244,7 @@ fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         dup_thresh: one(&over.dup_thresh, &base.dup_thresh),
         limited_transmit: one(&over.limited_transmit, &base.limited_transmit),
         handshake: one(&over.handshake, &base.handshake),
+        max_ooo_ranges: one(&over.max_ooo_ranges, &base.max_ooo_ranges),
     }
 }
 

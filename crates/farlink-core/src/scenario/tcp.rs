@@ -2,7 +2,7 @@
 
 use super::errors::{at, err, ScenarioError};
 use super::quantity::{opt_bytes, opt_duration};
-use super::raw::RawTcp;
+use super::raw::{CountOrName, RawTcp};
 use crate::tcp::cc::reno::ABC_LIMIT_SEGMENTS;
 use crate::tcp::cc::{CcConfig, WindowGrowth};
 use crate::tcp::receiver::{
@@ -26,6 +26,9 @@ pub const DEFAULT_MSS_BYTES: u32 = 1460;
 pub const MSS_RANGE_BYTES: (u32, u32) = (64, 65_495);
 /// The largest window TCP can announce: 65535 << 14 (RFC 7323 section 2.3).
 pub const MAX_RECEIVE_BUFFER_BYTES: u64 = 65_535 << 14;
+/// The most out-of-order ranges a receiver may be told to keep by count (`"window"` lifts the
+/// count altogether).
+pub const MAX_OOO_RANGES: u64 = 1_000_000;
 /// Headers of a full-sized data segment beyond its MSS: IPv4 and TCP (20 + 20); with
 /// timestamps the 12 option bytes come out of the MSS (RFC 6691).
 pub(super) const DATA_HEADER_BYTES: u32 = 40;
@@ -47,6 +50,10 @@ pub struct TcpSpec {
     /// Simulate the three-way handshake (`Sender::connect`, `Receiver::listen`); otherwise
     /// both ends start established with what the handshake would have agreed.
     pub handshake: bool,
+    /// Out-of-order ranges the receiver keeps before it drops further out-of-order segments
+    /// (see [`ReceiverConfig::max_ooo_ranges`]); `None`: no count, the receive window alone
+    /// bounds what it holds (`"window"`).
+    pub max_ooo_ranges: Option<usize>,
 }
 
 impl TcpSpec {
@@ -73,7 +80,11 @@ impl TcpSpec {
             options: self.options,
             receive_buffer_bytes: self.receive_buffer_bytes,
             delayed_ack: self.delayed_ack,
-            max_ooo_ranges: DEFAULT_MAX_OOO_RANGES,
+            // Past the window nothing is held, so a range of at least one byte per byte of
+            // window is no count at all.
+            max_ooo_ranges: self.max_ooo_ranges.unwrap_or_else(|| {
+                usize::try_from(self.receive_buffer_bytes).unwrap_or(usize::MAX)
+            }),
             reads_on_demand,
         }
     }
@@ -124,6 +135,23 @@ pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
     if dup_thresh == 0 {
         return err(at(p, "dup_thresh"), "expected at least 1, got 0");
     }
+    let max_ooo_ranges = match &t.max_ooo_ranges {
+        None => Some(DEFAULT_MAX_OOO_RANGES),
+        Some(CountOrName::Name(n, _)) if n == "window" => None,
+        Some(CountOrName::Count(n, _)) if (1..=MAX_OOO_RANGES).contains(n) => Some(*n as usize),
+        Some(CountOrName::Count(n, _)) => {
+            return err(
+                at(p, "max_ooo_ranges"),
+                format!("expected 1 to {MAX_OOO_RANGES} ranges (or \"window\"), got {n}"),
+            )
+        }
+        Some(CountOrName::Name(n, _)) => {
+            return err(
+                at(p, "max_ooo_ranges"),
+                format!("expected a number of out-of-order ranges or \"window\", got \"{n}\""),
+            )
+        }
+    };
     Ok(TcpSpec {
         options,
         initial_window_segments,
@@ -136,6 +164,7 @@ pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
         dup_thresh,
         limited_transmit: t.limited_transmit.unwrap_or(true),
         handshake: t.handshake.unwrap_or(false),
+        max_ooo_ranges,
     })
 }
 

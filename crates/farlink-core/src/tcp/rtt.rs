@@ -69,6 +69,17 @@ impl RtoRule {
             RtoRule::Linux => "linux",
         }
     }
+
+    /// Whether resending the oldest unacknowledged segment restarts the retransmission timer.
+    /// RFC 6298 restarts it only on an ACK of new data (5.3); Linux's
+    /// `tcp_xmit_retransmit_queue` (net/ipv4/tcp_output.c) also rearms it, for the RTO in
+    /// force, whenever the segment it resent was the head of the retransmission queue and
+    /// RACK's reordering timer was not the one pending. A fast recovery whose resends of the
+    /// head keep being lost thus times out one RTO after the last of them, not one RTO after
+    /// the last ACK of new data.
+    pub fn restarts_on_head_retransmission(self) -> bool {
+        self == RtoRule::Linux
+    }
 }
 
 impl std::str::FromStr for RtoRule {

@@ -829,8 +829,15 @@ impl Sender {
         }
         self.stats.retransmitted_segments += 1;
         self.stats.retransmitted_bytes += seg.len_bytes();
+        let segment = self.on_data_sent(now, seg.start, seg.len_bytes(), true);
+        if seg.start == self.snd_una
+            && self.reo_deadline.is_none()
+            && self.rtt.config().rule.restarts_on_head_retransmission()
+        {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
         Transmission {
-            segment: self.on_data_sent(now, seg.start, seg.len_bytes(), true),
+            segment,
             kind: TransmissionKind::Retransmission(why),
         }
     }
@@ -1344,6 +1351,7 @@ fn earliest(a: Option<SimTime>, b: Option<SimTime>) -> Option<SimTime> {
 mod tests {
     use super::*;
     use crate::tcp::limits::Limit;
+    use crate::tcp::rtt::RtoRule;
     use crate::tcp::segment::SackBlock;
 
     const MSS: u32 = 1000;
@@ -1652,6 +1660,37 @@ mod tests {
         let sent = drain(&mut s, at(104));
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].seq, 0);
+    }
+
+    #[test]
+    fn linux_rule_restarts_the_timer_when_the_head_is_resent_and_rfc6298_does_not() {
+        for (rule, deadline_ms) in [(RtoRule::Rfc6298, 1000), (RtoRule::Linux, 1104)] {
+            let mut s = sender_with(
+                SenderConfig {
+                    options: options(true, false),
+                    recovery: LossRecovery::Sack,
+                    rtt: RttConfig {
+                        rule,
+                        ..RttConfig::default()
+                    },
+                    ..SenderConfig::default()
+                },
+                1 << 20,
+            );
+            drain(&mut s, at(0));
+            // Segment 0 lost, 1..4 SACKed: no ACK of new data, so the timer started with
+            // the first segment (initial RTO 1 s) still runs when the head is resent at 104.
+            for i in 1..4 {
+                s.on_ack(at(100 + i), &sack_of(0, seg(1), seg(i + 1), &s));
+            }
+            let sent = drain(&mut s, at(104));
+            assert_eq!(sent[0].seq, 0, "{}", rule.name());
+            assert_eq!(s.next_timeout(), Some(at(deadline_ms)), "{}", rule.name());
+            // A resend that is not of the head leaves the timer alone under either rule.
+            s.on_ack(at(105), &sack_of(0, seg(1), seg(5), &s));
+            drain(&mut s, at(105));
+            assert_eq!(s.next_timeout(), Some(at(deadline_ms)), "{}", rule.name());
+        }
     }
 
     #[test]
