@@ -130,6 +130,9 @@ impl LossDetector {
 
     /// Takes one acceptable ACK (`SND.UNA <= SEG.ACK <= SND.MAX`) into the scoreboard and
     /// says what it told.
+    // Inlined into its one caller, `Sender::on_ack`: out of line, the call and the outcome it
+    // returns cost 2.0 M instructions more on `examples/stpd_wireless.rs` (cachegrind).
+    #[inline]
     pub fn on_ack(
         &mut self,
         now: SimTime,
