@@ -338,9 +338,10 @@ proptest! {
     }
 }
 
-#[test]
-fn hostile_headers_are_named_errors() {
-    let s = Spec {
+/// An IPv4 super-segment from 10.10.10.10:40000 to 11.11.11.11:5001 for the example tests,
+/// with what each test varies.
+fn fixed_v4(options: Vec<u8>, flags: u8, mss: u16, payload: Vec<u8>) -> Spec {
+    Spec {
         v6: false,
         src: [10; 16],
         dst: [11; 16],
@@ -351,11 +352,21 @@ fn hostile_headers_are_named_errors() {
         id: 7,
         ttl: 64,
         tos: 0,
-        options: vec![1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2],
-        flags: ACK,
-        mss: 1448,
-        payload: vec![0xab; 5000],
-    };
+        options,
+        flags,
+        mss,
+        payload,
+    }
+}
+
+#[test]
+fn hostile_headers_are_named_errors() {
+    let s = fixed_v4(
+        vec![1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2],
+        ACK,
+        1448,
+        vec![0xab; 5000],
+    );
     let (hdr, p) = build(&s);
     let bad = |h: VnetHdr, p: &[u8]| Segmenter::new(h, p).unwrap_err();
     assert_eq!(bad(VnetHdr { gso_size: 0, ..hdr }, &p), GsoError::GsoSize);
@@ -405,22 +416,7 @@ fn hostile_headers_are_named_errors() {
 
 #[test]
 fn a_partial_checksum_without_gso_is_completed() {
-    let s = Spec {
-        v6: false,
-        src: [10; 16],
-        dst: [11; 16],
-        ports: (40000, 5001),
-        seq: 1,
-        ack: 2,
-        window: 512,
-        id: 7,
-        ttl: 64,
-        tos: 0,
-        options: vec![],
-        flags: ACK | PSH,
-        mss: 1448,
-        payload: vec![0x5a; 700],
-    };
+    let s = fixed_v4(vec![], ACK | PSH, 1448, vec![0x5a; 700]);
     let (hdr, p) = build(&s);
     let plain = VnetHdr {
         gso_type: GSO_NONE,
@@ -447,20 +443,9 @@ fn a_partial_checksum_without_gso_is_completed() {
 fn segments_of_two_flows_interleaved_are_not_joined() {
     let mk = |port: u16, seq: u32| {
         let s = Spec {
-            v6: false,
-            src: [10; 16],
-            dst: [11; 16],
             ports: (port, 5001),
             seq,
-            ack: 2,
-            window: 512,
-            id: 7,
-            ttl: 64,
-            tos: 0,
-            options: vec![],
-            flags: ACK,
-            mss: 1000,
-            payload: vec![1; 3000],
+            ..fixed_v4(vec![], ACK, 1000, vec![1; 3000])
         };
         let (h, p) = build(&s);
         split(h, &p)
