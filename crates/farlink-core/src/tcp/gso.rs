@@ -23,6 +23,7 @@
 //! virtio layout, native-endian, unless told otherwise (`TUNSETVNETLE`, which farlink never
 //! sets).
 
+use super::segment::Flags;
 use super::wire::{checksum_of, ones_complement_add, PROTO_TCP};
 
 /// `sizeof(struct virtio_net_hdr)`: the header without `num_buffers`, the size a TUN device
@@ -43,12 +44,13 @@ const IPV6_HEADER: usize = 40;
 const TCP_MIN_HEADER: usize = 20;
 /// Offset of the checksum inside the TCP header (RFC 9293 3.1).
 const TCP_CHECKSUM_AT: usize = 16;
-/// TCP flag bits (RFC 9293 3.1, RFC 3168 6.1).
-const FIN: u8 = 0x01;
-const SYN: u8 = 0x02;
-const RST: u8 = 0x04;
-const PSH: u8 = 0x08;
-const ACK: u8 = 0x10;
+/// TCP flag bits (RFC 9293 3.1, RFC 3168 6.1): those the segments carry from `Flags`, the
+/// three they never set here.
+const FIN: u8 = Flags::FIN.bits();
+const SYN: u8 = Flags::SYN.bits();
+const RST: u8 = Flags::RST.bits();
+const PSH: u8 = Flags::PSH.bits();
+const ACK: u8 = Flags::ACK.bits();
 const URG: u8 = 0x20;
 const ECE: u8 = 0x40;
 const CWR: u8 = 0x80;
