@@ -23,6 +23,12 @@ of the full run).
     .venv/bin/python bench/validate_wire.py --only fidelity --trace-dir DIR   # seeds 1 and 2
     .venv/bin/python bench/validate_wire.py --only fidelity --trace-dir DIR --replay
 
+``--only iridium --iridium-results DIR``: every controller's 10 MB through ``iridium-4``, from
+the results (``DIR/CC.json``) of ``farlink emulate iridium-4 --tcp CC --sender farlink --size
+10MB --duration 5h --json`` runs made outside, all eight at once (each takes close to three
+hours at the bundle's 9.6 kbit/s), beside the simulator's; written between the
+``validate-wire-iridium`` markers.
+
 ``--only testbed``: seed 003 chapter 5's Linux testbed (preset ``stpd-testbed``, 100,000 bytes
 over the 38.4 kbps serial line with 250 ms, then 80 ms, and packet errors in both directions),
 ST-PD and Reno on farlink's sender to the kernel receiver, beside the simulator's run of the
@@ -67,8 +73,10 @@ def one_emulation(preset: str, cc: str, sender: str, loss: float | None, size: s
     return f
 
 
-def one_simulation(preset: str, cc: str, loss: float | None, size: str) -> dict:
-    r = simulate(preset, loss=loss, size=size, duration="3600s", sets=[f"flows[0].tcp.cc={cc}"])
+def one_simulation(
+    preset: str, cc: str, loss: float | None, size: str, duration: str = "3600s"
+) -> dict:
+    r = simulate(preset, loss=loss, size=size, duration=duration, sets=[f"flows[0].tcp.cc={cc}"])
     (f,) = r.summary["flows"]
     return f
 
@@ -93,6 +101,33 @@ def write(lines: list[str], markers: tuple[str, str] = (BEGIN, END)) -> None:
     """Puts the tables so far between the markers of docs/wire.md (after every row, so a long
     run that is stopped keeps what it measured)."""
     write_between_markers(DOC, *markers, "\n".join(lines))
+
+
+IRIDIUM_BEGIN = "<!-- validate-wire-iridium:begin -->"
+IRIDIUM_END = "<!-- validate-wire-iridium:end -->"
+
+
+def iridium_table(results: Path, size: str, controllers: list[str], write_doc: bool) -> None:
+    """Every controller through iridium-4 from runs made outside this script, each ``farlink
+    emulate iridium-4 --tcp CC --sender farlink --size SIZE --json`` into ``results/CC.json``
+    (at the bundle's 9.6 kbit/s a 10 MB transfer takes close to three hours, so the eight run at
+    once and this writes their table), beside the simulator's run of the same size. A run that
+    is missing, or was stopped before its last byte, says so."""
+    out = [f"### farlink's controllers: iridium-4, {size}", "", HEADER]
+    for cc in controllers:
+        path = results / f"{cc}.json"
+        text = path.read_text() if path.exists() else ""
+        if not text.strip():
+            out.append(f"| {cc} | farlink | - | - | - | - | - | - | - | no result in {path} |")
+            continue
+        run = json.loads(text)
+        (f,) = run["flows"]
+        if run.get("interrupted"):
+            f = {**f, "error": f"stopped at {f['delivered_bytes']:,} bytes"}
+        out.append(row(cc, f, one_simulation("iridium-4", cc, None, size, duration="5h")))
+        print(out[-1], flush=True)
+    if write_doc:
+        write(out, (IRIDIUM_BEGIN, IRIDIUM_END))
 
 
 FIDELITY_BEGIN = "<!-- validate-wire-fidelity:begin -->"
@@ -315,7 +350,14 @@ def main() -> int:
     parser.add_argument("--controllers", default=",".join(CONTROLLERS))
     parser.add_argument("--no-write", action="store_true", help="Print only.")
     parser.add_argument(
-        "--only", choices=("fidelity", "testbed"), help="Run only this table (or tables)."
+        "--only",
+        choices=("fidelity", "testbed", "iridium"),
+        help="Run only this table (or tables).",
+    )
+    parser.add_argument(
+        "--iridium-results",
+        type=Path,
+        help="With --only iridium: the directory of the CC.json results to tabulate.",
     )
     parser.add_argument(
         "--fidelity-seeds",
@@ -339,6 +381,12 @@ def main() -> int:
     seeds = [int(k) for k in args.testbed_seeds.split(",") if k]
     delays = [d for d in args.testbed_delays.split(",") if d]
     fidelity_seeds = [int(k) for k in args.fidelity_seeds.split(",") if k]
+    if args.only == "iridium":
+        if args.iridium_results is None:
+            parser.error("--only iridium tabulates --iridium-results DIR")
+        controllers = [c for c in args.controllers.split(",") if c]
+        iridium_table(args.iridium_results, args.size, controllers, not args.no_write)
+        return 0
     if args.only == "testbed":
         for delay in delays:
             testbed_table(delay, seeds, args.jobs, not args.no_write)

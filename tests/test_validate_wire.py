@@ -3,6 +3,7 @@ with Linux's settings from farlink.linux_tcp, and what it reads from the tcp_inf
 emulator is replaced by a recorder here; `make validate-wire` runs the real thing."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -127,3 +128,39 @@ def test_the_farlink_row_gives_goodput_and_retransmissions_against_the_kernels()
     assert at["D-SACK blocks"] == "7"
     kernel_row = validate_wire.fidelity_row("reno", 0.01, 1, "kernel", kernel, figures, None)
     assert "| kernel | True | 10.00 | 0.500 | 100 | 0 | - | - | - | 3 | 6.0 | 12.0 |" in kernel_row
+
+
+def test_the_iridium_table_reads_runs_made_outside_and_says_which_did_not_finish(
+    monkeypatch, tmp_path
+):
+    flow = {
+        "sender": "farlink",
+        "verified": True,
+        "transfer_time_s": 9300.0,
+        "normalized_goodput": 0.9,
+        "retransmissions": 60,
+        "timeouts": 9,
+        "delivered_bytes": 10_000_000,
+        "error": None,
+    }
+    (tmp_path / "reno.json").write_text(json.dumps({"interrupted": False, "flows": [flow]}))
+    stopped = {**flow, "verified": False, "transfer_time_s": None, "delivered_bytes": 6_055_536}
+    (tmp_path / "cubic.json").write_text(json.dumps({"interrupted": True, "flows": [stopped]}))
+    (tmp_path / "bbr.json").write_text("")
+    sims = []
+
+    def simulation(preset, cc, loss, size, duration="3600s"):
+        sims.append((preset, cc, size, duration))
+        return {"transfer_time_s": 9474.07, "retransmissions": 109}
+
+    written = []
+    monkeypatch.setattr(validate_wire, "one_simulation", simulation)
+    monkeypatch.setattr(validate_wire, "write", lambda lines, markers: written.append(lines))
+    validate_wire.iridium_table(tmp_path, "10MB", ["reno", "cubic", "bbr"], write_doc=True)
+    (lines,) = written
+    rows = lines[3:]
+    assert rows[0].startswith("| reno | farlink | True | 9300.00 |")
+    assert "| 9474.07 | 109 |" in rows[0]
+    assert "| False | - |" in rows[1] and "stopped at 6,055,536 bytes" in rows[1]
+    assert "no result in" in rows[2]
+    assert sims == [("iridium-4", "reno", "10MB", "5h"), ("iridium-4", "cubic", "10MB", "5h")]
