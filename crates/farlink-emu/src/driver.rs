@@ -570,11 +570,7 @@ impl Driver {
         let Some(off) = &mut self.offload else {
             return;
         };
-        let mut tally = Tally {
-            t0_ns: self.t0_ns,
-            stats: &mut self.stats,
-            departure_error_ns: &mut self.departure_error_ns,
-        };
+        let mut tally = Tally::new(self.t0_ns, &mut self.stats, &mut self.departure_error_ns);
         for (t, tun) in self.tuns.iter_mut().enumerate() {
             off.flush(t, tun, &mut tally);
         }
@@ -625,11 +621,7 @@ impl Driver {
             let Some(off) = &mut self.offload else {
                 return;
             };
-            let mut tally = Tally {
-                t0_ns: self.t0_ns,
-                stats: &mut self.stats,
-                departure_error_ns: &mut self.departure_error_ns,
-            };
+            let mut tally = Tally::new(self.t0_ns, &mut self.stats, &mut self.departure_error_ns);
             off.push(
                 out,
                 self.slab.packet(slot),

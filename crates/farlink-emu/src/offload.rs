@@ -43,6 +43,20 @@ pub(crate) struct Tally<'a> {
     pub(crate) departure_error_ns: &'a mut Histogram<u64>,
 }
 
+impl<'a> Tally<'a> {
+    pub(crate) fn new(
+        t0_ns: u64,
+        stats: &'a mut DriverStats,
+        departure_error_ns: &'a mut Histogram<u64>,
+    ) -> Self {
+        Tally {
+            t0_ns,
+            stats,
+            departure_error_ns,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Offload {
     read_buf: Vec<u8>,
