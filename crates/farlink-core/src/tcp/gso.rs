@@ -24,7 +24,7 @@
 //! sets).
 
 use super::segment::Flags;
-use super::wire::{checksum_of, ones_complement_add, PROTO_TCP};
+use super::wire::{checksum_of, ones_complement_add, MAX_PACKET_BYTES, PROTO_TCP};
 
 /// `sizeof(struct virtio_net_hdr)`: the header without `num_buffers`, the size a TUN device
 /// uses unless `TUNSETVNETHDRSZ` says otherwise.
@@ -37,7 +37,7 @@ pub const GSO_TCPV4: u8 = 1;
 pub const GSO_TCPV6: u8 = 4;
 pub const GSO_ECN: u8 = 0x80;
 /// The largest packet either way: IPv4's 16-bit total length (IPv6 jumbograms are not taken).
-pub const MAX_SUPER_SEGMENT_BYTES: usize = u16::MAX as usize;
+pub const MAX_SUPER_SEGMENT_BYTES: usize = MAX_PACKET_BYTES;
 
 const IPV4_MIN_HEADER: usize = 20;
 const IPV6_HEADER: usize = 40;
