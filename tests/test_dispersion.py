@@ -106,6 +106,12 @@ def test_too_few_samples_or_a_mode_below_the_goodput_fall_back_to_the_goodput():
     assert fitted_rate(busy, 1.5e6, "goodput").rate_bps == pytest.approx(RATE_BPS)
     below = fitted_rate(busy, 3e6, "goodput")
     assert below.rate_bps == 3e6 and "below the goodput" in (below.warning or "")
+    # A mode within its own width below the goodput is the bottleneck's: a short transfer's
+    # mean goodput can stand that far above its sustained rate (a token bucket's burst).
+    within = fitted_rate(busy, RATE_BPS * (1 + MODE_WIDTH) * 0.999, "mean goodput")
+    assert within.rate_bps == pytest.approx(RATE_BPS) and within.warning is None
+    beyond = fitted_rate(busy, RATE_BPS * (1 + MODE_WIDTH) * 1.001, "mean goodput")
+    assert beyond.rate_bps > RATE_BPS and "below the goodput" in (beyond.warning or "")
 
 
 def test_no_sample_gives_no_rate():

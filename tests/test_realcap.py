@@ -13,6 +13,7 @@ import pytest
 
 import realcap
 from farlink.captures.analysis import analyze_capture
+from farlink.captures.dispersion import MODE_WIDTH
 from farlink.captures.loss import estimate_loss
 
 REASON = realcap.missing_capability()
@@ -103,7 +104,9 @@ def test_fitted_rate_is_the_tbfs_where_the_flow_did_not_fill_it(runs, agree, nam
         fit = fit_path(pcap)
         assert fit.rate_basis.startswith("ACK dispersion"), fit.warnings
         assert fit.rate_bps == pytest.approx(realcap.tbf_ip_rate_bps(runs[name].case), rel=0.03)
-        assert fit.rate_bps >= agree[name]["goodput_farlink_bps"]
+        # Not below what crossed, but for the tbf's 80 kB burst, which lets a 2 MB transfer's
+        # mean goodput stand up to a few per cent above its sustained rate.
+        assert fit.rate_bps * (1 + MODE_WIDTH) >= agree[name]["goodput_farlink_bps"]
 
 
 def test_sender_rtt_includes_the_queue_before_the_tap(runs, agree):

@@ -193,9 +193,15 @@ class FittedRate:
 
 def fitted_rate(conn: Connection, goodput_bps: float, goodput_basis: str) -> FittedRate:
     """The fitted link's rate: the ACK dispersion's mode where it stands on at least
-    :data:`MIN_MODE_SAMPLES` samples and is not below the goodput (a bottleneck carries at
-    least what crossed it, so a mode below the goodput is something else's: a delayed-ACK
-    timer, an application's pace); else ``goodput_bps``, a lower bound, with a warning."""
+    :data:`MIN_MODE_SAMPLES` samples and is not below the goodput by more than the mode's own
+    width, :data:`MODE_WIDTH` (a bottleneck carries at least what crossed it, so a mode well
+    below the goodput is something else's: a delayed-ACK timer, an application's pace); else
+    ``goodput_bps``, a lower bound, with a warning.
+
+    The width is the mode's precision, and a short connection's mean goodput can stand above
+    the bottleneck's sustained rate by that much: a token bucket lets its burst through at line
+    rate (a 2 MB transfer through a 20 Mbit/s tbf with an 80 kB bucket: goodput 19.68 Mbit/s
+    in payload, the mode 19.67 Mbit/s in IP packets, the tbf's sustained 19.815)."""
     ack, data = ack_dispersion(conn), data_dispersion(conn)
     why = None
     if ack.rate_bps is None or ack.samples < MIN_MODE_SAMPLES:
@@ -203,8 +209,11 @@ def fitted_rate(conn: Connection, goodput_bps: float, goodput_basis: str) -> Fit
             f"{ack.samples} ACKs in its mode, fewer than {MIN_MODE_SAMPLES}: the flow kept the "
             "bottleneck busy too briefly to show its rate"
         )
-    elif ack.rate_bps < goodput_bps:
-        why = f"its mode, {ack.rate_bps:.6g} bit/s, is below the goodput"
+    elif ack.rate_bps * (1 + MODE_WIDTH) < goodput_bps:
+        why = (
+            f"its mode, {ack.rate_bps:.6g} bit/s, is below the goodput by more than "
+            f"{MODE_WIDTH:.0%}"
+        )
     if why is None and ack.rate_bps is not None:
         basis = f"ACK dispersion: the mode of {ack.samples} of {ack.pairs} delivery spacings"
         return FittedRate(ack.rate_bps, basis, ack, data, goodput_bps)
