@@ -22,9 +22,9 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   tap-to-tap samples (:mod:`farlink.captures.rtt`);
 * the bottleneck rate from the spacing of the ACKs where the bottleneck was busy, the mode of
   their delivery rates (:mod:`farlink.captures.dispersion`), where that mode stands on enough
-  samples and is not below the goodput by more than its width; else, with a warning, the largest goodput over a
-  complete 10 s window (the mean goodput of a shorter connection), a lower bound that is close
-  only when the flow filled the path;
+  samples and is not below the goodput by more than its width; else, with a warning, the
+  largest goodput over a complete 10 s window (the mean goodput of a shorter connection), a
+  lower bound that is close only when the flow filled the path;
 * the one-way delay as half the minimum RTT;
 * the bottleneck queue as the largest standing queue the RTT showed most of the time: the 95th
   percentile of the RTT above its minimum, times the rate (the sender's own RTT sees the queue
