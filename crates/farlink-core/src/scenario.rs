@@ -106,6 +106,9 @@
 //!   "delayed_ack": true, "delayed_ack_timeout": "200ms" | "delayed_ack_timeout_s",
 //!   "initial_rto": "1s", "min_rto": "1s", "max_rto": "64s"     (or *_s),
 //!   "recovery": "sack",               tahoe | reno | newreno | sack | rack (RFC 8985 RACK-TLP)
+//!   "cwnd_reduction": "immediate",    immediate (cwnd = ssthresh as SACK-based recovery begins,
+//!                                     RFC 6675) | prr (RFC 6937 Proportional Rate Reduction,
+//!                                     Linux's; not for BBR, which sets its own)
 //!   "rto": "rfc6298",                 rfc6298 | linux (Linux's estimator; min_rto 200ms, max_rto
 //!                                     120s unless given)
 //!   "cc": "reno",                     congestion controller by name (tcp::cc::CcConfig::NAMES:

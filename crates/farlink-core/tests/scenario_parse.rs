@@ -4,6 +4,7 @@
 use farlink_core::link::QueueLimit;
 use farlink_core::scenario::{AppSpec, Hop, LossSpec};
 use farlink_core::tcp::cc::CcConfig;
+use farlink_core::tcp::prr::WindowReduction;
 use farlink_core::tcp::receiver::DelayedAck;
 use farlink_core::tcp::recovery::LossRecovery;
 use farlink_core::tcp::rtt::RtoRule;
@@ -651,6 +652,29 @@ fn the_linux_rto_rule_brings_linux_bounds_unless_given() {
     assert_eq!(
         default.flows()[0].tcp.rtt.min_rto,
         SimDuration::from_secs(1)
+    );
+}
+
+#[test]
+fn the_window_reduction_is_immediate_unless_prr_is_named() {
+    let default = parse(&base()).unwrap();
+    assert_eq!(
+        default.flows()[0].tcp.window_reduction,
+        WindowReduction::Immediate
+    );
+    let mut v = base();
+    v["flows"][0]["tcp"] = json!({"cwnd_reduction": "PRR"});
+    assert_eq!(
+        parse(&v).unwrap().flows()[0].tcp.window_reduction,
+        WindowReduction::Prr
+    );
+    let resolved = farlink_core::scenario::resolve_scenario_json(&v.to_string()).unwrap();
+    let r = serde_json::to_value(&resolved).unwrap();
+    assert_eq!(r["flows"][0]["tcp"]["cwnd_reduction"], "prr");
+    rejects(
+        |v| v["flows"][0]["tcp"] = json!({"cwnd_reduction": "halving"}),
+        "flows[0].tcp.cwnd_reduction",
+        "unknown window reduction \"halving\"; expected one of: immediate, prr",
     );
 }
 

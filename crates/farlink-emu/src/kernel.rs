@@ -131,6 +131,15 @@ pub(crate) fn flow_settings(
     );
     put(
         false,
+        "cwnd_reduction",
+        format!(
+            "the kernel's own (PRR, tcp_cwnd_reduction, which \"prr\" models; none under \
+             BBR); the scenario's \"{}\" is farlink's",
+            t.window_reduction.name()
+        ),
+    );
+    put(
+        false,
         "rto",
         format!(
             "the kernel's own (tcp_rtt_estimator, which \"linux\" models); the scenario's \

@@ -219,6 +219,7 @@ pub(crate) fn flow_settings(t: &TcpSpec) -> FlowSettings {
     );
     put("congestion", format!("farlink {}", t.cc.name()));
     put("recovery", t.recovery.name().to_owned());
+    put("cwnd_reduction", t.window_reduction.name().to_owned());
     put(
         "mss_bytes",
         format!("{} offered in the SYN", t.options.mss_bytes),

@@ -420,6 +420,7 @@ pub(super) struct RawTcp {
     pub(super) max_rto_s: Option<Bare>,
     pub(super) rto: Option<String>,
     pub(super) recovery: Option<String>,
+    pub(super) cwnd_reduction: Option<String>,
     pub(super) cc: Option<String>,
     pub(super) growth: Option<String>,
     pub(super) dup_thresh: Option<u32>,

@@ -239,6 +239,7 @@ fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         max_rto_s,
         rto: one(&over.rto, &base.rto),
         recovery: one(&over.recovery, &base.recovery),
+        cwnd_reduction: one(&over.cwnd_reduction, &base.cwnd_reduction),
         cc: one(&over.cc, &base.cc),
         growth,
         dup_thresh: one(&over.dup_thresh, &base.dup_thresh),

@@ -5,6 +5,7 @@ use super::quantity::{opt_bytes, opt_duration};
 use super::raw::{CountOrName, RawTcp};
 use crate::tcp::cc::reno::ABC_LIMIT_SEGMENTS;
 use crate::tcp::cc::{CcConfig, WindowGrowth};
+use crate::tcp::prr::WindowReduction;
 use crate::tcp::receiver::{
     DelayedAck, ReceiverConfig, ACK_EVERY_SEGMENTS, DEFAULT_MAX_OOO_RANGES,
     DEFAULT_RECEIVE_BUFFER_BYTES, DELAYED_ACK_TIMEOUT,
@@ -44,6 +45,8 @@ pub struct TcpSpec {
     pub delayed_ack: DelayedAck,
     pub rtt: RttConfig,
     pub recovery: LossRecovery,
+    /// How the window comes down in SACK-based recovery (`cwnd_reduction`).
+    pub window_reduction: WindowReduction,
     pub cc: CcConfig,
     pub dup_thresh: u32,
     pub limited_transmit: bool,
@@ -63,6 +66,7 @@ impl TcpSpec {
             options: self.options,
             initial_window_segments: self.initial_window_segments,
             recovery: self.recovery,
+            window_reduction: self.window_reduction,
             congestion_control: self.cc,
             rtt: self.rtt,
             app,
@@ -131,6 +135,13 @@ pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
     let (receive_buffer_bytes, send_buffer_bytes) = buffers(p, t, mss)?;
     let (delayed_ack, rtt) = timers(p, t)?;
     let (recovery, cc) = control(p, t)?;
+    let window_reduction = match &t.cwnd_reduction {
+        None => WindowReduction::default(),
+        Some(name) => name
+            .to_ascii_lowercase()
+            .parse::<WindowReduction>()
+            .map_err(|e| ScenarioError::new(at(p, "cwnd_reduction"), e.to_string()))?,
+    };
     let dup_thresh = t.dup_thresh.unwrap_or(DUP_THRESH);
     if dup_thresh == 0 {
         return err(at(p, "dup_thresh"), "expected at least 1, got 0");
@@ -160,6 +171,7 @@ pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
         delayed_ack,
         rtt,
         recovery,
+        window_reduction,
         cc,
         dup_thresh,
         limited_transmit: t.limited_transmit.unwrap_or(true),

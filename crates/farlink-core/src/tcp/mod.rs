@@ -34,6 +34,7 @@ pub mod gso;
 pub mod handshake;
 pub mod limits;
 pub mod payload;
+pub mod prr;
 pub mod rack;
 pub mod receiver;
 pub mod recovery;

@@ -29,6 +29,7 @@ use super::cc::{
 use super::detection::{AckOutcome, BeforeAck, LossDetector};
 use super::handshake::{self, RTO_AFTER_SYN_LOSS};
 use super::limits::{Limit, LimitClock};
+use super::prr::{Prr, PrrAck, WindowReduction};
 use super::rack;
 use super::recovery::{
     AckInfo, LossRecovery, NextSeg, NextSegRule, Recovery, RecoveryDecision, RecoveryState,
@@ -72,6 +73,9 @@ pub struct SenderConfig {
     /// and recover by fast retransmit rather than by timeout. On by default, as in Linux and
     /// ns-3.
     pub limited_transmit: bool,
+    /// How the window comes down in SACK-based recovery ([`crate::tcp::prr`]): at once to
+    /// ssthresh (the default) or by Proportional Rate Reduction, as Linux does.
+    pub window_reduction: WindowReduction,
     pub scoreboard_capacity_segments: usize,
     /// The socket send buffer: bytes written and not yet acknowledged that the sender holds.
     /// An application that keeps it full (a bulk transfer) can have at most this much
@@ -96,6 +100,7 @@ impl Default for SenderConfig {
             app: AppSource::Unbounded,
             dup_thresh: DUP_THRESH,
             limited_transmit: true,
+            window_reduction: WindowReduction::default(),
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
             send_buffer_bytes: None,
             nagle: false,
@@ -255,6 +260,10 @@ pub struct Sender {
     /// The FlightSize that set ssthresh when the current fast recovery began: a timeout
     /// before the recovery ends counts no more than that ([`Sender::on_timeout`]).
     recovery_flight_size_bytes: u64,
+    /// [`SenderConfig::window_reduction`], and the current recovery's PRR state when it is
+    /// `Prr` (SACK-based recovery under a controller that leaves its window to the sender).
+    window_reduction: WindowReduction,
+    prr: Option<Prr>,
     cc: Box<dyn CongestionController>,
     rtt: RttEstimator,
     /// The retransmission timer (RFC 6298 section 5).
@@ -345,6 +354,8 @@ impl Sender {
             limited_transmit: config.limited_transmit,
             limited_transmit_sent_bytes: 0,
             recovery_flight_size_bytes: 0,
+            window_reduction: config.window_reduction,
+            prr: None,
             cc,
             rtt: RttEstimator::new(config.rtt),
             rto_deadline: None,
@@ -443,8 +454,11 @@ impl Sender {
         self.cc.window()
     }
     /// The window the sender sends against: the controller's, plus Reno/NewReno inflation
-    /// during fast recovery.
+    /// during fast recovery, or PRR's during a SACK-based recovery that reduces by it.
     pub fn effective_cwnd_bytes(&self) -> u64 {
+        if let Some(prr) = &self.prr {
+            return prr.window_bytes();
+        }
         let cwnd = self.cc.window().min(i64::MAX as u64) as i64;
         (cwnd + self.recovery.window_extra_bytes()).max(0) as u64
     }
@@ -628,7 +642,10 @@ impl Sender {
         if self.recovery.uses_pipe() {
             // RFC 6675 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
             // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg ()".
-            if self.cc.window() < self.scoreboard.pipe_bytes() + self.smss_bytes {
+            let window = self
+                .prr
+                .map_or_else(|| self.cc.window(), |p| p.window_bytes());
+            if window < self.scoreboard.pipe_bytes() + self.smss_bytes {
                 return None;
             }
             let next = self
@@ -852,6 +869,9 @@ impl Sender {
         };
         let in_flight = self.in_flight_bytes();
         self.cc.on_packet_sent(now, &sent, in_flight);
+        if let Some(prr) = &mut self.prr {
+            prr.on_sent();
+        }
         // RFC 6298 (5.1): "Every time a packet containing data is sent (including a
         // retransmission), if the timer is not running, start it running so that it will
         // expire after RTO seconds (for the current value of RTO)."
@@ -950,6 +970,12 @@ impl Sender {
             smss_bytes: self.smss_bytes,
         };
         self.cc.on_ack_batch(now, &batch, &self.rtt);
+        self.reduce_window(PrrAck {
+            delivered_bytes: outcome.newly_acked_bytes + outcome.newly_sacked_bytes,
+            snd_una_advanced: outcome.newly_acked_bytes > 0,
+            newly_lost: outcome.newly_lost_bytes > 0,
+            pipe_bytes: self.scoreboard.pipe_bytes(),
+        });
 
         if self.snd_una == self.snd_max {
             // RFC 6298 (5.2): "When all outstanding data has been acknowledged, turn off the
@@ -1117,11 +1143,29 @@ impl Sender {
                 restart_slow_start: entry.restart_slow_start,
                 repeated_timeout: false,
             };
-            self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
+            let prior_cwnd_bytes = self.cc.window();
+            let reduction = self.cc.on_congestion_event(now, &event);
+            self.last_reduction = Some(reduction);
+            self.prr = (self.window_reduction == WindowReduction::Prr
+                && self.recovery.uses_pipe()
+                && self.recovery.state() == RecoveryState::FastRecovery
+                && !self.cc.sets_recovery_window())
+            .then(|| Prr::start(prior_cwnd_bytes, reduction.ssthresh_bytes, self.smss_bytes));
         }
         if self.recovery.dupacks() == 0 || decision.enter.is_some() {
             // The duplicate ACKs stopped (or were acted on): a later run starts afresh.
             self.limited_transmit_sent_bytes = 0;
+        }
+    }
+
+    /// PRR takes in what an ACK delivered (Linux's `tcp_cwnd_reduction`, after the recovery
+    /// decision); it ends with the recovery.
+    fn reduce_window(&mut self, ack: PrrAck) {
+        if self.recovery.state() != RecoveryState::FastRecovery {
+            self.prr = None;
+        }
+        if let Some(prr) = &mut self.prr {
+            prr.on_ack(&ack);
         }
     }
 
@@ -1247,6 +1291,7 @@ impl Sender {
         self.tlp_end_seq = None;
         self.stats.timeouts += 1;
         self.limited_transmit_sent_bytes = 0;
+        self.prr = None;
         let repeated_timeout = self.timeouts_without_progress > 0;
         self.timeouts_without_progress += 1;
         // A timeout that ends a fast recovery still in progress (its `recover` not yet
@@ -1324,6 +1369,16 @@ impl Sender {
             &self.scoreboard,
         );
         self.act_on(now, &decision);
+        if decision.enter.is_some() {
+            // Linux's `tcp_rack_reo_timeout` starts the reduction as if one segment had been
+            // delivered.
+            self.reduce_window(PrrAck {
+                delivered_bytes: self.smss_bytes,
+                snd_una_advanced: false,
+                newly_lost: false,
+                pipe_bytes: self.scoreboard.pipe_bytes(),
+            });
+        }
     }
 
     /// The SYN's timer in SYN-SENT: (5.4)-(5.6) applied to the SYN; not a data timeout.
@@ -1660,6 +1715,78 @@ mod tests {
         let sent = drain(&mut s, at(104));
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].seq, 0);
+    }
+
+    /// Segments sent after each of the SACKs of segments 1..20 of a window of 20 whose first
+    /// segment was lost, under window reduction `reduction`.
+    fn sent_per_sack(reduction: WindowReduction) -> Vec<usize> {
+        let mut s = sender_with(
+            SenderConfig {
+                options: options(true, false),
+                initial_window_segments: 20,
+                window_reduction: reduction,
+                ..SenderConfig::default()
+            },
+            1 << 20,
+        );
+        assert_eq!(drain(&mut s, at(0)).len(), 20);
+        (1..20)
+            .map(|i| {
+                s.on_ack(at(100 + i), &sack_of(0, seg(1), seg(i + 1), &s));
+                drain(&mut s, at(100 + i)).len()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn prr_spreads_the_reduction_where_immediate_waits_then_sends() {
+        // Limited Transmit sends a new segment on each of the first two SACKs; the third starts
+        // recovery with ssthresh = 10 segments and 18 in pipe.
+        let immediate = sent_per_sack(WindowReduction::Immediate);
+        let prr = sent_per_sack(WindowReduction::Prr);
+        // Immediate: the fast retransmit, then silence until pipe falls below 10, then one
+        // segment per SACK.
+        assert_eq!(
+            immediate,
+            [1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]
+        );
+        // PRR (RFC 6937): ssthresh / RecoverFS = 1/2 of what each SACK delivered while pipe
+        // is above ssthresh, so a segment on every other SACK from the start, as many in all
+        // (eight from the third SACK on), and none once pipe has come down to ssthresh.
+        assert_eq!(
+            prr,
+            [1, 1, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0]
+        );
+        assert_eq!(
+            prr[2..].iter().sum::<usize>(),
+            immediate[2..].iter().sum::<usize>()
+        );
+    }
+
+    #[test]
+    fn prr_leaves_a_controller_that_sets_its_own_recovery_window_alone() {
+        for reduction in [WindowReduction::Immediate, WindowReduction::Prr] {
+            let mut s = sender_with(
+                SenderConfig {
+                    options: options(true, false),
+                    congestion_control: "bbr".parse().unwrap(),
+                    window_reduction: reduction,
+                    ..SenderConfig::default()
+                },
+                1 << 20,
+            );
+            // BBR paces its first window out.
+            let mut sent = 0;
+            for ms in 0..100 {
+                sent += drain(&mut s, at(ms)).len();
+            }
+            assert!(sent >= 5, "{sent}");
+            for i in 1..4 {
+                s.on_ack(at(100 + i), &sack_of(0, seg(1), seg(i + 1), &s));
+            }
+            assert_eq!(s.recovery_state(), RecoveryState::FastRecovery);
+            assert!(s.prr.is_none());
+        }
     }
 
     #[test]

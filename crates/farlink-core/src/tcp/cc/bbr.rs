@@ -639,6 +639,10 @@ impl CongestionController for Bbr {
         Some(BitRate::from_bps(bps as u64))
     }
 
+    fn sets_recovery_window(&self) -> bool {
+        true
+    }
+
     fn metrics(&self) -> CcMetrics {
         let mut m = CcMetrics::new(self.window(), MAX_CWND_BYTES);
         m.pacing_rate_bps = self.pacing_rate().map(BitRate::bps);

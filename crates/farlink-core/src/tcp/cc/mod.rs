@@ -207,6 +207,12 @@ pub trait CongestionController: Send + fmt::Debug {
     fn pacing_rate(&self) -> Option<BitRate> {
         None
     }
+    /// The controller sets its own window during recovery (BBR's packet conservation), so
+    /// the sender's window reduction ([`crate::tcp::prr`]) leaves it alone, as Linux skips
+    /// `tcp_cwnd_reduction` for a controller with a `cong_control` hook.
+    fn sets_recovery_window(&self) -> bool {
+        false
+    }
     fn metrics(&self) -> CcMetrics;
 }
 
