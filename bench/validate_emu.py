@@ -320,6 +320,7 @@ def main() -> int:
         "the packet engine, on the same scenario with the same settings: Linux's, from",
         "`farlink.linux_tcp` (initial window 10, initial RTO 1 s, Linux's RTO estimator with its",
         "200 ms floor, its timer restarted on a resend of the head, RACK-TLP loss detection,",
+        "Proportional Rate Reduction in recovery (not for BBR, which sets its own window),",
         "SACK, timestamps, window scaling, delayed ACKs every second segment with a 40 ms",
         "timer, a receiver that keeps whatever out-of-order data its window holds; its",
         "docstring says why each). The kernel is",

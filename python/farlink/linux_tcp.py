@@ -6,7 +6,11 @@ The sender's timer and loss detection (:data:`LINUX_SENDER`):
 
 * RTO = srtt + 4 · rttvar floored at 200 ms (``tcp_rto_min``), Linux's estimator
   (``tcp_rtt_estimator``, ``tcp_set_rto``): ``rto = "linux"``, ``min_rto = "200ms"``;
-* RACK-TLP (RFC 8985), Linux's loss detection by default since 4.18: ``recovery = "rack"``.
+* RACK-TLP (RFC 8985), Linux's loss detection by default since 4.18: ``recovery = "rack"``;
+* Proportional Rate Reduction (RFC 6937, ``tcp_cwnd_reduction``, Linux's since 3.2): in
+  recovery the window comes down over a round trip, each ACK releasing a share of what it
+  delivered, rather than to ssthresh at once: ``cwnd_reduction = "prr"`` (BBR, which sets
+  its own window in recovery, is left alone in both).
 
 The connection's defaults (:data:`LINUX_CONNECTION`), Linux's out of the box:
 
@@ -31,7 +35,12 @@ import json
 
 __all__ = ["LINUX_CONNECTION", "LINUX_SENDER", "linux_cc_fields", "linux_cc_sets", "linux_sets"]
 
-LINUX_SENDER: dict[str, str] = {"rto": "linux", "recovery": "rack", "min_rto": "200ms"}
+LINUX_SENDER: dict[str, str] = {
+    "rto": "linux",
+    "recovery": "rack",
+    "cwnd_reduction": "prr",
+    "min_rto": "200ms",
+}
 """The sender's timer and loss detection, as ``[flows.tcp]`` fields (module notes)."""
 
 LINUX_CONNECTION: dict[str, str | int | bool] = {
