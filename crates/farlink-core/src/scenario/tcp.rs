@@ -1,5 +1,7 @@
 //! TCP settings of a flow (or of one connection of a split flow).
 
+use std::str::FromStr;
+
 use super::errors::{at, err, ScenarioError};
 use super::quantity::{opt_bytes, opt_duration};
 use super::raw::{CountOrName, RawTcp};
@@ -135,13 +137,7 @@ pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
     let (receive_buffer_bytes, send_buffer_bytes) = buffers(p, t, mss)?;
     let (delayed_ack, rtt) = timers(p, t)?;
     let (recovery, cc) = control(p, t)?;
-    let window_reduction = match &t.cwnd_reduction {
-        None => WindowReduction::default(),
-        Some(name) => name
-            .to_ascii_lowercase()
-            .parse::<WindowReduction>()
-            .map_err(|e| ScenarioError::new(at(p, "cwnd_reduction"), e.to_string()))?,
-    };
+    let window_reduction: WindowReduction = named(p, "cwnd_reduction", &t.cwnd_reduction)?;
     let dup_thresh = t.dup_thresh.unwrap_or(DUP_THRESH);
     if dup_thresh == 0 {
         return err(at(p, "dup_thresh"), "expected at least 1, got 0");
@@ -242,13 +238,7 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
         }
         DelayedAck::Off
     };
-    let rule = match &t.rto {
-        None => RtoRule::default(),
-        Some(name) => name
-            .to_ascii_lowercase()
-            .parse::<RtoRule>()
-            .map_err(|e| ScenarioError::new(at(p, "rto"), e.to_string()))?,
-    };
+    let rule: RtoRule = named(p, "rto", &t.rto)?;
     // Linux's rule brings Linux's bounds unless the scenario gives its own.
     let (default_min_rto, default_max_rto) = match rule {
         RtoRule::Rfc6298 => (MIN_RTO, MAX_RTO),
@@ -293,23 +283,26 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
     ))
 }
 
+/// A setting chosen by name (`p.key`): its default when absent, else the name parsed, case
+/// ignored (`"NewReno"`, `--tcp SACK`), an unknown one an error at `p.key` listing the known.
+fn named<T>(p: &str, key: &str, name: &Option<String>) -> Result<T, ScenarioError>
+where
+    T: Default + FromStr,
+    T::Err: std::fmt::Display,
+{
+    match name {
+        None => Ok(T::default()),
+        Some(name) => name
+            .to_ascii_lowercase()
+            .parse::<T>()
+            .map_err(|e| ScenarioError::new(at(p, key), e.to_string())),
+    }
+}
+
 /// Loss recovery and the congestion controller (with its window growth).
 fn control(p: &str, t: &RawTcp) -> Result<(LossRecovery, CcConfig), ScenarioError> {
-    let recovery = match &t.recovery {
-        None => LossRecovery::default(),
-        // Names are case-insensitive (`"NewReno"`, `--tcp SACK`).
-        Some(name) => name
-            .to_ascii_lowercase()
-            .parse::<LossRecovery>()
-            .map_err(|e| ScenarioError::new(at(p, "recovery"), e.to_string()))?,
-    };
-    let mut cc = match &t.cc {
-        None => CcConfig::default(),
-        Some(name) => name
-            .to_ascii_lowercase()
-            .parse::<CcConfig>()
-            .map_err(|e| ScenarioError::new(at(p, "cc"), e.to_string()))?,
-    };
+    let recovery: LossRecovery = named(p, "recovery", &t.recovery)?;
+    let mut cc: CcConfig = named(p, "cc", &t.cc)?;
     if let Some(growth) = &t.growth {
         let g = match growth.as_str() {
             "per-ack" => WindowGrowth::PerAck,
