@@ -358,7 +358,9 @@ impl WireFlow {
             rtt_us: s.rtt().srtt().map_or(0, us),
             rttvar_us: us(s.rtt().rttvar()),
             snd_ssthresh_pkts: (m.ssthresh_bytes / mss).min(u64::from(u32::MAX)) as u32,
-            snd_cwnd_pkts: (m.cwnd_bytes / mss).min(u64::from(u32::MAX)) as u32,
+            // The window the sender sends against, as Linux's snd_cwnd is: PRR's in a recovery
+            // that reduces by it (the controller's own window is already ssthresh then).
+            snd_cwnd_pkts: (s.effective_cwnd_bytes() / mss).min(u64::from(u32::MAX)) as u32,
             total_retrans: st.retransmitted_segments.min(u64::from(u32::MAX)) as u32,
             bytes_acked: st.bytes_acked,
             bytes_sent: Some(st.bytes_sent),
