@@ -78,6 +78,7 @@ def test_a_short_bulk_transfer_over_the_wireless_path(tmp_path, capsys):
     assert settings["applied"]["congestion"] == "TCP_CONGESTION cubic"
     assert settings["applied"]["initial_window_segments"].startswith("route initcwnd")
     assert "recovery" in settings["not_applied"]
+    assert "cwnd_reduction" in settings["not_applied"]
     assert (out / "summary.json").exists() and (out / "tcp_info.parquet").exists()
 
 
