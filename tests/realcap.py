@@ -301,6 +301,7 @@ def tc_rate_bps(rate: str) -> float:
 
 MTU_BYTES = 1500  # the veth pairs' MTU: a full-size segment's IP packet
 ETHERNET_HEADER_BYTES = 14  # what the tbf charges each packet beyond its IP bytes
+FITTED_SEEDS = 10  # the fitted Linux flow is also simulated with seeds 1..10 (agreement)
 
 
 def tbf_ip_rate_bps(case: Case) -> float:
@@ -406,4 +407,15 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
             flow = result.summary["flows"][0]
             out[key] = flow["goodput_bps"]
             out[key.replace("goodput", "timeouts").removesuffix("_bps")] = flow["timeouts"]
+        # One run is a weak test where chance moves a transfer far (at 10 % loss, by a factor
+        # of two): the fitted Linux flow over seeds 1..FITTED_SEEDS says how far.
+        linux = outcome.tap_pcap.with_name(
+            f"{outcome.tap_pcap.stem}-goodput_fitted_linux_sim_bps.toml"
+        )
+        out["goodput_fitted_linux_seeds_bps"] = [
+            simulate(linux, size=size, duration="120s", seed=seed).summary["flows"][0][
+                "goodput_bps"
+            ]
+            for seed in range(1, FITTED_SEEDS + 1)
+        ]
     return out
