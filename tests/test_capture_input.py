@@ -149,6 +149,30 @@ def test_clock_steps_are_warned_and_kept_out_of_rtt_and_duration(sim_pcap, tmp_p
     assert "delay_s = -" not in out.read_text()
 
 
+def test_a_record_stamped_microseconds_early_is_reordering_not_a_clock_step(sim_pcap, tmp_path):
+    # Packets timestamped on different CPUs: one record 0.5 µs before the one ahead of it.
+    recs = records(sim_pcap)
+    i = len(recs) // 2
+    before_ns = recs[i - 1][0] * 1_000_000_000 + recs[i - 1][1]
+    early_ns = before_ns - 500
+    recs[i] = (early_ns // 1_000_000_000, early_ns % 1_000_000_000, recs[i][2])
+    cap = read_capture(write(tmp_path, "reordered.pcap", pcap(recs, 101)))
+    (warning,) = cap.warnings
+    assert "1 records stamped before the record ahead of them, by up to 0.5 µs" in warning
+    assert cap.clock_steps == {"backwards": 0, "jumps": 0}
+    times = [p.time_s for p in cap.packets]
+    assert times == sorted(times) and all(p.time_ok for p in cap.packets)
+    # Every other record keeps its own time: the clock other tools read.
+    clean = read_capture(write(tmp_path, "clean.pcap", sim_pcap))
+    moved = [a.time_s != b.time_s for a, b in zip(cap.packets, clean.packets, strict=True)]
+    assert sum(moved) == 1
+    # Beyond the bound it is a clock step, as before.
+    late_ns = before_ns - int(2e6)
+    recs[i] = (late_ns // 1_000_000_000, late_ns % 1_000_000_000, recs[i][2])
+    cap = read_capture(write(tmp_path, "stepped.pcap", pcap(recs, 101)))
+    assert cap.clock_steps["backwards"] == 1 and cap.reordered == 0
+
+
 def test_pcapng_whose_timestamps_span_ages_is_read_in_bounded_memory(sim_pcap, tmp_path):
     buf = io.BytesIO()
     writer = dpkt.pcapng.Writer(buf, linktype=101)
