@@ -641,11 +641,9 @@ impl Sender {
         let new_len = self.new_data_len();
         if self.recovery.uses_pipe() {
             // RFC 6675 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
-            // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg ()".
-            let window = self
-                .prr
-                .map_or_else(|| self.cc.window(), |p| p.window_bytes());
-            if window < self.scoreboard.pipe_bytes() + self.smss_bytes {
+            // segments as follows: (C.1) The scoreboard MUST be queried via NextSeg ()". (SACK
+            // recovery inflates nothing: the window is the controller's, or PRR's.)
+            if self.effective_cwnd_bytes() < self.scoreboard.pipe_bytes() + self.smss_bytes {
                 return None;
             }
             let next = self
