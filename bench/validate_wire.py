@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from farlink.emulate import emulate
-from farlink.linux_tcp import linux_sets
+from farlink.linux_tcp import linux_cc_name, linux_sets
 from farlink.outputs import write_between_markers
 from farlink.reproduce.stpd_lossy import TESTBED_CASES, testbed_sets
 from farlink.reproduce.stpd_traces import time_weighted_mean
@@ -155,7 +155,8 @@ def fidelity_emulation(cc: str, sender: str, loss: float, seed: int, size: str):
     configures it, not with the preset's RFC defaults."""
     return emulate(
         FIDELITY_PRESET,
-        tcp=cc,
+        # The kernel's module by its name, farlink's sender the model of it (cubic-linux).
+        tcp=cc if sender == "kernel" else linux_cc_name(cc),
         sender=sender,
         loss=loss,
         seed=seed,
@@ -231,13 +232,23 @@ def fidelity_row(cc: str, loss: float, seed: int, sender: str, f: dict, tr: dict
 
 
 def fidelity_run(
-    cc: str, sender: str, loss: float, seed: int, size: str, trace_dir: Path | None, replay: bool
+    cc: str,
+    sender: str,
+    loss: float,
+    seed: int,
+    size: str,
+    trace_dir: Path | None,
+    replay: bool,
+    reuse: bool = False,
 ) -> tuple[dict, dict]:
     """One run's flow and ``tcp_info`` trace: emulated now (kept in ``trace_dir`` as
     ``<cc>-p<loss>-seed<seed>-<sender>.npz`` and ``.json`` if given), or with ``replay`` read
-    back from there, so the table can be written again from runs already made."""
+    back from there, so the table can be written again from runs already made; with ``reuse``
+    read back where kept, else emulated (a change to one sender reruns only its runs, once
+    theirs are removed)."""
     name = f"{cc}-p{loss:g}-seed{seed}-{sender}"
-    if replay:
+    kept = trace_dir is not None and (trace_dir / f"{name}.json").exists()
+    if replay or (reuse and kept):
         if trace_dir is None:
             raise ValueError("a replay reads the runs kept in trace_dir")
         with np.load(trace_dir / f"{name}.npz") as kept:
@@ -253,12 +264,17 @@ def fidelity_run(
 
 
 def fidelity_table(
-    size: str, seeds: list[int], write_doc: bool, trace_dir: Path | None, replay: bool = False
+    size: str,
+    seeds: list[int],
+    write_doc: bool,
+    trace_dir: Path | None,
+    replay: bool = False,
+    reuse: bool = False,
 ) -> None:
     """farlink's reno, cubic and bbr beside the kernel's on ``stpd-wireless`` at each of
     ``FIDELITY_LOSSES``, one run after the other (real time: two at once would share the
-    cores), every sender with Linux's settings (see :func:`fidelity_run` for ``trace_dir``
-    and ``replay``)."""
+    cores), every sender with Linux's settings (see :func:`fidelity_run` for ``trace_dir``,
+    ``replay`` and ``reuse``)."""
     out = [f"### farlink beside the kernel, Linux's settings: {FIDELITY_PRESET}, {size}", ""]
     out.append(FIDELITY_HEADER)
     if trace_dir is not None:
@@ -268,7 +284,7 @@ def fidelity_table(
             for cc in KERNEL_PAIR:
                 kernel = None
                 for sender in FIDELITY_SENDERS:
-                    f, info = fidelity_run(cc, sender, loss, seed, size, trace_dir, replay)
+                    f, info = fidelity_run(cc, sender, loss, seed, size, trace_dir, replay, reuse)
                     end_s = f["transfer_time_s"] or float(np.max(info["time_s"], initial=0.0))
                     line = fidelity_row(
                         cc, loss, seed, sender, f, trace_figures(info, end_s), kernel
@@ -373,6 +389,11 @@ def main() -> int:
         help="Write the fidelity table from the runs kept in --trace-dir, emulating nothing.",
     )
     parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="Read back the fidelity runs kept in --trace-dir where present; emulate the rest.",
+    )
+    parser.add_argument(
         "--testbed-delays", default=",".join(TESTBED_DELAYS), help="Of 80ms, 250ms (sec. 5.4)."
     )
     parser.add_argument("--testbed-seeds", default="1,2,3", help="Bernoulli seeds.")
@@ -391,10 +412,12 @@ def main() -> int:
         for delay in delays:
             testbed_table(delay, seeds, args.jobs, not args.no_write)
         return 0
-    if args.replay and (args.trace_dir is None or args.only != "fidelity"):
-        parser.error("--replay writes the fidelity table (--only fidelity) from --trace-dir")
+    if (args.replay or args.reuse) and (args.trace_dir is None or args.only != "fidelity"):
+        parser.error("--replay and --reuse read the fidelity runs (--only fidelity) in --trace-dir")
     if args.only == "fidelity":
-        fidelity_table(args.size, fidelity_seeds, not args.no_write, args.trace_dir, args.replay)
+        fidelity_table(
+            args.size, fidelity_seeds, not args.no_write, args.trace_dir, args.replay, args.reuse
+        )
         return 0
     controllers = [c for c in args.controllers.split(",") if c]
     out: list[str] = []

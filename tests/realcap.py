@@ -412,10 +412,10 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
         linux = outcome.tap_pcap.with_name(
             f"{outcome.tap_pcap.stem}-goodput_fitted_linux_sim_bps.toml"
         )
-        out["goodput_fitted_linux_seeds_bps"] = [
-            simulate(linux, size=size, duration="120s", seed=seed).summary["flows"][0][
-                "goodput_bps"
-            ]
+        flows = [
+            simulate(linux, size=size, duration="120s", seed=seed).summary["flows"][0]
             for seed in range(1, FITTED_SEEDS + 1)
         ]
+        out["goodput_fitted_linux_seeds_bps"] = [f["goodput_bps"] for f in flows]
+        out["timeouts_fitted_linux_seeds"] = [f["timeouts"] for f in flows]
     return out

@@ -124,7 +124,9 @@ def test_linux_sender_without_the_options_and_an_ack_per_segment(tmp_path):
     assert tcp["sack"] is False and tcp["window_scaling"] is False
     assert tcp["receive_buffer_bytes"] == 1000
     assert tcp["delayed_ack"] is False
-    assert tcp["cc"] == "cubic" and "growth" not in tcp
+    # Linux's CUBIC is farlink's model of the kernel's arithmetic, said so in its comment.
+    assert tcp["cc"] == "cubic-linux" and "growth" not in tcp
+    assert "named by --tcp (cubic): Linux's default" in (tmp_path / "fitted.toml").read_text()
 
 
 def test_rfc_sender_table_is_the_capture_payload_and_farlink_defaults(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from farlink.linux_tcp import linux_sets
+from farlink.linux_tcp import linux_cc_name, linux_sets
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "validate_wire.py"
 
@@ -66,8 +66,9 @@ def test_the_fidelity_table_runs_both_senders_with_linuxs_settings(monkeypatch, 
 
     monkeypatch.setattr(validate_wire, "emulate", fake_emulate)
     validate_wire.fidelity_table("1MB", [1, 2], write_doc=False, trace_dir=tmp_path)
+    # The kernel runs its module by name, farlink's sender the model of it (cubic-linux).
     wanted = {
-        (cc, sender, loss, seed)
+        (cc if sender == "kernel" else linux_cc_name(cc), sender, loss, seed)
         for cc in ("reno", "cubic", "bbr")
         for sender in ("kernel", "farlink")
         for loss in (0.01, 0.0)
@@ -98,6 +99,23 @@ def test_the_table_is_written_again_from_the_runs_kept(monkeypatch, tmp_path):
     validate_wire.fidelity_table("1MB", [1], write_doc=False, trace_dir=tmp_path, replay=True)
     assert len(printed) == 12
     assert all("| True | 10.00 |" in line for line in printed)
+
+
+def test_reuse_emulates_only_the_runs_not_kept(monkeypatch, tmp_path):
+    monkeypatch.setattr(validate_wire, "emulate", lambda preset, **kw: FakeRun(kw["sender"]))
+    validate_wire.fidelity_table("1MB", [1], write_doc=False, trace_dir=tmp_path)
+    for kept in tmp_path.glob("cubic-*-farlink.*"):
+        kept.unlink()
+    emulated = []
+
+    def record(preset, **kw):
+        emulated.append((kw["tcp"], kw["sender"], kw["loss"]))
+        return FakeRun(kw["sender"])
+
+    monkeypatch.setattr(validate_wire, "emulate", record)
+    validate_wire.fidelity_table("1MB", [1], write_doc=False, trace_dir=tmp_path, reuse=True)
+    assert sorted(emulated) == [("cubic-linux", "farlink", 0.0), ("cubic-linux", "farlink", 0.01)]
+    assert len(list(tmp_path.glob("*.json"))) == 12
 
 
 def test_trace_figures_weigh_cwnd_by_time_and_count_ssthresh_changes():

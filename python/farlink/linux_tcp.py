@@ -23,17 +23,30 @@ The connection's defaults (:data:`LINUX_CONNECTION`), Linux's out of the box:
   ``max_ooo_ranges = "window"`` (farlink's default keeps 64 and drops out-of-order segments past
   them, which a window with more holes than that, on a long path after slow start, reaches).
 
-Reno's growth (:func:`linux_cc_sets`): Linux grows cwnd by the segments an ACK acknowledges
-(``tcp_slow_start`` and ``tcp_cong_avoid_ai`` count acknowledged segments), so with delayed ACKs
-it still doubles per round trip in slow start and adds one segment per round trip after; RFC
-5681's per-ACK growth, farlink's default, adds half as much: ``growth = "byte-counting"``.
+The controllers (:func:`linux_cc_fields`):
+
+* Reno's growth: Linux grows cwnd by the segments an ACK acknowledges (``tcp_slow_start`` and
+  ``tcp_cong_avoid_ai`` count acknowledged segments), so with delayed ACKs it still doubles per
+  round trip in slow start and adds one segment per round trip after; RFC 5681's per-ACK
+  growth, farlink's default, adds half as much: ``growth = "byte-counting"``;
+* CUBIC is ``cubic-linux``, the kernel's ``tcp_cubic.c`` arithmetic with HyStart, not RFC
+  9438's ``cubic``: on a short path the two differ by whole multiples in how fast the window
+  grows (docs/congestion-control.md).
 """
 
 from __future__ import annotations
 
 import json
 
-__all__ = ["LINUX_CONNECTION", "LINUX_SENDER", "linux_cc_fields", "linux_cc_sets", "linux_sets"]
+__all__ = [
+    "LINUX_CC_NAMES",
+    "LINUX_CONNECTION",
+    "LINUX_SENDER",
+    "linux_cc_fields",
+    "linux_cc_name",
+    "linux_cc_sets",
+    "linux_sets",
+]
 
 LINUX_SENDER: dict[str, str] = {
     "rto": "linux",
@@ -56,15 +69,27 @@ LINUX_CONNECTION: dict[str, str | int | bool] = {
 """The connection's defaults on Linux, as ``[flows.tcp]`` fields (module notes)."""
 
 
+LINUX_CC_NAMES: dict[str, str] = {"cubic": "cubic-linux"}
+"""farlink's model of a Linux module's own arithmetic, by the module's name (module notes)."""
+
+
+def linux_cc_name(cc: str) -> str:
+    """The farlink controller that models Linux's module ``cc``."""
+    return LINUX_CC_NAMES.get(cc, cc)
+
+
 def linux_cc_fields(cc: str) -> dict[str, str]:
-    """``[flows.tcp]`` fields naming controller ``cc``, with Linux's growth rule where
-    farlink's controller has a choice (Reno: byte counting)."""
-    return {"cc": cc, "growth": "byte-counting"} if cc == "reno" else {"cc": cc}
+    """``[flows.tcp]`` fields naming the controller that models Linux's ``cc``, with Linux's
+    growth rule where farlink's controller has a choice (Reno: byte counting)."""
+    fields = {"cc": linux_cc_name(cc)}
+    if cc == "reno":
+        fields["growth"] = "byte-counting"
+    return fields
 
 
 def linux_cc_sets(cc: str, flow: int = 0) -> list[str]:
-    """``--set`` assignments naming controller ``cc`` for flow ``flow``, with Linux's growth
-    rule (:func:`linux_cc_fields`)."""
+    """``--set`` assignments naming the controller that models Linux's ``cc`` for flow
+    ``flow``, with Linux's growth rule (:func:`linux_cc_fields`)."""
     return [f'flows[{flow}].tcp.{key}="{value}"' for key, value in linux_cc_fields(cc).items()]
 
 

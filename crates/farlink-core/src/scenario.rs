@@ -112,7 +112,8 @@
 //!   "rto": "rfc6298",                 rfc6298 | linux (Linux's estimator; min_rto 200ms, max_rto
 //!                                     120s unless given)
 //!   "cc": "reno",                     congestion controller by name (tcp::cc::CcConfig::NAMES:
-//!                                     reno | vegas | hybla | westwood | cubic | bic | ...)
+//!                                     reno | vegas | hybla | westwood | cubic |
+//!                                     cubic-linux | bic | ...)
 //!   "growth": "per-ack",              per-ack | byte-counting (Reno's window growth; the
 //!                                     others accept per-ack only)
 //!   "dup_thresh": 3,

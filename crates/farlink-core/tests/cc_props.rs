@@ -311,6 +311,7 @@ fn run(name: &str, smss: u64, iw_segments: u64, ops: &[Op]) {
                         smss_bytes: m.smss,
                         restart_slow_start: tahoe,
                         repeated_timeout: false,
+                        during_fast_recovery: false,
                     },
                 );
                 assert!(
@@ -335,6 +336,7 @@ fn run(name: &str, smss: u64, iw_segments: u64, ops: &[Op]) {
                         smss_bytes: m.smss,
                         restart_slow_start: true,
                         repeated_timeout: repeated,
+                        during_fast_recovery: false,
                     },
                 );
                 m.rtt.back_off();

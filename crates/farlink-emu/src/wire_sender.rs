@@ -22,7 +22,7 @@ use farlink_core::tcp::wire_client::{WireClient, WireClientConfig};
 use farlink_core::time::{SimDuration, SimTime};
 
 use crate::bulk::{Sample, SenderOutcome, SAMPLE_INTERVAL};
-use crate::kernel::kernel_controllers;
+use crate::kernel::{kernel_controllers, kernel_module};
 use crate::report::{FlowSettings, WireSummary};
 use crate::sender_timing::SenderTiming;
 use crate::tcpinfo::TcpInfo;
@@ -104,7 +104,8 @@ pub(crate) fn plan(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>
                 return Ok(SenderChoice::Farlink(Box::new(tcp)));
             }
             let ours = CcConfig::NAMES.contains(&name.as_str());
-            let in_kernel = have.contains(&name);
+            let module = kernel_module(&name).to_owned();
+            let in_kernel = have.contains(&module);
             match forced {
                 Some(true) | None if ours && (forced == Some(true) || !in_kernel) => {
                     if tcp.cc.name() != name {
@@ -118,7 +119,7 @@ pub(crate) fn plan(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>
                      (it has: {})",
                     CcConfig::NAMES.join(", ")
                 ))),
-                _ if in_kernel => Ok(SenderChoice::Kernel(name)),
+                _ if in_kernel => Ok(SenderChoice::Kernel(module)),
                 // A host limitation, not a bad option: another kernel may have it.
                 _ => Err(EmuError::Unsupported(format!(
                     "{origin}: congestion control \"{name}\" is not in this kernel (it has: {}); \

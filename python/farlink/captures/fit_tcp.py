@@ -138,7 +138,9 @@ def _linux_lines(fit: PathFit, tcp: str | None) -> list[str]:
         (key, value, f"{linux} its timer, loss detection") for key, value in LINUX_SENDER.items()
     ]
     for key, value in linux_cc_fields(tcp or "reno").items():
-        if key == "cc":
+        if key == "cc" and value != (tcp or "reno"):
+            note = f"named by --tcp ({tcp}): {linux} the module's own arithmetic"
+        elif key == "cc":
             note = "named by --tcp" if tcp else "farlink's default: the capture does not show it"
         else:
             note = f"{linux} how it grows cwnd"

@@ -28,7 +28,8 @@ def emulate_command(
         str | None,
         typer.Option(
             help="Congestion controller of every flow (farlink's: reno, vegas, hybla, westwood, "
-            "cubic, bic, stpd, bbr; or one of this kernel's), or a loss recovery (tahoe, "
+            "cubic, cubic-linux (the kernel's cubic), bic, stpd, bbr; or one of this kernel's), "
+            "or a loss recovery (tahoe, "
             "newreno, sack, rack: farlink's sender with it); default: the scenario's.",
         ),
     ] = None,

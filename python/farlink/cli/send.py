@@ -19,8 +19,8 @@ def send_command(
         str,
         typer.Option(
             help="CC or CC,RECOVERY: farlink's congestion controller (reno, vegas, hybla, "
-            "westwood, cubic, bic, stpd, bbr) and loss recovery (tahoe, reno, newreno, sack; "
-            "default: the core's).",
+            "westwood, cubic, cubic-linux, bic, stpd, bbr) and loss recovery (tahoe, reno, "
+            "newreno, sack; default: the core's).",
         ),
     ] = "reno",
     size: Annotated[str, typer.Option(help="Bytes to send (e.g. 1MB, 100000B).")] = "1MB",

@@ -41,7 +41,8 @@ def simulate_command(
         str | None,
         typer.Option(
             help="Loss recovery (tahoe, reno, newreno, sack, rack) or a controller "
-            "(vegas, hybla, westwood, cubic, bic, bbr, stpd: these run over SACK recovery).",
+            "(vegas, hybla, westwood, cubic, cubic-linux, bic, bbr, stpd: these run over SACK "
+            "recovery).",
         ),
     ] = None,
     loss: LossOpt = None,

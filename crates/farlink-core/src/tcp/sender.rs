@@ -1140,6 +1140,7 @@ impl Sender {
                 smss_bytes: self.smss_bytes,
                 restart_slow_start: entry.restart_slow_start,
                 repeated_timeout: false,
+                during_fast_recovery: false,
             };
             let prior_cwnd_bytes = self.cc.window();
             let reduction = self.cc.on_congestion_event(now, &event);
@@ -1303,7 +1304,8 @@ impl Sender {
         // (4)); Linux's tcp_enter_loss likewise recomputes ssthresh only if "it has not yet
         // been made inside this window" (from Open/Disorder, or once the episode's high_seq
         // is acknowledged), else keeps the recovery's.
-        let flight_size_bytes = if self.recovery.state() == RecoveryState::FastRecovery {
+        let during_fast_recovery = self.recovery.state() == RecoveryState::FastRecovery;
+        let flight_size_bytes = if during_fast_recovery {
             self.flight_size_bytes()
                 .min(self.recovery_flight_size_bytes)
         } else {
@@ -1323,6 +1325,7 @@ impl Sender {
             smss_bytes: self.smss_bytes,
             restart_slow_start: true,
             repeated_timeout,
+            during_fast_recovery,
         };
         self.last_reduction = Some(self.cc.on_congestion_event(now, &event));
         // Recovery restarts from SND.UNA: (5.4) "Retransmit the earliest segment that has not

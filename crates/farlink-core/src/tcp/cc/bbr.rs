@@ -981,6 +981,7 @@ mod tests {
                 smss_bytes: SMSS,
                 restart_slow_start: false,
                 repeated_timeout: false,
+                during_fast_recovery: false,
             },
         );
         assert_eq!(cc.btlbw_bytes_per_s(), bw);
@@ -996,6 +997,7 @@ mod tests {
                 smss_bytes: SMSS,
                 restart_slow_start: true,
                 repeated_timeout: false,
+                during_fast_recovery: false,
             },
         );
         assert_eq!(r.cwnd_bytes, SMSS);

@@ -453,6 +453,7 @@ mod tests {
             smss_bytes: SMSS,
             restart_slow_start: restart,
             repeated_timeout: repeated,
+            during_fast_recovery: false,
         };
         let r = cc.on_congestion_event(
             SimTime::ZERO,
@@ -494,6 +495,7 @@ mod tests {
                 smss_bytes: SMSS,
                 restart_slow_start: true,
                 repeated_timeout: false,
+                during_fast_recovery: false,
             },
         );
         assert!(cc.in_loss_recovery());

@@ -15,6 +15,7 @@
 pub mod bbr;
 pub mod bic;
 pub mod cubic;
+pub mod cubic_linux;
 pub mod hybla;
 pub mod reno;
 pub mod stpd;
@@ -33,6 +34,7 @@ use crate::time::{BitRate, SimDuration, SimTime};
 pub use bbr::{Bbr, BbrConfig, BbrState};
 pub use bic::{Bic, BicConfig, BicRegion};
 pub use cubic::{Cubic, CubicConfig, CubicRegion};
+pub use cubic_linux::{CubicLinux, CubicLinuxConfig};
 pub use hybla::{Hybla, HyblaConfig, HyblaRtt};
 pub use reno::{Reno, RenoConfig, WindowGrowth};
 pub use stpd::{GainSchedule, Gains, Stpd, StpdConfig};
@@ -145,6 +147,9 @@ pub struct CongestionEvent {
     pub restart_slow_start: bool,
     /// A retransmission sent by the timer timed out again: RFC 5681 3.1 holds ssthresh.
     pub repeated_timeout: bool,
+    /// A timeout that ends a fast recovery still in progress, whose reduction was made for the
+    /// same loss episode (Linux's `tcp_enter_loss` then keeps the recovery's ssthresh).
+    pub during_fast_recovery: bool,
 }
 
 /// What a controller decided on a congestion event; the sender records it for traces and for
@@ -226,6 +231,7 @@ pub enum CcConfig {
     Hybla(HyblaConfig),
     Westwood(WestwoodConfig),
     Cubic(CubicConfig),
+    CubicLinux(CubicLinuxConfig),
     Bic(BicConfig),
     Stpd(StpdConfig),
     Bbr(BbrConfig),
@@ -234,7 +240,15 @@ pub enum CcConfig {
 impl CcConfig {
     /// The registry: every controller name, lower case, as the CLI and scenario files spell it.
     pub const NAMES: &'static [&'static str] = &[
-        "reno", "vegas", "hybla", "westwood", "cubic", "bic", "stpd", "bbr",
+        "reno",
+        "vegas",
+        "hybla",
+        "westwood",
+        "cubic",
+        "cubic-linux",
+        "bic",
+        "stpd",
+        "bbr",
     ];
 
     /// The default configuration of the named controller.
@@ -245,6 +259,7 @@ impl CcConfig {
             "hybla" => Ok(CcConfig::Hybla(HyblaConfig::default())),
             "westwood" => Ok(CcConfig::Westwood(WestwoodConfig::default())),
             "cubic" => Ok(CcConfig::Cubic(CubicConfig::default())),
+            "cubic-linux" => Ok(CcConfig::CubicLinux(CubicLinuxConfig::default())),
             "bic" => Ok(CcConfig::Bic(BicConfig::default())),
             "stpd" => Ok(CcConfig::Stpd(StpdConfig::default())),
             "bbr" => Ok(CcConfig::Bbr(BbrConfig::default())),
@@ -263,6 +278,7 @@ impl CcConfig {
             CcConfig::Hybla(_) => "hybla",
             CcConfig::Westwood(_) => "westwood",
             CcConfig::Cubic(_) => "cubic",
+            CcConfig::CubicLinux(_) => "cubic-linux",
             CcConfig::Bic(_) => "bic",
             CcConfig::Stpd(_) => "stpd",
             CcConfig::Bbr(_) => "bbr",
@@ -276,6 +292,7 @@ impl CcConfig {
             CcConfig::Hybla(cfg) => Box::new(Hybla::new(cfg, init)),
             CcConfig::Westwood(cfg) => Box::new(Westwood::new(cfg, init)),
             CcConfig::Cubic(cfg) => Box::new(Cubic::new(cfg, init)),
+            CcConfig::CubicLinux(cfg) => Box::new(CubicLinux::new(cfg, init)),
             CcConfig::Bic(cfg) => Box::new(Bic::new(cfg, init)),
             CcConfig::Stpd(cfg) => Box::new(Stpd::new(cfg, init)),
             CcConfig::Bbr(cfg) => Box::new(Bbr::new(cfg, init)),

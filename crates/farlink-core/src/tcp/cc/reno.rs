@@ -241,6 +241,7 @@ mod tests {
                 smss_bytes: SMSS,
                 restart_slow_start: timeout,
                 repeated_timeout: repeated,
+                during_fast_recovery: false,
             },
         )
     }

@@ -39,6 +39,7 @@ pub(super) fn congestion_event(
         smss_bytes,
         restart_slow_start: detection == Detection::RetransmissionTimeout,
         repeated_timeout: false,
+        during_fast_recovery: false,
     }
 }
 

@@ -684,6 +684,7 @@ mod tests {
                 smss_bytes: SMSS,
                 restart_slow_start: false,
                 repeated_timeout: false,
+                during_fast_recovery: false,
             },
         );
         assert_eq!((r.ssthresh_bytes, r.cwnd_bytes), (15 * SMSS, 15 * SMSS));
@@ -696,6 +697,7 @@ mod tests {
                 smss_bytes: SMSS,
                 restart_slow_start: true,
                 repeated_timeout: false,
+                during_fast_recovery: false,
             },
         );
         assert_eq!((r.ssthresh_bytes, r.cwnd_bytes), (10 * SMSS, SMSS));
@@ -715,6 +717,7 @@ mod tests {
                 smss_bytes: SMSS,
                 restart_slow_start: false,
                 repeated_timeout: false,
+                during_fast_recovery: false,
             },
         );
         assert_eq!(cc.window(), 10 * SMSS);

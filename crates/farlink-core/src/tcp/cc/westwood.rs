@@ -268,6 +268,7 @@ mod tests {
                 smss_bytes: SMSS,
                 restart_slow_start: detection == Detection::RetransmissionTimeout,
                 repeated_timeout: false,
+                during_fast_recovery: false,
             },
         )
     }
