@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures bench-emu validate-emu compare-emu-tbf bench-linkmgr validate-linkmgr clean
+	validate-captures validate-captures-heavy bench-emu validate-emu compare-emu-tbf bench-linkmgr validate-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -121,6 +121,10 @@ validate: setup
 # kernel's counters: writes the agreement table of docs/captures.md. Needs root.
 validate-captures: setup
 	$(PY) tools/validate_captures.py
+
+# The heavy cases eight times more: the kernel's own spread beside the fitted flows' (captures.md).
+validate-captures-heavy: setup
+	$(PY) tools/validate_captures.py --only heavy --repeat 8
 
 clean:
 	rm -rf $(VENV) target farlink-out
