@@ -287,8 +287,9 @@ pub struct Link<L: LossModel = NoLoss> {
     /// The packet being serialized (or waiting for its tokens) and the instant its last bit
     /// leaves.
     in_service: Option<(Packet, SimTime)>,
-    /// The token bucket, if the link has one.
-    shaper: Option<Shaper>,
+    /// The token bucket, if the link has one; boxed so that a link without one stays as small
+    /// (and as aligned) as before.
+    shaper: Option<Box<Shaper>>,
     /// Packets propagating, with the instant each reaches the far end (non-decreasing).
     wire: VecDeque<(SimTime, Packet)>,
     stats: LinkStats,
@@ -346,7 +347,7 @@ impl<L: LossModel> Link<L> {
             queue: VecDeque::with_capacity(queue_cap as usize),
             queue_bytes: 0,
             in_service: None,
-            shaper: cfg.bucket.map(|b| Shaper::new(b, cfg.rate)),
+            shaper: cfg.bucket.map(|b| Box::new(Shaper::new(b, cfg.rate))),
             wire: VecDeque::with_capacity(wire_cap as usize),
             stats: LinkStats::default(),
             last_now: SimTime::ZERO,
