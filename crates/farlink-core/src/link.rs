@@ -58,8 +58,8 @@
 //! The queue and the wire are `VecDeque`s of `Copy` handles with capacity reserved at
 //! construction (the queue's limit in packets, or the byte limit over 40-byte packets; the wire
 //! for the packets of 40 bytes that fit in the delay at the serializer's rate, plus those of a
-//! full bucket; both capped at 65,536). They grow only
-//! if that is ever exceeded, and never shrink, so the steady state allocates nothing.
+//! full bucket; both capped at 65,536). They grow only if that is ever exceeded, and never
+//! shrink, so the steady state allocates nothing.
 
 use crate::error::ConfigError;
 use crate::loss::{LossModel, NoLoss};

@@ -168,6 +168,10 @@ fn resolved_scenario_shows_a_bucket_only_where_there_is_one() {
     let r = resolve(json!({"burst_bytes": 5000}));
     assert_eq!(r["links"][0]["rev"]["burst_bytes"], 5000);
     assert!(r["links"][0]["rev"].get("peak_rate_bps").is_none());
+    assert!(
+        !r["defaults"].to_string().contains("burst"),
+        "given on the link"
+    );
     assert_eq!(r["flows"][0]["rtt"]["data_transmission_s"], 0.0);
     assert_eq!(r["flows"][0]["rtt"]["ack_transmission_s"], 0.0);
 
