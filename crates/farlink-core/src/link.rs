@@ -1,5 +1,6 @@
 //! A point-to-point link as a sans-I/O component: a finite drop-tail queue, a serializer of
-//! fixed rate, a propagation delay, and an error model applied at the receiving end.
+//! fixed rate (or a token-bucket shaper), a propagation delay, and an error model applied at
+//! the receiving end.
 //!
 //! This module owns what happens to a packet between the moment it is offered to the link and
 //! the moment it leaves the far end (delivered, or dropped with a [`DropCause`]). It never reads
@@ -31,6 +32,23 @@
 //! * **Loss** is decided by the [`LossModel`] at the instant the packet's last bit reaches the
 //!   far end (end of serialization + delay); a lost packet is reported as
 //!   [`DropCause::Corruption`] at that instant.
+//! * **Token bucket** (optional, [`LinkConfig::bucket`], as Linux's `tc tbf rate R burst B
+//!   [peakrate P]` and the policers of cellular and ISP access links): `rate` is then the
+//!   token rate R, the sustained rate. Tokens accumulate at R up to B bytes; the packet at the
+//!   head of the queue starts when the bucket holds its size, and is then serialized at the
+//!   peak rate P (in no time without a peak: the device is far faster than R). After an idle
+//!   or slow spell a burst of up to B bytes crosses far faster than R; over any interval the
+//!   bytes sent never exceed R t + B (to within R 1 ns, the rounding of B/R), and a saturated
+//!   link carries R. All in integer nanoseconds, in the virtual-scheduling form of GCRA
+//!   (ITU-T I.371): `empty_at` is the instant the bucket would have been empty, initially
+//!   -B/R (the bucket starts full). A packet of S bytes wanting to start at `at` takes
+//!   `base = max(empty_at, at - B/R)`, starts at `ready = max(at, base + S/R)`, and sets
+//!   `empty_at = base + S/R`; S/R and B/R are [`BitRate::transmission_time`] at R (rounded
+//!   up). A packet larger than B still goes, once the bucket's debt allows it. The packet
+//!   waiting for its tokens is *in service* (the queue limit counts the packets behind it), its
+//!   departure ([`Departure::at`]) is `ready`, and serialization stays back to back: when one
+//!   packet ends, the next starts then or when its tokens are there, whichever is later.
+//!   Without a bucket the link is exactly the serializer above (one branch per packet).
 //! * **Conservation**: at every moment, every packet offered is delivered, dropped with a cause,
 //!   or inside the link (waiting, serializing or on the wire); [`Link::conservation_holds`]
 //!   checks it.
@@ -39,8 +57,9 @@
 //!
 //! The queue and the wire are `VecDeque`s of `Copy` handles with capacity reserved at
 //! construction (the queue's limit in packets, or the byte limit over 40-byte packets; the wire
-//! for the packets of 40 bytes that fit in the delay; both capped at 65,536). They grow only
-//! if that is ever exceeded, and never shrink, so the steady state allocates nothing.
+//! for the packets of 40 bytes that fit in the delay at the serializer's rate, plus those of a
+//! full bucket; both capped at 65,536). They grow only if that is ever exceeded, and never
+//! shrink, so the steady state allocates nothing.
 
 use crate::error::ConfigError;
 use crate::loss::{LossModel, NoLoss};
@@ -69,15 +88,63 @@ pub enum QueueLimit {
     Bytes(u64),
 }
 
+/// A token bucket in front of the serializer (see the module documentation); its token rate
+/// is the link's `rate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenBucket {
+    /// Depth B of the bucket; at least 1.
+    pub burst_bytes: u64,
+    /// Rate P at which a packet holding its tokens is serialized; `None`: in no time.
+    pub peak: Option<BitRate>,
+}
+
 /// Parameters of a [`Link`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinkConfig {
-    /// Serialization rate; positive.
+    /// Serialization rate; positive. With a bucket, its token rate (the sustained rate).
     pub rate: BitRate,
     /// One-way propagation delay.
     pub delay: SimDuration,
     /// Bound of the queue in front of the serializer.
     pub queue_limit: QueueLimit,
+    /// A token-bucket shaper; `None`: a plain serializer at `rate`.
+    pub bucket: Option<TokenBucket>,
+}
+
+/// The state of a [`TokenBucket`] in the virtual-scheduling form of GCRA, in nanoseconds.
+#[derive(Clone, Copy, Debug)]
+struct Shaper {
+    /// The instant the bucket would have been empty (negative: full before time 0).
+    empty_at_ns: i128,
+    /// B/R: the time the token rate takes to fill the bucket.
+    fill_ns: i128,
+    peak: Option<BitRate>,
+}
+
+impl Shaper {
+    fn new(bucket: TokenBucket, rate: BitRate) -> Self {
+        let fill_ns = i128::from(rate.transmission_time_u64(bucket.burst_bytes).as_nanos());
+        Shaper {
+            empty_at_ns: -fill_ns,
+            fill_ns,
+            peak: bucket.peak,
+        }
+    }
+
+    /// A packet of `size_bytes` at the head of the line from `at`: takes its tokens and
+    /// returns the instants its first bit and its last bit leave.
+    fn admit(&mut self, at: SimTime, size_bytes: u32, rate: BitRate) -> (SimTime, SimTime) {
+        let at_ns = i128::from(at.as_nanos());
+        let base = self.empty_at_ns.max(at_ns - self.fill_ns);
+        self.empty_at_ns = base + i128::from(rate.transmission_time(size_bytes).as_nanos());
+        let ready_ns = at_ns.max(self.empty_at_ns);
+        // Past u64 only for absurd sizes at a few bit/s; the sum below then reports it.
+        let ready = SimTime::from_nanos(u64::try_from(ready_ns).unwrap_or(u64::MAX));
+        let serialize = self
+            .peak
+            .map_or(SimDuration::ZERO, |p| p.transmission_time(size_bytes));
+        (ready, ready + serialize)
+    }
 }
 
 /// Why a packet did not come out of the far end.
@@ -217,8 +284,12 @@ pub struct Link<L: LossModel = NoLoss> {
     loss: L,
     queue: VecDeque<Packet>,
     queue_bytes: u64,
-    /// The packet being serialized and the instant its last bit leaves.
+    /// The packet being serialized (or waiting for its tokens) and the instant its last bit
+    /// leaves.
     in_service: Option<(Packet, SimTime)>,
+    /// The token bucket, if the link has one; boxed so that a link without one stays as small
+    /// (and as aligned) as before.
+    shaper: Option<Box<Shaper>>,
     /// Packets propagating, with the instant each reaches the far end (non-decreasing).
     wire: VecDeque<(SimTime, Packet)>,
     stats: LinkStats,
@@ -237,23 +308,46 @@ impl<L: LossModel> Link<L> {
                 "expected a positive rate in bit/s, got 0",
             ));
         }
+        if let Some(b) = cfg.bucket {
+            if b.burst_bytes == 0 {
+                return Err(ConfigError::new(
+                    "burst_bytes",
+                    "expected a bucket of at least 1 byte, got 0",
+                ));
+            }
+            if b.peak.is_some_and(|p| p.bps() == 0) {
+                return Err(ConfigError::new(
+                    "peak_rate_bps",
+                    "expected a positive peak rate in bit/s, got 0",
+                ));
+            }
+        }
         let queue_cap = match cfg.queue_limit {
             QueueLimit::Packets(n) => u64::from(n),
             QueueLimit::Bytes(b) => b / MIN_PACKET_BYTES_FOR_RESERVE + 1,
         }
         .min(MAX_RESERVED_PKTS);
-        let min_tx_ns = cfg
-            .rate
+        // A bucket's burst leaves at the peak rate (in no time without one) on top of what the
+        // token rate puts on the wire.
+        let (serial_rate, burst_pkts) = match cfg.bucket {
+            None => (Some(cfg.rate), 0),
+            Some(b) => (b.peak, b.burst_bytes / MIN_PACKET_BYTES_FOR_RESERVE + 1),
+        };
+        let min_tx_ns = serial_rate
+            .unwrap_or(cfg.rate)
             .transmission_time(MIN_PACKET_BYTES_FOR_RESERVE as u32)
             .as_nanos()
             .max(1);
-        let wire_cap = (cfg.delay.as_nanos() / min_tx_ns + 1).min(MAX_RESERVED_PKTS);
+        let wire_cap = (cfg.delay.as_nanos() / min_tx_ns + 1)
+            .saturating_add(burst_pkts)
+            .min(MAX_RESERVED_PKTS);
         Ok(Link {
             cfg,
             loss,
             queue: VecDeque::with_capacity(queue_cap as usize),
             queue_bytes: 0,
             in_service: None,
+            shaper: cfg.bucket.map(|b| Box::new(Shaper::new(b, cfg.rate))),
             wire: VecDeque::with_capacity(wire_cap as usize),
             stats: LinkStats::default(),
             last_now: SimTime::ZERO,
@@ -378,9 +472,14 @@ impl<L: LossModel> Link<L> {
         self.departures = on.then(|| VecDeque::with_capacity(16));
     }
 
-    /// The oldest serialization start not yet taken, if the departure log is on.
+    /// The oldest serialization start not yet taken, if the departure log is on and it has
+    /// happened by the link's latest time (a packet waiting for its tokens has not left yet).
     pub fn pop_departure(&mut self) -> Option<Departure> {
-        self.departures.as_mut()?.pop_front()
+        let log = self.departures.as_mut()?;
+        if log.front()?.at > self.last_now {
+            return None;
+        }
+        log.pop_front()
     }
 
     /// Records `now`, which must not go back in time.
@@ -394,16 +493,21 @@ impl<L: LossModel> Link<L> {
         self.last_now
     }
 
+    /// Puts `pkt` in service from `at`: serializing at once, or first waiting for its tokens.
     fn start(&mut self, at: SimTime, pkt: Packet) {
-        let done = at + self.cfg.rate.transmission_time(pkt.size_bytes);
+        let (first_bit, done) = match &mut self.shaper {
+            None => (at, at + self.cfg.rate.transmission_time(pkt.size_bytes)),
+            Some(shaper) => shaper.admit(at, pkt.size_bytes, self.cfg.rate),
+        };
         self.in_service = Some((pkt, done));
         if let Some(log) = &mut self.departures {
-            log.push_back(Departure { at, pkt });
+            log.push_back(Departure { at: first_bit, pkt });
         }
     }
 
     /// Completes every serialization that ends at or before `now`, starting each next packet
-    /// at the instant the previous one ended.
+    /// at the instant the previous one ended (a bucket may then hold it until its tokens are
+    /// there). Each turn takes a packet from the queue, so zero-time serializations end.
     fn advance_serializer(&mut self, now: SimTime) {
         while let Some((pkt, done)) = self.in_service {
             if done > now {
@@ -440,6 +544,7 @@ mod tests {
             rate: BitRate::from_bps(rate_bps),
             delay: SimDuration::from_millis(delay_ms),
             queue_limit,
+            bucket: None,
         }
     }
 
@@ -702,6 +807,166 @@ mod tests {
         assert_eq!(link.pop_departure(), None);
     }
 
+    /// A link of `rate_bps` with a bucket of `burst_bytes` and `peak_bps` (0: no peak), no
+    /// delay, an unbounded queue, its departure log on.
+    fn bucket_link(rate_bps: u64, burst_bytes: u64, peak_bps: u64) -> Link {
+        let mut c = cfg(rate_bps, 0, QueueLimit::Packets(10_000));
+        c.bucket = Some(TokenBucket {
+            burst_bytes,
+            peak: (peak_bps > 0).then(|| BitRate::from_bps(peak_bps)),
+        });
+        let mut link = Link::new(c, NoLoss).unwrap();
+        link.set_departure_log(true);
+        link
+    }
+
+    /// Offers `n` packets of `size` at `at` (ids from `first`), then runs the link until it
+    /// is empty; the departures (first bit, id) and deliveries (last bit, id) in µs.
+    #[allow(clippy::type_complexity)]
+    fn burst(
+        link: &mut Link,
+        at_us: u64,
+        first: u64,
+        n: u64,
+        size: u32,
+    ) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+        for i in first..first + n {
+            link.offer(t(at_us * 1_000), pkt(i, size)).unwrap();
+        }
+        let delivered = run_to_empty(link)
+            .iter()
+            .map(|e| (e.at().as_nanos() / 1_000, e_id(e)))
+            .collect();
+        let departed = std::iter::from_fn(|| link.pop_departure())
+            .map(|d| (d.at.as_nanos() / 1_000, d.pkt.id))
+            .collect();
+        (departed, delivered)
+    }
+
+    fn e_id(e: &LinkEvent) -> u64 {
+        match *e {
+            LinkEvent::Delivered { pkt, .. } | LinkEvent::Dropped { pkt, .. } => pkt.id,
+        }
+    }
+
+    #[test]
+    fn full_bucket_passes_its_burst_at_the_peak_then_the_token_rate() {
+        // R = 8 Mbit/s (1000 bytes a ms), B = 3000 bytes, P = 80 Mbit/s (1000 bytes in 100 µs).
+        let mut link = bucket_link(8_000_000, 3_000, 80_000_000);
+        let (dep, del) = burst(&mut link, 0, 0, 6, 1000);
+        // Three packets back to back at the peak; the fourth waits for the 1000 bytes of tokens
+        // the 300 µs of the burst did not make up (ready at 1 ms), then one a ms: R.
+        assert_eq!(
+            dep,
+            vec![(0, 0), (100, 1), (200, 2), (1000, 3), (2000, 4), (3000, 5)]
+        );
+        assert_eq!(
+            del,
+            vec![
+                (100, 0),
+                (200, 1),
+                (300, 2),
+                (1100, 3),
+                (2100, 4),
+                (3100, 5)
+            ]
+        );
+        assert!(link.conservation_holds());
+    }
+
+    #[test]
+    fn idle_spell_refills_at_the_token_rate_up_to_the_burst_only() {
+        let mut link = bucket_link(8_000_000, 3_000, 80_000_000);
+        burst(&mut link, 0, 0, 6, 1000); // empty again at 3 ms
+                                         // 1.5 ms later the bucket holds 1500 bytes: one packet goes at once, the next when
+                                         // 1000 more bytes of tokens are there, 500 µs after the first.
+        let (dep, _) = burst(&mut link, 4_500, 10, 2, 1000);
+        assert_eq!(dep, vec![(4_500, 10), (5_000, 11)]);
+        // A long idle spell fills it to B and no further: the same burst as from the start.
+        let (dep, _) = burst(&mut link, 100_000, 20, 5, 1000);
+        assert_eq!(
+            dep,
+            vec![
+                (100_000, 20),
+                (100_100, 21),
+                (100_200, 22),
+                (101_000, 23),
+                (102_000, 24)
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_peak_serialization_takes_no_time_and_never_stalls() {
+        // R = 8 Mbit/s, B = 2000 bytes: two packets leave at the instant they are offered, the
+        // rest one a ms; every delivery at its departure (no delay, no serialization).
+        let mut link = bucket_link(8_000_000, 2_000, 0);
+        let (dep, del) = burst(&mut link, 0, 0, 5, 1000);
+        assert_eq!(dep, vec![(0, 0), (0, 1), (1000, 2), (2000, 3), (3000, 4)]);
+        assert_eq!(del, dep);
+        // Packets offered one by one at one instant to a queue of no places: each finds the one
+        // before already gone while tokens last; the first without tokens waits in service,
+        // the next finds no place.
+        let mut c = cfg(8_000_000, 0, QueueLimit::Packets(0));
+        c.bucket = Some(TokenBucket {
+            burst_bytes: 2_000,
+            peak: None,
+        });
+        let mut link = Link::new(c, NoLoss).unwrap();
+        let at = t(50_000_000);
+        let results: Vec<_> = (0..4).map(|i| link.offer(at, pkt(i, 1000))).collect();
+        assert_eq!(
+            results,
+            vec![Ok(()), Ok(()), Ok(()), Err(DropCause::QueueOverflow)]
+        );
+        assert_eq!(link.next_wakeup(), Some(at));
+        assert_eq!(drain(&mut link, at).len(), 2);
+        assert_eq!(link.next_wakeup(), Some(t(51_000_000)));
+        assert_eq!(run_to_empty(&mut link).len(), 1);
+        assert!(link.conservation_holds());
+    }
+
+    #[test]
+    fn packet_larger_than_the_bucket_waits_for_its_debt() {
+        // B = 500 bytes, a 1000-byte packet at a full bucket: it goes once 500 more bytes of
+        // tokens are in (500 µs at 8 Mbit/s), and the next 1000-byte one a ms after it.
+        let mut link = bucket_link(8_000_000, 500, 0);
+        let (dep, _) = burst(&mut link, 0, 0, 2, 1000);
+        assert_eq!(dep, vec![(500, 0), (1_500, 1)]);
+    }
+
+    #[test]
+    fn departures_waiting_for_tokens_are_not_taken_before_they_happen() {
+        let mut link = bucket_link(8_000_000, 1_000, 0);
+        link.offer(t(0), pkt(0, 1000)).unwrap();
+        link.offer(t(0), pkt(1, 1000)).unwrap();
+        drain(&mut link, t(0));
+        assert_eq!(link.pop_departure().map(|d| d.at), Some(t(0)));
+        assert_eq!(link.pop_departure(), None, "packet 1 leaves at 1 ms");
+        drain(&mut link, t(1_000_000));
+        assert_eq!(link.pop_departure().map(|d| d.at), Some(t(1_000_000)));
+    }
+
+    #[test]
+    fn deep_bucket_beyond_u32_bytes_and_bad_buckets() {
+        // 10 GB of bucket at 1 kbit/s: 80,000,000 s to fill, computed without overflow; the
+        // link is a plain serializer at the peak.
+        let mut link = bucket_link(1_000, 10_000_000_000, 8_000_000);
+        let (dep, _) = burst(&mut link, 0, 0, 3, 1000);
+        assert_eq!(dep, vec![(0, 0), (1_000, 1), (2_000, 2)]);
+        let mut c = cfg(1_000, 0, QueueLimit::Packets(1));
+        c.bucket = Some(TokenBucket {
+            burst_bytes: 0,
+            peak: None,
+        });
+        assert_eq!(Link::new(c, NoLoss).unwrap_err().param, "burst_bytes");
+        c.bucket = Some(TokenBucket {
+            burst_bytes: 1,
+            peak: Some(BitRate::from_bps(0)),
+        });
+        assert_eq!(Link::new(c, NoLoss).unwrap_err().param, "peak_rate_bps");
+    }
+
     #[test]
     fn rejects_zero_rate() {
         let e = Link::new(cfg(0, 0, QueueLimit::Packets(1)), NoLoss).unwrap_err();
@@ -789,6 +1054,89 @@ mod tests {
                 d_prev = d;
             }
             prop_assert_eq!(run_to_empty(&mut link), expected);
+        }
+
+        #[test]
+        fn bucket_never_sends_more_than_its_burst_and_the_token_rate(
+            ops in proptest::collection::vec((0u64..3_000_000, 1u32..3000, any::<bool>()), 1..150),
+            rate_bps in 100_000u64..50_000_000,
+            burst_bytes in 1u64..20_000,
+            peak_x in 0u64..20,
+            limit in 0u32..12,
+        ) {
+            // Peak 0: none; else 1 to 19 times R (a peak slower than R is allowed too).
+            let peak = (peak_x > 0).then(|| BitRate::from_bps(rate_bps * peak_x / 4 + 1));
+            let mut c = cfg(rate_bps, 2, QueueLimit::Packets(limit));
+            c.bucket = Some(TokenBucket { burst_bytes, peak });
+            let loss = Bernoulli::new(0.1, StreamRng::derive(5, "bucket")).unwrap();
+            let mut link = Link::new(c, loss).unwrap();
+            link.set_departure_log(true);
+            let mut now = SimTime::ZERO;
+            let mut out = Vec::new();
+            let mut deps = Vec::new();
+            for (i, (dt, size, poll_first)) in ops.into_iter().enumerate() {
+                now += SimDuration::from_nanos(dt);
+                if poll_first {
+                    out.extend(drain(&mut link, now));
+                }
+                let _ = link.offer(now, pkt(i as u64, size));
+                prop_assert!(link.conservation_holds());
+                prop_assert!(link.queue_len_pkts() <= limit as usize);
+                deps.extend(std::iter::from_fn(|| link.pop_departure()));
+                prop_assert!(deps.last().is_none_or(|d| d.at <= now), "a departure taken early");
+            }
+            out.extend(run_to_empty(&mut link));
+            deps.extend(std::iter::from_fn(|| link.pop_departure()));
+            prop_assert!(link.conservation_holds());
+            prop_assert_eq!(link.in_flight_pkts(), 0);
+            let s = *link.stats();
+            prop_assert_eq!(deps.len() as u64, s.offered_pkts - s.dropped_overflow_pkts);
+            // FIFO, in time order; at the peak, one packet's first bit after the last of the
+            // one before.
+            for w in deps.windows(2) {
+                prop_assert!(w[0].pkt.id < w[1].pkt.id && w[0].at <= w[1].at);
+                if let Some(p) = peak {
+                    prop_assert!(w[1].at >= w[0].at + p.transmission_time(w[0].pkt.size_bytes));
+                }
+            }
+            let mut last = SimTime::ZERO;
+            for e in &out {
+                prop_assert!(e.at() >= last);
+                last = e.at();
+            }
+            // Bytes starting within [t_i, t_j] are at most R (t_j - t_i) + B (or the first
+            // packet's size, when larger than B), to within R 1 ns, B/R's rounding: in bits ns,
+            // 8e9 sum <= R (t_j - t_i + 1) + 8e9 max(B, S_i).
+            for i in 0..deps.len() {
+                let mut sum = 0u128;
+                for d in &deps[i..] {
+                    sum += u128::from(d.pkt.size_bytes);
+                    let span_ns = u128::from((d.at - deps[i].at).as_nanos());
+                    let credit = u128::from(burst_bytes.max(u64::from(deps[i].pkt.size_bytes)));
+                    prop_assert!(
+                        sum * 8_000_000_000 <= u128::from(rate_bps) * (span_ns + 1) + credit * 8_000_000_000,
+                        "{} bytes within {} ns at {} bit/s, bucket {}", sum, span_ns, rate_bps, burst_bytes
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn bucket_deeper_than_all_traffic_is_a_serializer_at_the_peak(
+            gaps in proptest::collection::vec(0u64..5_000_000, 1..60),
+            sizes in proptest::collection::vec(1u32..1500, 60),
+        ) {
+            let plain = |rate: u64| Link::new(cfg(rate, 3, QueueLimit::Packets(100)), NoLoss).unwrap();
+            let mut c = cfg(64_000, 3, QueueLimit::Packets(100));
+            c.bucket = Some(TokenBucket { burst_bytes: 100_000, peak: Some(BitRate::from_bps(1_544_000)) });
+            let (mut shaped, mut reference) = (Link::new(c, NoLoss).unwrap(), plain(1_544_000));
+            let mut now = SimTime::ZERO;
+            for (i, gap) in gaps.iter().enumerate() {
+                now += SimDuration::from_nanos(*gap);
+                shaped.offer(now, pkt(i as u64, sizes[i])).unwrap();
+                reference.offer(now, pkt(i as u64, sizes[i])).unwrap();
+            }
+            prop_assert_eq!(run_to_empty(&mut shaped), run_to_empty(&mut reference));
         }
     }
 }

@@ -47,6 +47,10 @@
 //!   "queue_pkts": 30 | "queue_bytes": 64000 | "queue": "64KiB"
 //!                                     drop-tail queue at the sending end of each direction;
 //!                                     default 100 packets
+//!   "burst": "80kB" | "burst_bytes",  optional: a token bucket of this depth (Linux tbf);
+//!                                     rate is then its token rate (not with bundle or rlp)
+//!   "peak_rate": "1Gbps" | "peak_rate_bps"   optional, with burst: the rate a packet holding
+//!                                     its tokens is sent at (default: in no time); >= rate
 //!   "fwd": DIR, "rev": DIR            optional per-direction overrides
 //!   "bundle": BUNDLE                  optional: the link is a multilink PPP bundle (then no
 //!                                     rate or delay here or in fwd/rev; queue* bound the
@@ -78,7 +82,7 @@
 //!           "max_tries": 3, "window_frames": (default from the round trip)}
 //! }
 //! MEMBER = {"name", "rate", "delay", "txqueue_pkts", "call_drop_rate"} (each optional)
-//! DIR = { rate, delay, queue as above (override the link's), "loss": LOSS }
+//! DIR = { rate, delay, queue, burst, peak_rate as above (override the link's), "loss": LOSS }
 //! LOSS = {"model": "none"}
 //!      | {"model": "bernoulli", "p": 0.01}
 //!      | {"model": "gilbert_elliott", "mean_burst": "40ms" | "mean_burst_s" | "mean_burst_pkts": 8,

@@ -136,6 +136,14 @@ impl BitRate {
     /// # Panics
     /// If the rate is zero.
     pub fn transmission_time(self, size_bytes: u32) -> SimDuration {
+        self.transmission_time_u64(u64::from(size_bytes))
+    }
+    /// [`BitRate::transmission_time`] of a size beyond `u32` (a token bucket's depth); u128
+    /// holds 8e9 times any u64.
+    ///
+    /// # Panics
+    /// If the rate is zero.
+    pub fn transmission_time_u64(self, size_bytes: u64) -> SimDuration {
         assert!(self.0 > 0, "transmission time at a rate of 0 bit/s");
         let bit_ns = u128::from(size_bytes) * 8 * u128::from(NS_PER_S);
         let ns = bit_ns.div_ceil(u128::from(self.0));

@@ -75,6 +75,7 @@ fn plain_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir
             rate: spec.rate,
             delay: spec.delay,
             queue_limit: spec.queue,
+            bucket: spec.bucket,
         },
         loss,
     )

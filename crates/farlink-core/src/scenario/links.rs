@@ -9,7 +9,7 @@ use super::loss::LossSpec;
 use super::quantity::{check_name, one_of, opt_bytes, opt_duration, rate_from};
 use super::raw::{Bare, BitRate, Duration, RawDir, RawLink, RawLoss, Size, UnitText};
 use super::rlp::{self, RlpSpec};
-use crate::link::QueueLimit;
+use crate::link::{QueueLimit, TokenBucket};
 use crate::time::{self, SimDuration};
 
 /// The default queue bound when a link gives none (ns-3's default `MaxSize` of 100 packets).
@@ -45,9 +45,12 @@ impl LinkSpec {
 /// One direction of a link: serializer, propagation, queue at the sending end, loss.
 #[derive(Clone, Debug)]
 pub struct DirectionSpec {
+    /// With a bucket, its token rate (the sustained rate).
     pub rate: time::BitRate,
     pub delay: SimDuration,
     pub queue: QueueLimit,
+    /// A token-bucket shaper in front of the serializer (plain links only).
+    pub bucket: Option<TokenBucket>,
     pub loss: LossSpec,
 }
 
@@ -55,6 +58,43 @@ pub(super) struct DirParts {
     pub rate: Option<time::BitRate>,
     pub delay: Option<SimDuration>,
     pub queue: Option<QueueLimit>,
+    /// Filled per direction, from its own bucket fields and the link's.
+    pub bucket: Option<TokenBucket>,
+}
+
+/// A token bucket's fields as written on a link or in one direction, each with its path.
+pub(super) struct BucketParts {
+    burst: Option<(u64, String)>,
+    peak: Option<(time::BitRate, String)>,
+}
+
+impl BucketParts {
+    fn read(
+        parent: &str,
+        burst: &Option<UnitText<Size>>,
+        burst_bytes: Option<u64>,
+        peak_rate: &Option<UnitText<BitRate>>,
+        peak_rate_bps: &Option<Bare>,
+    ) -> Result<BucketParts, ScenarioError> {
+        let burst = opt_bytes(parent, ("burst", burst), ("burst_bytes", burst_bytes))?;
+        if let Some((0, path)) = &burst {
+            return err(path, "expected a bucket of at least 1 byte, got 0");
+        }
+        let peak = one_of(
+            parent,
+            ("peak_rate", peak_rate),
+            ("peak_rate_bps", peak_rate_bps),
+        )?
+        .map(|(v, path)| rate_from(&path, v).map(|r| (r, path)))
+        .transpose()?;
+        Ok(BucketParts { burst, peak })
+    }
+
+    /// The path of the first field given, if any.
+    fn first_path(&self) -> Option<&str> {
+        let burst = self.burst.as_ref().map(|b| b.1.as_str());
+        burst.or(self.peak.as_ref().map(|p| p.1.as_str()))
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -84,7 +124,12 @@ pub(super) fn dir_parts(
         (None, Some(n)) => Some(QueueLimit::Packets(n)),
         (None, None) => None,
     };
-    Ok(DirParts { rate, delay, queue })
+    Ok(DirParts {
+        rate,
+        delay,
+        queue,
+        bucket: None,
+    })
 }
 
 pub(super) fn link_names(links: &[LinkSpec]) -> String {
@@ -228,8 +273,22 @@ fn link<'r>(
         Some(r) => Some(rlp::rlp_spec(&at(p, "rlp"), r)?),
         None => None,
     };
-    let fwd = direction(p, "fwd", l.fwd.as_ref(), &common, bundle.as_ref())?;
-    let rev = direction(p, "rev", l.rev.as_ref(), &common, bundle.as_ref())?;
+    let common_bucket =
+        BucketParts::read(p, &l.burst, l.burst_bytes, &l.peak_rate, &l.peak_rate_bps)?;
+    let shared = Shared {
+        parts: &common,
+        bucket: &common_bucket,
+        bundle: bundle.as_ref(),
+        no_bucket: if bundle.is_some() {
+            Some("a bundle's members have serializers of their own")
+        } else if rlp.is_some() {
+            Some("a radio hop sends in frame slots of its own")
+        } else {
+            None
+        },
+    };
+    let fwd = direction(p, "fwd", l.fwd.as_ref(), &shared)?;
+    let rev = direction(p, "rev", l.rev.as_ref(), &shared)?;
     Ok(PendingLink {
         name,
         a,
@@ -240,15 +299,25 @@ fn link<'r>(
     })
 }
 
-/// Direction `key` of the link at `p`: its own rate, delay and queue, else the link's, else
-/// the bundle's (members' rates summed, the largest member delay), else the default queue.
+/// What a link's directions inherit from it.
+struct Shared<'a> {
+    parts: &'a DirParts,
+    bucket: &'a BucketParts,
+    bundle: Option<&'a BundleSpec>,
+    /// Why the link takes no token bucket, if it takes none.
+    no_bucket: Option<&'static str>,
+}
+
+/// Direction `key` of the link at `p`: its own rate, delay, queue and bucket, else the link's,
+/// else the bundle's (members' rates summed, the largest member delay), else the default queue
+/// and no bucket.
 fn direction<'r>(
     p: &str,
     key: &str,
     d: Option<&'r RawDir>,
-    common: &DirParts,
-    bundle: Option<&BundleSpec>,
+    shared: &Shared,
 ) -> Result<(DirParts, Option<&'r RawLoss>, String), ScenarioError> {
+    let (common, bundle) = (shared.parts, shared.bundle);
     let dp = at(p, key);
     let empty = RawDir::default();
     let raw = d.unwrap_or(&empty);
@@ -282,9 +351,18 @@ fn direction<'r>(
             "missing: give delay (\"80ms\") or delay_s on the link or in this direction",
         );
     }
+    let own_bucket = BucketParts::read(
+        &dp,
+        &raw.burst,
+        raw.burst_bytes,
+        &raw.peak_rate,
+        &raw.peak_rate_bps,
+    )?;
+    let bucket = token_bucket(key, &own_bucket, shared, rate)?;
     let parts = DirParts {
         rate,
         delay,
+        bucket,
         queue: Some(
             own.queue
                 .or(common.queue)
@@ -292,4 +370,55 @@ fn direction<'r>(
         ),
     };
     Ok((parts, d.and_then(|x| x.loss.as_ref()), at(&dp, "loss")))
+}
+
+/// Direction `key`'s token bucket from its own fields, else the link's: `None` without
+/// `burst`; refused where the link takes none, for a peak rate without a burst, and for a peak
+/// below the token rate `rate` (as tbf refuses it).
+fn token_bucket(
+    key: &str,
+    own: &BucketParts,
+    shared: &Shared,
+    rate: Option<time::BitRate>,
+) -> Result<Option<TokenBucket>, ScenarioError> {
+    if let Some(why) = shared.no_bucket {
+        if let Some(path) = shared.bucket.first_path().or(own.first_path()) {
+            return err(
+                path,
+                format!("a token bucket (burst, peak_rate) shapes a plain link; {why}"),
+            );
+        }
+        return Ok(None);
+    }
+    let burst = own.burst.as_ref().or(shared.bucket.burst.as_ref());
+    let peak = own.peak.as_ref().or(shared.bucket.peak.as_ref());
+    let Some(&(burst_bytes, _)) = burst else {
+        return match peak {
+            Some((_, path)) => err(
+                path,
+                format!(
+                    "a peak rate needs a token bucket: give burst (\"80kB\") or burst_bytes on \
+                     the link or in {key}"
+                ),
+            ),
+            None => Ok(None),
+        };
+    };
+    if let (Some((p, path)), Some(r)) = (peak, rate) {
+        if p < &r {
+            return err(
+                path,
+                format!(
+                    "expected a peak rate of at least the token rate ({} bit/s, the rate of \
+                     {key}), got {} bit/s",
+                    r.bps(),
+                    p.bps()
+                ),
+            );
+        }
+    }
+    Ok(Some(TokenBucket {
+        burst_bytes,
+        peak: peak.map(|p| p.0),
+    }))
 }

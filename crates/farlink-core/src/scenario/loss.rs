@@ -217,6 +217,7 @@ pub(super) fn attach(
                 rate,
                 delay,
                 queue,
+                bucket: parts.bucket,
                 loss,
             });
         }

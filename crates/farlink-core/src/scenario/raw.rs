@@ -174,6 +174,10 @@ pub(super) struct RawLink {
     pub(super) queue: Option<UnitText<Size>>,
     pub(super) queue_bytes: Option<u64>,
     pub(super) queue_pkts: Option<u32>,
+    pub(super) burst: Option<UnitText<Size>>,
+    pub(super) burst_bytes: Option<u64>,
+    pub(super) peak_rate: Option<UnitText<BitRate>>,
+    pub(super) peak_rate_bps: Option<Bare>,
     pub(super) fwd: Option<RawDir>,
     pub(super) rev: Option<RawDir>,
     pub(super) bundle: Option<RawBundle>,
@@ -351,6 +355,10 @@ pub(super) struct RawDir {
     pub(super) queue: Option<UnitText<Size>>,
     pub(super) queue_bytes: Option<u64>,
     pub(super) queue_pkts: Option<u32>,
+    pub(super) burst: Option<UnitText<Size>>,
+    pub(super) burst_bytes: Option<u64>,
+    pub(super) peak_rate: Option<UnitText<BitRate>>,
+    pub(super) peak_rate_bps: Option<Bare>,
     pub(super) loss: Option<RawLoss>,
 }
 

@@ -36,11 +36,12 @@
 //!   idle path: the propagation delay of every hop of the data path and of the ACK path, plus
 //!   the transmission of one full-sized data packet (MSS + 40 bytes) on every data hop and of
 //!   one pure ACK (40 bytes, + 12 with timestamps) on every ACK hop. A packet crosses a plain
-//!   link at the direction's rate, a bundle on one member (the slowest, with its multilink
+//!   link at the direction's rate (with a token bucket, full on an idle path, at its peak rate,
+//!   in no time without one), a bundle on one member (the slowest, with its multilink
 //!   header) and a radio hop in whole frame slots. Queueing, delayed ACKs and link-layer
 //!   retransmission are not in it. The parts are in `rtt`.
 //! * **`bottleneck_bps`** of a flow: the smallest rate of the directions its data crosses (a
-//!   bundle's rate is the sum of its members').
+//!   bundle's rate is the sum of its members'; a token bucket's, its token rate).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -127,6 +128,12 @@ pub struct RDirection {
     pub queue_pkts: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_bytes: Option<u64>,
+    /// A token bucket's depth; absent without a bucket (then `rate_bps` is a serializer's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub burst_bytes: Option<u64>,
+    /// A token bucket's peak rate; absent without a bucket or without a peak.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_rate_bps: Option<u64>,
     pub loss: Value,
     pub loss_rate: f64,
     pub loss_unit: &'static str,
@@ -462,6 +469,8 @@ fn direction(s: &Scenario, i: usize, l: &LinkSpec, forward: bool) -> RDirection 
         delay_s: secs(d.delay),
         queue_pkts,
         queue_bytes,
+        burst_bytes: d.bucket.map(|b| b.burst_bytes),
+        peak_rate_bps: d.bucket.and_then(|b| b.peak).map(|p| p.bps()),
         loss: loss_value(&d.loss),
         loss_rate: q,
         loss_unit,
@@ -524,7 +533,14 @@ fn transmission_s(s: &Scenario, hop: Hop, bytes: u32) -> f64 {
             u64::from(bytes.div_ceil(r.payload_bytes) * r.frame_bytes) * 8,
             d.rate.bps(),
         ),
-        (None, None) => (u64::from(bytes) * 8, d.rate.bps()),
+        (None, None) => match d.bucket {
+            // On an idle path the bucket is full: the packet leaves at the peak rate.
+            Some(b) => match b.peak {
+                Some(peak) => (u64::from(bytes) * 8, peak.bps()),
+                None => return 0.0,
+            },
+            None => (u64::from(bytes) * 8, d.rate.bps()),
+        },
     };
     bits as f64 / rate as f64
 }
