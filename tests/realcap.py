@@ -299,6 +299,14 @@ def tc_rate_bps(rate: str) -> float:
     return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
 
 
+def tc_size_bytes(size: str) -> int:
+    """A size in tc's units (``80kb``, ``1mb``, ``1500b``: tc's k and m are 1024 and 1024²)."""
+    m = re.fullmatch(r"(\d+)([km]?)b", size)
+    if m is None:
+        raise ValueError(f"size: expected tc's NUMBER[k|m]b, got {size!r}")
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2)]
+
+
 MTU_BYTES = 1500  # the veth pairs' MTU: a full-size segment's IP packet
 ETHERNET_HEADER_BYTES = 14  # what the tbf charges each packet beyond its IP bytes
 FITTED_SEEDS = 10  # the fitted Linux flow is also simulated with seeds 1..10 (agreement)
@@ -308,6 +316,11 @@ def tbf_ip_rate_bps(case: Case) -> float:
     """The tbf's rate as ``farlink fit`` counts a rate, in IP packets: the tbf charges each
     full-size packet its Ethernet header too (a GSO super-segment one per segment it holds)."""
     return tc_rate_bps(case.rate) * MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
+
+
+def tbf_ip_burst_bytes(case: Case) -> float:
+    """The tbf's bucket in IP bytes of full-size packets (it counts their Ethernet headers)."""
+    return tc_size_bytes(case.burst) * MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
 
 
 def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
@@ -389,6 +402,9 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
         out["rate_goodput_bps"] = rate.get("goodput_rate_bps")
         out["rate_tbf_bps"] = tc_rate_bps(outcome.case.rate)
         out["rate_tbf_ip_bps"] = tbf_ip_rate_bps(outcome.case)
+        out["burst_fitted_bytes"] = fit.bucket.burst_bytes if fit.bucket else None
+        out["burst_excess_bytes"] = fit.bucket.excess_bytes if fit.bucket else None
+        out["burst_tbf_ip_bytes"] = tbf_ip_burst_bytes(outcome.case)
         overflows = fit.overflows.overflows if fit.overflows else 0
         out["holes_before_tap_farlink"] = fit.overflows.holes if fit.overflows else 0
         out["overflows_before_tap_farlink"] = overflows

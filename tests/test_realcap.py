@@ -109,6 +109,25 @@ def test_fitted_rate_is_the_tbfs_where_the_flow_did_not_fill_it(runs, agree, nam
         assert fit.rate_bps * (1 + MODE_WIDTH) >= agree[name]["goodput_farlink_bps"]
 
 
+@pytest.mark.parametrize("name", ["cubic-drops", "reno-rto", "bbr-tso-v6"])
+def test_fitted_bucket_is_the_tbfs(runs, name):
+    # The tbf's 80 kB bucket (81.2 kB of IP packets) lets the start of the transfer, and each
+    # window after a slow spell, through at line rate; the ACKs show it wherever the tap sits.
+    # The estimate is a lower bound: the largest burst less what the rate refilled meanwhile,
+    # and less the first packet of the run, whose ACK's sample began before the burst: with
+    # offloads on that is a super-segment of up to 64 kB (in eight runs of bbr-tso-v6, 53 to 78
+    # kB; without offloads, in validate-captures, 0.92 to 0.98 of the bucket).
+    from farlink.captures.fit import fit_path
+
+    bucket = realcap.tbf_ip_burst_bytes(runs[name].case)
+    least = bucket - 65536 if runs[name].case.offloads else 0.85 * bucket
+    for pcap in (runs[name].tap_pcap, runs[name].sender_pcap):
+        fit = fit_path(pcap)
+        assert fit.bucket is not None and fit.bucket.burst_bytes is not None, pcap
+        assert least <= fit.bucket.burst_bytes <= 1.01 * bucket, pcap
+        assert fit.bucket.peak_rate_bps > 2 * fit.rate_bps
+
+
 def test_sender_rtt_includes_the_queue_before_the_tap(runs, agree):
     a = agree["cubic-drops"]
     # The tbf queue is before the tap: the sender's RTT is milliseconds, the tap's microseconds.
@@ -135,8 +154,11 @@ def test_super_segments_count_as_the_kernel_counts(runs, agree):
 
 def test_fitted_linux_sender_of_a_super_segment_capture(runs, agree, tmp_path):
     # The tap's capture holds super-segments (offloads on); the fitted flow sends segments of
-    # the kernel's MSS, with the options the handshake agreed, and its goodput comes within
-    # 15 % of the capture's (fitted in super-segments it was 20 % and more below).
+    # the kernel's MSS, with the options the handshake agreed, and its goodput is not more than
+    # 15 % below the capture's (fitted in super-segments it was 20 % and more below). Above,
+    # 20 % is allowed: the fitted link has the tbf's bucket, and farlink's BBR runs a few per
+    # cent faster than Linux's on a clean path (docs/validation.md: +3.9 % at p = 0): the
+    # kernel's 2 MB here took 17.4 to 18.9 Mbit/s in seven of eight runs, the fits 19.1 to 19.5.
     from farlink import simulate
     from farlink.captures.fit import fit_path, scenario_toml
 
@@ -150,7 +172,7 @@ def test_fitted_linux_sender_of_a_super_segment_capture(runs, agree, tmp_path):
     flow = result.summary["flows"][0]
     assert flow["bytes_sent"] <= flow["segments_sent"] * fit.mss_bytes
     if a["rto_farlink"] <= 2:
-        assert flow["goodput_bps"] == pytest.approx(a["goodput_farlink_bps"], rel=0.15)
+        assert 0.85 <= flow["goodput_bps"] / a["goodput_farlink_bps"] <= 1.2
     else:
         # The kernel's run usually times out once or twice (17 to 19 Mbit/s in ten runs); now
         # and then a chain of backed-off timeouts holds it for a second or more (one run: 7.3

@@ -65,6 +65,10 @@ def _spread(r: dict) -> str:
     return "–" if not seeds else _mean_range(seeds, 1e6)
 
 
+def _kb(v: float | None) -> str:
+    return "–" if v is None else f"{v / 1000:.1f}"
+
+
 def _us(v: float | None) -> str:
     return "–" if v is None else f"{v * 1e6:.1f}"
 
@@ -176,12 +180,15 @@ def rate_table(rows: list[dict]) -> list[str]:
         "those farlink takes for a full queue's overflows (`farlink.captures.overflow`), beside "
         "the tbf's own drops and iptables' random drops before the tap (a run of adjacent drops "
         "is one hole); *p*: the fitted link's loss, the overflows left out, beside the loss "
-        "before and after the tap all together.",
+        "before and after the tap all together. *Bucket*: the token bucket the fit gives the "
+        "link (`farlink.captures.bucket`: the largest burst the ACKs show above the fitted "
+        "rate; – where none, or where the rate is not the ACKs'), beside the tbf's, both in "
+        "kB of IP packets.",
         "",
         "| case | fitted rate | from | tbf, IP packets | ±2 % | data dispersion | goodput "
         "| timeouts kernel | fitted Linux | holes before | overflows | tbf drops "
-        "| random drops before | p | p with overflows |",
-        "|" + "---|" * 15,
+        "| random drops before | p | p with overflows | bucket | tbf bucket |",
+        "|" + "---|" * 17,
     ]
     for r in rows:
         tbf = r["rate_tbf_ip_bps"]
@@ -195,7 +202,8 @@ def rate_table(rows: list[dict]) -> list[str]:
             f"| {r['timeouts_fitted_linux_sim']} | {r['holes_before_tap_farlink']} "
             f"| {r['overflows_before_tap_farlink']} | {r['queue_drops_made']} "
             f"| {r['random_drops_before_made']} | {r['scenario_loss_p']:.4f} "
-            f"| {r['loss_path_p']:.4f} |"
+            f"| {r['loss_path_p']:.4f} | {_kb(r.get('burst_fitted_bytes'))} "
+            f"| {_kb(r.get('burst_tbf_ip_bytes'))} |"
         )
     return lines
 

@@ -25,6 +25,11 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   samples and is not below the goodput by more than its width; else, with a warning, the
   largest goodput over a complete 10 s window (the mean goodput of a shorter connection), a
   lower bound that is close only when the flow filled the path;
+* a token bucket in front of the bottleneck, where the ACKs show bursts delivered faster than
+  the fitted rate (:mod:`farlink.captures.bucket`): the link gets ``burst_bytes``, the largest
+  burst's excess over the rate (a lower bound of the bucket's depth), and ``peak_rate_bps``, the
+  burst's own rate. Only with the rate from the ACKs' dispersion: a rate that is a goodput is a
+  lower bound, and bursts above it prove nothing;
 * the one-way delay as half the minimum RTT;
 * the bottleneck queue as the largest standing queue the RTT showed most of the time: the 95th
   percentile of the RTT above its minimum, times the rate (the sender's own RTT sees the queue
@@ -67,6 +72,7 @@ from typing import Any
 import numpy as np
 
 from farlink.captures.analysis import Connection, analyze_capture
+from farlink.captures.bucket import TokenBucketFit, token_bucket
 from farlink.captures.dispersion import (
     IP_TCP_HEADER_BYTES,
     FittedRate,
@@ -127,6 +133,8 @@ class PathFit:
     rate_fit: FittedRate | None = None
     # The holes before the tap that a full queue made (farlink.captures.overflow).
     overflows: QueueOverflows | None = None
+    # A token bucket in front of the bottleneck (farlink.captures.bucket).
+    bucket: TokenBucketFit | None = None
 
     @property
     def rate_basis(self) -> str:
@@ -169,6 +177,7 @@ class PathFit:
             "rate_bps": self.rate_bps,
             **(self.rate_fit.to_dict() if self.rate_fit else {}),
             **(self.overflows.to_dict() if self.overflows else {}),
+            **(self.bucket.to_dict() if self.bucket else {}),
             "queue_bytes": self.queue_bytes,
             "queue_basis": self.queue_basis,
             "delay_s": self.delay_s,
@@ -220,6 +229,12 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     # is one packet there.
     packet_s = 8 * (largest + int(np.ceil(largest / mss)) * header_bytes(conn)) / rate
     queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
+    # Bursts above a rate that is a goodput (a lower bound) prove no bucket.
+    bucket = (
+        token_bucket(conn, rate, mss + header_bytes(conn))
+        if rate_fit.rate_bps == rate_fit.ack.rate_bps
+        else None
+    )
     return PathFit(
         connection=conn.name,
         loss=loss,
@@ -247,6 +262,7 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         mss_segments=int(np.ceil(lens / mss).sum()),
         rate_fit=rate_fit,
         overflows=queue_overflows(conn, loss.holes_before, packet_s),
+        bucket=bucket,
     )
 
 
@@ -302,6 +318,22 @@ def checked_scenario_toml(
     return text
 
 
+def _bucket_lines(bucket: TokenBucketFit | None) -> list[str]:
+    """The link's token bucket, where the capture shows one (farlink.captures.bucket)."""
+    if bucket is None or bucket.burst_bytes is None:
+        return []
+    lines = [
+        f"burst_bytes = {bucket.burst_bytes}       # token bucket: the largest burst above the "
+        f"rate, {bucket.run_samples} ACKs (a lower bound of its depth)"
+    ]
+    if bucket.peak_rate_bps is not None:
+        lines.append(
+            f"peak_rate_bps = {round(bucket.peak_rate_bps)}    # that burst's own rate (a lower "
+            "bound of the device's)"
+        )
+    return lines
+
+
 def scenario_toml(
     fit: PathFit, name: str, duration: str = "600s", *, tcp: str | None = None, sender: str = "rfc"
 ) -> str:
@@ -339,6 +371,7 @@ def scenario_toml(
         f"rate_bps = {round(fit.rate_bps)}          # {fit.rate_basis}",
         f"delay_s = {fit.delay_s:.6f}        # half the minimum RTT",
         f"queue_bytes = {fit.queue_bytes}       # {fit.queue_basis}",
+        *_bucket_lines(fit.bucket),
         "",
         "[links.fwd.loss]",
         'model = "bernoulli"',
