@@ -312,19 +312,26 @@ ETHERNET_HEADER_BYTES = 14  # what the tbf charges each packet beyond its IP byt
 FITTED_SEEDS = 10  # the fitted Linux flow is also simulated with seeds 1..10 (agreement)
 
 
+# The tbf charges each full-size packet its Ethernet header too (a GSO super-segment one per
+# segment it holds); farlink's fit counts IP packets.
+IP_SHARE_OF_FRAMES = MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
+
+
 def tbf_ip_rate_bps(case: Case) -> float:
-    """The tbf's rate as ``farlink fit`` counts a rate, in IP packets: the tbf charges each
-    full-size packet its Ethernet header too (a GSO super-segment one per segment it holds)."""
-    return tc_rate_bps(case.rate) * MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
+    """The tbf's rate as ``farlink fit`` counts a rate, in IP packets."""
+    return tc_rate_bps(case.rate) * IP_SHARE_OF_FRAMES
 
 
 def tbf_ip_burst_bytes(case: Case) -> float:
-    """The tbf's bucket in IP bytes of full-size packets (it counts their Ethernet headers)."""
-    return tc_size_bytes(case.burst) * MTU_BYTES / (MTU_BYTES + ETHERNET_HEADER_BYTES)
+    """The tbf's bucket in IP bytes of full-size packets."""
+    return tc_size_bytes(case.burst) * IP_SHARE_OF_FRAMES
 
 
-def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
-    """farlink beside tshark, the kernel and the drop counters, for one run (first flow)."""
+def agreement(
+    outcome: Outcome, *, simulate_fit: bool = True, fitted_sets: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """farlink beside tshark, the kernel and the drop counters, for one run (first flow);
+    ``fitted_sets``: ``--set`` assignments for the fitted Linux flow's runs over seeds."""
     import numpy as np
 
     from farlink.captures.analysis import analyze_capture
@@ -403,7 +410,6 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
         out["rate_tbf_bps"] = tc_rate_bps(outcome.case.rate)
         out["rate_tbf_ip_bps"] = tbf_ip_rate_bps(outcome.case)
         out["burst_fitted_bytes"] = fit.bucket.burst_bytes if fit.bucket else None
-        out["burst_excess_bytes"] = fit.bucket.excess_bytes if fit.bucket else None
         out["burst_tbf_ip_bytes"] = tbf_ip_burst_bytes(outcome.case)
         overflows = fit.overflows.overflows if fit.overflows else 0
         out["holes_before_tap_farlink"] = fit.overflows.holes if fit.overflows else 0
@@ -429,7 +435,9 @@ def agreement(outcome: Outcome, *, simulate_fit: bool = True) -> dict[str, Any]:
             f"{outcome.tap_pcap.stem}-goodput_fitted_linux_sim_bps.toml"
         )
         flows = [
-            simulate(linux, size=size, duration="120s", seed=seed).summary["flows"][0]
+            simulate(linux, size=size, duration="120s", seed=seed, sets=list(fitted_sets)).summary[
+                "flows"
+            ][0]
             for seed in range(1, FITTED_SEEDS + 1)
         ]
         out["goodput_fitted_linux_seeds_bps"] = [f["goodput_bps"] for f in flows]

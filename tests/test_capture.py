@@ -146,6 +146,29 @@ def test_detected_timeouts_are_the_senders(seed, tmp_path):
     assert conn.delivered_bytes == sim.delivered_bytes
 
 
+def test_timeout_anatomy_lists_every_timeout_the_sender_took(tmp_path):
+    # tools/timeout_anatomy.py, which docs/captures.md reads the heavy cases with: one line per
+    # timeout and a count by kind, adding up to the sender's own timeouts.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    doc = chain(seed=1)
+    doc["links"][1]["fwd"]["loss"]["p"] = 0.2
+    result = simulate(doc)
+    pcap = write(tmp_path, "t.pcap", result.pcap["S-R"])
+    tool = Path(__file__).resolve().parent.parent / "tools" / "timeout_anatomy.py"
+    out = subprocess.run(
+        [sys.executable, str(tool), str(pcap)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    timeouts = result.summary["flows"][0]["timeouts"]
+    rows = [line.split() for line in out[2:-1]]
+    assert timeouts > 0 and len(rows) == timeouts
+    assert all(float(r[1]) > 0 and int(r[3]) >= 1 for r in rows), "outstanding, copies"
+    kinds = [int(part.split()[0]) for part in out[-1].split(", ")]
+    assert sum(kinds) == timeouts
+
+
 def test_truncated_capture_is_analysed_up_to_the_cut(run_ts, tmp_path):
     data = run_ts.pcap["S-R"]
     path = write(tmp_path, "t.pcap", data[: len(data) // 2 + 7])

@@ -47,16 +47,25 @@ def cases() -> list[realcap.Case]:
     return out
 
 
+def selected(only: str | None) -> list[realcap.Case]:
+    """The cases whose name contains ``only`` (all without it)."""
+    return [case for case in cases() if not only or only in case.name]
+
+
 def _ok(ours: float | None, ref: float | None, rel: float, slack: float = 0.0) -> str:
     if ours is None or ref is None:
         return "n/a"
     return "yes" if abs(ours - ref) <= max(rel * abs(ref), slack) else "**no**"
 
 
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
 def _seeds_mean(r: dict) -> float | None:
     """The fitted Linux flow's mean goodput over seeds 1-10 (bit/s)."""
     seeds = r.get("goodput_fitted_linux_seeds_bps")
-    return sum(seeds) / len(seeds) if seeds else None
+    return _mean(seeds) if seeds else None
 
 
 def _spread(r: dict) -> str:
@@ -210,15 +219,17 @@ def rate_table(rows: list[dict]) -> list[str]:
 
 def _mean_range(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
     v = [x / scale for x in values]
-    return f"{sum(v) / len(v):.{digits}f} ({min(v):.{digits}f}–{max(v):.{digits}f})"
+    return f"{_mean(v):.{digits}f} ({min(v):.{digits}f}–{max(v):.{digits}f})"
 
 
-def repeat_table(rows: list[dict]) -> str:
+def repeat_table(rows: list[dict], only: str | None, fitted_sets: list[str]) -> str:
     """Each case's kernel runs beside the fitted Linux flows of all of them (seeds 1–10 each):
     where one run is a weak test, the means say whether the fit carries what the kernel does."""
     runs = max(r["run"] for r in rows)
+    command = "tools/validate_captures.py" + (f" --only {only}" if only else "")
+    command += "".join(f" --fitted-set '{s}'" for s in fitted_sets)
     lines = [
-        f"Each case run {runs} times (`tools/validate_captures.py --only heavy --repeat {runs}`): "
+        f"Each case run {runs} times (`{command} --repeat {runs}`): "
         "the kernel's goodput (Mbit/s) and timeouts (TcpExtTCPTimeouts) per run, mean (lowest–"
         "highest), beside the fitted Linux flow of each run's capture simulated with seeds "
         "1–10 (all runs' fits together).",
@@ -232,7 +243,7 @@ def repeat_table(rows: list[dict]) -> str:
         kernel = [r["goodput_farlink_bps"] for r in mine]
         fitted = [g for r in mine for g in r["goodput_fitted_linux_seeds_bps"]]
         fitted_rto = [t for r in mine for t in r["timeouts_fitted_linux_seeds"]]
-        ok = _ok(sum(fitted) / len(fitted), sum(kernel) / len(kernel), 0.15)
+        ok = _ok(_mean(fitted), _mean(kernel), 0.15)
         lines.append(
             f"| {name} | {len(mine)} | {_mean_range(kernel, 1e6)} "
             f"| {_mean_range([r['rto_kernel'] for r in mine], digits=1)} "
@@ -279,6 +290,14 @@ def main() -> int:
         help="run the cases (those --only names) N times, each under OUT/repeat/K, and write "
         "the table of their spread instead",
     )
+    parser.add_argument(
+        "--fitted-set",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="with --repeat: set this in the fitted Linux flows' runs (e.g. "
+        "'flows[0].tcp.cc=\"cubic\"'), and print the table instead of writing it",
+    )
     args = parser.parse_args()
     reason = realcap.missing_capability()
     if reason:
@@ -291,9 +310,7 @@ def main() -> int:
     if args.repeat > 0:
         return repeat(args)
     rows = []
-    for case in cases():
-        if args.only and args.only not in case.name:
-            continue
+    for case in selected(args.only):
         outcome = _outcome(case, args.out, args.reuse)
         row = realcap.agreement(outcome)
         _, at_sender = analyze_capture(outcome.sender_pcap)
@@ -312,15 +329,18 @@ def repeat(args: argparse.Namespace) -> int:
     """``--repeat N``: the selected cases run N times (read back with ``--reuse``)."""
     rows = []
     for k in range(1, args.repeat + 1):
-        for case in cases():
-            if args.only and args.only not in case.name:
-                continue
+        for case in selected(args.only):
             outcome = _outcome(case, args.out / "repeat" / str(k), args.reuse)
-            row = {"run": k, **realcap.agreement(outcome)}
+            row = {"run": k, **realcap.agreement(outcome, fitted_sets=tuple(args.fitted_set))}
             rows.append(row)
             print(json.dumps(row), flush=True)
+    table = repeat_table(rows, args.only, args.fitted_set)
+    if args.fitted_set:
+        # A variant of the fitted flows: shown, not kept as the table of record.
+        print(table)
+        return 0
     (args.out / "repeat" / "results.json").write_text(json.dumps(rows, indent=1))
-    write_between_markers(args.doc, REPEAT_BEGIN, REPEAT_END, repeat_table(rows))
+    write_between_markers(args.doc, REPEAT_BEGIN, REPEAT_END, table)
     print(f"wrote {args.doc}")
     return 0
 

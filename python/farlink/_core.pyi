@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 __all__ = [
     "DERIVED_FIELDS",
+    "LINUX_MODELS",
     "MEMBER_STATE_NAMES",
     "BudgetError",
     "ConservationError",
@@ -33,6 +34,9 @@ DERIVED_FIELDS: tuple[str, ...]
 """The fields of a resolved scenario the core derives rather than reads (``resolved.rs``'s
 ``DERIVED_FIELDS``), the bookkeeping ones (``resolved_schema_version``, ``scenario_schema``,
 ``defaults``) included."""
+LINUX_MODELS: tuple[tuple[str, str], ...]
+"""The controllers that model a Linux module's own arithmetic, as (module, controller) pairs
+(the core's ``CcConfig::LINUX_MODELS``)."""
 MEMBER_STATE_NAMES: tuple[str, ...]
 """The ``member_state`` trace's state names, indexed by its ``state`` code (the core's
 ``MemberState::NAMES``)."""

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import json
 
+from farlink._core import LINUX_MODELS
+
 __all__ = [
     "LINUX_CC_NAMES",
     "LINUX_CONNECTION",
@@ -69,8 +71,9 @@ LINUX_CONNECTION: dict[str, str | int | bool] = {
 """The connection's defaults on Linux, as ``[flows.tcp]`` fields (module notes)."""
 
 
-LINUX_CC_NAMES: dict[str, str] = {"cubic": "cubic-linux"}
-"""farlink's model of a Linux module's own arithmetic, by the module's name (module notes)."""
+LINUX_CC_NAMES: dict[str, str] = dict(LINUX_MODELS)
+"""farlink's model of a Linux module's own arithmetic, by the module's name (module notes; the
+core's list, which the emulator reads too)."""
 
 
 def linux_cc_name(cc: str) -> str:

@@ -1064,7 +1064,8 @@ mod tests {
             peak_x in 0u64..20,
             limit in 0u32..12,
         ) {
-            // Peak 0: none; else 1 to 19 times R (a peak slower than R is allowed too).
+            // Peak 0: none; else a quarter of R to 4.75 R (the link takes a peak below R; the
+            // scenario refuses one).
             let peak = (peak_x > 0).then(|| BitRate::from_bps(rate_bps * peak_x / 4 + 1));
             let mut c = cfg(rate_bps, 2, QueueLimit::Packets(limit));
             c.bucket = Some(TokenBucket { burst_bytes, peak });

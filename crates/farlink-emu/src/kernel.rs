@@ -17,15 +17,6 @@ pub(crate) fn kernel_controllers() -> Vec<String> {
         .collect()
 }
 
-/// The kernel module a controller's name stands for: `cubic-linux`, farlink's model of the
-/// kernel's `cubic` arithmetic, is that module; every other name is its module's own.
-pub(crate) fn kernel_module(name: &str) -> &str {
-    match name {
-        "cubic-linux" => "cubic",
-        other => other,
-    }
-}
-
 /// Which of flow `f`'s TCP settings the kernel was given, and which it could not take.
 /// `ns_tcp` is the TCP settings whose sysctls the flow's namespaces got (the first flow's).
 pub(crate) fn flow_settings(

@@ -22,7 +22,7 @@ use farlink_core::tcp::wire_client::{WireClient, WireClientConfig};
 use farlink_core::time::{SimDuration, SimTime};
 
 use crate::bulk::{Sample, SenderOutcome, SAMPLE_INTERVAL};
-use crate::kernel::{kernel_controllers, kernel_module};
+use crate::kernel::kernel_controllers;
 use crate::report::{FlowSettings, WireSummary};
 use crate::sender_timing::SenderTiming;
 use crate::tcpinfo::TcpInfo;
@@ -104,7 +104,8 @@ pub(crate) fn plan(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>
                 return Ok(SenderChoice::Farlink(Box::new(tcp)));
             }
             let ours = CcConfig::NAMES.contains(&name.as_str());
-            let module = kernel_module(&name).to_owned();
+            // A model of a kernel module (cubic-linux) runs as that module.
+            let module = CcConfig::linux_module(&name).to_owned();
             let in_kernel = have.contains(&module);
             match forced {
                 Some(true) | None if ours && (forced == Some(true) || !in_kernel) => {

@@ -490,6 +490,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "MEMBER_STATE_NAMES",
         PyTuple::new(py, farlink_core::trace::MEMBER_STATE_NAMES)?,
     )?;
+    // The controllers that model a Linux module, (module, controller), so that
+    // `farlink.linux_tcp` reads the pairs from here only.
+    m.add(
+        "LINUX_MODELS",
+        PyTuple::new(py, farlink_core::tcp::cc::CcConfig::LINUX_MODELS)?,
+    )?;
     // The resolved scenario's fields the core derives, so that `farlink scenario show` marks
     // them from this list only.
     m.add(

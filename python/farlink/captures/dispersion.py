@@ -178,6 +178,11 @@ class FittedRate:
     goodput_bps: float
     warning: str | None = None
 
+    @property
+    def from_acks(self) -> bool:
+        """The rate is the ACKs' dispersion mode (not the goodput it falls back on)."""
+        return self.warning is None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "rate_basis": self.basis,

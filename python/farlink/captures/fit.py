@@ -230,11 +230,7 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     packet_s = 8 * (largest + int(np.ceil(largest / mss)) * header_bytes(conn)) / rate
     queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
     # Bursts above a rate that is a goodput (a lower bound) prove no bucket.
-    bucket = (
-        token_bucket(conn, rate, mss + header_bytes(conn))
-        if rate_fit.rate_bps == rate_fit.ack.rate_bps
-        else None
-    )
+    bucket = token_bucket(conn, rate, mss + header_bytes(conn)) if rate_fit.from_acks else None
     return PathFit(
         connection=conn.name,
         loss=loss,

@@ -251,6 +251,19 @@ impl CcConfig {
         "bbr",
     ];
 
+    /// The controllers that model a Linux module's own arithmetic, as (the module's name, the
+    /// controller's): the emulator runs the module for the controller, and
+    /// `farlink.linux_tcp` names the controller for the module.
+    pub const LINUX_MODELS: &'static [(&'static str, &'static str)] = &[("cubic", "cubic-linux")];
+
+    /// The Linux module controller `name` stands for: the module it models, else its own name.
+    pub fn linux_module(name: &str) -> &str {
+        Self::LINUX_MODELS
+            .iter()
+            .find(|(_, model)| *model == name)
+            .map_or(name, |(module, _)| module)
+    }
+
     /// The default configuration of the named controller.
     pub fn from_name(name: &str) -> Result<CcConfig, UnknownName> {
         match name {
@@ -330,6 +343,21 @@ mod tests {
             assert_eq!(cc.name(), *name);
             assert_eq!(cc.window(), 10_000);
         }
+    }
+
+    #[test]
+    fn a_model_of_a_linux_module_stands_for_that_module() {
+        for (module, model) in CcConfig::LINUX_MODELS {
+            assert!(CcConfig::NAMES.contains(model), "{model} not registered");
+            assert_eq!(CcConfig::linux_module(model), *module);
+        }
+        assert_eq!(CcConfig::linux_module("cubic-linux"), "cubic");
+        assert_eq!(CcConfig::linux_module("reno"), "reno");
+        assert_eq!(
+            CcConfig::linux_module("htcp"),
+            "htcp",
+            "a kernel's own name stays"
+        );
     }
 
     #[test]
