@@ -17,7 +17,10 @@ The connection's defaults (:data:`LINUX_CONNECTION`), Linux's out of the box:
 * initial window 10 segments (RFC 6928, ``TCP_INIT_CWND``), initial RTO 1 s (``TCP_TIMEOUT_INIT``);
 * SACK, timestamps, window scaling on (``tcp_sack``, ``tcp_timestamps``, ``tcp_window_scaling``);
 * delayed ACKs: every second full segment or after the delayed-ACK timer, which starts at 40 ms
-  (``TCP_ATO_MIN``); Linux's timer adapts and its quick-ACK mode has no counterpart in farlink;
+  (``TCP_ATO_MIN``; Linux's timer adapts, farlink's stays there), with Linux's quick-ACK mode:
+  every segment acknowledged at once for up to 16 ACKs after the first data, after a silence
+  longer than the receiver's RTO (a timeout's, say) and after duplicate data
+  (``tcp_incr_quickack``, ``tcp_event_data_recv``): ``quick_ack = true``;
 * the receiver keeps every out-of-order segment its receive memory holds (``tcp_data_queue_ofo``
   prunes only when ``sk_rcvbuf`` is exceeded), not a fixed number of ranges:
   ``max_ooo_ranges = "window"`` (farlink's default keeps 64 and drops out-of-order segments past
@@ -66,6 +69,7 @@ LINUX_CONNECTION: dict[str, str | int | bool] = {
     "window_scaling": True,
     "delayed_ack": True,
     "delayed_ack_timeout": "40ms",
+    "quick_ack": True,
     "max_ooo_ranges": "window",
 }
 """The connection's defaults on Linux, as ``[flows.tcp]`` fields (module notes)."""

@@ -249,6 +249,15 @@ impl Scenario {
     pub fn pcap(&self) -> &[Tap] {
         &self.pcap
     }
+    /// The round-trip propagation delay of a path: its hops' delays there and back.
+    pub fn round_trip(&self, path: &[Hop]) -> SimDuration {
+        path.iter()
+            .map(|h| {
+                let l = &self.links[h.link];
+                l.direction(h.forward).delay + l.direction(!h.forward).delay
+            })
+            .fold(SimDuration::ZERO, |a, b| a + b)
+    }
     /// The same scenario with another master seed (for replications).
     pub fn with_seed(mut self, seed: u64) -> Scenario {
         self.seed = seed;

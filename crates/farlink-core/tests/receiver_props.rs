@@ -57,6 +57,7 @@ struct Setup {
     timestamps: bool,
     window_scaling: bool,
     delayed_ack_ms: Option<u64>,
+    quick_ack: bool,
     receive_buffer_bytes: u64,
     max_ooo_ranges: usize,
 }
@@ -89,6 +90,7 @@ impl Harness {
                 Some(ms) => DelayedAck::On {
                     timeout: SimDuration::from_millis(ms),
                     every_segments: 2,
+                    quick_ack: setup.quick_ack,
                 },
             },
             max_ooo_ranges: setup.max_ooo_ranges,
@@ -231,16 +233,18 @@ fn setup() -> impl Strategy<Value = Setup> {
         any::<bool>(),
         any::<bool>(),
         prop::option::of(1u64..500),
+        any::<bool>(),
         0u64..(1 << 20),
         prop_oneof![1usize..6, Just(64usize)],
     )
         .prop_map(
-            |(mss, sack, timestamps, window_scaling, delack, extra, ooo)| Setup {
+            |(mss, sack, timestamps, window_scaling, delack, quick_ack, extra, ooo)| Setup {
                 mss,
                 sack,
                 timestamps,
                 window_scaling,
                 delayed_ack_ms: delack,
+                quick_ack,
                 receive_buffer_bytes: u64::from(mss) + extra,
                 max_ooo_ranges: ooo,
             },

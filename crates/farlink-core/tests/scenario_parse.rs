@@ -765,6 +765,34 @@ fn tcp_options_are_checked() {
         "flows[0].tcp.delayed_ack_timeout",
         "while delayed_ack is false",
     );
+    rejects(
+        |v| v["flows"][0]["tcp"] = json!({"delayed_ack": false, "quick_ack": true}),
+        "flows[0].tcp.quick_ack",
+        "while delayed_ack is false",
+    );
+}
+
+#[test]
+fn quick_ack_mode_is_off_unless_asked_for_and_resolved_only_where_on() {
+    let resolved = |tcp: Value| {
+        let mut v = base();
+        v["flows"][0]["tcp"] = tcp;
+        let sc = parse(&v).unwrap();
+        let r = serde_json::to_value(
+            farlink_core::scenario::resolve_scenario_json(&v.to_string()).unwrap(),
+        )
+        .unwrap();
+        (sc.flows()[0].tcp.delayed_ack, r["flows"][0]["tcp"].clone())
+    };
+    let (off, r) = resolved(json!({}));
+    assert!(matches!(off, DelayedAck::On { quick_ack: false, .. }));
+    assert!(r.get("quick_ack").is_none(), "{r}");
+    let (on, r) = resolved(json!({"quick_ack": true, "delayed_ack_timeout": "40ms"}));
+    assert!(matches!(on, DelayedAck::On { quick_ack: true, .. }));
+    assert_eq!(r["quick_ack"], true);
+    // Turning it off explicitly, or with delayed ACKs, is the default.
+    let (_, r) = resolved(json!({"delayed_ack": false, "quick_ack": false}));
+    assert!(r.get("quick_ack").is_none(), "{r}");
 }
 
 #[test]

@@ -112,11 +112,20 @@ pub(crate) fn flow_settings(
     );
     match t.delayed_ack {
         DelayedAck::Off => put(true, "delayed_ack", "route quickack 1".into()),
-        DelayedAck::On { .. } => put(
-            false,
-            "delayed_ack_timeout",
-            "the kernel's delayed-ACK timer is its own (adaptive, 40 ms to 200 ms)".into(),
-        ),
+        DelayedAck::On { quick_ack, .. } => {
+            put(
+                false,
+                "delayed_ack_timeout",
+                "the kernel's delayed-ACK timer is its own (adaptive, 40 ms to 200 ms)".into(),
+            );
+            if !quick_ack {
+                put(
+                    false,
+                    "quick_ack",
+                    "the kernel's receiver always has its quick-ACK mode".into(),
+                );
+            }
+        }
     }
     // Not settable: the kernel runs its own rule, named beside the scenario's so that a reader
     // sees whether the two agree (farlink.linux_tcp's settings name Linux's).

@@ -117,6 +117,9 @@ def _linux_lines(fit: PathFit, tcp: str | None) -> list[str]:
         rows.append(
             ("delayed_ack_timeout", LINUX_CONNECTION["delayed_ack_timeout"], f"{linux} TCP_ATO_MIN")
         )
+        rows.append(
+            ("quick_ack", LINUX_CONNECTION["quick_ack"], f"{linux} its receiver's quick-ACK mode")
+        )
     # Not from the capture: at a tap near the receiver the ACK of the first segment can cross
     # before the rest of the first flight has.
     rows.append(

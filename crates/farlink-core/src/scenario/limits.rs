@@ -14,7 +14,7 @@
 //! buffers at most [`super::MAX_RECEIVE_BUFFER_BYTES`], f_d T from
 //! [`crate::loss::MIN_FD_T`] to [`crate::loss::MAX_FD_T`], `min_rto <= max_rto`.
 
-use super::{AppSpec, FlowSpec, Hop, LinkSpec, Scenario, ScenarioError, TcpSpec};
+use super::{AppSpec, FlowSpec, LinkSpec, Scenario, ScenarioError, TcpSpec};
 use crate::link::QueueLimit;
 use crate::tcp::receiver::DelayedAck;
 use crate::time::SimDuration;
@@ -59,25 +59,15 @@ pub(super) fn check(sc: &Scenario) -> Result<(), ScenarioError> {
         let p = format!("flows[{i}]");
         check_app(&p, flow)?;
         if flow.segments.is_empty() {
-            check_tcp(&format!("{p}.tcp"), &flow.tcp, round_trip(sc, &flow.path))?;
+            check_tcp(&format!("{p}.tcp"), &flow.tcp, sc.round_trip(&flow.path))?;
         } else {
             for (k, seg) in flow.segments.iter().enumerate() {
                 let sp = format!("{p}.segments[{k}].tcp");
-                check_tcp(&sp, &seg.tcp, round_trip(sc, &seg.path))?;
+                check_tcp(&sp, &seg.tcp, sc.round_trip(&seg.path))?;
             }
         }
     }
     Ok(())
-}
-
-/// The round-trip propagation delay of a path: its hops' delays there and back.
-fn round_trip(sc: &Scenario, path: &[Hop]) -> SimDuration {
-    path.iter()
-        .map(|h| {
-            let l = &sc.links[h.link];
-            l.direction(h.forward).delay + l.direction(!h.forward).delay
-        })
-        .fold(SimDuration::ZERO, |a, b| a + b)
 }
 
 fn check_link(p: &str, link: &LinkSpec) -> Result<(), ScenarioError> {

@@ -420,6 +420,7 @@ pub(super) struct RawTcp {
     pub(super) delayed_ack: Option<bool>,
     pub(super) delayed_ack_timeout: Option<UnitText<Duration>>,
     pub(super) delayed_ack_timeout_s: Option<Bare>,
+    pub(super) quick_ack: Option<bool>,
     pub(super) initial_rto: Option<UnitText<Duration>>,
     pub(super) initial_rto_s: Option<Bare>,
     pub(super) min_rto: Option<UnitText<Duration>>,

@@ -261,6 +261,10 @@ pub struct RTcp {
     pub timestamps: bool,
     pub delayed_ack: bool,
     pub delayed_ack_timeout_s: Option<f64>,
+    /// Linux's quick-ACK mode; printed only where on, so resolved scenarios without it (and
+    /// their hashes) are as before it existed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub quick_ack: bool,
     pub initial_rto_s: f64,
     pub min_rto_s: f64,
     pub max_rto_s: f64,
@@ -560,6 +564,13 @@ fn tcp(t: &TcpSpec) -> RTcp {
         DelayedAck::Off => (false, None),
         DelayedAck::On { timeout, .. } => (true, Some(secs(timeout))),
     };
+    let quick_ack = matches!(
+        t.delayed_ack,
+        DelayedAck::On {
+            quick_ack: true,
+            ..
+        }
+    );
     let growth = match t.cc {
         CcConfig::Reno(r) => match r.growth {
             WindowGrowth::PerAck => "per-ack",
@@ -585,6 +596,7 @@ fn tcp(t: &TcpSpec) -> RTcp {
         timestamps: t.options.timestamps,
         delayed_ack,
         delayed_ack_timeout_s,
+        quick_ack,
         initial_rto_s: secs(t.rtt.initial_rto),
         min_rto_s: secs(t.rtt.min_rto),
         max_rto_s: secs(t.rtt.max_rto),

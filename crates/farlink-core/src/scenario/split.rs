@@ -186,7 +186,13 @@ fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         (&base.send_buffer, &base.send_buffer_bytes),
     );
     let delayed_ack = one(&over.delayed_ack, &base.delayed_ack);
-    // A segment that turns delayed ACKs off does not inherit the flow's timeout for them.
+    // A segment that turns delayed ACKs off does not inherit the flow's timeout for them, nor
+    // its quick-ACK mode.
+    let quick_ack = if over.delayed_ack == Some(false) {
+        over.quick_ack
+    } else {
+        one(&over.quick_ack, &base.quick_ack)
+    };
     let (delayed_ack_timeout, delayed_ack_timeout_s) = if over.delayed_ack == Some(false) {
         (
             over.delayed_ack_timeout.clone(),
@@ -231,6 +237,7 @@ fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         delayed_ack,
         delayed_ack_timeout,
         delayed_ack_timeout_s,
+        quick_ack,
         initial_rto,
         initial_rto_s,
         min_rto,

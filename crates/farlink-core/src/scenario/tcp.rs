@@ -228,6 +228,7 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
         DelayedAck::On {
             timeout: delack_timeout.unwrap_or(DELAYED_ACK_TIMEOUT),
             every_segments: ACK_EVERY_SEGMENTS,
+            quick_ack: t.quick_ack.unwrap_or(false),
         }
     } else {
         if delack_timeout.is_some() {
@@ -235,6 +236,10 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
                 at(p, "delayed_ack_timeout"),
                 "given while delayed_ack is false",
             );
+        }
+        // Quick-ACK mode is a mode of delayed ACKs; without them every segment is acked.
+        if t.quick_ack == Some(true) {
+            return err(at(p, "quick_ack"), "given while delayed_ack is false");
         }
         DelayedAck::Off
     };

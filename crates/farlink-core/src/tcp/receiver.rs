@@ -7,6 +7,18 @@
 //! segments), RFC 2018 section 4 (which SACK blocks, in which order), RFC 7323 sections 2.3
 //! and 4.3 (window scaling; `TS.Recent` and `Last.ACK.sent`).
 //!
+//! Linux's quick-ACK mode ([`DelayedAck::On`] `quick_ack`, `tcp_input.c`): the receiver
+//! acknowledges every segment at once, for up to 16 ACKs (`TCP_MAX_QUICKACKS`, fewer with a
+//! window under 32 segments: `tcp_incr_quickack`), after the connection's first data, after
+//! a silence longer than its own RTO (`tcp_event_data_recv`: "sender failed to restart
+//! window") and after duplicate or out-of-window data (`tcp_enter_quickack_mode`). Each ACK
+//! of data received spends one (`tcp_dec_quickack_mode`). Its own RTO is the one its
+//! handshake's round trip set (a receiver sends no data, so it has no other sample): the
+//! SYN-ACK's, or for a receiver built established the round trip given to
+//! [`Receiver::with_handshake_round_trip`]. Not modelled: the adaptive delayed-ACK timeout
+//! (`ato`; the timeout here is fixed) and the compression of SACK-bearing ACKs past the
+//! third (`tcp_comp_sack_delay_ns`: at most 1 ms or 5 % of the RTT).
+//!
 //! Sans-I/O: [`Receiver::on_segment`] takes a segment and returns the ACK to send now, if any;
 //! [`Receiver::next_timeout`] is the delayed-ACK deadline and [`Receiver::on_timeout`] the ACK
 //! it produces. By default the application reads every in-order byte at once, so the advertised
@@ -51,6 +63,8 @@ pub const DEFAULT_RECEIVE_BUFFER_BYTES: u64 = 131_072;
 /// Out-of-order ranges kept before further out-of-order segments are dropped (a bounded
 /// reassembly queue, like a kernel's memory limit).
 pub const DEFAULT_MAX_OOO_RANGES: usize = 64;
+/// Linux's `TCP_MAX_QUICKACKS`: the most ACKs one entry into quick-ACK mode sends at once.
+pub const MAX_QUICK_ACKS: u32 = 16;
 
 /// When the receiver acknowledges in-order data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,10 +72,12 @@ pub enum DelayedAck {
     /// An ACK for every segment.
     Off,
     /// An ACK once `every_segments` full-sized segments' worth of bytes is unacknowledged, or
-    /// `timeout` after the first unacknowledged in-order segment arrived.
+    /// `timeout` after the first unacknowledged in-order segment arrived; with `quick_ack`,
+    /// Linux's quick-ACK mode besides (module notes).
     On {
         timeout: SimDuration,
         every_segments: u32,
+        quick_ack: bool,
     },
 }
 
@@ -70,6 +86,7 @@ impl Default for DelayedAck {
         DelayedAck::On {
             timeout: DELAYED_ACK_TIMEOUT,
             every_segments: ACK_EVERY_SEGMENTS,
+            quick_ack: false,
         }
     }
 }
@@ -137,6 +154,9 @@ struct PassiveOpen {
     /// The SYN received, answered again on each retransmission.
     syn: Segment,
     deadline: Option<SimTime>,
+    /// When the SYN-ACK was last sent: its acknowledgement times the handshake's round trip
+    /// (Karn's rule: only if it was sent once).
+    sent_at: SimTime,
 }
 
 /// A sans-I/O TCP data receiver.
@@ -179,6 +199,12 @@ pub struct Receiver {
     /// In-order bytes received since the last ACK (delayed ACK).
     unacked_bytes: u64,
     delayed_ack_deadline: Option<SimTime>,
+    /// Quick-ACK mode: ACKs left to send at once (Linux's `icsk_ack.quick`).
+    quick_acks: u32,
+    /// When in-order data last arrived (Linux's `lrcvtime`).
+    last_in_order_at: Option<SimTime>,
+    /// This end's own RTO, which a silence must exceed to restart quick-ACK mode.
+    own_rto: SimDuration,
     stats: ReceiverStats,
 }
 
@@ -211,8 +237,22 @@ impl Receiver {
             last_ack_sent: 0,
             unacked_bytes: 0,
             delayed_ack_deadline: None,
+            quick_acks: 0,
+            last_in_order_at: None,
+            // Linux's RTO before any sample (TCP_TIMEOUT_INIT).
+            own_rto: RttEstimator::new(RttConfig::default()).rto(),
             stats: ReceiverStats::default(),
         }
+    }
+
+    /// A receiver built established, given the round trip its handshake would have timed and
+    /// its timer's rules: they set its own RTO, as the SYN-ACK's sample sets a listening
+    /// receiver's (module notes: quick-ACK mode).
+    pub fn with_handshake_round_trip(mut self, rtt: RttConfig, round_trip: SimDuration) -> Self {
+        let mut est = RttEstimator::new(rtt);
+        est.on_sample(round_trip);
+        self.own_rto = est.rto();
+        self
     }
 
     /// A receiver waiting for a SYN (LISTEN), offering `config.options`; `syn_ack_rto` times
@@ -230,6 +270,7 @@ impl Receiver {
             rtt: RttEstimator::new(syn_ack_rto),
             syn: Segment::default(),
             deadline: None,
+            sent_at: SimTime::ZERO,
         }));
         r
     }
@@ -336,7 +377,7 @@ impl Receiver {
             return None;
         }
         self.stats.delayed_ack_timeouts += 1;
-        Some(self.ack(now))
+        Some(self.ack_data(now))
     }
 
     /// A segment arrives; returns the ACK (or SYN-ACK) to send now, if any.
@@ -377,8 +418,14 @@ impl Receiver {
             }
             State::SynReceived if seg.flags.contains(Flags::ACK) && seg.ack == 0 => {
                 // The SYN-ACK is acknowledged: established; data it carries is taken as such.
+                // Its round trip is this end's one RTT sample (tcp_synack_rtt_meas).
                 self.state = State::Established;
-                self.opening = None;
+                if let Some(mut open) = self.opening.take() {
+                    if self.stats.syn_ack_retransmissions == 0 {
+                        open.rtt.on_sample(now.saturating_since(open.sent_at));
+                    }
+                    self.own_rto = open.rtt.rto();
+                }
                 if seg.payload_bytes > 0 {
                     self.on_established_segment(now, seg)
                 } else {
@@ -400,6 +447,7 @@ impl Receiver {
         let open = self.opening.as_mut()?;
         self.stats.syn_acks_sent += 1;
         open.deadline = Some(now + open.rtt.rto());
+        open.sent_at = now;
         Some(handshake::syn_ack(
             &open.config.options,
             open.config.receive_buffer_bytes,
@@ -446,13 +494,15 @@ impl Receiver {
         if end <= start {
             // Entirely beyond the window. RFC 9293 3.10.7.4: "If an incoming segment is not
             // acceptable, an acknowledgment should be sent in reply".
-            return Some(self.ack(now));
+            self.enter_quick_ack();
+            return Some(self.ack_data(now));
         }
         if end <= self.rcv_nxt {
             // A duplicate: acknowledge at once (RFC 9293 3.10.7.4), which also lets the
             // sender see it (RFC 5681 4.2).
             self.stats.duplicate_segments += 1;
-            return Some(self.ack(now));
+            self.enter_quick_ack();
+            return Some(self.ack_data(now));
         }
         if start > self.rcv_nxt {
             // RFC 5681 4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an
@@ -463,7 +513,17 @@ impl Receiver {
             } else {
                 self.stats.ooo_dropped_segments += 1;
             }
-            return Some(self.ack(now));
+            return Some(self.ack_data(now));
+        }
+
+        // Linux's tcp_event_data_recv: quick-ACK mode on the first data and after a silence
+        // longer than this end's RTO.
+        let silent = self
+            .last_in_order_at
+            .is_none_or(|t| now.saturating_since(t) > self.own_rto);
+        self.last_in_order_at = Some(now);
+        if silent {
+            self.enter_quick_ack();
         }
 
         // In order: deliver, then pull in every out-of-order range now contiguous.
@@ -485,17 +545,20 @@ impl Receiver {
         if filled_gap {
             // RFC 5681 4.2: "a TCP receiver SHOULD send an immediate ACK when the incoming
             // segment fills in all or part of a gap in the sequence space."
-            return Some(self.ack(now));
+            return Some(self.ack_data(now));
         }
         match self.delayed_ack {
             DelayedAck::Off => Some(self.ack(now)),
             DelayedAck::On {
                 timeout,
                 every_segments,
+                ..
             } => {
                 self.unacked_bytes += self.rcv_nxt - old_nxt;
-                if self.unacked_bytes >= u64::from(every_segments) * self.smss_bytes {
-                    Some(self.ack(now))
+                if self.unacked_bytes >= u64::from(every_segments) * self.smss_bytes
+                    || self.quick_acks > 0
+                {
+                    Some(self.ack_data(now))
                 } else {
                     if self.delayed_ack_deadline.is_none() {
                         self.delayed_ack_deadline = Some(now + timeout);
@@ -578,6 +641,35 @@ impl Receiver {
             add(&mut blocks, r);
         }
         blocks
+    }
+
+    /// Quick-ACK mode (re)entered: at least min(16, window / 2 segments, at least 2) ACKs
+    /// at once (Linux's `tcp_incr_quickack`); nothing without `quick_ack`.
+    fn enter_quick_ack(&mut self) {
+        if !matches!(
+            self.delayed_ack,
+            DelayedAck::On {
+                quick_ack: true,
+                ..
+            }
+        ) {
+            return;
+        }
+        let window = if self.reads_on_demand {
+            self.announced_window_bytes()
+        } else {
+            self.full_window_bytes
+        };
+        let per_window = u32::try_from(window / (2 * self.smss_bytes.max(1))).unwrap_or(u32::MAX);
+        let quick = per_window.max(2).min(MAX_QUICK_ACKS);
+        self.quick_acks = self.quick_acks.max(quick);
+    }
+
+    /// An ACK of data received, which spends one of quick-ACK mode's (Linux's
+    /// `tcp_dec_quickack_mode`); ACKs that answer no data (window updates, probes) do not.
+    fn ack_data(&mut self, now: SimTime) -> Segment {
+        self.quick_acks = self.quick_acks.saturating_sub(1);
+        self.ack(now)
     }
 
     /// Builds an ACK of `RCV.NXT` and resets the delayed-ACK state.
@@ -696,6 +788,122 @@ mod tests {
         assert_eq!(r.next_timeout(), None);
         assert!(r.on_segment(at(2), &data(2)).is_none());
         assert!(r.on_segment(at(3), &data(3)).is_some());
+    }
+
+    fn quick(buffer_bytes: u64) -> Receiver {
+        receiver_with(ReceiverConfig {
+            options: options(true, false),
+            receive_buffer_bytes: buffer_bytes,
+            delayed_ack: DelayedAck::On {
+                timeout: SimDuration::from_millis(40),
+                every_segments: 2,
+                quick_ack: true,
+            },
+            ..ReceiverConfig::default()
+        })
+    }
+
+    /// Segments `from..to` in order at 1 ms spacing from `start_ms`; how many were acked at once.
+    fn acked_at_once(r: &mut Receiver, from: u64, to: u64, start_ms: u64) -> usize {
+        (from..to)
+            .filter(|&k| r.on_segment(at(start_ms + k - from), &data(k)).is_some())
+            .count()
+    }
+
+    #[test]
+    fn quick_ack_mode_acks_the_first_sixteen_segments_each() {
+        // Linux: 16 quick ACKs from the first data (a window of 64 segments allows 32).
+        let mut r = quick(64 * u64::from(MSS));
+        assert_eq!(acked_at_once(&mut r, 0, 16, 0), 16);
+        // Then every second segment, as without the mode.
+        assert_eq!(acked_at_once(&mut r, 16, 24, 16), 4);
+        // Off, the same segments get half as many.
+        let mut plain = receiver(DelayedAck::On {
+            timeout: SimDuration::from_millis(40),
+            every_segments: 2,
+            quick_ack: false,
+        });
+        assert_eq!(acked_at_once(&mut plain, 0, 16, 0), 8);
+    }
+
+    #[test]
+    fn quick_acks_are_bounded_by_half_the_window_in_segments() {
+        // A window of 10 segments: 5 quick ACKs (tcp_incr_quickack: rcv_wnd / (2 * rcv_mss)).
+        let mut r = quick(10 * u64::from(MSS));
+        assert_eq!(acked_at_once(&mut r, 0, 5, 0), 5);
+        assert!(r.on_segment(at(5), &data(5)).is_none());
+        // A window under four segments still gets 2.
+        let mut r = quick(3 * u64::from(MSS));
+        assert_eq!(acked_at_once(&mut r, 0, 3, 0), 2);
+    }
+
+    #[test]
+    fn a_silence_longer_than_the_receivers_rto_restarts_the_mode() {
+        // Built established with a 10 ms round trip: Linux's rule gives 10 ms + 200 ms.
+        let rtt = RttConfig {
+            rule: super::super::rtt::RtoRule::Linux,
+            min_rto: SimDuration::from_millis(200),
+            ..RttConfig::default()
+        };
+        let mut r = quick(64 * u64::from(MSS))
+            .with_handshake_round_trip(rtt, SimDuration::from_millis(10));
+        assert_eq!(acked_at_once(&mut r, 0, 20, 0), 18);
+        // 150 ms of silence is below the RTO: delayed ACKs as before.
+        assert_eq!(acked_at_once(&mut r, 20, 24, 170), 2);
+        // 300 ms is above it: 16 at once again.
+        assert_eq!(acked_at_once(&mut r, 24, 40, 473), 16);
+        assert!(r.on_segment(at(489), &data(40)).is_none());
+    }
+
+    #[test]
+    fn duplicate_data_enters_the_mode() {
+        let mut r = quick(64 * u64::from(MSS));
+        assert_eq!(acked_at_once(&mut r, 0, 20, 0), 18);
+        // A segment already delivered (a spurious retransmission): acked at once, and the
+        // next 15 in-order segments too.
+        assert!(r.on_segment(at(30), &data(3)).is_some());
+        assert_eq!(acked_at_once(&mut r, 20, 35, 31), 15);
+        assert!(r.on_segment(at(50), &data(35)).is_none());
+    }
+
+    #[test]
+    fn a_listening_receiver_takes_its_rto_from_the_syn_ack() {
+        let config = ReceiverConfig {
+            options: options(true, false),
+            receive_buffer_bytes: 64 * u64::from(MSS),
+            delayed_ack: DelayedAck::On {
+                timeout: SimDuration::from_millis(40),
+                every_segments: 2,
+                quick_ack: true,
+            },
+            ..ReceiverConfig::default()
+        };
+        let rtt = RttConfig {
+            rule: super::super::rtt::RtoRule::Linux,
+            min_rto: SimDuration::from_millis(200),
+            ..RttConfig::default()
+        };
+        let mut r = Receiver::listen(&config, rtt);
+        let syn = Segment {
+            flags: Flags::SYN,
+            options: Options {
+                mss_bytes: Some(MSS as u16),
+                sack_permitted: true,
+                ..Options::default()
+            },
+            ..Segment::default()
+        };
+        assert!(r.on_segment(at(0), &syn).is_some());
+        // The SYN-ACK answered after 500 ms: Linux's first sample makes this end's RTO
+        // srtt + 2 srtt, 1.5 s.
+        let first = Segment {
+            ack: 0,
+            ..data(0)
+        };
+        assert!(r.on_segment(at(500), &first).is_some(), "first data: quick");
+        assert_eq!(acked_at_once(&mut r, 1, 20, 501), 17);
+        // 600 ms of silence is under its RTO (the floor alone would have restarted the mode).
+        assert!(r.on_segment(at(1120), &data(20)).is_none());
     }
 
     #[test]

@@ -501,7 +501,8 @@ impl<'s> World<'s> {
             } else {
                 (
                     Sender::new(&sender_config, &negotiated),
-                    Receiver::new(&receiver_config, &negotiated),
+                    Receiver::new(&receiver_config, &negotiated)
+                        .with_handshake_round_trip(tcp.rtt, sc.round_trip(&c.path)),
                 )
             };
             let path: Vec<u32> = c.path.iter().map(|&h| dir_index(h)).collect();
