@@ -124,7 +124,7 @@ validate-captures: setup
 
 # The heavy cases eight times more: the kernel's own spread beside the fitted flows' (captures.md).
 validate-captures-heavy: setup
-	$(PY) tools/validate_captures.py --only heavy --repeat 8
+	$(PY) tools/validate_captures.py --only heavy --repeat 24
 
 clean:
 	rm -rf $(VENV) target farlink-out

@@ -335,6 +335,7 @@ def agreement(
     import numpy as np
 
     from farlink.captures.analysis import analyze_capture
+    from farlink.captures.anatomy import timeout_kinds
     from farlink.captures.fit import fit_path, scenario_toml
     from farlink.captures.loss import estimate_loss
 
@@ -434,12 +435,24 @@ def agreement(
         linux = outcome.tap_pcap.with_name(
             f"{outcome.tap_pcap.stem}-goodput_fitted_linux_sim_bps.toml"
         )
-        flows = [
-            simulate(linux, size=size, duration="120s", seed=seed, sets=list(fitted_sets)).summary[
-                "flows"
-            ][0]
+        # Seed 1 keeps its capture, whose timeouts are read as the kernel's sender's are.
+        tapped = [*fitted_sets, 'pcap=["A-B"]']
+        results = [
+            simulate(
+                linux,
+                size=size,
+                duration="120s",
+                seed=seed,
+                sets=tapped if seed == 1 else list(fitted_sets),
+            )
             for seed in range(1, FITTED_SEEDS + 1)
         ]
+        flows = [r.summary["flows"][0] for r in results]
         out["goodput_fitted_linux_seeds_bps"] = [f["goodput_bps"] for f in flows]
         out["timeouts_fitted_linux_seeds"] = [f["timeouts"] for f in flows]
+        seed1 = linux.with_name(f"{linux.stem}-seed1.pcap")
+        seed1.write_bytes(results[0].pcap["A-B"])
+        _, fitted_conns = analyze_capture(seed1)
+        out["timeout_kinds_fitted_linux_seed1"] = timeout_kinds(fitted_conns[0])
+    out["timeout_kinds_kernel_sender"] = timeout_kinds(snd)
     return out

@@ -169,6 +169,35 @@ def test_timeout_anatomy_lists_every_timeout_the_sender_took(tmp_path):
     assert sum(kinds) == timeouts
 
 
+def _tool(name: str):
+    """A script of tools/ loaded as a module."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ack_anatomy_tells_a_delaying_receiver_from_one_that_acks_each_segment(tmp_path):
+    # tools/ack_anatomy.py, which docs/captures.md reads the kernel receiver's ACKs with: with
+    # no random loss, farlink's receiver covers two segments with nearly every in-order ACK
+    # when it delays its ACKs and one when it does not; its segments carry no PSH.
+    anatomy = _tool("ack_anatomy").anatomy
+    shares = {}
+    for delayed in (True, False):
+        doc = chain(seed=1)
+        doc["links"][1]["fwd"]["loss"]["p"] = 0.0
+        doc["flows"][0]["tcp"]["delayed_ack"] = delayed
+        pcap = write(tmp_path, f"d{delayed}.pcap", simulate(doc).pcap["S-R"])
+        shares[delayed] = anatomy(str(pcap))
+    assert shares[True]["acks"] > 50 and shares[False]["acks"] > 80
+    assert shares[True]["two_segments"] > 0.9 and shares[True]["one_segment"] < 0.1
+    assert shares[False]["one_segment"] > 0.95 and shares[False]["two_segments"] == 0.0
+    assert shares[True]["data_segments_with_psh"] == 0.0
+
+
 def test_truncated_capture_is_analysed_up_to_the_cut(run_ts, tmp_path):
     data = run_ts.pcap["S-R"]
     path = write(tmp_path, "t.pcap", data[: len(data) // 2 + 7])

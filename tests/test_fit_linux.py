@@ -107,6 +107,8 @@ def test_linux_sender_gets_the_options_the_capture_shows(tmp_path):
     # The receiver acknowledged a super-segment (10 segments) per ACK: it delays its ACKs.
     assert tcp["delayed_ack"] is True
     assert tcp["delayed_ack_timeout"] == "40ms"
+    # With Linux's quick-ACK mode, which the kernel's receiver always has.
+    assert tcp["quick_ack"] is True
     assert tcp["growth"] == "byte-counting" and tcp["cc"] == "reno"
     assert tcp["rto"] == "linux" and tcp["recovery"] == "rack"
     assert "from the capture: both SYNs carried SACK-permitted" in text
@@ -124,6 +126,8 @@ def test_linux_sender_without_the_options_and_an_ack_per_segment(tmp_path):
     assert tcp["sack"] is False and tcp["window_scaling"] is False
     assert tcp["receive_buffer_bytes"] == 1000
     assert tcp["delayed_ack"] is False
+    # Quick-ACK mode is a mode of delayed ACKs (the scenario refuses it without them).
+    assert "quick_ack" not in tcp
     # Linux's CUBIC is farlink's model of the kernel's arithmetic, said so in its comment.
     assert tcp["cc"] == "cubic-linux" and "growth" not in tcp
     assert "named by --tcp (cubic): Linux's default" in (tmp_path / "fitted.toml").read_text()

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import realcap  # noqa: E402  (the harness the tests use)
+from farlink.captures.anatomy import FIRST_COPY_LOST, RESEND_LOST  # noqa: E402
 from farlink.outputs import write_between_markers  # noqa: E402
 
 BEGIN, END = "<!-- validate-captures:begin -->", "<!-- validate-captures:end -->"
@@ -232,11 +233,15 @@ def repeat_table(rows: list[dict], only: str | None, fitted_sets: list[str]) -> 
         f"Each case run {runs} times (`{command} --repeat {runs}`): "
         "the kernel's goodput (Mbit/s) and timeouts (TcpExtTCPTimeouts) per run, mean (lowest–"
         "highest), beside the fitted Linux flow of each run's capture simulated with seeds "
-        "1–10 (all runs' fits together).",
+        "1–10 (all runs' fits together). *By kind*: all runs' timeouts of the kernel's sender "
+        "(its own capture) and of the fitted Linux flow with seed 1 (its simulated capture), "
+        "split as `tools/timeout_anatomy.py` does: the timed-out segment's first copy lost, or "
+        "a resend of it lost too (`farlink.captures.anatomy`).",
         "",
         "| case | runs | kernel goodput | kernel timeouts | fitted Linux goodput | fitted Linux "
-        "timeouts | means within 15 % |",
-        "|---|---|---|---|---|---|---|",
+        "timeouts | means within 15 % | kernel by kind: first copy / resend | fitted seed 1 "
+        "by kind |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in dict.fromkeys(r["case"] for r in rows):
         mine = [r for r in rows if r["case"] == name]
@@ -247,9 +252,18 @@ def repeat_table(rows: list[dict], only: str | None, fitted_sets: list[str]) -> 
         lines.append(
             f"| {name} | {len(mine)} | {_mean_range(kernel, 1e6)} "
             f"| {_mean_range([r['rto_kernel'] for r in mine], digits=1)} "
-            f"| {_mean_range(fitted, 1e6)} | {_mean_range(fitted_rto, digits=1)} | {ok} |"
+            f"| {_mean_range(fitted, 1e6)} | {_mean_range(fitted_rto, digits=1)} | {ok} "
+            f"| {_kinds(mine, 'timeout_kinds_kernel_sender')} "
+            f"| {_kinds(mine, 'timeout_kinds_fitted_linux_seed1')} |"
         )
     return "\n".join(lines)
+
+
+def _kinds(rows: list[dict], key: str) -> str:
+    """Timeouts by kind summed over ``rows``: "first copy lost / resend lost"."""
+    first = sum(r[key][FIRST_COPY_LOST] for r in rows)
+    resend = sum(r[key][RESEND_LOST] for r in rows)
+    return f"{first} / {resend}"
 
 
 def _outcome(case: realcap.Case, out: Path, reuse: bool) -> realcap.Outcome:
