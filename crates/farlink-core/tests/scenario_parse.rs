@@ -785,10 +785,22 @@ fn quick_ack_mode_is_off_unless_asked_for_and_resolved_only_where_on() {
         (sc.flows()[0].tcp.delayed_ack, r["flows"][0]["tcp"].clone())
     };
     let (off, r) = resolved(json!({}));
-    assert!(matches!(off, DelayedAck::On { quick_ack: false, .. }));
+    assert!(matches!(
+        off,
+        DelayedAck::On {
+            quick_ack: false,
+            ..
+        }
+    ));
     assert!(r.get("quick_ack").is_none(), "{r}");
     let (on, r) = resolved(json!({"quick_ack": true, "delayed_ack_timeout": "40ms"}));
-    assert!(matches!(on, DelayedAck::On { quick_ack: true, .. }));
+    assert!(matches!(
+        on,
+        DelayedAck::On {
+            quick_ack: true,
+            ..
+        }
+    ));
     assert_eq!(r["quick_ack"], true);
     // Turning it off explicitly, or with delayed ACKs, is the default.
     let (_, r) = resolved(json!({"delayed_ack": false, "quick_ack": false}));

@@ -661,7 +661,7 @@ impl Receiver {
             self.full_window_bytes
         };
         let per_window = u32::try_from(window / (2 * self.smss_bytes.max(1))).unwrap_or(u32::MAX);
-        let quick = per_window.max(2).min(MAX_QUICK_ACKS);
+        let quick = per_window.clamp(2, MAX_QUICK_ACKS);
         self.quick_acks = self.quick_acks.max(quick);
     }
 
@@ -845,8 +845,8 @@ mod tests {
             min_rto: SimDuration::from_millis(200),
             ..RttConfig::default()
         };
-        let mut r = quick(64 * u64::from(MSS))
-            .with_handshake_round_trip(rtt, SimDuration::from_millis(10));
+        let mut r =
+            quick(64 * u64::from(MSS)).with_handshake_round_trip(rtt, SimDuration::from_millis(10));
         assert_eq!(acked_at_once(&mut r, 0, 20, 0), 18);
         // 150 ms of silence is below the RTO: delayed ACKs as before.
         assert_eq!(acked_at_once(&mut r, 20, 24, 170), 2);
@@ -896,10 +896,7 @@ mod tests {
         assert!(r.on_segment(at(0), &syn).is_some());
         // The SYN-ACK answered after 500 ms: Linux's first sample makes this end's RTO
         // srtt + 2 srtt, 1.5 s.
-        let first = Segment {
-            ack: 0,
-            ..data(0)
-        };
+        let first = Segment { ack: 0, ..data(0) };
         assert!(r.on_segment(at(500), &first).is_some(), "first data: quick");
         assert_eq!(acked_at_once(&mut r, 1, 20, 501), 17);
         // 600 ms of silence is under its RTO (the floor alone would have restarted the mode).

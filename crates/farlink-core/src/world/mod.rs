@@ -502,7 +502,7 @@ impl<'s> World<'s> {
                 (
                     Sender::new(&sender_config, &negotiated),
                     Receiver::new(&receiver_config, &negotiated)
-                        .with_handshake_round_trip(tcp.rtt, sc.round_trip(&c.path)),
+                        .with_handshake_round_trip(tcp.rtt, sc.round_trip(c.path)),
                 )
             };
             let path: Vec<u32> = c.path.iter().map(|&h| dir_index(h)).collect();
