@@ -359,6 +359,15 @@ def agreement(
     k = np.clip(np.searchsorted(karn_t, tap.rtt["time_s"] - 5e-8), 0, max(len(karn_t) - 1, 0))
     both = plain & (np.abs(karn_t[k] - tap.rtt["time_s"]) < 1e-7) if len(karn_t) else plain & False
     same = np.abs(karn[k][both] - rtt[both]) < 2e-9 if len(karn_t) else np.zeros(0, dtype=bool)
+    # By tshark's rule: farlink's sample for each ACK beside tshark's for the same ACK.
+    ws = tap.rtt_wireshark
+    ack_t = np.array(ts_tap["ack_rtt_time_s"])
+    w = np.clip(np.searchsorted(ack_t, ws["time_s"] - 5e-8), 0, max(len(ack_t) - 1, 0))
+    ws_alike = (
+        (np.abs(ack_t[w] - ws["time_s"]) < 1e-7) & (np.abs(ack_rtt[w] - ws["rtt_s"]) < 2e-9)
+        if len(ack_t)
+        else np.zeros(0, dtype=bool)
+    )
     loss = estimate_loss(tap)
     flows = len(outcome.tcp_info)
     out.update(
@@ -380,6 +389,10 @@ def agreement(
             "rtt_median_tshark_karn_s": float(np.median(karn)) if len(karn) else None,
             "rtt_p95_tshark_karn_s": float(np.percentile(karn, 95)) if len(karn) else None,
             "rtt_samples_tshark_karn": len(karn),
+            "rtt_median_farlink_wireshark_s": tap.summary()["rtt_wireshark_median_s"],
+            "rtt_p95_farlink_wireshark_s": tap.summary()["rtt_wireshark_p95_s"],
+            "rtt_samples_farlink_wireshark": tap.summary()["rtt_wireshark_samples"],
+            "rtt_wireshark_alike": int(ws_alike.sum()),
             "rtt_acks_timed_by_both": int(both.sum()),
             "rtt_acks_timed_alike": int(same.sum()),
             "sender_rtt_median_s": tap.summary()["sender_rtt_median_s"],

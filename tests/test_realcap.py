@@ -75,7 +75,9 @@ def test_loss_is_split_where_the_drops_were_made(agree, name):
 @pytest.mark.parametrize("name", ["cubic-drops", "reno-rto"])
 def test_timeouts_are_the_kernels(agree, name):
     a = agree[name]
-    assert _close(a["rto_farlink"], a["rto_kernel"], 0.1)
+    assert _close(a["rto_farlink"], a["rto_kernel"], 0.1), (
+        f"farlink {a['rto_farlink']} at the tap, the kernel {a['rto_kernel']}"
+    )
 
 
 @pytest.mark.parametrize("name", ["cubic-drops", "reno-rto"])
@@ -90,6 +92,12 @@ def test_tap_rtt_is_tsharks_where_both_time_one_segment_and_goodput_agrees(agree
     # the hole: its tail is recovery time, farlink's is not.
     assert a["rtt_p95_farlink_s"] <= a["rtt_p95_tshark_s"]
     assert a["goodput_farlink_bps"] == pytest.approx(a["goodput_tshark_bps"], rel=0.01)
+    # By tshark's own rule (no Karn), farlink's samples are tshark's: each the same as tshark's
+    # for that ACK to the ns, two fewer in all (tshark also times the SYN-ACK and the ACK of
+    # the FIN).
+    n = a["rtt_samples_farlink_wireshark"]
+    assert a["rtt_wireshark_alike"] == n
+    assert a["rtt_samples_tshark"] - 2 <= n <= a["rtt_samples_tshark"]
 
 
 @pytest.mark.parametrize("name", ["cubic-drops", "reno-rto"])
@@ -171,15 +179,20 @@ def test_fitted_linux_sender_of_a_super_segment_capture(runs, agree, tmp_path):
     result = simulate(scenario, size=f"{o.case.size_bytes}B", duration="60s")
     flow = result.summary["flows"][0]
     assert flow["bytes_sent"] <= flow["segments_sent"] * fit.mss_bytes
-    if a["rto_farlink"] <= 2:
-        assert 0.85 <= flow["goodput_bps"] / a["goodput_farlink_bps"] <= 1.2
+    seen = (
+        f"fitted {flow['goodput_bps']:.4g} bit/s, capture {a['goodput_farlink_bps']:.4g}; "
+        f"timeouts at the tap {a['rto_farlink']}, kernel {a['rto_kernel']}"
+    )
+    # The kernel's own count too: a timeout whose copies the tap never saw still held it.
+    if max(a["rto_farlink"], a["rto_kernel"] or 0) <= 2:
+        assert 0.85 <= flow["goodput_bps"] / a["goodput_farlink_bps"] <= 1.2, seen
     else:
         # The kernel's run usually times out once or twice (17 to 19 Mbit/s in ten runs); now
         # and then a chain of backed-off timeouts holds it for a second or more (one run: 7.3
         # Mbit/s), the copies of a lost super-segment lost again (GRO hands iptables 64 kB at
         # once). The fitted link's loss, per packet and independent, makes no such chains, so
         # there only the direction is checked: the MSS-sized fit is not the low one.
-        assert flow["goodput_bps"] >= 0.85 * a["goodput_farlink_bps"]
+        assert flow["goodput_bps"] >= 0.85 * a["goodput_farlink_bps"], seen
 
 
 def test_cooked_v2_capture_of_two_connections(runs):

@@ -160,6 +160,28 @@ def table(rows: list[dict]) -> str:
             f"| {_ok(gf, g, 0.15)} | {gl / 1e6:.3f} | {_ok(gl, g, 0.15)} "
             f"| {_spread(r)} | {_ok(_seeds_mean(r), g, 0.15)} |"
         )
+    lines += [
+        "",
+        "**RTT by Wireshark's rule.** farlink's samples by the rule of tshark's `ack_rtt` "
+        "(`rtt_wireshark_*` in `farlink analyze --json`, `farlink.captures.rtt."
+        "wireshark_ack_rtt`: every ACK equal to the end of a segment not yet acknowledged, timed "
+        "against its earliest copy, without Karn's rule) beside tshark's own on the same "
+        "capture: whether the two read the capture alike. *Alike*: of farlink's samples, how many "
+        "are tshark's for the same ACK to the nanosecond. farlink's RTT above keeps Karn's rule.",
+        "",
+        "| case | median farlink, Wireshark's rule | tshark | ±5 % | p95 farlink, Wireshark's "
+        "rule | tshark | ±5 % | samples farlink | tshark | alike |",
+        "|" + "---|" * 10,
+    ]
+    for r in rows:
+        wmed, wp95 = r["rtt_median_farlink_wireshark_s"], r["rtt_p95_farlink_wireshark_s"]
+        lines.append(
+            f"| {r['case']} | {_us(wmed)} | {_us(r['rtt_median_tshark_s'])} "
+            f"| {_ok(wmed, r['rtt_median_tshark_s'], 0.05)} | {_us(wp95)} "
+            f"| {_us(r['rtt_p95_tshark_s'])} | {_ok(wp95, r['rtt_p95_tshark_s'], 0.05)} "
+            f"| {r['rtt_samples_farlink_wireshark']} | {r['rtt_samples_tshark']} "
+            f"| {r['rtt_wireshark_alike']}/{r['rtt_samples_farlink_wireshark']} |"
+        )
     within = sum(
         _ok(r["goodput_fitted_linux_sim_bps"], r["goodput_farlink_bps"], 0.15) == "yes"
         for r in rows

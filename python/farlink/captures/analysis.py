@@ -27,7 +27,7 @@ import numpy as np
 from farlink.captures.handshake import Handshake, handshake
 from farlink.captures.read import Capture, CaptureError, Packet, read_capture
 from farlink.captures.rto import TIMEOUT_TOLERANCE, infer_timeouts
-from farlink.captures.rtt import segment_waits, sender_rtt, tap_rtt
+from farlink.captures.rtt import segment_waits, sender_rtt, tap_rtt, wireshark_ack_rtt
 
 __all__ = [
     "GOODPUT_WINDOWS_S",
@@ -61,7 +61,8 @@ class Connection:
     ``retransmission``. ``ack``: ``time_s``, ``ack`` (relative), ``dupack``; ``sack`` lists the
     SACK blocks (relative) of each ACK. ``rtt``: ``time_s``, ``rtt_s`` by ``rtt_method``
     (tap to tap, :mod:`farlink.captures.rtt`, or ``sender`` for the simulator's own samples);
-    ``rtt_karn`` the tap-to-tap samples without timestamps always. ``sender_rtt``: the
+    ``rtt_karn`` the tap-to-tap samples without timestamps always; ``rtt_wireshark`` the samples
+    by Wireshark's ``ack_rtt`` rule, for comparing with it. ``sender_rtt``: the
     sender's own RTT estimated from its TSvals (the queue before the tap included), or None.
     ``timeouts_s``: the timeouts seen at the tap (:mod:`farlink.captures.rto`), and
     ``timeouts_unseen`` the firings inferred from backoff whose copies never crossed it.
@@ -95,6 +96,8 @@ class Connection:
     # clock's rate, its resolution (captures whose sender uses timestamps only).
     seg_wait_s: np.ndarray | None = None
     ts_clock_hz: float | None = None
+    # Samples by Wireshark's ack_rtt rule (farlink.captures.rtt.wireshark_ack_rtt).
+    rtt_wireshark: dict[str, np.ndarray] | None = None
 
     @property
     def retransmitted_segments(self) -> int:
@@ -139,6 +142,7 @@ class Connection:
             "rtt_median_s": float(np.median(rtt)) if len(rtt) else None,
             "rtt_p95_s": float(np.percentile(rtt, 95)) if len(rtt) else None,
             "rtt_max_s": float(rtt.max()) if len(rtt) else None,
+            **self._wireshark_rtt_summary(),
             **self._sender_rtt_summary(),
             "max_outstanding_bytes": int(self.outstanding["bytes"].max())
             if len(self.outstanding["bytes"])
@@ -146,6 +150,14 @@ class Connection:
             "goodput_windows": {
                 f"{w:g}s": _window_summary(g, link_rate_bps) for w, g in self.goodput.items()
             },
+        }
+
+    def _wireshark_rtt_summary(self) -> dict[str, Any]:
+        r = self.rtt_wireshark["rtt_s"] if self.rtt_wireshark is not None else np.zeros(0)
+        return {
+            "rtt_wireshark_samples": len(r),
+            "rtt_wireshark_median_s": float(np.median(r)) if len(r) else None,
+            "rtt_wireshark_p95_s": float(np.percentile(r, 95)) if len(r) else None,
         }
 
     def _sender_rtt_summary(self) -> dict[str, Any]:
@@ -361,6 +373,7 @@ def build_connection(
     tap_args = (seg_t, seq, lens, seg_ok)
     karn_samples = tap_rtt(*tap_args, None, ack_t, ack, ack_ok, None, sack)
     karn = karn_samples.as_series()
+    wireshark = wireshark_ack_rtt(seg_t, seq, lens, ack_t, ack).as_series()
     sender = waits = None
     if rtt is not None:
         timeouts = _timeouts(
@@ -402,6 +415,7 @@ def build_connection(
         rtt=rtt,
         rtt_method=rtt_method,
         rtt_karn=karn,
+        rtt_wireshark=wireshark,
         timeouts_s=timeouts,
         outstanding=_outstanding(seg_t, seq + lens, ack_t, ack),
         goodput=_goodput(ack_t, ack, t0, t1),

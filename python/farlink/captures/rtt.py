@@ -25,6 +25,14 @@ timestamp clock ticks once per millisecond, so tens of segments share a TSval, a
 them can have crossed the tap milliseconds before the segment that released the ACK. The
 echoed TSval is used to choose between copies, never to time.
 
+**Wireshark's rule** (``rtt_method`` ``"wireshark ack_rtt"``, :func:`wireshark_ack_rtt`), for a
+reader who compares with Wireshark's ``tcp.analysis.ack_rtt``: every ACK (advancing or not)
+whose number equals the end of a segment not yet acknowledged is timed against the earliest
+copy of that segment, retransmissions and all, without Karn's rule. So an ACK after a timeout
+is timed against the first copy, and an ACK a hole's filler released against the segment
+before the hole. farlink's own samples above keep Karn's rule; these are reported beside them
+(``rtt_wireshark_*``) so that the two tools can be checked against each other on one capture.
+
 **The sender's own RTT** (what its RTO sees, the queue before the tap included) where the sender
 uses timestamps: a TSval is the sender's clock when it sent the segment, so the tap time less
 TSval / (the clock's rate) is the time the segment waited before the tap, plus a constant. The
@@ -38,10 +46,11 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
 import numpy as np
 
-__all__ = ["RttSamples", "sender_rtt", "tap_rtt"]
+__all__ = ["RttSamples", "sender_rtt", "tap_rtt", "wireshark_ack_rtt"]
 
 # The clock rates a TCP timestamp runs at in practice (RFC 7323 asks for 1 ms to 1 s per tick;
 # Linux uses 1 kHz, and 1 MHz for the usec_ts option).
@@ -121,6 +130,44 @@ def tap_rtt(
         np.array(rtts, dtype=float),
         np.array(segs, dtype=np.int64),
         method,
+    )
+
+
+def wireshark_ack_rtt(
+    seg_t: np.ndarray, seq: np.ndarray, lens: np.ndarray, ack_t: np.ndarray, ack: np.ndarray
+) -> RttSamples:
+    """Samples by Wireshark's ``ack_rtt`` rule (module notes). Segments and ACKs in capture
+    order; a segment and an ACK at the same instant are taken segment first.
+
+    Wireshark keeps a list of the segments not yet acknowledged; an ACK equal to an entry's end
+    is timed against it (the oldest such, as its walk from the newest ends there), and every
+    entry ending at or below the ACK leaves the list. Only the ends matter to the samples, so
+    the earliest copy not yet acknowledged is kept per end, and a heap of the ends drops them."""
+    earliest: dict[int, tuple[float, int]] = {}
+    ends: list[int] = []
+    times, rtts, segs = [], [], []
+    i = 0
+    for j in range(len(ack)):
+        t = float(ack_t[j])
+        while i < len(seg_t) and seg_t[i] <= t:
+            end = int(seq[i] + lens[i])
+            if lens[i] > 0 and end not in earliest:
+                earliest[end] = (float(seg_t[i]), i)
+                heappush(ends, end)
+            i += 1
+        a = int(ack[j])
+        hit = earliest.get(a)
+        while ends and ends[0] <= a:
+            earliest.pop(heappop(ends), None)
+        if hit is not None:
+            times.append(t)
+            rtts.append(t - hit[0])
+            segs.append(hit[1])
+    return RttSamples(
+        np.array(times, dtype=float),
+        np.array(rtts, dtype=float),
+        np.array(segs, dtype=np.int64),
+        "wireshark ack_rtt",
     )
 
 
