@@ -398,6 +398,7 @@ def agreement(
             "sender_rtt_median_s": tap.summary()["sender_rtt_median_s"],
             "kernel_srtt_s": outcome.tcp_info[0]["rtt_us"] / 1e6,
             "rto_farlink": tap.summary()["timeouts"],
+            "rto_farlink_sender": snd.summary()["timeouts"],
             "rto_kernel": outcome.nstat.get("TcpExtTCPTimeouts", 0) if flows == 1 else None,
             # SACK recoveries that ended in a timeout, and resends the kernel found lost.
             "kernel_sack_recovery_fail": outcome.nstat.get("TcpExtTCPSackRecoveryFail", 0),

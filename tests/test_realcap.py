@@ -75,9 +75,14 @@ def test_loss_is_split_where_the_drops_were_made(agree, name):
 @pytest.mark.parametrize("name", ["cubic-drops", "reno-rto"])
 def test_timeouts_are_the_kernels(agree, name):
     a = agree[name]
-    assert _close(a["rto_farlink"], a["rto_kernel"], 0.1), (
-        f"farlink {a['rto_farlink']} at the tap, the kernel {a['rto_kernel']}"
-    )
+    tap, sender, kernel = a["rto_farlink"], a["rto_farlink_sender"], a["rto_kernel"]
+    seen = f"farlink {tap} at the tap, {sender} at the sender, the kernel {kernel}"
+    if _close(tap, kernel, 0.1):
+        return
+    # The tap can miss a timeout whose resends were all dropped before it (docs/captures.md,
+    # "Timeouts"); then the sender's own capture, which sees every copy, must have it.
+    assert tap < kernel, seen
+    assert sender > tap and _close(sender, kernel, 0.1), seen
 
 
 @pytest.mark.parametrize("name", ["cubic-drops", "reno-rto"])
