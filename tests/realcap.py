@@ -327,6 +327,21 @@ def tbf_ip_burst_bytes(case: Case) -> float:
     return tc_size_bytes(case.burst) * IP_SHARE_OF_FRAMES
 
 
+def _beside(ref_t: Any, ref_v: Any, t: Any, v: Any) -> tuple[Any, Any]:
+    """For each of farlink's samples (ACK time ``t``, value ``v``): whether tshark's
+    (``ref_t``, ``ref_v``) has one for the same ACK (within 0.1 µs), and whether that one is
+    the same sample to the nanosecond."""
+    import numpy as np
+
+    ref_t, ref_v = np.asarray(ref_t, dtype=float), np.asarray(ref_v, dtype=float)
+    if not len(ref_t):
+        none = np.zeros(len(t), dtype=bool)
+        return none, none
+    k = np.clip(np.searchsorted(ref_t, t - 5e-8), 0, len(ref_t) - 1)
+    timed = np.abs(ref_t[k] - t) < 1e-7
+    return timed, timed & (np.abs(ref_v[k] - v) < 2e-9)
+
+
 def agreement(
     outcome: Outcome, *, simulate_fit: bool = True, fitted_sets: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -356,18 +371,11 @@ def agreement(
     plain = np.array([not b for b in tap.sack])[
         np.searchsorted(tap.ack["time_s"], tap.rtt["time_s"])
     ]
-    k = np.clip(np.searchsorted(karn_t, tap.rtt["time_s"] - 5e-8), 0, max(len(karn_t) - 1, 0))
-    both = plain & (np.abs(karn_t[k] - tap.rtt["time_s"]) < 1e-7) if len(karn_t) else plain & False
-    same = np.abs(karn[k][both] - rtt[both]) < 2e-9 if len(karn_t) else np.zeros(0, dtype=bool)
+    timed, alike = _beside(karn_t, karn, tap.rtt["time_s"], rtt)
+    both, same = plain & timed, plain & alike
     # By tshark's rule: farlink's sample for each ACK beside tshark's for the same ACK.
     ws = tap.rtt_wireshark
-    ack_t = np.array(ts_tap["ack_rtt_time_s"])
-    w = np.clip(np.searchsorted(ack_t, ws["time_s"] - 5e-8), 0, max(len(ack_t) - 1, 0))
-    ws_alike = (
-        (np.abs(ack_t[w] - ws["time_s"]) < 1e-7) & (np.abs(ack_rtt[w] - ws["rtt_s"]) < 2e-9)
-        if len(ack_t)
-        else np.zeros(0, dtype=bool)
-    )
+    _, ws_alike = _beside(ts_tap["ack_rtt_time_s"], ack_rtt, ws["time_s"], ws["rtt_s"])
     loss = estimate_loss(tap)
     flows = len(outcome.tcp_info)
     out.update(

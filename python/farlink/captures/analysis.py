@@ -98,6 +98,8 @@ class Connection:
     ts_clock_hz: float | None = None
     # Samples by Wireshark's ack_rtt rule (farlink.captures.rtt.wireshark_ack_rtt).
     rtt_wireshark: dict[str, np.ndarray] | None = None
+    # Each data segment's PSH flag (captures only).
+    push: np.ndarray | None = None
 
     @property
     def retransmitted_segments(self) -> int:
@@ -297,6 +299,7 @@ def _connection(
         mss_bytes=mss,
     )
     conn.handshake = handshake(data, other, uses_ts)
+    conn.push = np.array([p.psh for p in segs], dtype=bool)
     return conn
 
 

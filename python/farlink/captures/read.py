@@ -108,6 +108,10 @@ class Packet:
     def has_ack(self) -> bool:
         return bool(self.flags & 0x10)
 
+    @property
+    def psh(self) -> bool:
+        return bool(self.flags & 0x08)
+
 
 @dataclass
 class Capture:
