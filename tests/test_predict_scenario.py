@@ -15,7 +15,9 @@ def test_one_modem_is_not_predicted_above_its_rate(capsys):
     result = json.loads(out)
     assert result["throughput_bps"] <= 2400
     assert result["model_throughput_bps"] > 2400 and result["capacity_binds"] is True
-    assert result["transfer_time_s"] == pytest.approx(5e6 * 8 / result["throughput_bps"])
+    # Whole segments at the capacity, as the model counts them (eq. 36: ceil(f_s / MSS)).
+    segments_bits = result["segments"] * result["inputs"]["mss_bytes"] * 8
+    assert result["transfer_time_s"] == pytest.approx(segments_bits / result["throughput_bps"])
     # RTT, W_max and T0 are the 8-modem bundle's: said on one line of stderr.
     assert err.startswith("farlink: warning: --rtt 19s, --wmax 47.9KB, --t0 60s")
     assert err.count("\n") == 1
@@ -33,6 +35,17 @@ def test_eight_modems_keep_the_published_prediction(capsys):
     result = json.loads(out)
     assert result["capacity_binds"] is False
     assert result["transfer_time_s"] / 60 == pytest.approx(187, rel=0.01)  # Table 6.1
+
+
+def test_one_transfer_time_where_the_capacity_does_not_bind(capsys):
+    # Seed 000 Table 6.1's 1.38 MB row: the model's time is the transfer time (it was 748.6 s
+    # beside the model's 749.3 s, the file counted in bytes in one and in segments in the other).
+    code, out, err = run(capsys, "predict", "calldrop", "--size", "1.38MB", "--json")
+    assert code == 0 and err == ""
+    result = json.loads(out)
+    assert result["capacity_binds"] is False
+    assert result["transfer_time_s"] == result["model_transfer_time_s"]
+    assert result["transfer_time_s"] == pytest.approx(749.32, abs=0.01)
 
 
 def test_calldrop_reads_a_scenario(capsys):

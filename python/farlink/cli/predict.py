@@ -163,6 +163,18 @@ def _bounded_payload(
     return bounded
 
 
+def _set_transfer_time(payload: dict[str, Any], model_time_s: float, bounded: Bounded) -> None:
+    """The model's transfer time, and the transfer time: the model's itself where the capacity
+    does not bind, else stretched by the bound (model rate over capacity), so that both count
+    the file alike (eq. 36 counts whole segments, ⌈f_s / MSS⌉)."""
+    payload["model_transfer_time_s"] = model_time_s
+    payload["transfer_time_s"] = (
+        model_time_s * bounded.model_throughput_bps / bounded.throughput_bps
+        if bounded.binds
+        else model_time_s
+    )
+
+
 def _emit_bounded(
     as_json: bool, title: str, payload: dict[str, Any], bounded: Bounded, out: Path | None
 ) -> None:
@@ -274,8 +286,7 @@ def predict_calldrop(
         "timeout_dominated": result.timeout_dominated,
     }
     bounded = _bounded_payload(payload, mss_bytes, capacity)
-    payload["model_transfer_time_s"] = float(result.transfer_time_s)
-    payload["transfer_time_s"] = size_bytes * 8 / bounded.throughput_bps
+    _set_transfer_time(payload, float(result.transfer_time_s), bounded)
     payload["transfer_time_min"] = payload["transfer_time_s"] / 60
     _emit_bounded(as_json, "calldrop (seed 000 eq. 36)", payload, bounded, out)
 
@@ -449,8 +460,7 @@ def predict_short(
         "throughput_bps": size_bytes * 8 / float(cardwell.total_s),
     }
     bounded = _bounded_payload(payload, mss_bytes, capacity)
-    payload["model_transfer_time_s"] = float(cardwell.total_s)
-    payload["transfer_time_s"] = size_bytes * 8 / bounded.throughput_bps
+    _set_transfer_time(payload, float(cardwell.total_s), bounded)
     _emit_bounded(
         as_json, "short (Cardwell et al. 2000; Sikdar et al. 2003)", payload, bounded, out
     )

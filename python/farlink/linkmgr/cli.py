@@ -341,7 +341,7 @@ def demo_command(
             modems=modems,
             size_bytes=size_bytes,
             time_scale=time_scale,
-            folder=directory,
+            folder=directory.resolve(),
             keep=keep,
             listen=listen,
             token=token,
@@ -362,12 +362,19 @@ def demo_command(
 
 
 def _print_demo(r) -> None:
-    sim = "unfinished" if r.sim_transfer_time_s is None else f"{r.sim_transfer_time_s:8.1f} s"
     typer.echo(
         f"{r.size_bytes} bytes over {r.modems} bonded simulated modems, time scale {r.time_scale:g}"
         f" (from the first dial; {r.drops} call drops; bytes verified: {r.verified})"
     )
     typer.echo(f"  demo (kernel TCP, the daemons)      {r.transfer_time_s:8.1f} s")
-    typer.echo(f"  simulate {PRESET_NAME:<26} {sim}")
-    typer.echo(f"  eq. 36 (predict calldrop)           {r.model_transfer_time_s:8.1f} s")
+    seeds = len(r.sim.times_s)
+    if r.sim_transfer_time_s is None:
+        typer.echo(f"  simulate {PRESET_NAME:<26} unfinished in {seeds} seeds")
+    else:
+        typer.echo(
+            f"  simulate {PRESET_NAME:<26} {r.sim_transfer_time_s:8.1f} s median of {seeds} seeds,"
+            f" p10-p90 {r.sim.percentile_s(10):.1f}-{r.sim.percentile_s(90):.1f} s"
+            f" (the demo: {r.against_sim})"
+        )
+    typer.echo(f"  eq. 36 (this bundle's inputs)       {r.model_transfer_time_s:8.1f} s")
     typer.echo(f"  event log {r.log}")

@@ -48,18 +48,57 @@ class DemoError(RuntimeError):
     """The demo cannot run here (not root, no TUN) or a part of it failed."""
 
 
+SIM_SEEDS = range(1, 11)
+"""The simulator's seeds beside the demo: one real run is judged against their spread."""
+
+
+@dataclass(frozen=True)
+class SimulatedSpread:
+    """The simulator's transfer times over :data:`SIM_SEEDS` (seconds), and where a real run
+    falls: ``below`` the 10th percentile, ``within`` the 10th-90th, or ``above``."""
+
+    times_s: tuple[float | None, ...]
+
+    @property
+    def finished_s(self) -> list[float]:
+        return sorted(t for t in self.times_s if t is not None)
+
+    def percentile_s(self, q: float) -> float | None:
+        import numpy as np
+
+        done = self.finished_s
+        return float(np.percentile(done, q)) if done else None
+
+    def judge(self, real_s: float) -> str:
+        """Where ``real_s`` falls against the 10th-90th percentiles of the finished runs."""
+        p10, p90 = self.percentile_s(10), self.percentile_s(90)
+        if p10 is None or p90 is None:
+            return "unknown"
+        return "below" if real_s < p10 else "above" if real_s > p90 else "within"
+
+
 @dataclass(frozen=True)
 class DemoResult:
     modems: int
     size_bytes: int
     time_scale: float
     transfer_time_s: float
-    sim_transfer_time_s: float | None
+    sim: SimulatedSpread
     model_transfer_time_s: float
     bytes_received: int
     verified: bool
     log: str
     drops: int
+
+    @property
+    def sim_transfer_time_s(self) -> float | None:
+        """The median of the simulated runs (None: none finished)."""
+        return self.sim.percentile_s(50)
+
+    @property
+    def against_sim(self) -> str:
+        """The real run against the simulated spread: below, within or above its p10-p90."""
+        return self.sim.judge(self.transfer_time_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +107,10 @@ class DemoResult:
             "time_scale": self.time_scale,
             "transfer_time_s": self.transfer_time_s,
             "sim_transfer_time_s": self.sim_transfer_time_s,
+            "sim_transfer_time_p10_s": self.sim.percentile_s(10),
+            "sim_transfer_time_p90_s": self.sim.percentile_s(90),
+            "sim_transfer_times_s": list(self.sim.times_s),
+            "against_sim": self.against_sim,
             "model_transfer_time_s": self.model_transfer_time_s,
             "bytes": self.bytes_received,
             "verified": self.verified,
@@ -177,40 +220,43 @@ def sim_scenario(modems: int, size_bytes: int, time_scale: float) -> dict[str, A
     return doc
 
 
-def simulated_time_s(modems: int, size_bytes: int, time_scale: float) -> float | None:
-    """The simulator's transfer time for the same bundle and file (None: unfinished)."""
+def simulated_spread(modems: int, size_bytes: int, time_scale: float) -> SimulatedSpread:
+    """The simulator's transfer time for the same bundle and file over :data:`SIM_SEEDS`
+    (None for a run that did not finish)."""
     from farlink.sim import simulate
 
-    result = simulate(sim_scenario(modems, size_bytes, time_scale))
-    t = result.summary.get("transfer_time_s")
-    return None if t is None else float(t)
+    doc = sim_scenario(modems, size_bytes, time_scale)
+    times = []
+    for seed in SIM_SEEDS:
+        t = simulate(doc, seed=seed).summary.get("transfer_time_s")
+        times.append(None if t is None else float(t))
+    return SimulatedSpread(tuple(times))
 
 
 def model_time_s(modems: int, size_bytes: int, time_scale: float) -> float:
-    """Eq. 36 (``farlink predict calldrop``) for the same file with β multiplied by the time
-    scale, plus the first dial (the model starts with the bundle up; the demo counts from the
-    first dial)."""
-    t = scaled_timers(time_scale)
-    out = subprocess.run(
-        [
-            *_farlink(),
-            "predict",
-            "calldrop",
-            "--links",
-            str(modems),
-            "--size",
-            f"{size_bytes}B",
-            "--drop-rate",
-            f"{t['beta_per_s']}/s",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+    """Eq. 36 for the same bundle and file, every input from the demo's own scenario (its RTT,
+    loss, T0 = the minimum RTO and receive window), β multiplied by the time scale and bounded
+    by the bundle's capacity, plus the first dial (the model starts with the bundle up; the demo
+    counts from the first dial). T0 is TCP's and is not scaled, as the kernel's is not."""
+    from farlink.models.calldrop import calldrop_prediction
+    from farlink.predict import bound, path_inputs
+    from farlink.scenario import resolve
+
+    path = path_inputs(resolve(sim_scenario(modems, size_bytes, time_scale)))
+    model = calldrop_prediction(
+        size_bytes=size_bytes,
+        n_links=path.n_links,
+        rtt_s=path.rtt_s,
+        p=path.p,
+        beta_per_s=path.beta_per_s,
+        t0_s=path.t0_s,
+        mss_bytes=path.mss_bytes,
+        wmax_bytes=path.wmax_bytes,
+        b=path.b,
     )
-    if out.returncode != 0:
-        raise DemoError(f"predict calldrop failed: {out.stderr.strip()}")
-    return float(json.loads(out.stdout)["transfer_time_s"]) + t["dial_time_s"]
+    bounded = bound(float(model.throughput_bps), path.capacity_bps)
+    stretch = bounded.model_throughput_bps / bounded.throughput_bps
+    return float(model.transfer_time_s) * stretch + scaled_timers(time_scale)["dial_time_s"]
 
 
 def _farlink() -> list[str]:
@@ -341,6 +387,9 @@ def running_bundle(
     configurations, stderr and the modems' counters in ``folder`` excepted. SIGTERM raises
     KeyboardInterrupt meanwhile, so that a terminated run cleans up too."""
     check_can_run()
+    # Every part runs with this folder as its working directory and is handed paths in it:
+    # a relative folder would be taken relative to itself.
+    folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     # A daemon would resume from an old log's snapshot; a part's stderr is appended to (a
     # restarted part keeps what it said before).
@@ -457,14 +506,14 @@ def run_demo(
             transfer_s = received["end_unix_s"] - first_dial
             drops = len(_query(air_log, "SELECT 1 FROM events WHERE kind = 'drop'"))
             say(f"transfer done: {received['bytes']} bytes, verified {received['verified']}")
-            sim_s = simulated_time_s(modems, size_bytes, time_scale)
+            sim = simulated_spread(modems, size_bytes, time_scale)
             model_s = model_time_s(modems, size_bytes, time_scale)
             result = DemoResult(
                 modems=modems,
                 size_bytes=size_bytes,
                 time_scale=time_scale,
                 transfer_time_s=transfer_s,
-                sim_transfer_time_s=sim_s,
+                sim=sim,
                 model_transfer_time_s=model_s,
                 bytes_received=int(received["bytes"]),
                 verified=bool(received["verified"]),
