@@ -92,6 +92,32 @@ def test_simulate_replaces_its_own_files(capsys, tmp_path):
     assert {p.name for p in out.iterdir()} - {MANIFEST} == set(listed)
 
 
+def test_simulate_json_without_out_writes_no_trace(capsys, tmp_path, monkeypatch):
+    # --json prints the document: the preset's traces are neither recorded nor written unless
+    # --out names a folder; the document is the one a run with its traces gives.
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "simulate", "stpd-wireless", "--duration", "20s", "--json")
+    assert code == 0, err
+    folder = tmp_path / "farlink-out" / "sim" / "stpd-wireless"
+    assert {p.name for p in folder.iterdir()} == {"summary.json", MANIFEST}
+    code, traced, err = run(
+        capsys, "simulate", "stpd-wireless", "--duration", "20s", "--json", "--out", "t"
+    )
+    assert code == 0, err
+    assert {p.name for p in (tmp_path / "t").glob("*.parquet")} >= {"cwnd.parquet", "seq.parquet"}
+    quiet, full = json.loads(out), json.loads(traced)
+    for doc in (quiet, full):
+        del doc["wall_time_s"]
+    assert quiet == full
+    # --interval's traces stay in memory.
+    code, out, err = run(
+        capsys, "simulate", "stpd-wireless", "--duration", "20s", "--json", "--interval", "5s"
+    )
+    assert code == 0, err
+    assert len(json.loads(out)["intervals"]) == 4
+    assert not list(folder.glob("*.parquet"))
+
+
 def test_a_pcap_named_after_a_link_stays_in_the_folder(capsys, tmp_path):
     text = PRESET_FILE.read_text().replace('"R-D"', '"../../R-D"')
     scenario = tmp_path / "s.toml"

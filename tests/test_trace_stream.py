@@ -79,18 +79,59 @@ def test_a_run_refused_by_its_budget_creates_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_failing_writer_stops_the_run_and_removes_what_it_began(tmp_path):
-    calls = []
+def test_a_failing_writer_stops_the_run_and_removes_what_it_began(tmp_path, monkeypatch):
+    # The disk fills on the writer thread's third row group: the error reaches the core at its
+    # next chunk, the run stops, the error is raised and every file begun is removed.
+    import pyarrow.parquet as pq
 
-    def folder():
-        calls.append(1)
-        if len(calls) > 1:
+    written = []
+    write_table = pq.ParquetWriter.write_table
+
+    def filling(self, table, *args, **kwargs):
+        written.append(table.num_rows)
+        if len(written) > 2:
             raise OSError(28, "No space left on device")
-        return tmp_path
+        return write_table(self, table, *args, **kwargs)
 
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", filling)
     with pytest.raises(OSError, match="No space left"):
-        simulate("stpd-wired", duration="300s", sets=ALL, trace_dir=folder)
+        simulate("stpd-wired", duration="300s", sets=ALL, trace_dir=tmp_path)
+    assert len(written) == 3
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_writer_holds_the_engine_only_as_far_as_its_queue(tmp_path, monkeypatch):
+    # A slow disk: the core hands over chunks while the writer is busy, and waits once
+    # QUEUE_CHUNKS of them are queued, so memory stays bounded; every row arrives in order.
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from farlink.results.result import TraceStream
+
+    held = simulate("stpd-wired", duration="300s", sets=ALL)
+    depth = []
+    write_table = pq.ParquetWriter.write_table
+
+    def slow(self, table, *args, **kwargs):
+        assert threading.current_thread().name == "farlink-traces"
+        depth.append(stream_of[0]._queue.qsize())
+        return write_table(self, table, *args, **kwargs)
+
+    stream_of: list[TraceStream] = []
+    real_init = TraceStream.__init__
+
+    def keep(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        stream_of.append(self)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", slow)
+    monkeypatch.setattr(TraceStream, "__init__", keep)
+    streamed = simulate("stpd-wired", duration="300s", sets=ALL, trace_dir=tmp_path)
+    assert depth and max(depth) <= TraceStream.QUEUE_CHUNKS
+    for name in held.recorded_traces():
+        for column, values in held.trace(name).items():
+            assert np.array_equal(streamed.trace(name)[column], values), (name, column)
 
 
 def test_streamed_captures_are_byte_for_byte_the_in_memory_ones(tmp_path):

@@ -23,7 +23,7 @@ import numpy as np
 from farlink import _core
 from farlink.outputs import OutputError, OutputFolder, safe_name
 from farlink.results.result import Result
-from farlink.results.schema import sim_document
+from farlink.results.schema import sim_document, write_document
 from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = [
@@ -119,15 +119,17 @@ def simulate(
             trace_sink=stream,
             capture_files=capture_files,
         )
+        wall_time_s = time.perf_counter() - started  # the engine's: traces may still be writing
+        # Waits for the trace writer to finish what was queued (and raises its error).
+        traces = raw["traces"] if stream is None else stream.traces(raw["traces"])
     except BaseException:
         if stream is not None:
             stream.abort()
         raise
-    wall_time_s = time.perf_counter() - started
     name = doc.get("name") or (Path(scenario).stem if isinstance(scenario, str | Path) else None)
     result = Result(
         summary=sim_document(json.loads(raw["summary"]), scenario=name, wall_time_s=wall_time_s),
-        traces=raw["traces"] if stream is None else stream.traces(raw["traces"]),
+        traces=traces,
         scenario=doc,
         engine="sim",
         pcap=DiskCaptures(raw["pcap_files"]) if raw["pcap_files"] else raw["pcap"],
@@ -140,7 +142,11 @@ def simulate(
         },
     )
     if stream is not None:
-        stream.close(result.provenance())
+        try:
+            stream.close(result.provenance())
+        except BaseException:
+            stream.abort()
+            raise
     return result
 
 
@@ -300,9 +306,10 @@ def interval_rows(result: Result) -> list[dict[str, Any]]:
     return rows
 
 
-def output_names(result: Result, *, pcap: bool) -> list[str]:
+def output_names(result: Result, *, pcap: bool, traces: bool = True) -> list[str]:
     """The files :func:`write_run` writes: one Parquet file per trace, the summary, captures."""
-    names = [f"{name}.parquet" for name in result.recorded_traces()] + ["summary.json"]
+    names = [f"{name}.parquet" for name in result.recorded_traces()] if traces else []
+    names.append("summary.json")
     if pcap:
         for tap in sorted(result.pcap):
             names.append(pcap_file_name(tap))
@@ -321,8 +328,11 @@ def address_map_file_name(tap: str) -> str:
     return f"{safe_name(tap, 'link')}.addresses.json"
 
 
-def write_run(result: Result, folder: OutputFolder, *, pcap: bool) -> list[Path]:
-    """Write a run's traces, summary and (with ``pcap``) captures into ``folder``.
+def write_run(
+    result: Result, folder: OutputFolder, *, pcap: bool, traces: bool = True
+) -> list[Path]:
+    """Write a run's traces (unless ``traces`` is false), summary and (with ``pcap``) captures
+    into ``folder``.
 
     Every file is claimed before the first is written, so a run refused for one file it may not
     replace writes nothing; traces and captures an earlier run wrote there and this one does not
@@ -330,11 +340,15 @@ def write_run(result: Result, folder: OutputFolder, *, pcap: bool) -> list[Path]
     """
     from farlink.results.result import write_pcaps
 
-    names = output_names(result, pcap=pcap)
+    names = output_names(result, pcap=pcap, traces=traces)
     folder.claim(*names)
     folder.remove_stale(names, (".parquet", ".pcap"))
     try:
-        written = result.to_parquet(folder.path)
+        written = (
+            result.to_parquet(folder.path)
+            if traces
+            else [write_document(result.summary, folder.path)]
+        )
         if pcap:
             written += write_pcaps(result, folder.path)
     except OSError as err:

@@ -134,10 +134,25 @@ def simulate_command(
         doc = apply_overrides(doc, **overrides)
         name = str(doc.get("name") or Path(scenario).stem)
         target = out if out is not None else DEFAULT_OUT / "sim" / safe_name(name)
+        in_memory = as_json and out is None
+        if in_memory:
+            # --json prints the document: without --out no trace is recorded or written, but
+            # for those --interval reads, which stay in memory.
+            doc["trace"] = (
+                {}
+                if interval is None
+                else {"goodput": True, "cwnd": True, "goodput_interval": interval}
+            )
         streamed = _trace_folder(target, force, [f"{t}.parquet" for t in switched_on(doc)])
         if target.exists():
             streamed()  # a file farlink may not replace is refused before the run
-        result = simulate(doc, **budget, progress=line, trace_dir=streamed, stream_pcap=pcap)
+        result = simulate(
+            doc,
+            **budget,
+            progress=line,
+            trace_dir=None if in_memory and not pcap else streamed,
+            stream_pcap=pcap,
+        )
     except ScenarioError as err:
         raise CliError(describe_error(scenario, err, sets=sets)) from None
     except _core.BudgetError as err:
@@ -148,7 +163,7 @@ def simulate_command(
         if line is not None:
             line.close()
     folder = OutputFolder(target, force=force)
-    written = write_run(result, folder, pcap=pcap)
+    written = write_run(result, folder, pcap=pcap, traces=not in_memory)
     partial = result.summary.get("partial")
     intervals = interval_rows(result) if interval is not None else None
     if as_json:
