@@ -22,7 +22,7 @@ import numpy as np
 
 from farlink import _core
 from farlink.emulate import emulate
-from farlink.predict import PathInputs, bound, path_inputs
+from farlink.predict import PathInputs, bound, bounded_transfer_time_s, path_inputs
 from farlink.results.result import Result
 from farlink.results.schema import model_document
 from farlink.scenario import apply_overrides, load_scenario, resolve
@@ -186,7 +186,14 @@ def _calldrop(
         f"{path.beta_per_s:.3g}/s each: seed 000 eq. 36 adds the call drops' timeouts to PFTK"
     )
     return _rate_document(
-        scenario, "calldrop", why, inputs, float(result.throughput_bps), path, bottleneck_bps
+        scenario,
+        "calldrop",
+        why,
+        inputs,
+        float(result.throughput_bps),
+        path,
+        bottleneck_bps,
+        model_time_s=float(result.transfer_time_s),
     )
 
 
@@ -221,8 +228,14 @@ def _rate_document(
     model_bps: float,
     path: PathInputs,
     bottleneck_bps: float,
+    *,
+    model_time_s: float | None = None,
 ) -> dict[str, Any]:
+    """The model column of a rate model; ``model_time_s``: the model's own transfer time where
+    it counts the file otherwise than in bytes at its rate (eq. 36: whole segments)."""
     bounded = bound(model_bps, path.capacity_bps)
+    if model_time_s is None and path.size_bytes is not None:
+        model_time_s = path.size_bytes * 8 / model_bps
     goodput_bps = bounded.throughput_bps
     doc = _document(scenario, model=model, why=why, inputs=inputs)
     doc.update(
@@ -234,8 +247,8 @@ def _rate_document(
             "capacity_binds": bounded.binds,
             "normalized_goodput": goodput_bps / bottleneck_bps,
             "transfer_time_s": None
-            if path.size_bytes is None
-            else path.size_bytes * 8 / goodput_bps,
+            if model_time_s is None
+            else bounded_transfer_time_s(model_time_s, bounded),
         }
     )
     return doc

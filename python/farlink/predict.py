@@ -19,6 +19,7 @@ __all__ = [
     "Bounded",
     "PathInputs",
     "bound",
+    "bounded_transfer_time_s",
     "path_capacity",
     "path_inputs",
 ]
@@ -139,6 +140,15 @@ def bound(model_bps: float, capacity_bps: float | None) -> Bounded:
         return Bounded(model_bps, model_bps, None, False)
     binds = model_bps > capacity_bps
     return Bounded(min(model_bps, capacity_bps), model_bps, float(capacity_bps), binds)
+
+
+def bounded_transfer_time_s(model_time_s: float, bounded: Bounded) -> float:
+    """A model's transfer time bounded as its rate is: the model's own where the capacity does
+    not bind, else stretched by the bound (model rate over capacity), so that the file is
+    counted as the model counts it (eq. 36 counts whole segments, ⌈f_s / MSS⌉)."""
+    if not bounded.binds:
+        return model_time_s
+    return model_time_s * bounded.model_throughput_bps / bounded.throughput_bps
 
 
 def path_capacity(

@@ -33,6 +33,7 @@ from farlink.predict import (
     Bounded,
     PathInputs,
     bound,
+    bounded_transfer_time_s,
     path_capacity,
     path_inputs,
 )
@@ -164,15 +165,9 @@ def _bounded_payload(
 
 
 def _set_transfer_time(payload: dict[str, Any], model_time_s: float, bounded: Bounded) -> None:
-    """The model's transfer time, and the transfer time: the model's itself where the capacity
-    does not bind, else stretched by the bound (model rate over capacity), so that both count
-    the file alike (eq. 36 counts whole segments, ⌈f_s / MSS⌉)."""
+    """The model's transfer time, and the transfer time bounded as the rate is."""
     payload["model_transfer_time_s"] = model_time_s
-    payload["transfer_time_s"] = (
-        model_time_s * bounded.model_throughput_bps / bounded.throughput_bps
-        if bounded.binds
-        else model_time_s
-    )
+    payload["transfer_time_s"] = bounded_transfer_time_s(model_time_s, bounded)
 
 
 def _emit_bounded(

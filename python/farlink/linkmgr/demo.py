@@ -239,7 +239,7 @@ def model_time_s(modems: int, size_bytes: int, time_scale: float) -> float:
     by the bundle's capacity, plus the first dial (the model starts with the bundle up; the demo
     counts from the first dial). T0 is TCP's and is not scaled, as the kernel's is not."""
     from farlink.models.calldrop import calldrop_prediction
-    from farlink.predict import bound, path_inputs
+    from farlink.predict import bound, bounded_transfer_time_s, path_inputs
     from farlink.scenario import resolve
 
     path = path_inputs(resolve(sim_scenario(modems, size_bytes, time_scale)))
@@ -255,8 +255,8 @@ def model_time_s(modems: int, size_bytes: int, time_scale: float) -> float:
         b=path.b,
     )
     bounded = bound(float(model.throughput_bps), path.capacity_bps)
-    stretch = bounded.model_throughput_bps / bounded.throughput_bps
-    return float(model.transfer_time_s) * stretch + scaled_timers(time_scale)["dial_time_s"]
+    transfer_s = bounded_transfer_time_s(float(model.transfer_time_s), bounded)
+    return transfer_s + scaled_timers(time_scale)["dial_time_s"]
 
 
 def _farlink() -> list[str]:
