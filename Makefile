@@ -57,8 +57,17 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench tools
 	$(VENV)/bin/ruff format --check python tests bench tools
 
+# Two pytest processes side by side: the tests marked real_time (they run on the wall clock and
+# want a core of their own: tests/support.py) and the others. The real-time half's output
+# follows the other's; the target fails if either half does.
+REAL_TIME_LOG := .pytest-real-time.log
 python-test: setup
-	$(VENV)/bin/pytest -q -m "not slow"
+	@$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" >$(REAL_TIME_LOG) 2>&1 \
+		& real_time=$$!; \
+	$(VENV)/bin/pytest -q -m "not slow and not real_time"; others=$$?; \
+	wait $$real_time; real=$$?; \
+	echo "--- the real-time tests (pytest -m real_time):"; cat $(REAL_TIME_LOG); \
+	exit $$(( others || real ))
 
 test: setup rust-test lint python-test
 

@@ -56,6 +56,14 @@ def namespaces_missing() -> str | None:
     return None
 
 
+REAL_TIME = pytest.mark.real_time
+"""The mark of a test that runs on the wall clock (an emulation in network namespaces, the link
+manager's daemons and modems, the dashboard in a browser, real captures). ``make test`` runs
+these in one pytest process and the rest (simulations, models, parsers) in another beside it:
+these measure time, and the emulator's driver spins before its deadlines, so they run one after
+another with a core of their own."""
+
+
 def needs_namespaces(what: str) -> pytest.MarkDecorator:
     """Skip, saying why, where the host cannot make namespaces and TUN devices."""
     why = namespaces_missing()

@@ -12,7 +12,9 @@ from farlink import compare as compare_module
 from farlink.cli.app import main
 from farlink.compare import compare, model_column
 from farlink.scenario import apply_overrides, load_scenario, resolve
-from support import needs_namespaces
+from support import REAL_TIME, needs_namespaces
+
+pytestmark = REAL_TIME
 
 RUN = ["stpd-wireless", "--size", "100KB", "--duration", "20s"]
 

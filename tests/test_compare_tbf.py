@@ -10,13 +10,14 @@ import pytest
 
 from farlink.tbf_compare import emulator_run, kernel_run
 from farlink.testbed import missing_capability
-from support import needs_namespaces
+from support import REAL_TIME, needs_namespaces
 
 RATE_BPS = 10e6
 QUEUE_PKTS = 50
 DURATION_S = 4.0
 
 pytestmark = [
+    REAL_TIME,
     needs_namespaces("emulator beside a tbf"),
     pytest.mark.skipif(missing_capability() is not None, reason=str(missing_capability())),
 ]

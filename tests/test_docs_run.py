@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from support import REAL_TIME
+
 ROOT = Path(__file__).parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
@@ -91,10 +93,14 @@ def commands(body: str) -> list[list[str]] | None:
     return None if pending else found
 
 
+REAL_TIME_COMMANDS = ("farlink emulate", "farlink compare", "farlink linkmgr", "farlink send")
+"""A block with one of these runs on the wall clock (support.REAL_TIME)."""
+
+
 def _params() -> list:
     params = []
     for block in blocks():
-        marks = []
+        marks = [REAL_TIME] if any(c in block.body for c in REAL_TIME_COMMANDS) else []
         if block.mark == "not run":
             marks.append(pytest.mark.skip(reason=f"not run: {block.reason}"))
         elif block.mark == "slow":

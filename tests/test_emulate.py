@@ -15,12 +15,12 @@ import pytest
 from farlink import units
 from farlink.cli.app import main
 from farlink.emulate import emulate
-from support import needs_namespaces
+from support import REAL_TIME, needs_namespaces
 
 NETNS = Path("/run/netns")
 
 
-pytestmark = needs_namespaces("emulator")
+pytestmark = [REAL_TIME, needs_namespaces("emulator")]
 
 
 def farlink_process(*args: str, capture: bool = True) -> subprocess.Popen:

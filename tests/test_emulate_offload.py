@@ -9,9 +9,9 @@ import math
 
 from farlink.cli.app import main
 from farlink.emulate import emulate
-from support import needs_namespaces
+from support import REAL_TIME, needs_namespaces
 
-pytestmark = needs_namespaces("emulator offload path")
+pytestmark = [REAL_TIME, needs_namespaces("emulator offload path")]
 
 MTU = 1500
 # Per packet the kernel sends: IPv4 and TCP headers with the timestamps option.

@@ -7,9 +7,9 @@ import pytest
 
 from farlink.cli.app import main
 from farlink.emulate import emulate
-from support import needs_namespaces
+from support import REAL_TIME, needs_namespaces
 
-pytestmark = needs_namespaces("emulator")
+pytestmark = [REAL_TIME, needs_namespaces("emulator")]
 
 
 @pytest.mark.parametrize(("tcp", "loss"), [("stpd", 0.0), ("stpd", 0.01), ("tahoe", 0.01)])

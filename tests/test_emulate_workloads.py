@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from support import FARLINK_ARGV, needs_namespaces
+from support import FARLINK_ARGV, REAL_TIME, needs_namespaces
 
 NETNS = Path("/run/netns")
 PY = sys.executable
 
 
-pytestmark = needs_namespaces("emulator")
+pytestmark = [REAL_TIME, needs_namespaces("emulator")]
 
 
 def farlink(*args: str, stdin: str | None = None, timeout_s: float = 120, env=None):

@@ -18,6 +18,7 @@ import pytest
 
 from farlink.linkmgr.view import STATE_COLORS
 from linkmgr_support import T0, running_dashboard, states_log
+from support import REAL_TIME
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -29,10 +30,14 @@ try:
 except ImportError:  # pragma: no cover - the dev extras install it
     webdriver = None
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or DRIVER is None or webdriver is None,
-    reason="needs Debian's chromium and chromium-driver and selenium (make setup installs them)",
-)
+pytestmark = [
+    REAL_TIME,
+    pytest.mark.skipif(
+        CHROMIUM is None or DRIVER is None or webdriver is None,
+        reason="needs Debian's chromium and chromium-driver and selenium "
+        "(make setup installs them)",
+    ),
+]
 
 STATES = ("idle", "connecting", "connected", "dropped", "failed", "blocked")
 NAMES = ["Kansas", "Nebraska", "Colorado", "Utah", "Iowa", "Texas"]  # seed 000 names them so

@@ -27,6 +27,9 @@ from farlink.linkmgr.validation import (
     table_markdown,
 )
 from farlink.outputs import write_between_markers
+from support import REAL_TIME
+
+pytestmark = REAL_TIME
 
 LIMIT_S = 30.0
 

@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from support import FARLINK_ARGV, assert_one_error, needs_namespaces, run
+from support import FARLINK_ARGV, REAL_TIME, assert_one_error, needs_namespaces, run
+
+pytestmark = REAL_TIME
 
 LISTENER_ADDR = "10.77.0.1"
 SIZE_BYTES = 1_000_000

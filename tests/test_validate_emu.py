@@ -12,7 +12,9 @@ import pytest
 
 from farlink import simulate
 from farlink.linux_tcp import linux_sets
-from support import needs_namespaces
+from support import REAL_TIME, needs_namespaces
+
+pytestmark = REAL_TIME
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "validate_emu.py"
 
