@@ -65,9 +65,11 @@ def emulate(
     ``command``: a program (argv) run in the first flow's sender namespace in place of the
     built-in bulk transfer, with ``FARLINK_PEER`` and ``FARLINK_PORT`` in its environment; the
     run ends when it exits (or at ``duration``, if given), and ``summary["command"]`` says how
-    (``exit_status``, ``ended_by``). ``server``: a shell command run in the receiver namespace,
-    expected to listen on ``FARLINK_PORT``; without it a sink there accepts, discards and counts
-    (the flows' ``delivered_bytes``). ``listen=False`` starts no sink: every connection is
+    (``exit_status``, ``ended_by``), and its TCP connections are the first flow's figures
+    (``summary["command"]["connections"]``). ``server``: a shell command run in the receiver
+    namespace; the command starts once it listens on any TCP port, IPv4 or IPv6, and is given
+    that port as ``FARLINK_PORT``; without it a sink there accepts, discards and counts (the
+    flows' ``delivered_bytes``). ``listen=False`` starts no sink: every connection is
     refused. ``command_stdout``: where the command's and the server's standard output go:
     ``None`` (farlink's own), ``"stderr"``, or a file path (appended to); ``--json`` keeps
     standard output for the document.

@@ -63,6 +63,17 @@ pub(crate) fn recoveries(
                 .flatten()
         })
         .collect();
+    let own: Vec<Option<u64>> = senders.iter().map(|s| s.fast_retransmits).collect();
+    attribute(&counted, kernel_sender_ns, &own)
+}
+
+/// Each flow's recoveries from its namespace's count `counted[ns]` where it sends alone there
+/// (else `None`), or its sender's own count `own[k]`; and the total of both kinds.
+fn attribute(
+    counted: &[Option<u64>],
+    kernel_sender_ns: &[Option<usize>],
+    own: &[Option<u64>],
+) -> Recoveries {
     let per_flow = kernel_sender_ns
         .iter()
         .enumerate()
@@ -71,21 +82,21 @@ pub(crate) fn recoveries(
                 counted.get(*i).copied().flatten()
             }
             Some(_) => None,
-            None => senders.get(k).and_then(|s| s.fast_retransmits),
+            None => own.get(k).copied().flatten(),
         })
         .collect();
-    let mut namespaces_used: Vec<usize> = kernel_sender_ns.iter().flatten().copied().collect();
-    namespaces_used.sort_unstable();
-    namespaces_used.dedup();
-    let kernel: Option<u64> = namespaces_used
+    let mut used: Vec<usize> = kernel_sender_ns.iter().flatten().copied().collect();
+    used.sort_unstable();
+    used.dedup();
+    let kernel: Option<u64> = used
         .iter()
         .map(|&i| counted.get(i).copied().flatten())
         .sum();
     let farlink: Option<u64> = kernel_sender_ns
         .iter()
-        .zip(senders)
+        .zip(own)
         .filter(|(ns, _)| ns.is_none())
-        .map(|(_, s)| s.fast_retransmits)
+        .map(|(_, n)| *n)
         .sum();
     Recoveries {
         per_flow,
@@ -172,5 +183,20 @@ mod tests {
         assert_eq!(s["link"], None);
         assert_eq!(by.as_deref(), Some("congestion_window"));
         assert_eq!(limits(&TcpInfo::default(), 1), (None, None));
+    }
+
+    #[test]
+    fn a_namespace_shared_by_two_senders_counts_for_neither_but_for_the_total() {
+        // Flows 0 and 1 send from namespace 0, flow 2 from namespace 1, flow 3 is farlink's.
+        let r = attribute(
+            &[Some(5), Some(2)],
+            &[Some(0), Some(0), Some(1), None],
+            &[None, None, None, Some(3)],
+        );
+        assert_eq!(r.per_flow, vec![None, None, Some(2), Some(3)]);
+        assert_eq!(r.total, Some(10));
+        // A namespace whose counters could not be read leaves the total unknown.
+        let r = attribute(&[None], &[Some(0)], &[None]);
+        assert_eq!((r.per_flow, r.total), (vec![None], None));
     }
 }
