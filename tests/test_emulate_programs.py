@@ -80,8 +80,12 @@ def test_iperf3_against_its_own_server_is_measured_as_iperf3_measures_it(tmp_pat
 
 def test_a_server_on_a_port_of_its_own_on_ipv6_serves_the_client(tmp_path):
     (tmp_path / "blob").write_bytes(bytes(range(256)) * 200)
-    # http.server binds to [::] (dual-stack) when given no address.
-    server = f"exec {PY} -m http.server 8000 -d {tmp_path}"
+    # http.server binds to [::] (dual-stack) when given no address; a listener on loopback,
+    # which the client cannot reach, is not the one the client is told.
+    server = (
+        f"{PY} -m http.server 9000 --bind 127.0.0.1 -d {tmp_path} & "
+        f"exec {PY} -m http.server 8000 -d {tmp_path}"
+    )
     client = (
         "import os, urllib.request; "
         "url = f\"http://{os.environ['FARLINK_PEER']}:{os.environ['FARLINK_PORT']}/blob\"; "

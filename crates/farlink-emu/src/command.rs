@@ -143,22 +143,24 @@ fn stdout_of(stdout: &CommandStdout) -> Result<Option<std::process::Stdio>, EmuE
     })
 }
 
-/// Waits until a socket that was not listening `before` listens in `server`'s namespace
-/// (IPv4 or IPv6, any port: `iperf3 -s`, `python3 -m http.server 8000`), and returns its
-/// port; an error if the server exits first or takes longer than [`SERVER_READY`], naming what
-/// was listening.
+/// Waits until a socket that was not listening `before` listens in `server`'s namespace where
+/// `peer` reaches it (IPv4 or IPv6, on any address or on `peer`'s, any port: `iperf3 -s`,
+/// `python3 -m http.server 8000`), and returns its port; an error if the server exits first or
+/// takes longer than [`SERVER_READY`], naming what was listening.
 pub(crate) fn wait_listening(
     server: &mut Child,
     diag: &SockDiag,
     before: &[DiagSocket],
+    peer: IpAddr,
     stop: impl Fn() -> bool,
 ) -> Result<Option<u16>, EmuError> {
     let started = Instant::now();
+    let reachable = |l: &DiagSocket| l.local.ip().is_unspecified() || l.local.ip() == peer;
     loop {
         let listening = diag.dump(StateFlags::LISTEN, false)?;
         if let Some(new) = listening
             .iter()
-            .find(|l| !before.iter().any(|b| b.local == l.local))
+            .find(|l| reachable(l) && !before.iter().any(|b| b.local == l.local))
         {
             return Ok(Some(new.local.port()));
         }
@@ -175,8 +177,8 @@ pub(crate) fn wait_listening(
         }
         if started.elapsed() > SERVER_READY {
             return Err(EmuError::Usage(format!(
-                "the --server command did not listen on a new TCP port within {} s; listening \
-                 in its namespace: {}",
+                "the --server command did not listen on a new TCP port of {peer} (or of any \
+                 address) within {} s; listening in its namespace: {}",
                 SERVER_READY.as_secs(),
                 sockdiag::describe(&listening)
             )));
@@ -377,7 +379,8 @@ impl Programs {
                     let argv = ["sh".to_owned(), "-c".to_owned(), cmd.to_owned()];
                     let child =
                         server.insert(spawn_in(plan.receiver_ns, &argv, &env, plan.stdout)?);
-                    if let Some(p) = wait_listening(child, &diag, &before, &interrupted)? {
+                    let at = IpAddr::V4(*plan.peer.ip());
+                    if let Some(p) = wait_listening(child, &diag, &before, at, &interrupted)? {
                         port = p;
                         env.insert("FARLINK_PORT".to_owned(), p.to_string());
                     }
