@@ -13,6 +13,7 @@ use netlink_packet_sock_diag::inet::StateFlags;
 use serde::Serialize;
 
 use crate::bulk::{Sample, SenderOutcome, SinkOutcome, SAMPLE_INTERVAL};
+use crate::command::CommandReport;
 use crate::netns::Netns;
 use crate::sockdiag::{DiagSocket, SockDiag};
 use crate::tcpinfo::TcpInfo;
@@ -180,7 +181,7 @@ fn is_transfer(c: &Connection, initial_window_segments: u32) -> bool {
 }
 
 /// The connections as the result lists them.
-pub(crate) fn reports(conns: &[Connection], initial_window_segments: u32) -> Vec<ConnectionReport> {
+fn reports(conns: &[Connection], initial_window_segments: u32) -> Vec<ConnectionReport> {
     conns
         .iter()
         .map(|c| ConnectionReport {
@@ -264,13 +265,16 @@ pub(crate) fn outcome(
 /// their last byte being, for bytes the program sent, the last data segment the links
 /// delivered to the receiver (`last_data_ns`, monotonic) if that came before the last ACK the
 /// sender saw (bytes the program received reached it when it saw them).
+/// The connections are listed in `report`.
 pub(crate) fn first_flow(
     conns: &[Connection],
     sinks: Vec<SinkOutcome>,
+    report: &mut CommandReport,
     initial_window_segments: u32,
-    exited: bool,
     last_data_ns: Option<u64>,
 ) -> (Vec<SenderOutcome>, Vec<SinkOutcome>) {
+    report.connections = reports(conns, initial_window_segments);
+    let exited = report.ended_by == "exit";
     let (sender, mut counted) = outcome(conns, initial_window_segments, exited);
     let sent: u64 = conns.iter().map(|c| c.last.bytes_acked).sum();
     let received: u64 = conns.iter().map(|c| c.last.bytes_received).sum();

@@ -45,14 +45,20 @@ pub(crate) struct Recoveries {
     pub(crate) total: Option<u64>,
 }
 
-/// Reads the recoveries of each namespace with a kernel sender. `kernel_sender_ns[k]`: the
-/// namespace of flow `k`'s kernel sender (`None`: farlink's sender, which counts its own in
-/// `senders[k]`).
+/// Reads the recoveries of each namespace with a kernel sender. `sender_ns` yields the
+/// namespace of each flow's sender; `farlink[k]`: flow `k` is farlink's sender, which counts its
+/// own in `senders[k]`.
 pub(crate) fn recoveries(
     namespaces: &[Netns],
-    kernel_sender_ns: &[Option<usize>],
+    farlink: &[bool],
+    sender_ns: impl Iterator<Item = usize>,
     senders: &[SenderOutcome],
 ) -> Recoveries {
+    let kernel_sender_ns: Vec<Option<usize>> = sender_ns
+        .zip(farlink)
+        .map(|(ns, &ours)| (!ours).then_some(ns))
+        .collect();
+    let kernel_sender_ns = kernel_sender_ns.as_slice();
     let counted: Vec<Option<u64>> = namespaces
         .iter()
         .enumerate()

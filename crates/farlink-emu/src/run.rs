@@ -332,17 +332,16 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             programs.finish(&stop, signals.interrupted());
         ran?;
         // The first flow's figures are the program's connections' (`connections.rs`).
-        let iw = f0.tcp.initial_window_segments;
         let last_data_ns = driver.stats.flow_last_data_at[0].map(|t| t0 + t.as_nanos());
         let (started, sink_outcomes) = connections::first_flow(
             &conns,
             sink_outcomes,
-            iw,
-            report_of_command.ended_by == "exit",
+            &mut report_of_command,
+            f0.tcp.initial_window_segments,
             last_data_ns,
         );
-        report_of_command.connections = connections::reports(&conns, iw);
-        let recoveries = parity::recoveries(&namespaces, &[Some(tun_of(f0.from))], &started);
+        let sender_ns = std::iter::once(tun_of(f0.from));
+        let recoveries = parity::recoveries(&namespaces, &[false], sender_ns, &started);
         let mut result = report::build(
             sc,
             &driver,
@@ -453,13 +452,8 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         .collect();
     ran?;
     let farlink: Vec<bool> = choices.iter().map(SenderChoice::is_farlink).collect();
-    let kernel_sender_ns: Vec<Option<usize>> = sc
-        .flows()
-        .iter()
-        .zip(&farlink)
-        .map(|(f, &ours)| (!ours).then(|| tun_of(f.from)))
-        .collect();
-    let recoveries = parity::recoveries(&namespaces, &kernel_sender_ns, &sender_outcomes);
+    let sender_ns = sc.flows().iter().map(|f| tun_of(f.from));
+    let recoveries = parity::recoveries(&namespaces, &farlink, sender_ns, &sender_outcomes);
     let expected_digests = wire_sender::expected_digests(sc);
     let result = report::build(
         sc,
