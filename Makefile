@@ -18,11 +18,13 @@ setup: system-deps $(CORE_STAMP)
 # Debian packages the real-capture tests drive (tests/realcap.py): tcpdump on an interface,
 # tshark as the reference dissector, iptables for drops, ethtool for offloads, iproute2 for
 # namespaces and tbf, `tc` for the emulator's check that the host's qdiscs are left alone;
-# chromium and its driver for the link manager's dashboard in a real browser (Selenium).
+# chromium and its driver for the link manager's dashboard in a real browser (Selenium); iperf3,
+# the program the emulator's docs and tests run across the links (`emulate --server 'iperf3 -s'`).
 # Installed only as root and only when a tool is missing, so a second run does nothing; without
 # root the tests that need them skip and say why.
 SYSTEM_TOOLS := tshark:tshark tcpdump:tcpdump iptables:iptables ethtool:ethtool ip:iproute2 \
-	tc:iproute2 nstat:iproute2 ss:iproute2 chromium:chromium chromedriver:chromium-driver
+	tc:iproute2 nstat:iproute2 ss:iproute2 chromium:chromium chromedriver:chromium-driver \
+	iperf3:iperf3
 system-deps:
 	@missing=$$(for t in $(SYSTEM_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 \
 		|| echo $${t#*:}; done | sort -u | tr '\n' ' '); \

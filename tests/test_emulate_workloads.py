@@ -125,7 +125,8 @@ def test_a_shell_on_the_live_path_reads_its_commands_from_stdin():
     env = {**os.environ, "SHELL": "/bin/sh"}
     run = farlink("emulate", "stpd-wireless", "--shell", "--json", stdin=script, env=env)
     assert run.returncode == 5, run.stderr
-    assert "peer=10.0." in run.stdout
+    # With --json, what the shell prints goes to standard error: standard output is the document's.
+    assert "peer=10.0." in run.stderr
     doc = last_json(run.stdout)
     assert doc["command"]["argv"] == ["/bin/sh"]
     assert doc["flows"][0]["delivered_bytes"] == 3000

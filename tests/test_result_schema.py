@@ -120,3 +120,29 @@ def test_the_doc_describes_every_field_of_the_schema():
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     for name in SCHEMA["properties"]:
         assert f"`{name}`" in text, name
+
+
+def test_simulates_flow_keys_are_accepted_as_emulate_gives_them_null_included():
+    # emulate fills simulate's flow keys from the kernel, null where it cannot say
+    # (docs/emulator.md): the schema takes both, and simulate's numbers.
+    flow = SCHEMA["$defs"]["flow"]["properties"]
+    sim_flow = simulate("stpd-wireless", duration="5s", sets=["trace={}"]).summary["flows"][0]
+    emulated = {
+        "segments_sent": None,
+        "fast_retransmits": None,
+        "min_rtt_s": None,
+        "limited_by": None,
+        "limited_s": {
+            "application": 0.0,
+            "receive_window": 0.4,
+            "send_buffer": 0.0,
+            "congestion_window": 7.2,
+            "link": None,
+        },
+    }
+    for key, value in emulated.items():
+        jsonschema.validate(value, flow[key])
+        jsonschema.validate(sim_flow[key], flow[key])
+    jsonschema.validate(None, SCHEMA["properties"]["fast_retransmits"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"application": 1.0}, flow["limited_s"])

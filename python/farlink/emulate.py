@@ -46,6 +46,7 @@ def emulate(
     server: str | None = None,
     listen: bool = True,
     offload: bool = False,
+    command_stdout: str | Path | None = None,
 ) -> Result:
     """Run a scenario (a preset name, a TOML path or a parsed document) on the emulator.
 
@@ -64,10 +65,14 @@ def emulate(
     ``command``: a program (argv) run in the first flow's sender namespace in place of the
     built-in bulk transfer, with ``FARLINK_PEER`` and ``FARLINK_PORT`` in its environment; the
     run ends when it exits (or at ``duration``, if given), and ``summary["command"]`` says how
-    (``exit_status``, ``ended_by``). ``server``: a shell command run in the receiver namespace,
-    expected to listen on ``FARLINK_PORT``; without it a sink there accepts, discards and counts
-    (the flows' ``delivered_bytes``). ``listen=False`` starts no sink: every connection is
-    refused.
+    (``exit_status``, ``ended_by``), and its TCP connections are the first flow's figures
+    (``summary["command"]["connections"]``). ``server``: a shell command run in the receiver
+    namespace; the command starts once it listens on any TCP port, IPv4 or IPv6, and is given
+    that port as ``FARLINK_PORT``; without it a sink there accepts, discards and counts (the
+    flows' ``delivered_bytes``). ``listen=False`` starts no sink: every connection is
+    refused. ``command_stdout``: where the command's and the server's standard output go:
+    ``None`` (farlink's own), ``"stderr"``, or a file path (appended to); ``--json`` keeps
+    standard output for the document.
 
     ``offload``: open the TUN devices with offloads (``IFF_VNET_HDR``, TSO): the kernel's TCP
     super-segments are read whole, cut into MSS-sized packets for the links, and what the links
@@ -89,6 +94,7 @@ def emulate(
         "command_bounded": duration is not None,
         "listen": listen,
         "offload": offload,
+        "command_stdout": _stdout_option(command_stdout),
     }
     # While it runs, the core handles Ctrl-C and SIGTERM itself (it ends the run, cleans up and
     # says `interrupted`), then gives the process its handlers back.
@@ -139,3 +145,12 @@ def headline(result: Result) -> dict[str, Any]:
             "cpu_fraction": emu["cpu_fraction"],
         },
     }
+
+
+def _stdout_option(command_stdout: str | Path | None) -> str | dict[str, str]:
+    """The emulator's ``command_stdout`` option for ``emulate(command_stdout=...)``."""
+    if command_stdout is None:
+        return "inherit"
+    if command_stdout == "stderr":
+        return "stderr"
+    return {"file": str(command_stdout)}

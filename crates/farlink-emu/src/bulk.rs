@@ -57,6 +57,9 @@ pub(crate) struct SenderOutcome {
     pub(crate) stopped: bool,
     pub(crate) samples: Vec<Sample>,
     pub(crate) last: Option<TcpInfo>,
+    /// Entries into fast recovery, where the sender counts them itself (farlink's sender); a
+    /// kernel sender's are its namespace's (`nstat.rs`).
+    pub(crate) fast_retransmits: Option<u64>,
     pub(crate) error: Option<String>,
     /// What farlink's sender counted on the wire (none for a kernel sender).
     pub(crate) wire: Option<crate::report::WireSummary>,

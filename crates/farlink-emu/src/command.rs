@@ -6,12 +6,14 @@
 //! everything it starts, sees only the namespace's TUN device and routes. It inherits farlink's
 //! standard input and output (an interactive shell reads the terminal), and is told where the
 //! other end is by `FARLINK_PEER` (the receiver's address) and `FARLINK_PORT` (the sink's
-//! port, which a server is expected to listen on). Each gets SIGKILL if farlink dies, and
+//! port; with `--server`, the port the server came to listen on, IPv4 or IPv6, which the server
+//! itself is offered as a suggestion). The command's TCP connections are measured
+//! (`connections.rs`). Each gets SIGKILL if farlink dies, and
 //! whatever is left in the namespaces when the run ends is stopped by [`crate::netns::Netns`].
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::net::{SocketAddrV4, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
@@ -24,8 +26,11 @@ use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, Sockadd
 use serde::Serialize;
 
 use crate::bulk::SinkOutcome;
+use crate::connections::{Connection, Monitor};
 use crate::netns::Netns;
-use crate::EmuError;
+use crate::sockdiag::{self, DiagSocket, SockDiag};
+use crate::{CommandStdout, EmuError};
+use netlink_packet_sock_diag::inet::StateFlags;
 
 /// How long a server may take to listen on its port.
 const SERVER_READY: Duration = Duration::from_secs(20);
@@ -49,6 +54,8 @@ pub struct CommandReport {
     pub port: u16,
     /// The controller the programs' sockets get, and how (they set none themselves).
     pub congestion: String,
+    /// The command's TCP connections to the peer, as sock_diag saw them.
+    pub connections: Vec<crate::connections::ConnectionReport>,
 }
 
 /// Makes `wanted` the default controller of each namespace's sockets where the kernel lets it,
@@ -77,11 +84,13 @@ fn default_congestion(namespaces: &[&Netns], wanted: &str) -> Result<String, Emu
     Ok(said)
 }
 
-/// Starts `argv` inside `ns` with `env` added to farlink's environment.
+/// Starts `argv` inside `ns` with `env` added to farlink's environment and its standard
+/// output sent where `stdout` says.
 pub(crate) fn spawn_in(
     ns: &Netns,
     argv: &[String],
     env: &BTreeMap<String, String>,
+    stdout: &CommandStdout,
 ) -> Result<Child, EmuError> {
     let (program, args) = argv
         .split_first()
@@ -89,6 +98,9 @@ pub(crate) fn spawn_in(
     let ns_fd = ns.fd().as_raw_fd();
     let mut cmd = Command::new(program);
     cmd.args(args).envs(env);
+    if let Some(out) = stdout_of(stdout)? {
+        cmd.stdout(out);
+    }
     // SAFETY: between fork and exec the closure makes only two system calls, setns(2) and
     // prctl(2), both async-signal-safe, on a descriptor the parent keeps open until the child
     // has been waited for; it allocates nothing and takes no lock.
@@ -109,53 +121,70 @@ pub(crate) fn spawn_in(
         .map_err(|e| EmuError::Usage(format!("cannot run `{program}`: {e}")))
 }
 
-/// Waits until a socket in `server`'s namespace listens on `port`; an error if the server
-/// exits first or takes longer than [`SERVER_READY`].
+/// The standard output a program gets, if not farlink's own.
+fn stdout_of(stdout: &CommandStdout) -> Result<Option<std::process::Stdio>, EmuError> {
+    Ok(match stdout {
+        CommandStdout::Inherit => None,
+        CommandStdout::Stderr => {
+            let fd = std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| EmuError::sys("stderr", e))?;
+            Some(fd.into())
+        }
+        CommandStdout::File(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| EmuError::sys(path, e))?;
+            Some(file.into())
+        }
+    })
+}
+
+/// Waits until a socket that was not listening `before` listens in `server`'s namespace where
+/// `peer` reaches it (IPv4 or IPv6, on any address or on `peer`'s, any port: `iperf3 -s`,
+/// `python3 -m http.server 8000`), and returns its port; an error if the server exits first or
+/// takes longer than [`SERVER_READY`], naming what was listening.
 pub(crate) fn wait_listening(
     server: &mut Child,
-    port: u16,
+    diag: &SockDiag,
+    before: &[DiagSocket],
+    peer: IpAddr,
     stop: impl Fn() -> bool,
-) -> Result<(), EmuError> {
+) -> Result<Option<u16>, EmuError> {
     let started = Instant::now();
-    // The server's own view of its namespace's sockets (its /proc/<pid>/net).
-    let table = format!("/proc/{}/net/tcp", server.id());
+    let reachable = |l: &DiagSocket| l.local.ip().is_unspecified() || l.local.ip() == peer;
     loop {
+        let listening = diag.dump(StateFlags::LISTEN, false)?;
+        if let Some(new) = listening
+            .iter()
+            .find(|l| reachable(l) && !before.iter().any(|b| b.local == l.local))
+        {
+            return Ok(Some(new.local.port()));
+        }
         if let Some(status) = server.try_wait().map_err(|e| EmuError::sys("wait", e))? {
             return Err(EmuError::Usage(format!(
-                "the --server command ended (status {}) before it listened on port {port}",
-                exit_code(status)
+                "the --server command ended (status {}) before it listened; listening in its \
+                 namespace: {}",
+                exit_code(status),
+                sockdiag::describe(&listening)
             )));
         }
-        if std::fs::read_to_string(&table).is_ok_and(|t| listens(&t, port)) {
-            return Ok(());
-        }
         if stop() {
-            return Ok(());
+            return Ok(None);
         }
         if started.elapsed() > SERVER_READY {
             return Err(EmuError::Usage(format!(
-                "the --server command did not listen on port {port} (FARLINK_PORT) within {} s",
-                SERVER_READY.as_secs()
+                "the --server command did not listen on a new TCP port of {peer} (or of any \
+                 address) within {} s; listening in its namespace: {}",
+                SERVER_READY.as_secs(),
+                sockdiag::describe(&listening)
             )));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Whether a `/proc/net/tcp` table has a socket listening on `port`.
-fn listens(table: &str, port: u16) -> bool {
-    table.lines().skip(1).any(|line| {
-        let mut cols = line.split_whitespace().skip(1);
-        let local = cols.next().unwrap_or("");
-        let state = cols.nth(1).unwrap_or("");
-        // State 0A is TCP_LISTEN; the local address is `ADDR:PORT` in hex.
-        state == "0A"
-            && local
-                .rsplit(':')
-                .next()
-                .and_then(|p| u16::from_str_radix(p, 16).ok())
-                == Some(port)
-    })
 }
 
 /// The exit status of a finished program as a shell gives it.
@@ -301,6 +330,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) congestion: &'a str,
     /// Without a server, a sink per flow: its namespace, address and receive buffer.
     pub(crate) sinks: Vec<(&'a Netns, SocketAddrV4, Option<u64>)>,
+    /// Where the command's and the server's standard output go.
+    pub(crate) stdout: &'a CommandStdout,
 }
 
 /// The programs of a run while it lives.
@@ -309,6 +340,8 @@ pub(crate) struct Programs {
     server: Option<Child>,
     sinks: Vec<std::thread::JoinHandle<Option<SinkOutcome>>>,
     open: Vec<Arc<AtomicUsize>>,
+    /// The command's connections to the peer, sampled (`connections.rs`).
+    monitor: Option<Monitor>,
     exited: std::cell::Cell<Option<Instant>>,
     quiet_since: std::cell::Cell<Option<Instant>>,
     argv: Vec<String>,
@@ -316,8 +349,6 @@ pub(crate) struct Programs {
     namespace: String,
     peer: SocketAddrV4,
     congestion: String,
-    /// Monotonic ns at which the command was started.
-    started_ns: u64,
 }
 
 impl Programs {
@@ -328,21 +359,31 @@ impl Programs {
         interrupted: impl Fn() -> bool,
         now_ns: fn() -> u64,
     ) -> Result<Programs, EmuError> {
-        let env: BTreeMap<String, String> = [
+        let mut env: BTreeMap<String, String> = [
             ("FARLINK_PEER".to_owned(), plan.peer.ip().to_string()),
             ("FARLINK_PORT".to_owned(), plan.peer.port().to_string()),
         ]
         .into();
+        let mut port = plan.peer.port();
         let congestion = default_congestion(&[plan.sender_ns, plan.receiver_ns], plan.congestion)?;
         let mut sinks = Vec::new();
         let mut open = Vec::new();
         let mut server = None;
-        let started = (|| -> Result<(Child, u64), EmuError> {
+        let mut monitor = None;
+        let started = (|| -> Result<Child, EmuError> {
             match plan.server {
                 Some(cmd) => {
+                    // The server may listen where it likes; the command is told where it did.
+                    let diag = SockDiag::open(plan.receiver_ns)?;
+                    let before = diag.dump(StateFlags::LISTEN, false)?;
                     let argv = ["sh".to_owned(), "-c".to_owned(), cmd.to_owned()];
-                    let child = server.insert(spawn_in(plan.receiver_ns, &argv, &env)?);
-                    wait_listening(child, plan.peer.port(), &interrupted)?;
+                    let child =
+                        server.insert(spawn_in(plan.receiver_ns, &argv, &env, plan.stdout)?);
+                    let at = IpAddr::V4(*plan.peer.ip());
+                    if let Some(p) = wait_listening(child, &diag, &before, at, &interrupted)? {
+                        port = p;
+                        env.insert("FARLINK_PORT".to_owned(), p.to_string());
+                    }
                 }
                 None => {
                     for &(ns, at, rcvbuf) in &plan.sinks {
@@ -360,10 +401,13 @@ impl Programs {
                     }
                 }
             }
-            let child = spawn_in(plan.sender_ns, plan.argv, &env)?;
-            Ok((child, now_ns()))
+            let m = Monitor::start(plan.sender_ns, IpAddr::V4(*plan.peer.ip()), now_ns)?;
+            open.push(Arc::clone(&m.open));
+            monitor = Some(m);
+            let child = spawn_in(plan.sender_ns, plan.argv, &env, plan.stdout)?;
+            Ok(child)
         })();
-        let (command, started_ns) = match started {
+        let command = match started {
             Ok(c) => c,
             Err(e) => {
                 stop.store(true, Ordering::Relaxed);
@@ -373,6 +417,9 @@ impl Programs {
                 for h in sinks {
                     let _ = h.join();
                 }
+                if let Some(m) = monitor {
+                    m.finish();
+                }
                 return Err(e);
             }
         };
@@ -381,20 +428,20 @@ impl Programs {
             server,
             sinks,
             open,
+            monitor,
             exited: std::cell::Cell::new(None),
             quiet_since: std::cell::Cell::new(None),
             argv: plan.argv.to_vec(),
             server_cmd: plan.server.map(str::to_owned),
             namespace: plan.sender_ns.name.clone(),
-            peer: plan.peer,
+            peer: SocketAddrV4::new(*plan.peer.ip(), port),
             congestion,
-            started_ns,
         })
     }
 
-    /// Monotonic ns at which the command started: the start of the first flow's transfer.
-    pub(crate) fn started_ns(&self) -> u64 {
-        self.started_ns
+    /// The port the command was told (`FARLINK_PORT`): the server's, or the first sink's.
+    pub(crate) fn port(&self) -> u16 {
+        self.peer.port()
     }
 
     /// Whether the run is over: the command has exited and, with sinks, their connections
@@ -420,12 +467,13 @@ impl Programs {
         quiet.elapsed() >= QUIET || exited.elapsed() > DRAIN
     }
 
-    /// Ends what still runs and says how the command ended; the sinks' counts, per flow.
+    /// Ends what still runs and says how the command ended; the sinks' counts, per flow, and
+    /// the command's connections.
     pub(crate) fn finish(
         self,
         stop: &AtomicBool,
         interrupted: bool,
-    ) -> (Vec<SinkOutcome>, CommandReport) {
+    ) -> (Vec<SinkOutcome>, CommandReport, Vec<Connection>) {
         let mut command = self.command.into_inner();
         let by_itself = matches!(command.try_wait(), Ok(Some(_)));
         let status = terminate(&mut command, Duration::from_secs(2));
@@ -433,6 +481,7 @@ impl Programs {
             terminate(&mut s, Duration::from_secs(2));
         }
         stop.store(true, Ordering::Relaxed);
+        let connections = self.monitor.map(Monitor::finish).unwrap_or_default();
         let sinks = self
             .sinks
             .into_iter()
@@ -451,24 +500,15 @@ impl Programs {
             peer: self.peer.ip().to_string(),
             port: self.peer.port(),
             congestion: self.congestion,
+            connections: Vec::new(),
         };
-        (sinks, report)
+        (sinks, report, connections)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_listening_socket_is_found_in_a_proc_net_tcp_table() {
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue\n   \
-            0: 0100000A:1389 00000000:0000 0A 00000000:00000000 00:00000000 00000000\n   \
-            1: 0100000A:1F90 0200000A:C350 01 00000000:00000000 00:00000000 00000000\n";
-        assert!(listens(table, 5001));
-        // Port 8080 has a connection but no listener.
-        assert!(!listens(table, 8080));
-    }
 
     #[test]
     fn a_signal_is_an_exit_status_above_128() {

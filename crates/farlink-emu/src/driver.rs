@@ -62,6 +62,14 @@ pub(crate) struct DriverStats {
     pub(crate) drops: [u64; N_DROP_CAUSES],
     /// Per flow: drops by cause code.
     pub(crate) flow_drops: Vec<[u64; N_DROP_CAUSES]>,
+    /// Per flow: data segments the links delivered to the receiver (duplicates included),
+    /// and ACKs the receiver sent (segments without data, SYN, FIN or RST): `simulate`'s
+    /// `data_segments_delivered` and `acks_sent`.
+    pub(crate) flow_data_delivered: Vec<u64>,
+    pub(crate) flow_acks_sent: Vec<u64>,
+    /// Per flow: when the links last delivered a data segment to the receiver (emulated
+    /// time), the end of a program's transfer as the sink's last byte is the built-in's.
+    pub(crate) flow_last_data_at: Vec<Option<SimTime>>,
     /// Times the slab grew past its initial size.
     pub(crate) slab_growths: u64,
     /// Wake-ups by the timer, and deadlines reached by spinning.
@@ -190,6 +198,9 @@ impl Driver {
             flow_ports,
             stats: DriverStats {
                 flow_drops: vec![[0; N_DROP_CAUSES]; n_flows],
+                flow_data_delivered: vec![0; n_flows],
+                flow_acks_sent: vec![0; n_flows],
+                flow_last_data_at: vec![None; n_flows],
                 ..DriverStats::default()
             },
             departure_error_ns: crate::report::ns_histogram(),
@@ -430,6 +441,15 @@ impl Driver {
             self.slab.untake(slot);
             return;
         };
+        let segment = flow.map_or(Segment::Other, |f| {
+            segment_kind(
+                &self.slab.slot(slot)[..len],
+                self.flow_ports[usize::from(f)],
+            )
+        });
+        if let (Some(f), Segment::Ack) = (flow, segment) {
+            self.stats.flow_acks_sent[usize::from(f)] += 1;
+        }
         self.slab.hold(
             slot,
             Meta {
@@ -437,6 +457,7 @@ impl Driver {
                 route: route as u16,
                 hop: 0,
                 flow,
+                data: segment == Segment::Data,
             },
         );
         let first = self.routes[route].dirs[0];
@@ -463,6 +484,13 @@ impl Driver {
             if w.flush().is_err() {
                 self.stats.pcap_errors += 1;
             }
+        }
+    }
+
+    /// Makes `port` flow `flow`'s receiver port: a `--server` listens where it chose.
+    pub(crate) fn set_flow_port(&mut self, flow: usize, port: u16) {
+        if let Some(p) = self.flow_ports.get_mut(flow) {
+            *p = port;
         }
     }
 
@@ -607,6 +635,10 @@ impl Driver {
             return;
         }
         let out = route.to_tun;
+        if let (true, Some(f)) = (meta.data, meta.flow) {
+            self.stats.flow_data_delivered[usize::from(f)] += 1;
+            self.stats.flow_last_data_at[usize::from(f)] = Some(at);
+        }
         let late_ns = self.now().as_nanos().saturating_sub(at.as_nanos());
         if out >= self.tuns.len() {
             self.deliver_to_user(out - self.tuns.len(), slot);
@@ -676,5 +708,89 @@ impl Driver {
             Step::Timer => bundle.on_timer(now, dirs, &mut out),
             Step::Event(event) => bundle.handle(now, event, dirs, &mut out),
         }
+    }
+}
+
+/// What a flow's IPv4 packet is, for the per-flow counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Segment {
+    /// TCP data toward the receiver's port.
+    Data,
+    /// A segment from the receiver's port with no data and no SYN, FIN or RST: an ACK.
+    Ack,
+    Other,
+}
+
+/// Whether `pkt` (IPv4, TCP) is a data segment to `receiver_port` or an ACK from it.
+pub(crate) fn segment_kind(pkt: &[u8], receiver_port: u16) -> Segment {
+    let ihl = usize::from(pkt.first().map_or(0, |b| b & 0x0f)) * 4;
+    if pkt.len() < ihl + 20 || pkt.get(9) != Some(&6) {
+        return Segment::Other;
+    }
+    let total = usize::from(u16::from_be_bytes([pkt[2], pkt[3]])).min(pkt.len());
+    let tcp = &pkt[ihl..];
+    let sport = u16::from_be_bytes([tcp[0], tcp[1]]);
+    let dport = u16::from_be_bytes([tcp[2], tcp[3]]);
+    let header = usize::from(tcp[12] >> 4) * 4;
+    let payload = total.saturating_sub(ihl + header);
+    const FIN_SYN_RST: u8 = 0x07;
+    const ACK: u8 = 0x10;
+    let flags = tcp[13];
+    if dport == receiver_port && payload > 0 {
+        Segment::Data
+    } else if sport == receiver_port && payload == 0 && flags & ACK != 0 && flags & FIN_SYN_RST == 0
+    {
+        Segment::Ack
+    } else {
+        Segment::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 TCP packet from `sport` to `dport` with `flags` and `payload` bytes of data.
+    fn segment(sport: u16, dport: u16, flags: u8, payload: usize) -> Vec<u8> {
+        let mut p = vec![0u8; 20 + 20 + payload];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&((40 + payload) as u16).to_be_bytes());
+        p[9] = 6;
+        p[20..22].copy_from_slice(&sport.to_be_bytes());
+        p[22..24].copy_from_slice(&dport.to_be_bytes());
+        p[32] = 5 << 4;
+        p[33] = flags;
+        p
+    }
+
+    #[test]
+    fn data_to_the_receiver_and_its_pure_acks_are_told_apart() {
+        let ack = 0x10;
+        assert_eq!(
+            segment_kind(&segment(40000, 5001, ack, 960), 5001),
+            Segment::Data
+        );
+        assert_eq!(
+            segment_kind(&segment(5001, 40000, ack, 0), 5001),
+            Segment::Ack
+        );
+        // The SYN-ACK, the receiver's FIN and a window probe's empty segment to the receiver
+        // are neither.
+        assert_eq!(
+            segment_kind(&segment(5001, 40000, ack | 0x02, 0), 5001),
+            Segment::Other
+        );
+        assert_eq!(
+            segment_kind(&segment(5001, 40000, ack | 0x01, 0), 5001),
+            Segment::Other
+        );
+        assert_eq!(
+            segment_kind(&segment(40000, 5001, ack, 0), 5001),
+            Segment::Other
+        );
+        // Padding beyond the IP total length is not data.
+        let mut padded = segment(5001, 40000, ack, 0);
+        padded.extend_from_slice(&[0; 6]);
+        assert_eq!(segment_kind(&padded, 5001), Segment::Ack);
     }
 }

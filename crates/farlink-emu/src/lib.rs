@@ -35,6 +35,8 @@ pub mod ceiling;
 #[cfg(target_os = "linux")]
 mod command;
 #[cfg(target_os = "linux")]
+mod connections;
+#[cfg(target_os = "linux")]
 mod driver;
 #[cfg(target_os = "linux")]
 mod kernel;
@@ -43,7 +45,11 @@ pub mod linkmgr;
 #[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
+mod nstat;
+#[cfg(target_os = "linux")]
 mod offload;
+#[cfg(target_os = "linux")]
+mod parity;
 #[cfg(target_os = "linux")]
 mod report;
 #[cfg(target_os = "linux")]
@@ -58,6 +64,8 @@ mod sender_timing;
 mod signals;
 #[cfg(target_os = "linux")]
 mod slab;
+#[cfg(target_os = "linux")]
+mod sockdiag;
 #[cfg(target_os = "linux")]
 mod tcpinfo;
 #[cfg(target_os = "linux")]
@@ -98,6 +106,10 @@ pub struct EmuOptions {
     /// A shell command run (`sh -c`) in the first flow's receiver namespace, listening on
     /// `FARLINK_PORT`; without it, a sink accepts, discards and counts.
     pub server: Option<String>,
+    /// Where the command's and the server's standard output go: farlink's own (`inherit`),
+    /// farlink's standard error (`stderr`: `--json` keeps standard output for the document), or
+    /// a file (`{"file": PATH}`, created or appended to).
+    pub command_stdout: CommandStdout,
     /// Whether the scenario's duration also ends a command (given explicitly); otherwise only
     /// the command's exit, or Ctrl-C, does.
     pub command_bounded: bool,
@@ -108,6 +120,16 @@ pub struct EmuOptions {
     /// are read whole and cut into packets for the links, and what the links deliver together
     /// is written coalesced (`emulator.io_path` says which path ran).
     pub offload: bool,
+}
+
+/// Where a program's standard output goes ([`EmuOptions::command_stdout`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum CommandStdout {
+    #[default]
+    Inherit,
+    Stderr,
+    File(String),
 }
 
 impl Default for EmuOptions {
@@ -121,6 +143,7 @@ impl Default for EmuOptions {
             pcap_dir: None,
             command: None,
             server: None,
+            command_stdout: CommandStdout::Inherit,
             command_bounded: false,
             listen: true,
             offload: false,

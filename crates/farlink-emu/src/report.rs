@@ -41,6 +41,10 @@ pub struct Aggregate {
     pub normalized_goodput: Option<f64>,
     pub retransmissions: u64,
     pub timeouts: u64,
+    /// All flows' entries into fast recovery (their namespaces' counters); `null` where a
+    /// namespace's could not be read.
+    pub fast_retransmits: Option<u64>,
+    pub data_segments_delivered: u64,
     pub drops: BTreeMap<String, u64>,
 }
 
@@ -81,6 +85,9 @@ pub struct Flow {
     /// What farlink's sender counted on the wire; absent for a kernel sender.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wire: Option<WireSummary>,
+    /// The keys `simulate`'s summary has beside these (`parity.rs`).
+    #[serde(flatten)]
+    pub parity: crate::parity::FlowParity,
 }
 
 /// What farlink's sender counted on the wire.
@@ -266,6 +273,11 @@ pub(crate) struct Outcomes<'a> {
     pub(crate) removed_stale: Vec<String>,
     pub(crate) spin_us: u64,
     pub(crate) kernel: crate::report::Kernel,
+    /// Entries into fast recovery, per flow and in all (`parity.rs`).
+    pub(crate) recoveries: crate::parity::Recoveries,
+    /// The first flow is a program's (`-- COMMAND`): what it wrote is what its connections
+    /// moved, whatever the scenario's application says.
+    pub(crate) program: bool,
 }
 
 fn direction(dir: &LinkDir, lost: Option<&Vec<u64>>) -> Direction {
@@ -294,7 +306,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
         // What the application wrote: a bulk transfer's size, or what an unbounded source had
         // written when it stopped (unknown while it writes).
         let size = match f.app {
-            AppSpec::Bulk { size_bytes } => Some(size_bytes),
+            AppSpec::Bulk { size_bytes } if !o.program => Some(size_bytes),
             _ => snd.filter(|x| x.stopped).map(|x| x.written_bytes),
         };
         let delivered = sink.map_or(0, |x| x.received_bytes);
@@ -386,6 +398,13 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
                 sink.is_some_and(|x| x.eof && Some(x.received_bytes) == size && x.digest == d)
             }),
             wire: snd.and_then(|x| x.wire),
+            parity: crate::parity::flow(
+                snd,
+                active_ns,
+                s.flow_data_delivered.get(k).copied().unwrap_or(0),
+                s.flow_acks_sent.get(k).copied().unwrap_or(0),
+                o.recoveries.per_flow.get(k).copied().flatten(),
+            ),
         });
     }
     let delivered: u64 = flows.iter().map(|f| f.delivered_bytes).sum();
@@ -405,6 +424,8 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
             .map(|b| goodput_bps / b as f64),
         retransmissions: flows.iter().map(|f| f.retransmissions).sum(),
         timeouts: flows.iter().map(|f| f.timeouts).sum(),
+        fast_retransmits: o.recoveries.total,
+        data_segments_delivered: flows.iter().map(|f| f.parity.data_segments_delivered).sum(),
         drops: cause_map(s.drops),
     };
     let dirs = &driver.links().dirs;

@@ -15,9 +15,11 @@ use farlink_core::ScenarioError;
 
 use crate::bulk::{self, SenderPlan};
 use crate::command;
+use crate::connections;
 use crate::driver::{monotonic_ns, Driver, IoPath, Route};
 use crate::kernel;
 use crate::netns::{self, Netns, RunLock};
+use crate::parity;
 use crate::report::{self, EmuResult, FlowSettings, Kernel};
 use crate::signals::Signals;
 use crate::tun::Tun;
@@ -84,19 +86,48 @@ fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
     Ok(())
 }
 
+/// A program's sockets are the kernel's, so a command cannot run with farlink's sender (the
+/// built-in transfer's): the refusal names the controller and the fixes.
+fn refuse_farlink_sender(
+    sc: &Scenario,
+    opts: &EmuOptions,
+    choices: &[SenderChoice],
+) -> Result<(), EmuError> {
+    let Some((k, choice)) = choices.iter().enumerate().find(|(_, c)| c.is_farlink()) else {
+        return Ok(());
+    };
+    if opts.sender.as_deref() == Some("farlink") {
+        return Err(EmuError::Usage(
+            "--sender farlink: farlink's sender runs the built-in bulk transfer only; a command \
+             (-- COMMAND, --shell) uses the kernel's TCP (drop --sender farlink)"
+                .into(),
+        ));
+    }
+    let name = choice.congestion();
+    let origin = if opts.tcp.is_some() {
+        "--tcp".to_owned()
+    } else {
+        format!(
+            "flows[{k}].tcp.cc of {}",
+            sc.name().unwrap_or("the scenario")
+        )
+    };
+    let have = kernel::kernel_controllers().join(" ");
+    Err(EmuError::Usage(format!(
+        "{origin}: a command (-- COMMAND, --shell) uses the kernel's TCP, and this kernel has no \
+         \"{name}\" (it has: {have}); give --tcp with one of those (e.g. --tcp cubic), or run \
+         the built-in transfer on farlink's sender (--sender farlink, without the command)"
+    )))
+}
+
 /// Runs `sc` on the emulator: real kernel TCP between namespaces, through the scenario's
 /// links in real time. Everything this made is removed before it returns, whatever happened.
 pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> {
     check_scenario(sc)?;
     check_host()?;
     let choices = wire_sender::plan(sc, opts)?;
-    if opts.command.is_some() && choices.iter().any(SenderChoice::is_farlink) {
-        // A program's sockets are the kernel's: farlink's sender is the built-in transfer's.
-        return Err(EmuError::Usage(
-            "-- COMMAND and --shell use the kernel's TCP; farlink's own sender (--sender farlink, \
-             or a controller only farlink has) runs the built-in bulk transfer only"
-                .into(),
-        ));
+    if opts.command.is_some() {
+        refuse_farlink_sender(sc, opts, &choices)?;
     }
     let congestion: Vec<String> = choices.iter().map(SenderChoice::congestion).collect();
     // Before anything of ours exists: what a killed run left behind.
@@ -281,9 +312,12 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
                     )
                 })
                 .collect(),
+            stdout: &opts.command_stdout,
         };
         let programs =
             command::Programs::start(plan, &stop, || signals.interrupted(), monotonic_ns)?;
+        // The links count the program's segments by the port it was told.
+        driver.set_flow_port(0, programs.port());
         let end = if opts.command_bounded {
             SimTime::ZERO + sc.duration()
         } else {
@@ -294,13 +328,20 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         });
         let end_ns = monotonic_ns().saturating_sub(t0);
         driver.finish_captures();
-        // The first flow's goodput runs from the command's start (the sink counts its bytes).
-        let started = [bulk::SenderOutcome {
-            first_write_ns: Some(programs.started_ns()),
-            ..Default::default()
-        }];
-        let (sink_outcomes, report_of_command) = programs.finish(&stop, signals.interrupted());
+        let (sink_outcomes, mut report_of_command, conns) =
+            programs.finish(&stop, signals.interrupted());
         ran?;
+        // The first flow's figures are the program's connections' (`connections.rs`).
+        let last_data_ns = driver.stats.flow_last_data_at[0].map(|t| t0 + t.as_nanos());
+        let (started, sink_outcomes) = connections::first_flow(
+            &conns,
+            sink_outcomes,
+            &mut report_of_command,
+            f0.tcp.initial_window_segments,
+            last_data_ns,
+        );
+        let sender_ns = std::iter::once(tun_of(f0.from));
+        let recoveries = parity::recoveries(&namespaces, &[false], sender_ns, &started);
         let mut result = report::build(
             sc,
             &driver,
@@ -318,6 +359,8 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
                 removed_stale,
                 spin_us: opts.spin_us,
                 kernel,
+                recoveries,
+                program: true,
             },
         );
         result.command = Some(report_of_command);
@@ -409,6 +452,8 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
         .collect();
     ran?;
     let farlink: Vec<bool> = choices.iter().map(SenderChoice::is_farlink).collect();
+    let sender_ns = sc.flows().iter().map(|f| tun_of(f.from));
+    let recoveries = parity::recoveries(&namespaces, &farlink, sender_ns, &sender_outcomes);
     let expected_digests = wire_sender::expected_digests(sc);
     let result = report::build(
         sc,
@@ -427,6 +472,8 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             removed_stale,
             spin_us: opts.spin_us,
             kernel,
+            recoveries,
+            program: false,
         },
     );
     drop(driver);

@@ -11,6 +11,8 @@ pub(crate) struct Meta {
     pub(crate) hop: u16,
     /// Index of the flow it belongs to, if any.
     pub(crate) flow: Option<u16>,
+    /// A data segment toward the flow's receiver (counted when it reaches the receiver).
+    pub(crate) data: bool,
 }
 
 #[derive(Debug)]

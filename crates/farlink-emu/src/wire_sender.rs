@@ -365,9 +365,14 @@ impl WireFlow {
             snd_cwnd_pkts: (s.effective_cwnd_bytes() / mss).min(u64::from(u32::MAX)) as u32,
             total_retrans: st.retransmitted_segments.min(u64::from(u32::MAX)) as u32,
             bytes_acked: st.bytes_acked,
+            bytes_received: 0,
             bytes_sent: Some(st.bytes_sent),
             bytes_retrans: Some(st.retransmitted_bytes),
             total_rto: Some(st.timeouts.min(u64::from(u16::MAX)) as u16),
+            data_segs_out: Some(st.segments_sent.min(u64::from(u32::MAX)) as u32),
+            min_rtt_us: s.rtt().min_rtt().map(us),
+            // farlink's sender keeps no kernel chronographs (its limits are its own).
+            chrono_us: None,
         }
     }
 
@@ -394,6 +399,7 @@ impl WireFlow {
                 })
                 .collect(),
             last: Some(self.info()),
+            fast_retransmits: Some(s.stats().fast_retransmits),
             error,
             wire: Some(WireSummary::new(
                 self.conn.stats(),

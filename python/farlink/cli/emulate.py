@@ -78,8 +78,9 @@ def emulate_command(
     server: Annotated[
         str | None,
         typer.Option(
-            help="A shell command run in the receiver's namespace, listening on $FARLINK_PORT "
-            "(e.g. 'python3 -m http.server $FARLINK_PORT'); default: a sink that counts.",
+            help="A shell command run in the receiver's namespace (e.g. 'iperf3 -s', "
+            "'python3 -m http.server 8000'); the command is told the port it listened on, IPv4 "
+            "or IPv6, as $FARLINK_PORT; default: a sink that counts.",
         ),
     ] = None,
     shell: Annotated[
@@ -132,6 +133,7 @@ def emulate_command(
             command=argv,
             server=server,
             offload=offload,
+            command_stdout=_program_stdout(argv, as_json, out, folder.path),
         )
     except ScenarioError as err:
         raise CliError(describe_error(scenario, err, sets=set_ or ())) from None
@@ -155,6 +157,16 @@ def emulate_command(
     ran = result.summary.get("command")
     if ran is not None and ran["exit_status"] != 0:
         raise typer.Exit(ran["exit_status"])
+
+
+def _program_stdout(
+    argv: list[str] | None, as_json: bool, out: Path | None, folder: Path
+) -> str | Path | None:
+    """Where a program's standard output goes: with ``--json`` not on farlink's, which carries
+    only the document: into ``--out`` when given, else to standard error."""
+    if argv is None or not as_json:
+        return None
+    return folder / "command-stdout.txt" if out is not None else "stderr"
 
 
 def _workload(command: list[str] | None, shell: bool, server: str | None) -> list[str] | None:

@@ -60,9 +60,10 @@ pub use capture_stream::{
 };
 
 pub use summary::{
-    aggregate_capacity_bps, cause_map, AggregateSummary, BundleCalls, BundleDirectionSummary,
-    BundleSummary, DirectionSummary, FlowSummary, HandshakeSummary, LinkSummary, LossyLinkSummary,
-    RelaySummary, RlpDirectionSummary, RlpSummary, Summary, SUMMARY_SCHEMA_VERSION,
+    aggregate_capacity_bps, cause_map, limit_fields, AggregateSummary, BundleCalls,
+    BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary, HandshakeSummary,
+    LinkSummary, LossyLinkSummary, RelaySummary, RlpDirectionSummary, RlpSummary, Summary,
+    SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::BundleRt;
