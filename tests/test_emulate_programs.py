@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from support import FARLINK_ARGV, needs_namespaces
+from support import FARLINK_ARGV, REAL_TIME, needs_namespaces
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "result.schema.json").read_text(encoding="utf-8"))
@@ -28,7 +28,7 @@ PARITY_KEYS = (
     "acks_sent",
 )
 
-pytestmark = needs_namespaces("emulator")
+pytestmark = [REAL_TIME, needs_namespaces("emulator")]
 
 
 def farlink(*args: str, timeout_s: float = 120):
