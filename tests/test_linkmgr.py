@@ -555,6 +555,15 @@ def test_the_daemon_never_removes_or_writes_beside_a_file_it_did_not_make(tmp_pa
     assert not (tmp_path / "air.sqlite").exists()
 
 
+def test_the_modem_simulator_replaces_only_links_it_left(tmp_path):
+    """Before, a file named like a modem's link (DIR/air0) was removed to make the link."""
+    (tmp_path / "ground1").write_text("precious\n")
+    done = _farlink("linkmgr", "modem-sim", "--modems", "2", "--dir", tmp_path)
+    assert_one_error(done.returncode, done.stderr, "--dir: ", "ground1 exists and is a regular")
+    assert (tmp_path / "ground1").read_text() == "precious\n"
+    assert not (tmp_path / "air0").exists(), "nothing is made before every path is checked"
+
+
 def test_the_daemon_serves_its_dashboard(rig):
     r = rig(2)
     config = _config(r.tmp, 2, extra='[dashboard]\nlisten = "127.0.0.1:0"\n')

@@ -18,6 +18,7 @@ __all__ = [
     "__version__",
     "build_info",
     "emulate",
+    "emulate_interrupt_signal",
     "estimate_scenario",
     "linkmgr_config",
     "linkmgr_control",

@@ -1,6 +1,7 @@
 //! The files the daemon makes, checked before it opens them: its event log (an SQLite
 //! database, and the `-wal`, `-shm` and `-journal` files SQLite keeps beside it) and its
-//! control socket. farlink never removes or replaces a file it did not make
+//! control socket, and the simulated modems' links. farlink never removes or replaces a file
+//! it did not make
 //! (docs/security.md): a device, a folder or a pipe where a file is meant, a file that is not
 //! an SQLite database where the log is meant, anything but a socket where the control socket
 //! is meant, are refused before anything is opened or removed.
@@ -97,6 +98,36 @@ pub fn check_socket(path: &Path) -> Result<(), String> {
     }
 }
 
+/// Where the simulated modems put their links: a path may be absent or a symbolic link to a
+/// pseudo-terminal (`/dev/pts/N`, what a simulator left, live or not), which is replaced;
+/// anything else is someone else's and is refused.
+pub fn check_pty_link(path: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+        Ok(m) if m.file_type().is_symlink() => {
+            let target =
+                std::fs::read_link(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if target.starts_with("/dev/pts") {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} is a link to {}, not to a pseudo-terminal; farlink replaces only the \
+                     links a modem simulator left: name another --dir or move it away",
+                    path.display(),
+                    target.display()
+                ))
+            }
+        }
+        Ok(m) => Err(format!(
+            "{} exists and is {}; farlink replaces only the links a modem simulator left: \
+             name another --dir or move it away",
+            path.display(),
+            kind(m.file_type())
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +177,29 @@ mod tests {
         let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
         assert!(check_socket(&sock).is_ok());
         assert!(check_socket(&d.join("absent.sock")).is_ok());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_modem_link_replaces_only_a_link_to_a_pseudo_terminal() {
+        let d = dir("pty");
+        let left = d.join("air0");
+        std::os::unix::fs::symlink("/dev/pts/999", &left).unwrap();
+        assert!(
+            check_pty_link(&left).is_ok(),
+            "a link a stopped simulator left"
+        );
+        let mine = d.join("air1");
+        std::fs::write(&mine, "precious\n").unwrap();
+        assert!(check_pty_link(&mine)
+            .unwrap_err()
+            .contains("exists and is a regular file"));
+        let elsewhere = d.join("air2");
+        std::os::unix::fs::symlink(&mine, &elsewhere).unwrap();
+        assert!(check_pty_link(&elsewhere)
+            .unwrap_err()
+            .contains("not to a pseudo-terminal"));
+        assert!(check_pty_link(&d.join("air3")).is_ok());
         let _ = std::fs::remove_dir_all(&d);
     }
 }
