@@ -320,7 +320,9 @@ class _Handler(RequestHandler):
     ) -> web.StreamResponse:
         kind = type(exc).__name__ if exc is not None else "no detail"
         peer = getattr(request, "remote", None) or "a client"
-        _one_line_log().warning("%d for a request from %s (%s)", status, peer, kind)
+        # A 5xx is farlink's fault: FARLINK_DEBUG=1 shows where, as the command line does.
+        trace = exc if status >= 500 and os.environ.get("FARLINK_DEBUG") else None
+        _one_line_log().warning("%d for a request from %s (%s)", status, peer, kind, exc_info=trace)
         if request.writer.output_size > 0:  # an answer had begun: the connection is broken
             raise ConnectionError("an answer was under way; the connection is closed")
         phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
