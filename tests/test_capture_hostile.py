@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from farlink import simulate
-from farlink.captures.analysis import analyze_capture
+from farlink.captures.analysis import analyze_capture, read_capture
 from farlink.cli.app import main
 from farlink.outputs import MANIFEST
 from hostile_captures import (
@@ -104,6 +104,9 @@ def test_pcapng_reads_each_packet_by_its_own_interface(sim_records, tmp_path):
 
     code, _, err = cli("analyze", str(path), "--out", str(tmp_path / "a"), "--json")
     assert code == 0 and err.count("link type 105") == 1
+    # Packets skipped for their link type count toward the bound on records as any other.
+    bounded = read_capture(path, max_records=10)
+    assert bounded.records == 10 and "stopped after 10 records" in bounded.warnings[0]
 
 
 def test_a_pcapng_interface_of_a_resolution_no_clock_has_is_a_cut_with_a_warning(

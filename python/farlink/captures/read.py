@@ -318,7 +318,7 @@ class _Reader:
         try:
             while True:
                 try:
-                    block = self._pcapng_block(pos, order)
+                    block = self._pcapng_block(order)
                 except _Corrupt as err:
                     if pos == 0:
                         raise CaptureError(
@@ -356,7 +356,7 @@ class _Reader:
             )
         return cap
 
-    def _pcapng_block(self, pos: int, order: str) -> tuple[int, bytes, str] | None:
+    def _pcapng_block(self, order: str) -> tuple[int, bytes, str] | None:
         """The next block (type, body between length fields, byte order), None at the end."""
         head = self.f.read(8)
         if not head:
@@ -396,7 +396,7 @@ class _Reader:
     ) -> None:
         """An Enhanced Packet Block (or an obsolete Packet Block) read by its interface."""
         if len(body) < 20:
-            cap.records += 1
+            self._take_record(cap)
             cap.skipped["malformed"] += 1
             return
         if kind == _PCAPNG_EPB:
@@ -405,14 +405,12 @@ class _Reader:
             iface, _drops, ts_high, ts_low, caplen = struct.unpack_from(order + "HHIII", body, 0)
         frame = body[20 : 20 + caplen]
         if iface >= len(interfaces) or len(frame) < caplen:
-            cap.records += 1
+            self._take_record(cap)
             cap.skipped["malformed"] += 1
             return
         interface = interfaces[iface]
         if not interface.supported:
-            if cap.records >= self.max_records:
-                raise _Full(f"stopped after {self.max_records} records")
-            cap.records += 1
+            self._take_record(cap)
             other[interface.linktype] = other.get(interface.linktype, 0) + 1
             return
         ticks = (ts_high << 32) | ts_low
@@ -436,12 +434,16 @@ class _Reader:
     def _stop(self, cap: Capture, what: str) -> None:
         cap.warnings.append(f"{cap.source}: {what}; the rest of the file was not read")
 
-    def _record(
-        self, cap: Capture, raw_s: float, frame: bytes, interface: _Interface | None = None
-    ) -> None:
+    def _take_record(self, cap: Capture) -> None:
+        """Count one more record, or stop at the bound (module notes)."""
         if cap.records >= self.max_records:
             raise _Full(f"stopped after {self.max_records} records")
         cap.records += 1
+
+    def _record(
+        self, cap: Capture, raw_s: float, frame: bytes, interface: _Interface | None = None
+    ) -> None:
+        self._take_record(cap)
         time_s, ok = self.clock.place(cap, raw_s)
         linktype = cap.linktype if interface is None else interface.linktype
         pkt = _tcp_packet(cap, time_s, ok, frame, linktype)
