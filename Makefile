@@ -167,13 +167,18 @@ ns3-reference: $(NS3_STAMP)
 # New inputs go to fuzz/corpus-work/ (ignored); the seeds in fuzz/corpus/ are only read.
 # Then the command line's fuzzer (tests/test_cli_fuzz.py) for FUZZ_CLI_SECONDS over up to
 # FUZZ_CLI_CASES mutated presets from seed FUZZ_CLI_SEED; a case that fails is written into its
-# corpus, tests/data/fuzz_corpus/, which `make test` runs. Never part of `make test`.
+# corpus, tests/data/fuzz_corpus/, which `make test` runs. Then the real-systems surfaces (event
+# logs, link-manager configurations, pcapng, many connections, raw HTTP to the dashboard) from
+# the same seed, which a failure names. Never part of `make test` (its short form is).
 FUZZ_SECONDS ?= 60
 FUZZ_TOOLCHAIN ?= nightly
 FUZZ_TARGETS := scenario_json receiver_segments units hdlc_decoder at_dialogue wire_parse gso_split
 FUZZ_CLI_CASES ?= 2000
 FUZZ_CLI_SECONDS ?= 600
 FUZZ_CLI_SEED ?= $(shell date +%s)
+# The real-systems surfaces (tests/test_surface_fuzz.py): cases per surface, raw HTTP requests.
+FUZZ_SURFACE_CASES ?= 100
+FUZZ_SURFACE_REQUESTS ?= 1000
 
 .PHONY: fuzz fuzz-cli
 
@@ -189,3 +194,6 @@ fuzz-cli: setup
 	FARLINK_FUZZ_CASES=$(FUZZ_CLI_CASES) FARLINK_FUZZ_SECONDS=$(FUZZ_CLI_SECONDS) \
 	FARLINK_FUZZ_SEED=$(FUZZ_CLI_SEED) FARLINK_FUZZ_SAVE=1 \
 		$(VENV)/bin/pytest -q -rxX --timeout=0 tests/test_cli_fuzz.py
+	FARLINK_FUZZ_SEED=$(FUZZ_CLI_SEED) FARLINK_FUZZ_SURFACE_CASES=$(FUZZ_SURFACE_CASES) \
+	FARLINK_FUZZ_SURFACE_REQUESTS=$(FUZZ_SURFACE_REQUESTS) \
+		$(VENV)/bin/pytest -q -rxX --timeout=0 tests/test_surface_fuzz.py

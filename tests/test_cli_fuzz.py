@@ -314,11 +314,16 @@ def _insane(figures: Any, where: str = "") -> list[str]:
     return found
 
 
-def judge(outcome: Outcome) -> str | None:
-    """Why the outcome breaks the promise, or None."""
+def judge_lines(outcome: Outcome, warnings_first: bool = False) -> str | None:
+    """Why the outcome of any command breaks the promise on its exit and its standard error
+    (exit 0 with only ``farlink: warning:`` lines, or exit 2 with one ``farlink: error:``
+    line), or None. ``warnings_first``: the error line may follow warnings (a command that
+    reads a file warns of what it skipped before it finds nothing left to work on)."""
     if outcome.code is None:
         return "no answer within the time limit"
     lines = outcome.stderr.splitlines()
+    if outcome.code == 2 and warnings_first:
+        lines = [line for line in lines if not line.startswith("farlink: warning: ")]
     if outcome.code == 2:
         if len(lines) != 1 or not lines[0].startswith("farlink: error: "):
             return f"exit 2 without exactly one 'farlink: error:' line: {outcome.stderr[-800:]!r}"
@@ -328,6 +333,15 @@ def judge(outcome: Outcome) -> str | None:
     stray = [line for line in lines if not line.startswith("farlink: warning: ")]
     if stray:
         return f"exit 0 with stray stderr: {stray[:3]!r}"
+    return None
+
+
+def judge(outcome: Outcome) -> str | None:
+    """Why the outcome of ``simulate --json`` breaks the promise, or None: that of
+    :func:`judge_lines`, and sane figures on exit 0."""
+    problem = judge_lines(outcome)
+    if problem is not None or outcome.code == 2:
+        return problem
     try:
         figures = json.loads(outcome.stdout)
     except ValueError:

@@ -135,18 +135,21 @@ def test_without_cap_net_admin_it_says_so_in_one_line_and_exits_2():
     assert proc.stderr.count("\n") == 1 and "CAP_NET_ADMIN" in proc.stderr
 
 
-def test_ctrl_c_ends_the_run_removes_its_namespaces_and_keeps_the_result(tmp_path):
+# The shell's status for a process a signal ended: 128 plus the signal (SIGTERM is what a
+# service manager or `kill` sends, and must not read as Ctrl-C).
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_ends_the_run_removes_its_namespaces_and_keeps_the_result(tmp_path, sig, status):
     proc = farlink_process("emulate", "stpd-wireless", "--duration", "60s", "--json",
                            "--out", str(tmp_path))  # fmt: skip
     try:
         made = wait_for_namespaces(proc.pid)
         time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=20)
     finally:
         proc.kill()
         remove(namespaces_of(proc.pid))
-    assert proc.returncode == 130, err
+    assert proc.returncode == status, err
     assert json.loads(out)["interrupted"] is True
     assert not any((NETNS / n).exists() for n in made)
 

@@ -531,6 +531,41 @@ def test_hold_needs_a_control_socket(tmp_path):
     assert_one_error(done.returncode, done.stderr, "control: expected a socket path")
 
 
+def test_the_daemon_never_removes_or_writes_beside_a_file_it_did_not_make(tmp_path):
+    """Before, `control` naming a file deleted it, and `log = "/dev/null"` made SQLite create
+    /dev/null-journal; each is now refused, placed, before anything is opened."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("precious\n")
+    journal = Path("/dev/null-journal")
+    journal_before = journal.exists()
+    cases = [
+        ('control = "notes.txt"', "control: ", "notes.txt exists and is a regular file"),
+        ('control = "."', "control: ", "is a folder, not a socket"),
+        (None, "log: ", "/dev/null is a character device, not a regular file"),
+        (None, "log: ", "notes.txt exists and is not an SQLite database"),
+    ]
+    logs = iter(["/dev/null", str(notes)])
+    for extra, field, fragment in cases:
+        config = _config(tmp_path, 2, extra=extra or "")
+        if extra is None:
+            text = config.read_text().replace('log = "air.sqlite"', f'log = "{next(logs)}"')
+            config.write_text(text)
+        done = _farlink("linkmgr", "run", config)
+        assert_one_error(done.returncode, done.stderr, f"{config}:", field, fragment)
+        assert notes.read_text() == "precious\n"
+    assert journal.exists() == journal_before
+    assert not (tmp_path / "air.sqlite").exists()
+
+
+def test_the_modem_simulator_replaces_only_links_it_left(tmp_path):
+    """Before, a file named like a modem's link (DIR/air0) was removed to make the link."""
+    (tmp_path / "ground1").write_text("precious\n")
+    done = _farlink("linkmgr", "modem-sim", "--modems", "2", "--dir", tmp_path)
+    assert_one_error(done.returncode, done.stderr, "--dir: ", "ground1 exists and is a regular")
+    assert (tmp_path / "ground1").read_text() == "precious\n"
+    assert not (tmp_path / "air0").exists(), "nothing is made before every path is checked"
+
+
 def test_the_daemon_serves_its_dashboard(rig):
     r = rig(2)
     config = _config(r.tmp, 2, extra='[dashboard]\nlisten = "127.0.0.1:0"\n')

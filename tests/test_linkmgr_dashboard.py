@@ -6,12 +6,16 @@ Each server is a real ``farlink linkmgr dashboard`` process on a free port; all 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import sqlite3
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -318,3 +322,118 @@ def test_a_log_that_turns_unreadable_is_shown_as_an_error_and_then_recovers(tmp_
     feed.close()
     assert first is None and mended is None
     assert "log.sqlite" in broken and "not a finite number" in broken
+
+
+# What a hostile client sends, and a piece of it that must never come back in the answer.
+HOSTILE = [
+    (b"GET http://evil.example/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", b"evil"),
+    (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", b"aaaaaaaa"),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 5_000_000 + b"\r\n\r\n", b"bbbbbbbb"),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Many: c\r\n" * 100_000 + b"\r\n", b"X-Many"),
+    (b"GET /\x00nul HTTP/1.1\r\nHost: x\r\n\r\n", b"nul"),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nX-Ctl: d\x01\x02dd\r\n\r\n", b"\x01\x02dd"),
+    (b"\x16\x03\x01\x02\x00\x01" + b"Z" * 25_600 + b"\r\n\r\n", b"ZZZZZZZZ"),
+]
+
+
+def _exchange(port: int, payload: bytes, wait_s: float = 20) -> bytes:
+    """Send ``payload`` on a fresh connection; everything that comes back until the server
+    closes it (or resets it, having answered before reading all of an oversized request)."""
+    data = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait_s) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(payload)
+        with contextlib.suppress(ConnectionResetError, TimeoutError):
+            while chunk := sock.recv(65536):
+                data += chunk
+    return data
+
+
+@contextlib.contextmanager
+def _dashboard_in_thread(log: Path, token: str | None = None, **kw) -> Iterator[int]:
+    import threading
+
+    stop, ready = threading.Event(), []
+    listen = "0.0.0.0:0" if token else "127.0.0.1:0"
+    t = threading.Thread(
+        target=serve,
+        args=(log, listen, token),
+        kwargs={"on_ready": ready.append, "stop": stop, **kw},
+        daemon=True,
+    )
+    t.start()
+    deadline = time.monotonic() + 30
+    while not ready and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ready, "the dashboard did not start"
+    try:
+        yield int(ready[0].split(":")[2].split("/")[0])
+    finally:
+        stop.set()
+        t.join(10)
+
+
+@pytest.mark.parametrize("token", [None, TOKEN])
+def test_hostile_requests_get_a_fixed_4xx_and_one_log_line_each(run_log, tmp_path, token):
+    """Before, each of these printed a traceback, and a 400 echoed the request's bytes."""
+    err_path = tmp_path / "stderr.txt"
+    argv = [sys.executable, "-c", "import sys; from farlink.cli.app import main; sys.exit(main())",
+            "linkmgr", "dashboard", str(run_log), "--listen", "127.0.0.1:0"]  # fmt: skip
+    argv += ["--token", token] if token else []
+    with err_path.open("w") as err_file:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err_file, text=True)
+        try:
+            line = proc.stdout.readline()
+            port = int(line.rsplit(":", 1)[1].split("/")[0])
+            for payload, echo in HOSTILE:
+                reply = _exchange(port, payload)
+                assert reply[:10] in (b"HTTP/1.1 4", b"HTTP/1.0 4"), (payload[:40], reply[:200])
+                assert echo not in reply and len(reply) < 2048, (payload[:40], reply[:400])
+            auth = {"Authorization": f"Bearer {token}"} if token else {}
+            assert get(f"http://127.0.0.1:{port}/metrics", auth)[0] == 200
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            proc.stdout.close()
+    lines = err_path.read_text().splitlines()
+    assert "Traceback" not in "\n".join(lines)
+    assert len(lines) >= len(HOSTILE) - 1 and all(
+        line.startswith("farlink: dashboard: 4") for line in lines
+    ), lines
+
+
+def test_the_token_is_checked_before_the_path_or_the_query(run_log):
+    with _dashboard_in_thread(run_log, TOKEN) as port:
+        for target in (b"/nowhere", b"/?x=%zz%00&token=wrong", b"/metrics?" + b"q=1&" * 1000):
+            head = b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            reply = _exchange(port, head)
+            assert reply.startswith(b"HTTP/1.1 401"), (target[:40], reply[:100])
+
+
+def test_slow_and_idle_clients_are_closed_after_the_bound(run_log):
+    """50 clients that open a connection and send a request head a byte at a time (or
+    nothing): each is closed once the bound passes, and the dashboard serves meanwhile."""
+    head_s = 1.5
+    with _dashboard_in_thread(run_log, request_head_s=head_s) as port:
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(50)]
+        started = time.monotonic()
+        open_ = set(range(50))
+        while open_ and time.monotonic() - started < head_s + 5:
+            for i in list(open_):
+                try:
+                    if i % 2:  # half dribble a header, half stay silent
+                        socks[i].sendall(b"G" if time.monotonic() - started < 0.2 else b"x")
+                    socks[i].setblocking(False)
+                    if socks[i].recv(4096) == b"":
+                        open_.discard(i)
+                except BlockingIOError:
+                    pass
+                except (BrokenPipeError, ConnectionResetError):
+                    open_.discard(i)
+            assert get(f"http://127.0.0.1:{port}/metrics")[0] == 200
+            time.sleep(0.2)
+        elapsed_s = time.monotonic() - started
+        for s in socks:
+            s.close()
+    assert not open_, f"{len(open_)} slow clients still held after {elapsed_s:.1f} s"
+    assert elapsed_s >= head_s - 0.2

@@ -405,3 +405,59 @@ def test_uptime_of_independent_members_is_the_renewal_formula(tmp_path):
         float(bundle_full_uptime(8, 1 / 600, 0, 30)), abs=0.01
     )
     assert report.any_up_fraction > 0.999
+
+
+DEEP = "[" * 5_000 + "]" * 5_000  # past Python's recursion limit (1,000 levels)
+
+
+@pytest.mark.parametrize(
+    ("sql", "args", "fragment"),
+    [
+        ("UPDATE events SET detail = ? WHERE kind = 'signal'", (DEEP,), "nested 5000 levels"),
+        ("UPDATE events SET detail = ? WHERE id = 5", ("{" * 40_000,), "nested 40000 levels"),
+        ("UPDATE events SET detail = ? WHERE id = 5", ('"' + "x" * 70_000 + '"',), "characters"),
+        ("UPDATE meta SET value = ? WHERE key = 'modems'", (DEEP,), "meta 'modems' is nested"),
+    ],
+)
+def test_json_in_a_log_is_read_within_bounds(tmp_path, capsys, sql, args, fragment):
+    path = two_members(tmp_path / "log.sqlite")
+    with sqlite3.connect(path) as db:
+        db.execute(sql, args)
+    commands = (("linkmgr", "uptime"), ("fit-drops",), ("linkmgr", "log", "--csv"))
+    for command in (*commands, ("linkmgr", "log", "--xml")):
+        code, _, err = run(capsys, *command[:2], str(path), *command[2:])
+        assert_one_error(code, err, "log.sqlite", fragment)
+
+
+def test_brackets_inside_json_strings_are_not_nesting():
+    from farlink.linkmgr.eventlog import bounded_json
+
+    text = '{"reply_s": 0.4, "note": "' + "[{" * 1000 + '\\"]"}'
+    assert bounded_json(text)["reply_s"] == 0.4
+
+
+def test_log_out_never_replaces_a_file_farlink_did_not_write(tmp_path, capsys):
+    path = two_members(tmp_path / "log.sqlite")
+    mine = tmp_path / "notes.csv"
+    mine.write_text("my own notes\n")
+    code, _, err = run(capsys, "linkmgr", "log", str(path), "--csv", "--out", str(mine))
+    assert_one_error(code, err, "notes.csv", "--force")
+    assert mine.read_text() == "my own notes\n"
+    # A file it wrote is its own to replace; --force replaces another's.
+    export = tmp_path / "events.csv"
+    for _ in range(2):
+        code, _, err = run(capsys, "linkmgr", "log", str(path), "--csv", "--out", str(export))
+        assert code == 0, err
+    code, _, err = run(capsys, "linkmgr", "log", str(path), "--csv", "--out", str(mine), "--force")
+    assert code == 0, err
+    assert mine.read_text() != "my own notes\n"
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "folder"])
+def test_log_out_refuses_a_device_or_a_folder_even_with_force(tmp_path, capsys, target):
+    path = two_members(tmp_path / "log.sqlite")
+    out = Path(target) if target.startswith("/") else tmp_path / target
+    if target == "folder":
+        out.mkdir()
+    code, _, err = run(capsys, "linkmgr", "log", str(path), "--xml", "--out", str(out), "--force")
+    assert_one_error(code, err, str(out), "not a regular file")

@@ -18,6 +18,7 @@ __all__ = [
     "__version__",
     "build_info",
     "emulate",
+    "emulate_interrupt_signal",
     "estimate_scenario",
     "linkmgr_config",
     "linkmgr_control",
@@ -242,6 +243,11 @@ class EmulatorError(RuntimeError):
     """``usage`` (a bad option, e.g. a congestion controller the kernel lacks), ``unsupported``
     (no CAP_NET_ADMIN, no /dev/net/tun, not Linux), ``system`` (a system call or ``ip``
     failed) or ``internal`` (a bug)."""
+
+def emulate_interrupt_signal() -> int | None:
+    """The signal (2 SIGINT, 15 SIGTERM) that ended the last emulation interrupted in this
+    process, or None; ``farlink emulate`` exits 128 plus it."""
+    ...
 
 def emulate(scenario_json: str, options_json: str) -> str:
     """Run a scenario (JSON text) on the emulator with options (JSON: ``tcp``, ``spin_us``,

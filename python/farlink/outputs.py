@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_NAME_BYTES",
     "OutputError",
     "OutputFolder",
+    "file_kind",
     "make_folder",
     "safe_name",
     "write_between_markers",
@@ -60,6 +62,33 @@ def write_bytes(path: Path, data: bytes, option: str = "--out") -> Path:
 
 def write_text(path: Path, text: str, option: str = "--out") -> Path:
     return write_bytes(path, text.encode("utf-8"), option)
+
+
+def _refuse_non_regular(path: Path, option: str) -> None:
+    """A path where farlink means to write a regular file must not be a folder, a device, a
+    pipe or a socket (``--force`` or not): writing there would not make the file asked for,
+    and opening a device or a pipe can block or act on hardware."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # absent (or a dangling link, which claim() treats as a file)
+        return
+    if not stat.S_ISREG(mode):
+        raise OutputError(
+            f"{option}: {path} is {file_kind(mode)}, not a regular file; name a file to write"
+        )
+
+
+def file_kind(mode: int) -> str:
+    """What a path's ``st_mode`` says it is, in words ("a folder", "a character device")."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISREG, "a regular file"),
+    )
+    return next((words for test, words in kinds if test(mode)), "not a regular file")
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,6 +182,7 @@ class OutputFolder:
             if Path(name).name != name or name in (".", "..", MANIFEST):
                 raise OutputError(f"{self.option}: {name!r} is not a file name farlink writes")
             path = self.path / name
+            _refuse_non_regular(path, self.option)
             if (path.exists() or path.is_symlink()) and not (self.force or self.owns(name)):
                 raise OutputError(
                     f"{self.option}: {path} exists and farlink did not write it (it is not in "
@@ -162,12 +192,15 @@ class OutputFolder:
         return paths
 
     def claim_folder(self) -> None:
-        """For outputs whose names a library chooses: refuse a folder farlink did not make."""
+        """For outputs whose names a library chooses: refuse a folder farlink did not make,
+        and mark one it may write into with its manifest at once, before any file is written,
+        so that a run killed halfway leaves a folder its rerun recognises as farlink's."""
         if self.is_foreign() and not self.force:
             raise OutputError(
                 f"{self.option}: {self.path} holds files and no {MANIFEST}, so farlink did not "
                 "make it; name a new or empty folder, or add --force to write into it"
             )
+        self.record([])
 
     def record(self, paths: list[Path] | tuple[Path, ...]) -> None:
         """Add ``paths`` (files in this folder) to the manifest, and save it."""

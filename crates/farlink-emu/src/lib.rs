@@ -77,6 +77,8 @@ mod wire_sender;
 pub use command::CommandReport;
 #[cfg(target_os = "linux")]
 pub use run::emulate;
+#[cfg(target_os = "linux")]
+pub use signals::last_interrupt_signal;
 
 /// How to run an emulation, beside the scenario itself.
 #[derive(Clone, Debug, serde::Deserialize)]

@@ -2,7 +2,7 @@
 //! the workload look at; when it ends, the dispositions the process had are put back (a
 //! library must not leave a host process, Python's for one, ignoring SIGTERM).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Mutex;
 
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
@@ -10,10 +10,19 @@ use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal
 use crate::EmuError;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The signal that ended the last run interrupted (0: none yet), for its exit status.
+static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
     // An atomic store is async-signal-safe.
+    LAST_SIGNAL.store(sig, Ordering::Relaxed);
     INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// The signal (SIGINT or SIGTERM) that ended the last run interrupted in this process, if
+/// any: a command line exits 128 plus it, as a shell reports a process the signal ended.
+pub fn last_interrupt_signal() -> Option<i32> {
+    Some(LAST_SIGNAL.load(Ordering::Relaxed)).filter(|&s| s != 0)
 }
 
 /// The dispositions the process had before the first of the runs alive, and how many are.
@@ -28,6 +37,7 @@ impl Signals {
         let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
         if installed.0 == 0 {
             INTERRUPTED.store(false, Ordering::Relaxed);
+            LAST_SIGNAL.store(0, Ordering::Relaxed);
             let action = SigAction::new(
                 SigHandler::Handler(on_signal),
                 SaFlags::SA_RESTART,

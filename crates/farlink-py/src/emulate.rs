@@ -50,6 +50,20 @@ pub(crate) fn send(py: Python<'_>, scenario_json: &str, options_json: &str) -> P
     }
 }
 
+/// The signal (2 for SIGINT, 15 for SIGTERM) that ended the last emulation interrupted in
+/// this process, or None: `farlink emulate` exits 128 plus it.
+#[pyfunction]
+pub(crate) fn emulate_interrupt_signal() -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    {
+        farlink_emu::last_interrupt_signal()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// Runs `f` with the GIL released; a panic becomes an internal error, an [`EmuError`] an
 /// `EmulatorError` with its `kind`.
 fn run_detached(
@@ -83,6 +97,7 @@ fn run_detached(
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
     m.add_function(wrap_pyfunction!(send, m)?)?;
+    m.add_function(wrap_pyfunction!(emulate_interrupt_signal, m)?)?;
     m.add("EmulatorError", m.py().get_type::<EmulatorError>())?;
     Ok(())
 }

@@ -5,6 +5,7 @@ capture's connections with the scenario's flow names."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,13 @@ def flow_names(address_map: dict[str, Any]) -> dict[str, str]:
 
 def label_connections(connections: list[Any], capture: str | Path) -> list[Any]:
     """``connections`` with each one the address map names renamed after its flow."""
+    label = connection_labeler(capture)
+    return [label(c) for c in connections]
+
+
+def connection_labeler(capture: str | Path) -> Callable[[Any], Any]:
+    """A function renaming one connection after its flow where the address map beside
+    ``capture`` names it (the map read once, for connections analysed one at a time)."""
     address_map = read_address_map(capture)
-    if address_map is None:
-        return connections
-    names = flow_names(address_map)
-    return [replace(c, name=names[c.name]) if c.name in names else c for c in connections]
+    names = {} if address_map is None else flow_names(address_map)
+    return lambda c: replace(c, name=names[c.name]) if c.name in names else c

@@ -18,6 +18,7 @@ capture at all raises :class:`CaptureError`.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,11 @@ __all__ = [
     "CaptureError",
     "Connection",
     "Packet",
+    "PacketGroup",
     "analyze_capture",
     "analyze_packets",
+    "data_connections",
+    "iter_connections",
     "read_capture",
 ]
 
@@ -233,19 +237,49 @@ def analyze_packets(
 
     The data sender is the side that sent more payload bytes; times are relative to ``start_s``.
     """
+    groups = data_connections(packets)
+    return list(iter_connections(groups, start_s=start_s, source=source, min_rto_s=min_rto_s))
+
+
+@dataclass(frozen=True, slots=True)
+class PacketGroup:
+    """The packets of one connection (both directions, in capture order) and its data
+    sender's address and port."""
+
+    packets: list[Packet]
+    sender: tuple[str, int]
+    sent_bytes: int
+
+
+def data_connections(packets: list[Packet]) -> list[PacketGroup]:
+    """The packets grouped by 4-tuple in one pass, each connection that carries data in the
+    order it first appears (the sender: the side that sent more payload bytes). Cheap beside
+    the analysis of each group, so a caller can count connections before analysing any."""
     groups: dict[frozenset[tuple[str, int]], list[Packet]] = {}
     for p in packets:
         groups.setdefault(frozenset(((p.src, p.sport), (p.dst, p.dport))), []).append(p)
-    connections = []
+    found = []
     for group in groups.values():
         sent: dict[tuple[str, int], int] = {}
         for p in group:
             sent[(p.src, p.sport)] = sent.get((p.src, p.sport), 0) + p.payload
         sender = max(sent, key=lambda k: (sent[k], k))
-        if sent[sender] == 0:
-            continue
-        connections.append(_connection(group, sender, start_s, source, min_rto_s))
-    return connections
+        if sent[sender]:
+            found.append(PacketGroup(group, sender, sent[sender]))
+    return found
+
+
+def iter_connections(
+    groups: list[PacketGroup],
+    *,
+    start_s: float = 0.0,
+    source: str = "capture",
+    min_rto_s: float | None = None,
+) -> Iterator[Connection]:
+    """Each group analysed in turn (:func:`data_connections`), one :class:`Connection` at a
+    time, so that a caller that keeps only summaries holds one connection's series at once."""
+    for g in groups:
+        yield _connection(g.packets, g.sender, start_s, source, min_rto_s)
 
 
 def _connection(

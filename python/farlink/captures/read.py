@@ -3,8 +3,14 @@
 The file is read record by record: memory grows with the TCP segments kept (their headers,
 never their payload), not with the file, and the work is bounded by :data:`MAX_RECORDS` records
 and :data:`MAX_TCP_PACKETS` segments kept; past either, the rest is ignored with a warning.
-pcapng blocks are framed by dpkt's reader over a file object that refuses any single read
-larger than a record may be, so a corrupt length field cannot make it allocate gigabytes.
+pcapng blocks are framed here, each block's length checked against what a record may be
+before it is read, so a corrupt length field cannot make the reader allocate gigabytes.
+
+pcapng is read per interface: each Interface Description Block gives its interface's link type
+and timestamp resolution (``if_tsresol``) and offset (``if_tsoffset``), and each packet is read
+by the interface it names; a new section (Section Header Block) starts a new list of
+interfaces and may change the byte order. Packets on an interface whose link type is not one of
+the list below are skipped, counted (``skipped["other_link"]``) and named in a warning.
 
 Link layers: raw IP (101, 228, 229 and DLT_RAW's platform values 12 and 14), Ethernet (1) with
 any number of 802.1Q/802.1ad tags, Linux cooked capture v1 (113) and v2 (276, what
@@ -129,6 +135,8 @@ class Capture:
     skipped: dict[str, int] = field(
         default_factory=lambda: {"non_ip": 0, "non_tcp": 0, "malformed": 0}
     )
+    # pcapng: each interface's link type, in the order described (pcap: the file's one).
+    interfaces: list[int] = field(default_factory=list)
     bytes_ignored: int = 0
     warnings: list[str] = field(default_factory=list)
     start_s: float = 0.0
@@ -233,26 +241,29 @@ def _check_linktype(linktype: int, source: str) -> None:
         )
 
 
-class _BoundedFile:
-    """A file object whose single reads are at most a record's size (for dpkt's reader)."""
-
-    def __init__(self, f: BinaryIO):
-        self.f = f
-
-    def read(self, n: int = -1) -> bytes:
-        if n < 0 or n > MAX_RECORD_BYTES + 64:
-            raise _TooLong(n)
-        return self.f.read(n)
-
-    def tell(self) -> int:
-        return self.f.tell()
-
-    def seek(self, *args: int) -> int:
-        return self.f.seek(*args)
+_LINKTYPE_NAMES = "raw IP (101, 228, 229), Ethernet (1) or Linux cooked (113, 276)"
+_PCAPNG_SHB, _PCAPNG_IDB, _PCAPNG_PB, _PCAPNG_EPB = 0x0A0D0D0A, 1, 2, 6
+_PCAPNG_BOM = 0x1A2B3C4D
+# The longest pcapng block taken: a packet of the longest record plus its block's header,
+# trailer and room for options (comments, flags, hashes).
+_MAX_PCAPNG_BLOCK = MAX_RECORD_BYTES + 4096
 
 
-class _TooLong(Exception):
-    pass
+@dataclass(frozen=True, slots=True)
+class _Interface:
+    """A pcapng interface: its link type and how its timestamps read as seconds."""
+
+    linktype: int
+    ticks_per_s: float
+    offset_s: int
+
+    @property
+    def supported(self) -> bool:
+        return self.linktype in _SUPPORTED
+
+
+class _Corrupt(Exception):
+    """A pcapng block that cannot be read; its message says which."""
 
 
 class _Reader:
@@ -271,6 +282,7 @@ class _Reader:
         linktype = struct.unpack(order + "I", head[20:24])[0] & 0x0FFFFFFF
         _check_linktype(linktype, self.source)
         cap = Capture(self.source, "pcap-ns" if unit == 1e-9 else "pcap-us", linktype)
+        cap.interfaces.append(linktype)
         header = struct.Struct(order + "IIII")
         pos = 24
         try:
@@ -298,35 +310,111 @@ class _Reader:
         return cap
 
     def pcapng(self) -> Capture:
-        import dpkt
-
-        bounded = _BoundedFile(self.f)
-        try:
-            reader = dpkt.pcapng.Reader(bounded)
-        except Exception as exc:  # dpkt raises ValueError, struct.error or its own errors
-            raise CaptureError(f"{self.source}: pcapng header unreadable ({exc})") from None
-        linktype = reader.datalink()
-        _check_linktype(linktype, self.source)
-        cap = Capture(self.source, "pcapng", linktype)
-        good = self.f.tell()
-        iterator = iter(reader)
+        cap = Capture(self.source, "pcapng", 0)
+        order, interfaces = "<", []
+        # Link types skipped: type -> packets (named in one warning at the end).
+        other: dict[int, int] = {}
+        pos = 0
         try:
             while True:
                 try:
-                    ts, buf = next(iterator)
-                except StopIteration:
-                    if self.f.read(1):
-                        self._cut(cap, good, f"block after packet {cap.records} unreadable")
+                    block = self._pcapng_block(order)
+                except _Corrupt as err:
+                    if pos == 0:
+                        raise CaptureError(
+                            f"{self.source}: pcapng header unreadable ({err})"
+                        ) from None
+                    self._cut(cap, pos, f"block after packet {cap.records} {err}")
                     break
-                except Exception:
-                    what = f"block after packet {cap.records} is cut short or corrupt"
-                    self._cut(cap, good, what)
+                if block is None:
                     break
-                good = self.f.tell()
-                self._record(cap, float(ts), bytes(buf))
+                kind, body, order = block
+                pos += 12 + len(body)
+                if kind == _PCAPNG_SHB:
+                    interfaces = []  # a new section describes its interfaces anew
+                elif kind == _PCAPNG_IDB:
+                    try:
+                        interfaces.append(_interface(body, order))
+                    except _Corrupt as err:
+                        self._cut(cap, pos - 12 - len(body), f"interface description {err}")
+                        break
+                    if not cap.interfaces:
+                        cap.linktype = interfaces[-1].linktype
+                    cap.interfaces.append(interfaces[-1].linktype)
+                elif kind in (_PCAPNG_EPB, _PCAPNG_PB):
+                    self._pcapng_packet(cap, kind, body, order, interfaces, other)
         except _Full as full:
             self._stop(cap, str(full))
+        if not cap.interfaces:
+            raise CaptureError(f"{self.source}: pcapng without an interface description block")
+        if other:
+            cap.skipped["other_link"] = sum(other.values())
+            kinds = ", ".join(f"{n} on link type {t}" for t, n in sorted(other.items()))
+            cap.warnings.append(
+                f"{self.source}: skipped {sum(other.values())} packets on interfaces of a link "
+                f"type not supported ({kinds}); supported: {_LINKTYPE_NAMES}"
+            )
         return cap
+
+    def _pcapng_block(self, order: str) -> tuple[int, bytes, str] | None:
+        """The next block (type, body between length fields, byte order), None at the end."""
+        head = self.f.read(8)
+        if not head:
+            return None
+        if len(head) < 8:
+            raise _Corrupt("is cut short")
+        if head[:4] == _PCAPNG_MAGIC:  # a section header: its byte-order magic comes next
+            bom = self.f.read(4)
+            if len(bom) < 4:
+                raise _Corrupt("is cut short")
+            if struct.unpack("<I", bom)[0] == _PCAPNG_BOM:
+                order = "<"
+            elif struct.unpack(">I", bom)[0] == _PCAPNG_BOM:
+                order = ">"
+            else:
+                raise _Corrupt(f"has an unknown byte-order magic {bom.hex()}")
+            head += bom
+        kind, length = struct.unpack(order + "II", head[:8])
+        if length < 12 + len(head) - 8 or length % 4 or length > _MAX_PCAPNG_BLOCK:
+            raise _Corrupt(f"is corrupt (block length {length})")
+        rest = self.f.read(length - len(head))
+        if len(rest) < length - len(head):
+            raise _Corrupt("is cut short")
+        body = head[8:] + rest[:-4]
+        if struct.unpack(order + "I", rest[-4:])[0] != length:
+            raise _Corrupt("is corrupt (its two length fields differ)")
+        return kind, body, order
+
+    def _pcapng_packet(
+        self,
+        cap: Capture,
+        kind: int,
+        body: bytes,
+        order: str,
+        interfaces: list[_Interface],
+        other: dict[int, int],
+    ) -> None:
+        """An Enhanced Packet Block (or an obsolete Packet Block) read by its interface."""
+        if len(body) < 20:
+            self._take_record(cap)
+            cap.skipped["malformed"] += 1
+            return
+        if kind == _PCAPNG_EPB:
+            iface, ts_high, ts_low, caplen = struct.unpack_from(order + "IIII", body, 0)
+        else:
+            iface, _drops, ts_high, ts_low, caplen = struct.unpack_from(order + "HHIII", body, 0)
+        frame = body[20 : 20 + caplen]
+        if iface >= len(interfaces) or len(frame) < caplen:
+            self._take_record(cap)
+            cap.skipped["malformed"] += 1
+            return
+        interface = interfaces[iface]
+        if not interface.supported:
+            self._take_record(cap)
+            other[interface.linktype] = other.get(interface.linktype, 0) + 1
+            return
+        ticks = (ts_high << 32) | ts_low
+        self._record(cap, interface.offset_s + ticks / interface.ticks_per_s, frame, interface)
 
     def _remaining(self, pos: int) -> int:
         try:
@@ -346,16 +434,54 @@ class _Reader:
     def _stop(self, cap: Capture, what: str) -> None:
         cap.warnings.append(f"{cap.source}: {what}; the rest of the file was not read")
 
-    def _record(self, cap: Capture, raw_s: float, frame: bytes) -> None:
+    def _take_record(self, cap: Capture) -> None:
+        """Count one more record, or stop at the bound (module notes)."""
         if cap.records >= self.max_records:
             raise _Full(f"stopped after {self.max_records} records")
         cap.records += 1
+
+    def _record(
+        self, cap: Capture, raw_s: float, frame: bytes, interface: _Interface | None = None
+    ) -> None:
+        self._take_record(cap)
         time_s, ok = self.clock.place(cap, raw_s)
-        pkt = _tcp_packet(cap, time_s, ok, frame)
+        linktype = cap.linktype if interface is None else interface.linktype
+        pkt = _tcp_packet(cap, time_s, ok, frame, linktype)
         if pkt is not None:
             if len(cap.packets) >= self.max_packets:
                 raise _Full(f"stopped after {self.max_packets} TCP segments")
             cap.packets.append(pkt)
+
+
+_IF_TSRESOL, _IF_TSOFFSET = 9, 14
+
+
+def _interface(body: bytes, order: str) -> _Interface:
+    """An Interface Description Block's link type, and its ``if_tsresol`` (default 10^-6 s)
+    and ``if_tsoffset`` (default 0) options (pcapng, section 4.2)."""
+    if len(body) < 8:
+        raise _Corrupt("is cut short")
+    linktype = struct.unpack_from(order + "H", body, 0)[0]
+    ticks_per_s, offset_s = 1e6, 0
+    pos = 8
+    while pos + 4 <= len(body):
+        code, length = struct.unpack_from(order + "HH", body, pos)
+        value = body[pos + 4 : pos + 4 + length]
+        if code == 0 or len(value) < length:
+            break
+        if code == _IF_TSRESOL and length >= 1:
+            # High bit clear: a negative power of ten; set: a negative power of two.
+            exponent = value[0] & 0x7F
+            if value[0] & 0x80:
+                ticks_per_s = float(2**exponent)
+            elif exponent <= 18:
+                ticks_per_s = float(10**exponent)
+            else:
+                raise _Corrupt(f"has a resolution of 10^-{exponent} s, finer than any clock")
+        elif code == _IF_TSOFFSET and length >= 8:
+            offset_s = struct.unpack_from(order + "q", value, 0)[0]
+        pos += 4 + (length + 3) // 4 * 4
+    return _Interface(linktype, ticks_per_s, offset_s)
 
 
 def _ip_payload(linktype: int, frame: bytes) -> bytes | None:
@@ -373,8 +499,10 @@ def _ip_payload(linktype: int, frame: bytes) -> bytes | None:
     return frame[offset:] if ethertype in (_ETH_IPV4, _ETH_IPV6) else None
 
 
-def _tcp_packet(cap: Capture, time_s: float, ok: bool, frame: bytes) -> Packet | None:
-    ip = _ip_payload(cap.linktype, frame)
+def _tcp_packet(
+    cap: Capture, time_s: float, ok: bool, frame: bytes, linktype: int
+) -> Packet | None:
+    ip = _ip_payload(linktype, frame)
     version = ip[0] >> 4 if ip else 0
     if version == 4 and len(ip) >= 20:
         found = _ipv4(cap, ip)

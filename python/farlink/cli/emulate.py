@@ -153,7 +153,7 @@ def emulate_command(
         for path in written:
             typer.echo(f"wrote {path}")
     if result.summary["interrupted"]:
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_status())
     ran = result.summary.get("command")
     if ran is not None and ran["exit_status"] != 0:
         raise typer.Exit(ran["exit_status"])
@@ -180,3 +180,12 @@ def _workload(command: list[str] | None, shell: bool, server: str | None) -> lis
     if shell:
         return [os.environ.get("SHELL") or "/bin/sh"]
     return list(command) if command else None
+
+
+def _interrupted_status() -> int:
+    """The shell's status for a process a signal ended, 128 plus it: 143 for SIGTERM (a
+    service manager's stop), 130 for Ctrl-C."""
+    from farlink import _core
+
+    sig = _core.emulate_interrupt_signal()
+    return EXIT_INTERRUPTED if sig is None else 128 + sig

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from farlink.cli.options import ForceFlag
 from farlink.linkmgr.run import DEFAULT_PRESET
 
 PRESET_NAME = DEFAULT_PRESET
@@ -61,25 +62,30 @@ def log_command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write to this file instead of standard output.")
     ] = None,
+    force: ForceFlag = False,
 ) -> None:
     """Export the event log as CSV or as the XML connection database of seed 000 Figure 7.4."""
     from farlink.linkmgr.eventlog import EventLogError
     from farlink.linkmgr.export import events_csv, xml_database
-    from farlink.outputs import write_bytes
+    from farlink.outputs import OutputFolder
 
     if csv == xml:
         raise _cli_error("--csv, --xml: give exactly one of them")
     _checked_log(log)
     if out is not None and out.exists() and out.resolve() == log.resolve():
         raise _cli_error(f"--out: {out} is the log itself; name another file")
+    # Claimed before the export is built: a file farlink did not write is refused at once.
+    folder = None if out is None else OutputFolder(out.parent, force=force)
+    if folder is not None:
+        folder.claim(out.name)
     try:
         data = events_csv(log).encode() if csv else xml_database(log)
     except EventLogError as err:
         raise _cli_error(str(err)) from None
-    if out is None:
+    if folder is None:
         typer.echo(data.decode(), nl=False)
     else:
-        write_bytes(out, data)
+        folder.write_bytes(out.name, data)
 
 
 @linkmgr_app.command("uptime")

@@ -15,8 +15,16 @@ Access. By default it listens on loopback only. Bound to any other address it ne
 refuses to start without one (:class:`DashboardError`); with a token, every request must carry it,
 whatever address it comes from, as ``Authorization: Bearer TOKEN`` or ``?token=TOKEN`` (the page
 passes the token it was opened with on to its own requests, since a browser's EventSource cannot
-set headers). A wrong or missing token gets 401. Malformed requests are answered by aiohttp's
-parser with a 4xx; nothing a client sends stops the server.
+set headers). A wrong or missing token gets 401, checked before the request is routed or its
+query read for anything else.
+
+Limits (docs/security.md): a request line (the URL) of at most :data:`MAX_LINE_BYTES`, at most
+:data:`MAX_HEADERS` headers of at most :data:`MAX_FIELD_BYTES` each, no body above
+:data:`MAX_BODY_BYTES`; a connection that has not sent a whole request head within
+:data:`REQUEST_HEAD_S` of opening (or of its last answer) is closed, so slow or idle clients
+cannot hold connections. A malformed request gets a 4xx whose body is a fixed sentence (never
+the request's bytes) and one line on standard error (:class:`_Handler`); nothing a client sends
+stops the server.
 """
 
 from __future__ import annotations
@@ -26,13 +34,18 @@ import contextlib
 import hmac
 import ipaddress
 import json
+import logging
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable
+from http import HTTPStatus
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_runner import GracefulExit
 
 from farlink.linkmgr import page
@@ -58,6 +71,18 @@ KEEPALIVE_S = 15.0
 """A comment line on the event stream this often keeps proxies from closing it."""
 STOP_POLL_S = 0.2
 _BATCH = 5000  # events folded between two yields to the event loop while catching up
+MAX_LINE_BYTES = 8190
+"""The longest request line (method, URL, version) read: the page's own URLs are short."""
+MAX_FIELD_BYTES = 8190
+"""The longest header (name and value) read."""
+MAX_HEADERS = 64
+"""The most headers a request may carry (a browser sends about 15)."""
+MAX_BODY_BYTES = 64 * 1024
+"""The largest request body read (the dashboard takes no body)."""
+REQUEST_HEAD_S = 15.0
+"""How long a connection may take to send a whole request head, from its opening or from its
+last answer; past it, the connection is closed (a slow or idle client holds none for longer).
+A stream of server-sent events, once asked for, is not bounded by it."""
 LISTEN_FORMS = "ADDR:PORT, e.g. 127.0.0.1:8750, [::1]:8750 or 0.0.0.0:8750 (port 0: any free)"
 
 
@@ -181,7 +206,10 @@ TOKEN = web.AppKey("token", str)
 
 
 def _authorised(request: web.Request, token: str) -> bool:
-    offered = request.query.get("token")
+    try:
+        offered = request.query.get("token")
+    except (ValueError, UnicodeError):  # a query that cannot be read carries no token
+        return False
     header = request.headers.get("Authorization", "")
     if offered is None and header[:7].lower() == "bearer ":
         offered = header[7:].strip()
@@ -263,9 +291,86 @@ async def _events(request: web.Request) -> web.StreamResponse:
     return response
 
 
+_log = logging.getLogger("farlink.linkmgr.dashboard")
+
+
+def _one_line_log() -> logging.Logger:
+    """The server's logger: one line on standard error per request it could not serve (the
+    status, the client and the kind of fault; never the client's bytes nor a traceback)."""
+    if not _log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("farlink: dashboard: %(message)s"))
+        _log.addHandler(handler)
+        _log.propagate = False
+        _log.setLevel(logging.INFO)
+    return _log
+
+
+class _Handler(RequestHandler):
+    """aiohttp's connection handler with its error answer replaced: a fixed sentence per
+    status (aiohttp's own puts the parser's message, the request's bytes, in the body) and one
+    line logged (aiohttp's logs a traceback)."""
+
+    def handle_error(
+        self,
+        request: Any,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        kind = type(exc).__name__ if exc is not None else "no detail"
+        peer = getattr(request, "remote", None) or "a client"
+        # A 5xx is farlink's fault: FARLINK_DEBUG=1 shows where, as the command line does.
+        trace = exc if status >= 500 and os.environ.get("FARLINK_DEBUG") else None
+        _one_line_log().warning("%d for a request from %s (%s)", status, peer, kind, exc_info=trace)
+        if request.writer.output_size > 0:  # an answer had begun: the connection is broken
+            raise ConnectionError("an answer was under way; the connection is closed")
+        phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
+        text = f"{status} {phrase}: the request could not be read or served\n"
+        response = web.Response(status=status, text=text, content_type="text/plain")
+        response.force_close()
+        return response
+
+
+class _Server(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _Handler(self, loop=self._loop, **self._kwargs)
+
+
+class _Runner(web.AppRunner):
+    """An application runner whose connections are :class:`_Handler`s, held to the limits of
+    the module notes."""
+
+    def __init__(
+        self, app: web.Application, *, request_head_s: float = REQUEST_HEAD_S, **kwargs: Any
+    ) -> None:
+        limits = {
+            "max_line_size": MAX_LINE_BYTES,
+            "max_field_size": MAX_FIELD_BYTES,
+            "max_headers": MAX_HEADERS,
+            # Armed when a connection opens and after each answer, never reset by bytes
+            # that arrive: a request head must be whole within it.
+            "keepalive_timeout": request_head_s,
+            "lingering_time": 1.0,
+            "logger": _one_line_log(),
+            "access_log": None,
+        }
+        super().__init__(app, **limits, **kwargs)
+
+    async def _make_server(self) -> web.Server:
+        made = await super()._make_server()
+        return _Server(
+            made.request_handler,
+            request_factory=made.request_factory,
+            handler_cancellation=made.handler_cancellation,
+            loop=made._loop,
+            **made._kwargs,
+        )
+
+
 def make_app(log_path: str | os.PathLike[str], token: str | None = None, *, poll_s: float = POLL_S):
     """The aiohttp application; the log is tailed while the application runs."""
-    app = web.Application(middlewares=[_guard], client_max_size=64 * 1024)
+    app = web.Application(middlewares=[_guard], client_max_size=MAX_BODY_BYTES)
     feed = LogFeed(log_path, poll_s)
     app[FEED] = feed
     if token:
@@ -302,11 +407,14 @@ async def _serve(
     token: str | None,
     on_ready: Callable[[str], None] | None,
     stop: threading.Event | None,
+    request_head_s: float,
 ) -> None:
     app = make_app(log_path, token)
     # Signal handlers can only be set from the main thread; a daemon may serve from another.
     in_main = threading.current_thread() is threading.main_thread()
-    runner = web.AppRunner(app, handle_signals=in_main, access_log=None, shutdown_timeout=1.0)
+    runner = _Runner(
+        app, request_head_s=request_head_s, handle_signals=in_main, shutdown_timeout=1.0
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, reuse_address=True)
@@ -335,6 +443,7 @@ def serve(
     *,
     on_ready: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
+    request_head_s: float = REQUEST_HEAD_S,
 ) -> None:
     """Serve the dashboard of ``log_path`` until interrupted (Ctrl-C, SIGTERM) or ``stop`` is set.
 
@@ -347,6 +456,8 @@ def serve(
         token: required off loopback; when given, every request must carry it.
         on_ready: called with the page's address once listening (default: print it).
         stop: set it (from any thread) to stop serving; serve then returns.
+        request_head_s: how long a connection may take to send a request head
+            (:data:`REQUEST_HEAD_S`).
 
     Raises:
         DashboardError: a bad ``listen``, a missing token off loopback, a port in use.
@@ -362,7 +473,7 @@ def serve(
             print(f"dashboard at {url}", flush=True)
 
     with contextlib.suppress(KeyboardInterrupt, GracefulExit):
-        asyncio.run(_serve(path, host, port, token, on_ready, stop))
+        asyncio.run(_serve(path, host, port, token, on_ready, stop, request_head_s))
 
 
 def serve_in_thread(

@@ -7,7 +7,10 @@ order of writing. Readers may tail a log while the daemon writes it: :meth:`Even
 takes the last id already seen.
 
 A file that is not SQLite, a corrupt database, or a database without the log's tables raises
-:class:`EventLogError` (a :class:`ValueError`) naming the file and what was expected.
+:class:`EventLogError` (a :class:`ValueError`) naming the file and what was expected. The JSON
+the log stores (the member names, each event's detail) is read within bounds
+(:data:`MAX_JSON_BYTES`, :data:`MAX_JSON_DEPTH`, :func:`bounded_json`): a log is data someone
+else may have written, and Python's parser recurses once per level of nesting.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +28,8 @@ from urllib.parse import quote
 
 __all__ = [
     "EVENT_KINDS",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_MEMBERS",
     "SCHEMA_VERSION",
     "SQLITE_MAGIC",
@@ -31,6 +37,8 @@ __all__ = [
     "Event",
     "EventLog",
     "EventLogError",
+    "bounded_json",
+    "check_json_bounds",
     "is_sqlite_file",
 ]
 
@@ -55,6 +63,14 @@ EVENT_KINDS = (
 MAX_MEMBERS = 256
 """Member numbers run from 0 to this minus one (KUMICS bundled 1 to 8 modems); a larger number
 in a log is taken for corruption rather than allocated for."""
+MAX_JSON_BYTES = 65_536
+"""The longest JSON text read from a log (a detail, the member names): the daemon writes a few
+hundred bytes at most (256 names of up to 64 bytes fit in 20 kB)."""
+MAX_JSON_DEPTH = 32
+"""The deepest nesting of arrays and objects read from a log: the daemon writes two levels,
+and Python's parser recurses once per level (about 1,000 levels end it)."""
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 _EVENT_COLUMNS = ("id", "t_unix_s", "t_daemon_s", "modem", "kind", "state", "value", "detail")
 _EXPECTED = "a farlink link-manager event log (SQLite with tables meta and events, docs/linkmgr.md)"
 # SQLite waits this long for a writer's lock before a read gives up (a checkpoint is brief).
@@ -79,13 +95,39 @@ class Event:
     detail: str | None
 
     def detail_json(self) -> Any:
-        """The detail parsed as JSON, or None when it is absent or not JSON."""
+        """The detail parsed as JSON, or None when it is absent, not JSON or past the bounds
+        (:func:`bounded_json`; a log read by :class:`EventLog` refuses such a detail)."""
         if self.detail is None:
             return None
         try:
-            return json.loads(self.detail)
+            return bounded_json(self.detail)
         except ValueError:
             return None
+
+
+class _TooDeep(ValueError):
+    """JSON past :data:`MAX_JSON_BYTES` or :data:`MAX_JSON_DEPTH`."""
+
+
+def check_json_bounds(text: str) -> None:
+    """Raises ``_TooDeep`` (a :class:`ValueError` saying which bound) for a text longer than
+    :data:`MAX_JSON_BYTES` or whose arrays and objects nest deeper than
+    :data:`MAX_JSON_DEPTH` (brackets inside strings aside), whether or not it is JSON."""
+    if len(text) > MAX_JSON_BYTES:
+        raise _TooDeep(f"{len(text)} characters long, above the {MAX_JSON_BYTES} read")
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_JSON_DEPTH:
+        raise _TooDeep(f"nested {deepest} levels deep, above the {MAX_JSON_DEPTH} read")
+
+
+def bounded_json(text: str) -> Any:
+    """``text`` parsed as JSON once :func:`check_json_bounds` has let it through (the parser
+    never sees a text past them); :class:`ValueError` for either."""
+    check_json_bounds(text)
+    return json.loads(text)
 
 
 def _member_number(value: Any) -> int:
@@ -183,7 +225,9 @@ class EventLog:
         text = self.meta.get("modems")
         if text is not None:
             try:
-                parsed = json.loads(text)
+                parsed = bounded_json(text)
+            except _TooDeep as err:
+                raise self._fail(f"meta 'modems' is {err}") from None
             except ValueError:
                 raise self._fail("meta 'modems' is not JSON") from None
             if not isinstance(parsed, list) or not all(isinstance(n, str) for n in parsed):
@@ -244,6 +288,11 @@ class EventLog:
             )
         except (TypeError, ValueError):
             raise self._fail(f"event {id_} has a malformed column ({row!r})") from None
+        if event.detail is not None:
+            try:
+                check_json_bounds(event.detail)
+            except _TooDeep as err:
+                raise self._fail(f"event {id_}'s detail is {err}") from None
         finite = (event.t_unix_s, event.t_daemon_s, 0.0 if event.value is None else event.value)
         if not all(math.isfinite(x) for x in finite):
             raise self._fail(f"event {id_} has a time or value that is not a finite number")

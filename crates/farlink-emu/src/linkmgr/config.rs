@@ -214,7 +214,11 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<LinkMgrConfig, Confi
         ));
     }
     let log = match r.opt_str(root, "", "log")? {
-        Some(l) if !l.is_empty() => base.join(l),
+        Some(l) if !l.is_empty() => {
+            let log = base.join(l);
+            super::paths::check_log(&log).map_err(|e| r.at_value(root, "", "log", e))?;
+            log
+        }
         Some(_) => {
             return Err(r.at_value(root, "", "log", "expected a file path, got \"\"".into()))
         }
@@ -226,7 +230,9 @@ pub fn parse(file: &str, text: &str, base: &Path) -> Result<LinkMgrConfig, Confi
     let tun = r.tun(root)?;
     let control = match r.opt_str(root, "", "control")? {
         Some(c) if !c.is_empty() && base.join(&c).as_os_str().len() < UNIX_PATH_MAX => {
-            Some(base.join(c))
+            let control = base.join(c);
+            super::paths::check_socket(&control).map_err(|e| r.at_value(root, "", "control", e))?;
+            Some(control)
         }
         Some(_) => {
             return Err(r.at_value(

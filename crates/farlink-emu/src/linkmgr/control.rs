@@ -71,6 +71,8 @@ impl ControlServer {
     /// running daemon answers on is refused (two daemons on one configuration).
     pub fn bind(path: &Path) -> Result<ControlServer, String> {
         let shown = path.display();
+        // Only a socket is ever removed: a file of someone else's in its place is refused.
+        super::paths::check_socket(path).map_err(|e| format!("control socket: {e}"))?;
         if path.exists() {
             if UnixStream::connect(path).is_ok() {
                 return Err(format!(

@@ -99,6 +99,9 @@ impl EventLog {
         member_names: &[String],
         config_json: &str,
     ) -> Result<(EventLog, Option<(SupervisorSnapshot, f64)>), String> {
+        // Before SQLite opens it (and makes its journal beside it): a device, a folder or a
+        // file of someone else's is refused untouched.
+        super::paths::check_log(path).map_err(|e| format!("event log: {e}"))?;
         let db = Connection::open(path)
             .map_err(|e| format!("cannot open the event log {}: {e}", path.display()))?;
         // A reader holding the log (the dashboard) must not make a write fail at once.

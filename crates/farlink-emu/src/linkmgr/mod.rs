@@ -6,6 +6,7 @@
 //! * `serial`: a modem's port (raw termios, the rate, RTS/CTS, DCD);
 //! * `control`: the daemon's control socket (`hold`, `release`);
 //! * `eventlog`: the SQLite event log and the snapshots a restart resumes from;
+//! * `paths`: the log's and the control socket's paths checked before they are opened;
 //! * `plane`: the seam to the data plane (the bundle on a TUN device);
 //! * `daemon`: the loop;
 //! * `modemsim`: simulated Iridium modems on ptys;
@@ -20,6 +21,7 @@ pub mod dataplane;
 pub mod eventlog;
 pub mod modemarq;
 pub mod modemsim;
+pub mod paths;
 pub mod plane;
 pub mod serial;
 pub mod testbed;

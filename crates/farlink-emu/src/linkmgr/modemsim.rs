@@ -254,6 +254,14 @@ impl ModemSim {
         }
         std::fs::create_dir_all(&opts.dir)
             .map_err(|e| format!("cannot make {}: {e}", opts.dir.display()))?;
+        // Every link checked before the first is made: a file of someone else's in the way
+        // is refused with nothing replaced.
+        for k in 0..opts.modems {
+            for side in ["air", "ground"] {
+                super::paths::check_pty_link(&opts.dir.join(format!("{side}{k}")))
+                    .map_err(|e| format!("--dir: {e}"))?;
+            }
+        }
         let mut pairs = Vec::with_capacity(opts.modems);
         for k in 0..opts.modems {
             let modem = |side: Side| -> Result<Modem, String> {
