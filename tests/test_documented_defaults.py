@@ -46,7 +46,7 @@ from typing import Any
 import pytest
 
 import test_docs_run as docs_run
-from support import namespaces_missing
+from support import needs_namespaces
 
 BIN = Path(sys.executable).parent
 FOLDER = "@FOLDER@"
@@ -554,8 +554,10 @@ def _dashboard_url(proc: Proc) -> str:
 
 
 def _state(url: str) -> tuple[int, Any]:
+    """The dashboard's answer, straight to loopback (no proxy from the environment)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
+        with opener.open(url, timeout=10) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as err:
         err.close()
@@ -626,7 +628,7 @@ DEMO_SHORT = (
 AS_DOCUMENTED = "as documented: it is short"
 CURL = "curl -s -o /dev/null http://$FARLINK_PEER:$FARLINK_PORT/"
 URLLIB = (
-    "python3 -c 'import os, urllib.request; urllib.request.urlopen("
+    "python3 -c 'import os, urllib.request as u; u.build_opener(u.ProxyHandler({})).open("
     '"http://%s:%s/" % (os.environ["FARLINK_PEER"], os.environ["FARLINK_PORT"])).read()\''
 )
 CURL_OR_URLLIB = () if shutil.which("curl") else (swap(CURL, URLLIB),)
@@ -892,10 +894,7 @@ def _needs_root(group: list[docs_run.Block]) -> bool:
 def _params() -> list:
     params = []
     for group in groups():
-        marks = []
-        why = namespaces_missing()
-        if _needs_root(group) and why is not None:
-            marks.append(pytest.mark.skip(reason=f"needs namespaces and TUN: {why}"))
+        marks = [needs_namespaces("namespaces and TUN (root)")] if _needs_root(group) else []
         params.append(pytest.param(group, id="+".join(b.id for b in group), marks=marks))
     return params
 
