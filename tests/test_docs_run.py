@@ -11,6 +11,9 @@ A fenced block is run according to its kind:
 The line before a fence may mark it: ``<!-- docs-run: not run: REASON -->`` (a synopsis, output,
 equations, a script for a cluster) or ``<!-- docs-run: slow: REASON -->`` (run with ``-m slow``).
 Any other block that is not made of ``farlink`` commands fails the test until it is marked.
+A marked block of ``farlink`` commands is still run, as short variants of its commands (a
+shorter run, loopback, two modems), by tests/test_documented_defaults.py, which fails for a
+command it has no variant for.
 The folder holds what the documents refer to by name: ``drops.csv`` (a call-drop log),
 ``trace.pcap`` (a capture of a short simulation) and ``events.sqlite`` (a synthetic link-manager
 event log).
@@ -111,8 +114,13 @@ def _params() -> list:
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory) -> Path:
-    """The files the documents name: a call-drop log and a capture."""
-    folder = tmp_path_factory.mktemp("docs-fixtures")
+    """The files the documents name: a call-drop log, a capture and an event log."""
+    return make_fixtures(tmp_path_factory.mktemp("docs-fixtures"))
+
+
+def make_fixtures(folder: Path) -> Path:
+    """Writes into ``folder`` the files the documents name (tests/test_documented_defaults.py
+    gives the skipped blocks' commands the same)."""
     drops = ["modem,time"] + [
         f"{modem},{t}" for modem in ("Kansas", "Iowa") for t in range(600, 60_000, 1_700)
     ]
