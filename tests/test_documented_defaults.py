@@ -46,7 +46,9 @@ from typing import Any
 import pytest
 
 import test_docs_run as docs_run
-from support import needs_namespaces
+from support import REAL_TIME, needs_namespaces
+
+pytestmark = REAL_TIME
 
 BIN = Path(sys.executable).parent
 FOLDER = "@FOLDER@"
