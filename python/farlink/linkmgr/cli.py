@@ -322,6 +322,7 @@ def demo_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object at the end.")
     ] = False,
+    force: ForceFlag = False,
 ) -> None:
     """Two namespaces, simulated modems, a daemon at each end and a TCP transfer across the
     bonded bundle, its time beside the simulator's and eq. 36's (docs/linkmgr.md). Needs root."""
@@ -349,6 +350,7 @@ def demo_command(
             time_scale=time_scale,
             folder=directory.resolve(),
             keep=keep,
+            force=force,
             listen=listen,
             token=token,
             say=say,

@@ -372,6 +372,39 @@ class RunningBundle:
     air_log: Path
 
 
+PARTS = ("modem-sim", "ground-daemon", "air-daemon", "receiver", "sender")
+"""The processes a bundle's run starts; each one's stderr is ``FOLDER/<part>.stderr``."""
+
+
+def demo_file_names() -> list[str]:
+    """Every file a bundle's run writes in its folder (the modems' links go in a subfolder)."""
+    names = [f"{part}.stderr" for part in PARTS]
+    for role in ("air", "ground"):
+        names += [f"{role}.toml", f"{role}.sock"]
+        names += [f"{role}.sqlite{tail}" for tail in ("", "-wal", "-shm", "-journal")]
+    return names
+
+
+def claim_demo_files(folder: Path, *, force: bool) -> None:
+    """Claims the run's files in ``folder`` (an :class:`~farlink.outputs.OutputFolder`: one that
+    exists and farlink did not write is refused with :class:`~farlink.outputs.OutputError`,
+    unless ``force``) and removes its earlier
+    logs and stderr: a daemon would resume from an old log's snapshot, and a part's stderr is
+    appended to (a restarted part keeps what it said before). The claim is recorded at once,
+    so that a run killed halfway leaves a folder its rerun recognises."""
+    from farlink.outputs import OutputError, OutputFolder
+
+    out = OutputFolder(folder, option="--dir", force=force)
+    paths = out.claim(*demo_file_names())
+    for path in paths:
+        if path.suffix != ".toml" and not path.name.endswith(".sock"):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as err:
+                raise OutputError(f"--dir: cannot remove {path} ({err.strerror})") from None
+    out.record(paths)
+
+
 @contextlib.contextmanager
 def running_bundle(
     *,
@@ -380,21 +413,20 @@ def running_bundle(
     folder: Path,
     say: Callable[[str], None] = print,
     loss: float | None = None,
+    force: bool = False,
 ) -> Iterator[RunningBundle]:
     """Two namespaces, ``modems`` simulated modem pairs (the preset's, seed :data:`SEED`;
     ``loss``: their frame error rate air to ground instead of the preset's) and a daemon at
     each end, up until the context ends; then everything it made is removed, the logs,
     configurations, stderr and the modems' counters in ``folder`` excepted. SIGTERM raises
-    KeyboardInterrupt meanwhile, so that a terminated run cleans up too."""
+    KeyboardInterrupt meanwhile, so that a terminated run cleans up too. A file of ``folder``'s
+    that the bundle would write and farlink did not (its manifest says) is refused, unless
+    ``force`` (:func:`claim_demo_files`)."""
     check_can_run()
     # Every part runs with this folder as its working directory and is handed paths in it:
     # a relative folder would be taken relative to itself.
     folder = folder.resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    # A daemon would resume from an old log's snapshot; a part's stderr is appended to (a
-    # restarted part keeps what it said before).
-    for old in [*folder.glob("*.sqlite*"), *folder.glob("*.stderr")]:
-        old.unlink()
+    claim_demo_files(folder, force=force)
     timers = scaled_timers(time_scale)
     modem_dir = folder / "modems"
     air_log = folder / "air.sqlite"
@@ -463,6 +495,7 @@ def run_demo(
     timeout_s: float | None = None,
     say: Callable[[str], None] = print,
     on_transfer_started: Callable[[Callable[[str], None]], None] | None = None,
+    force: bool = False,
 ) -> DemoResult:
     """Runs the demo in ``folder`` (its logs, configurations and the modems' links); returns
     once the transfer is over (with ``keep``: once interrupted after it). Everything it made
@@ -471,7 +504,8 @@ def run_demo(
     ``timeout_s`` bounds the transfer (default: ten times its time at the bundle's full rate
     plus ten minutes scaled). ``on_transfer_started(kill_and_restart)`` is called (from this
     thread) once the sender runs: a test's hook to do harm mid-transfer, given a function that
-    SIGKILLs a part (``"ground-daemon"``, ``"air-daemon"``) and starts it again.
+    SIGKILLs a part (``"ground-daemon"``, ``"air-daemon"``) and starts it again. ``force``: replace
+    files in ``folder`` that farlink did not write (:func:`claim_demo_files`).
     """
     check_can_run()
     from farlink.linkmgr.dashboard import check_access, parse_listen
@@ -484,7 +518,9 @@ def run_demo(
     size = ("--size", str(size_bytes))
     stop_dashboard = threading.Event()
     dashboard: threading.Thread | None = None
-    with running_bundle(modems=modems, time_scale=time_scale, folder=folder, say=say) as b:
+    with running_bundle(
+        modems=modems, time_scale=time_scale, folder=folder, say=say, force=force
+    ) as b:
         procs, air_log = b.procs, b.air_log
         try:
             dashboard = _start_dashboard(air_log, listen, token, stop_dashboard, say)
