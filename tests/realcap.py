@@ -444,7 +444,7 @@ def agreement(
         size = f"{outcome.case.size_bytes}B"
         for key, told in (
             ("goodput_fitted_sim_bps", {}),
-            ("goodput_fitted_linux_sim_bps", {"tcp": outcome.case.cc, "sender": "linux"}),
+            ("goodput_fitted_linux_sim_bps", {"tcp": outcome.case.cc, "profile": "linux"}),
         ):
             scenario = outcome.tap_pcap.with_name(f"{outcome.tap_pcap.stem}-{key}.toml")
             scenario.write_text(scenario_toml(fit, f"fit-{outcome.case.name}", **told))

@@ -9,7 +9,7 @@ from farlink import simulate
 from farlink.captures.fit import fit_path, scenario_toml
 from farlink.cli.app import main
 from farlink.results.result import write_pcaps
-from farlink.scenario import load_scenario
+from farlink.scenario import load_scenario, resolve
 
 
 def _true_loss_rate(result) -> float:
@@ -163,6 +163,11 @@ def test_cli_fit_names_the_senders_controller(capsys, capture, tmp_path):
     [
         (["--tcp", "nope"], 'farlink: error: --tcp: unknown congestion controller "nope"'),
         (["--sender", "bsd"], "farlink: error: --sender: expected one of rfc, linux, got 'bsd'"),
+        (["--profile", "bsd"], "farlink: error: --profile: expected one of rfc, linux, got 'bsd'"),
+        (
+            ["--profile", "linux", "--sender", "rfc"],
+            "farlink: error: --sender rfc and --profile linux: --sender is --profile's older name",
+        ),
     ],
 )
 def test_cli_fit_refuses_an_unknown_sender_in_one_line(capsys, capture, tmp_path, args, message):
@@ -173,12 +178,17 @@ def test_cli_fit_refuses_an_unknown_sender_in_one_line(capsys, capture, tmp_path
     assert not out.exists()
 
 
-def test_cli_fit_with_a_linux_sender_writes_its_timer_and_loss_detection(capsys, capture, tmp_path):
+@pytest.mark.parametrize("option", ["--profile", "--sender"])
+def test_cli_fit_with_the_linux_profile_writes_it_in_one_line(capsys, capture, tmp_path, option):
     out = tmp_path / "linux.toml"
-    args = ["fit", str(capture[0]), "--out", str(out), "--sender", "linux", "--json"]
+    args = ["fit", str(capture[0]), "--out", str(out), option, "linux", "--json"]
     assert main(args) == 0
-    assert json.loads(capsys.readouterr().out)["sender"] == "linux"
-    tcp = load_scenario(out)["flows"][0]["tcp"]
-    assert (tcp["rto"], tcp["recovery"], tcp["min_rto"]) == ("linux", "rack", "200ms")
-    assert "min_rto_s" not in tcp  # Linux's floor, not the capture's shortest wait
+    report = json.loads(capsys.readouterr().out)
+    assert report["profile"] == report["sender"] == "linux"
+    written = load_scenario(out)["flows"][0]["tcp"]
+    assert written["profile"] == "linux"
+    # Linux's timer and loss detection come from the profile, not from lines of their own.
+    assert not {"rto", "recovery", "min_rto", "min_rto_s"} & set(written)
+    tcp = resolve(load_scenario(out))["flows"][0]["tcp"]
+    assert (tcp["rto"], tcp["recovery"], tcp["min_rto_s"]) == ("linux", "rack", 0.2)
     assert simulate(out, duration="10s").summary["delivered_bytes"] > 0

@@ -181,7 +181,7 @@ def test_fitted_linux_sender_of_a_super_segment_capture(runs, agree, tmp_path):
     assert fit.largest_segment_bytes > 2 * fit.mss_bytes
     assert fit.handshake is not None and fit.handshake.sack and fit.handshake.timestamps
     scenario = tmp_path / "fitted.toml"
-    scenario.write_text(scenario_toml(fit, "fitted", tcp="bbr", sender="linux"))
+    scenario.write_text(scenario_toml(fit, "fitted", tcp="bbr", profile="linux"))
     result = simulate(scenario, size=f"{o.case.size_bytes}B", duration="60s")
     flow = result.summary["flows"][0]
     assert flow["bytes_sent"] <= flow["segments_sent"] * fit.mss_bytes

@@ -128,7 +128,7 @@ def table(rows: list[dict]) -> str:
         "(Mbit/s): farlink and tshark on the tap; *fitted*: the scenario `farlink fit` writes "
         "from the tap's capture, simulated for the same 3 MB, with farlink's default sender "
         "(Reno, RFC 6298's timer) and, *fitted Linux*, with `--tcp` the case's controller and "
-        "`--sender linux` (Linux's sender: the options the capture shows, Linux's RTO, "
+        "`--profile linux` (Linux's sender: the options the capture shows, Linux's RTO, "
         "RACK-TLP, PRR, Reno's growth by acknowledged segments and CUBIC as the kernel computes "
         "it, `cubic-linux`). The kernel's run is one "
         "draw of iptables' random drops, the fitted flow one seed's: beside it, the fitted "

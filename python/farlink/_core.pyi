@@ -10,6 +10,7 @@ __all__ = [
     "DERIVED_FIELDS",
     "LINUX_MODELS",
     "MEMBER_STATE_NAMES",
+    "TCP_PROFILES",
     "BudgetError",
     "ConservationError",
     "EmulatorError",
@@ -34,10 +35,28 @@ __version__: str
 DERIVED_FIELDS: tuple[str, ...]
 """The fields of a resolved scenario the core derives rather than reads (``resolved.rs``'s
 ``DERIVED_FIELDS``), the bookkeeping ones (``resolved_schema_version``, ``scenario_schema``,
-``defaults``) included."""
+``defaults``, ``from_profile``) included."""
 LINUX_MODELS: tuple[tuple[str, str], ...]
 """The controllers that model a Linux module's own arithmetic, as (module, controller) pairs
 (the core's ``CcConfig::LINUX_MODELS``)."""
+class TcpProfile(TypedDict):
+    """One TCP profile as :data:`TCP_PROFILES` holds it."""
+
+    fields: tuple[tuple[str, str | int | bool, str, str, str], ...]
+    """The ``[flows.tcp]`` fields it sets, each ``(key, value, resolved key, part, source)``:
+    ``key`` and ``value`` as a scenario writes them (``"initial_rto"``, ``"1s"``), its name in
+    the resolved scenario (``"initial_rto_s"``), ``part`` ``"connection"`` or ``"sender"``, and
+    the kernel source the value follows."""
+    models: tuple[tuple[str, str], ...]
+    """(module, controller): the controller that runs for a module's name under it."""
+    growth: dict[str, str]
+    """The window growth it gives a controller where the scenario gives none, by controller."""
+    recovery: str | None
+    """The loss recovery a controller named on the command line runs over (None: its own)."""
+
+TCP_PROFILES: dict[str, TcpProfile]
+"""The TCP profiles by name (``[flows.tcp] profile``; the core's ``scenario/profile.rs``):
+``"rfc"``, farlink's defaults, which sets nothing, and ``"linux"``."""
 MEMBER_STATE_NAMES: tuple[str, ...]
 """The ``member_state`` trace's state names, indexed by its ``state`` code (the core's
 ``MemberState::NAMES``)."""

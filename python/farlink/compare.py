@@ -88,10 +88,12 @@ def compare(
     size: str | None = None,
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
+    profile: str | None = None,
 ) -> Comparison:
     """Run a scenario on model, sim and emulate with ``simulate``'s overrides.
 
-    ``tcp`` goes to both packet engines (the emulator names the kernel's controller); the sim
+    ``tcp`` goes to both packet engines (the emulator names the kernel's controller), and so
+    does ``profile`` (every flow's TCP profile); the sim
     run also records its cwnd trace, which is drawn beside the kernel's. Raises what
     :func:`farlink.sim.simulate` and :func:`farlink.emulate.emulate` raise, except an
     ``EmulatorError`` of kind ``unsupported`` (no CAP_NET_ADMIN, no /dev/net/tun, not Linux),
@@ -106,6 +108,7 @@ def compare(
         "size": size,
         "seed": seed,
         "sets": list(sets),
+        "profile": profile,
     }
     resolved = resolve(apply_overrides(doc, **overrides))
     model = model_column(resolved, scenario=name)

@@ -38,6 +38,7 @@ def emulate(
     size: str | None = None,
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
+    profile: str | None = None,
     spin_us: int = 10,
     record_deliveries: bool = False,
     realtime: bool = True,
@@ -54,7 +55,10 @@ def emulate(
     recovery (``tahoe``, ``newreno``, ``sack``, ``rack``: farlink's sender with that recovery).
     ``sender``: ``"kernel"`` (kernel TCP in the sender's namespace, ``TCP_CONGESTION``) or
     ``"farlink"`` (farlink's own sender on the wire, docs/wire.md); default: the kernel's where
-    the kernel has the controller, farlink's otherwise. The other overrides are ``simulate``'s.
+    the kernel has the controller, farlink's otherwise. ``profile``: every flow's TCP profile
+    (``"linux"``: under it ``tcp`` names a Linux module, and farlink's sender runs its model, e.g.
+    ``cubic-linux`` for ``cubic``, over Linux's recovery). The other overrides are
+    ``simulate``'s.
     ``spin_us``: the driver wakes this long before each deadline and spins to it (0: timerfd
     alone). ``record_deliveries`` adds, per link direction, the loss-model ordinals of the
     packets lost (``lost_ordinals``). ``realtime``: run the driver's thread SCHED_FIFO while it
@@ -80,7 +84,9 @@ def emulate(
     path ran and ``emulator.offload`` counts the reads, writes and coalesced packets.
     """
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
-    doc = apply_overrides(doc, loss=loss, duration=duration, size=size, seed=seed, sets=sets)
+    doc = apply_overrides(
+        doc, loss=loss, duration=duration, size=size, seed=seed, sets=sets, profile=profile
+    )
     options = {
         "tcp": tcp,
         "sender": sender,

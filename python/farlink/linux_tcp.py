@@ -1,6 +1,9 @@
-"""Linux's TCP as farlink scenario settings: the one list every comparison of farlink's sender
-against the kernel's reads (``make validate-emu``, the wire fidelity table of ``make
-validate-wire``, ``farlink fit --sender linux``), so that "matched to Linux" means one thing.
+"""Linux's TCP as farlink scenario settings, read from the core's ``linux`` TCP profile
+(``[flows.tcp] profile = "linux"``, ``--profile linux``; the core's ``scenario/profile.rs``
+holds the one list, each field with the kernel source it follows). Comparisons of farlink's
+sender against the kernel's (``make validate-emu``, the wire fidelity table of ``make
+validate-wire``) and ``farlink fit`` read it here as fields or ``--set`` lines, so that "matched
+to Linux" means one thing.
 
 The sender's timer and loss detection (:data:`LINUX_SENDER`):
 
@@ -41,43 +44,45 @@ from __future__ import annotations
 
 import json
 
-from farlink._core import LINUX_MODELS
+from farlink._core import TCP_PROFILES
 
 __all__ = [
     "LINUX_CC_NAMES",
     "LINUX_CONNECTION",
     "LINUX_SENDER",
+    "LINUX_SOURCES",
     "linux_cc_fields",
     "linux_cc_name",
     "linux_cc_sets",
     "linux_sets",
+    "profile_recovery",
 ]
 
-LINUX_SENDER: dict[str, str] = {
-    "rto": "linux",
-    "recovery": "rack",
-    "cwnd_reduction": "prr",
-    "min_rto": "200ms",
+_LINUX = TCP_PROFILES["linux"]
+
+LINUX_SENDER: dict[str, str | int | bool] = {
+    key: value for key, value, _, part, _ in _LINUX["fields"] if part == "sender"
 }
 """The sender's timer and loss detection, as ``[flows.tcp]`` fields (module notes)."""
 
 LINUX_CONNECTION: dict[str, str | int | bool] = {
-    "initial_window_segments": 10,
-    "initial_rto": "1s",
-    "sack": True,
-    "timestamps": True,
-    "window_scaling": True,
-    "delayed_ack": True,
-    "delayed_ack_timeout": "40ms",
-    "quick_ack": True,
-    "max_ooo_ranges": "window",
+    key: value for key, value, _, part, _ in _LINUX["fields"] if part == "connection"
 }
 """The connection's defaults on Linux, as ``[flows.tcp]`` fields (module notes)."""
 
+LINUX_SOURCES: dict[str, str] = {key: source for key, _, _, _, source in _LINUX["fields"]}
+"""What each field follows in the kernel's source, by field."""
 
-LINUX_CC_NAMES: dict[str, str] = dict(LINUX_MODELS)
+LINUX_CC_NAMES: dict[str, str] = dict(_LINUX["models"])
 """farlink's model of a Linux module's own arithmetic, by the module's name (module notes; the
 core's list, which the emulator reads too)."""
+
+
+def profile_recovery(profile: str) -> str | None:
+    """The loss recovery of TCP profile ``profile``, which a controller named on the command
+    line runs over (None: the profile has none of its own). Raises KeyError for a name that is
+    not a profile."""
+    return TCP_PROFILES[profile]["recovery"]
 
 
 def linux_cc_name(cc: str) -> str:
@@ -89,8 +94,9 @@ def linux_cc_fields(cc: str) -> dict[str, str]:
     """``[flows.tcp]`` fields naming the controller that models Linux's ``cc``, with Linux's
     growth rule where farlink's controller has a choice (Reno: byte counting)."""
     fields = {"cc": linux_cc_name(cc)}
-    if cc == "reno":
-        fields["growth"] = "byte-counting"
+    growth = _LINUX["growth"].get(fields["cc"])
+    if growth is not None:
+        fields["growth"] = growth
     return fields
 
 

@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 RECOVERY_NAMES = ("tahoe", "reno", "newreno", "sack", "rack")
+# Loss recoveries that are also a congestion-control module's name (Linux's tcp_cong.c).
+LINUX_MODULE_NAMES = ("reno",)
 """``--tcp`` names that select loss recovery; other names select the congestion controller,
 over SACK-based recovery."""
 
@@ -271,15 +273,35 @@ def _flow_table(flow: dict[str, Any], i: int, key: str, option: str) -> dict[str
 
 
 def _set_tcp(doc: dict[str, Any], tcp: str) -> None:
+    from farlink._core import TCP_PROFILES
+
     for i, flow in enumerate(_table_list(doc, "flows", "--tcp")):
         options = _flow_table(flow, i, "tcp", "--tcp")
-        if tcp.lower() in RECOVERY_NAMES:  # names are case-insensitive, as in the core
+        # A profile the core does not know is refused by the core, at its field.
+        profile_recovery = TCP_PROFILES.get(str(options.get("profile", "rfc")), {}).get("recovery")
+        # Names are case-insensitive, as in the core. Under a profile with a recovery of its
+        # own (Linux's) a name is a module's, so "reno" is Linux's Reno, not Reno recovery.
+        name = tcp.lower()
+        if name in RECOVERY_NAMES and not (profile_recovery and name in LINUX_MODULE_NAMES):
             options["recovery"] = tcp
         else:
-            # A controller named on the command line runs over SACK-based recovery (the
-            # core falls back to NewReno when the scenario switches SACK off).
+            # A controller named on the command line runs over its profile's loss recovery
+            # (Linux's RACK-TLP), else over SACK-based recovery (the core falls back to NewReno
+            # when the scenario switches SACK off).
             options["cc"] = tcp
-            options["recovery"] = "sack"
+            options["recovery"] = profile_recovery or "sack"
+
+
+def _set_profile(doc: dict[str, Any], profile: str) -> None:
+    from farlink._core import TCP_PROFILES
+
+    if profile not in TCP_PROFILES:
+        raise ScenarioError(
+            f"--profile: unknown TCP profile {profile!r}; expected one of: "
+            + ", ".join(TCP_PROFILES)
+        )
+    for i, flow in enumerate(_table_list(doc, "flows", "--profile")):
+        _flow_table(flow, i, "tcp", "--profile")["profile"] = profile
 
 
 def _set_size(doc: dict[str, Any], size: str) -> None:
@@ -300,9 +322,17 @@ def apply_overrides(
     size: str | None = None,
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
+    profile: str | None = None,
 ) -> dict[str, Any]:
-    """Return a copy of ``doc`` with the command line's overrides applied, ``--set`` last."""
+    """Return a copy of ``doc`` with the command line's overrides applied, ``--set`` last.
+
+    ``profile`` is every flow's TCP profile (``"rfc"`` or ``"linux"``: ``[flows.tcp] profile``,
+    docs/scenarios.md); it comes first, so that ``tcp`` names a controller under it (``cubic``
+    runs as ``cubic-linux`` under ``linux``, over Linux's recovery).
+    """
     doc = copy.deepcopy(doc)
+    if profile is not None:
+        _set_profile(doc, profile)
     if tcp is not None:
         _set_tcp(doc, tcp)
     if loss is not None:
@@ -382,18 +412,20 @@ def to_core_json(doc: dict[str, Any]) -> str:
 
 # Fields of the resolved scenario the core derives rather than reads, less the bookkeeping
 # ones that `resolved_rows` leaves out.
-_BOOKKEEPING = ("defaults", "resolved_schema_version", "scenario_schema")
+_BOOKKEEPING = ("defaults", "from_profile", "resolved_schema_version", "scenario_schema")
 _DERIVED = set(DERIVED_FIELDS) - set(_BOOKKEEPING)
 
 
 def resolved_rows(resolved: dict[str, Any]) -> list[tuple[str, Any, str]]:
     """The resolved scenario as ``(path, value, origin)`` rows in document order.
 
-    ``origin`` is ``"default"`` for a path the core filled, ``"derived"`` for a value the core
-    computed (routes, rates, loss rates, RTTs), else ``""`` (given by the document). A route
-    is one row per direction, its hops written ``link fwd``.
+    ``origin`` is ``"default"`` for a path the core filled, ``"profile"`` for one the flow's TCP
+    profile set (``profile = "linux"``: its fields, and a ``cc`` it ran its model of),
+    ``"derived"`` for a value the core computed (routes, rates, loss rates, RTTs), else ``""``
+    (given by the document). A route is one row per direction, its hops written ``link fwd``.
     """
     defaults = set(resolved.get("defaults", ()))
+    from_profile = set(resolved.get("from_profile", ()))
     rows: list[tuple[str, Any, str]] = []
 
     def walk(node: Any, path: str, derived: bool) -> None:
@@ -412,7 +444,11 @@ def resolved_rows(resolved: dict[str, Any]) -> list[tuple[str, Any, str]]:
             for i, value in enumerate(node):
                 walk(value, f"{path}[{i}]", derived)
         else:
-            origin = "derived" if derived else ("default" if path in defaults else "")
+            origin = "derived" if derived else ""
+            if not derived and path in defaults:
+                origin = "default"
+            elif not derived and path in from_profile:
+                origin = "profile"
             rows.append((path, node, origin))
 
     walk(resolved, "", False)

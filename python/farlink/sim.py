@@ -52,6 +52,7 @@ def simulate(
     size: str | None = None,
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
+    profile: str | None = None,
     budget_events: int | None = None,
     budget_memory_bytes: int | None = None,
     budget_disk_bytes: int | None = None,
@@ -64,7 +65,8 @@ def simulate(
     Overrides are those of ``farlink simulate``: ``tcp`` (tahoe, reno, newreno, sack, rack select
     loss recovery; other names the congestion controller), ``loss`` (packet error rate of the
     scenario's ``lossy_link`` in the data direction), ``duration`` and ``size`` in human units,
-    ``seed``, and ``sets`` of ``path=value`` applied last. Raises ``farlink.ScenarioError``
+    ``seed``, ``profile`` (every flow's TCP profile, ``"rfc"`` or ``"linux"``), and ``sets`` of
+    ``path=value`` applied last. Raises ``farlink.ScenarioError``
     (``err.path`` names the field at fault) for a scenario that cannot be read or that the core
     refuses.
 
@@ -85,7 +87,14 @@ def simulate(
 
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(
-        doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
+        doc,
+        tcp=tcp,
+        loss=loss,
+        duration=duration,
+        size=size,
+        seed=seed,
+        sets=sets,
+        profile=profile,
     )
     stream = None
     capture_files = None
@@ -169,6 +178,7 @@ def estimate(
     size: str | None = None,
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
+    profile: str | None = None,
     streamed: bool = False,
     stream_pcap: bool = False,
 ) -> dict[str, Any]:
@@ -178,7 +188,14 @@ def estimate(
     ``stream_pcap`` for one streaming its captures too."""
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(
-        doc, tcp=tcp, loss=loss, duration=duration, size=size, seed=seed, sets=sets
+        doc,
+        tcp=tcp,
+        loss=loss,
+        duration=duration,
+        size=size,
+        seed=seed,
+        sets=sets,
+        profile=profile,
     )
     return dict(
         _core.estimate_scenario(to_core_json(doc), streamed=streamed, stream_pcap=stream_pcap)

@@ -102,6 +102,8 @@
 //!                                     optional: a split connection (scenario/split.rs)
 //! }
 //! TCP = {                             every field optional; defaults after RFCs / Linux
+//!   "profile": "rfc",                 rfc | linux: the defaults of the fields not given
+//!                                     (scenario/profile.rs: Linux's, cc a module's name)
 //!   "mss": "1460B" | "mss_bytes": 1460,          MSS option (64..=65495)
 //!   "initial_window_segments": 10,
 //!   "receive_buffer": "128KiB" | "receive_buffer_bytes": 131072,
@@ -168,6 +170,7 @@ mod flows;
 mod limits;
 mod links;
 mod loss;
+mod profile;
 mod quantity;
 mod raw;
 pub mod resolved;
@@ -185,6 +188,7 @@ pub use errors::ScenarioError;
 pub use flows::{AppSpec, FlowSpec, DEFAULT_TELNET_MESSAGE_BYTES};
 pub use links::{default_link_name, DirectionSpec, LinkSpec, DEFAULT_QUEUE_PKTS};
 pub use loss::{LossSpec, DEFAULT_NOMINAL_PACKET_BYTES};
+pub use profile::{ProfileField, ProfilePart, TcpProfile, LINUX_FIELDS, LINUX_RENO_GROWTH_SOURCE};
 pub use quantity::{MAX_DURATION_S, MAX_RATE_BPS};
 pub use resolved::{Resolved, DERIVED_FIELDS, RESOLVED_SCHEMA_VERSION};
 pub use rlp::RlpSpec;

@@ -945,3 +945,35 @@ fn a_scenario_is_an_object_not_an_array_of_its_fields() {
     let err = parse_scenario_json("   ").unwrap_err();
     assert!(!err.message.contains("expected a JSON object"), "{err}");
 }
+
+/// Flow 0's TCP settings of `base()` with `tcp` as its table.
+fn flow_tcp(tcp: Value) -> farlink_core::scenario::TcpSpec {
+    let mut doc = base();
+    doc["flows"][0]["tcp"] = tcp;
+    parse_scenario_json(&doc.to_string()).unwrap().flows()[0].tcp
+}
+
+#[test]
+fn a_controller_named_on_the_command_line_runs_as_the_profile_runs_it() {
+    use farlink_core::tcp::cc::WindowGrowth;
+    // Under linux, cubic is the kernel's module: its model, over Linux's recovery, replacing
+    // the Reno recovery the scenario wrote.
+    let linux = flow_tcp(json!({"profile": "linux", "recovery": "reno", "cc": "reno"}));
+    let t = linux.with_named_controller("cubic").unwrap();
+    assert_eq!(t.cc.name(), "cubic-linux");
+    assert_eq!(t.recovery, LossRecovery::Rack);
+    // Linux's Reno grows by acknowledged segments.
+    let t = flow_tcp(json!({"profile": "linux", "cc": "cubic"}))
+        .with_named_controller("reno")
+        .unwrap();
+    let CcConfig::Reno(r) = t.cc else {
+        panic!("not reno: {}", t.cc.name())
+    };
+    assert!(matches!(r.growth, WindowGrowth::ByteCounting { .. }));
+    // rfc: the name itself, and the scenario's recovery, as before profiles.
+    let rfc = flow_tcp(json!({"recovery": "reno"}));
+    let t = rfc.with_named_controller("cubic").unwrap();
+    assert_eq!(t.cc.name(), "cubic");
+    assert_eq!(t.recovery, LossRecovery::Reno);
+    assert!(rfc.with_named_controller("cubik").is_err());
+}

@@ -110,3 +110,108 @@ fn an_invalid_scenario_is_refused_as_the_parser_refuses_it() {
     let e = resolve_scenario_json(r#"{"duration": "1s", "nodes": [], "links": []}"#).unwrap_err();
     assert_eq!(e.path, "nodes");
 }
+
+/// TWO_HOPS with flow 0's `tcp` table replaced by `tcp` (JSON text).
+fn with_tcp(tcp: &str) -> String {
+    let mut doc: Value = serde_json::from_str(TWO_HOPS).unwrap();
+    doc["flows"][0]["tcp"] = serde_json::from_str(tcp).unwrap();
+    doc.to_string()
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .map(|a| a.iter().map(|s| s.as_str().unwrap()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_linux_profile_is_its_fields_written_out() {
+    // Every field of the profile, and the controller its cubic module names, written out.
+    let mut written = serde_json::Map::new();
+    for f in farlink_core::scenario::LINUX_FIELDS {
+        written.insert(f.key.into(), serde_json::from_str(f.value).unwrap());
+    }
+    written.insert("cc".into(), "cubic-linux".into());
+    let spelled = resolve(&with_tcp(&Value::Object(written).to_string()));
+    let profiled = resolve(&with_tcp(r#"{"profile": "linux", "cc": "cubic"}"#));
+    let mut tcp = profiled["flows"][0]["tcp"].clone();
+    assert_eq!(tcp["profile"], "linux");
+    tcp.as_object_mut().unwrap().remove("profile");
+    assert_eq!(tcp, spelled["flows"][0]["tcp"]);
+    assert_eq!(tcp["min_rto_s"], 0.2);
+    assert_eq!(tcp["max_rto_s"], 120.0, "Linux's rule brings TCP_RTO_MAX");
+    assert_eq!(tcp["recovery"], "rack");
+    assert_eq!(tcp["quick_ack"], true);
+    assert_eq!(tcp["max_ooo_ranges"], "window");
+    // What the profile set is listed as its, not as defaults.
+    let from_profile = strings(&profiled["from_profile"]);
+    let defaults = strings(&profiled["defaults"]);
+    for f in farlink_core::scenario::LINUX_FIELDS {
+        let path = format!("flows[0].tcp.{}", f.resolved);
+        assert!(from_profile.contains(&path.as_str()), "{path}");
+        assert!(!defaults.contains(&path.as_str()), "{path}");
+    }
+    assert!(
+        from_profile.contains(&"flows[0].tcp.cc"),
+        "cubic became cubic-linux"
+    );
+    assert!(defaults.contains(&"flows[0].tcp.max_rto_s"));
+    assert!(spelled.get("from_profile").is_none());
+}
+
+#[test]
+fn fields_given_beside_a_profile_win_and_rfc_prints_nothing_new() {
+    let r = resolve(&with_tcp(
+        r#"{"profile": "linux", "min_rto_s": 1.0, "recovery": "sack", "growth": "per-ack"}"#,
+    ));
+    let tcp = &r["flows"][0]["tcp"];
+    assert_eq!(tcp["min_rto_s"], 1.0);
+    assert_eq!(tcp["recovery"], "sack");
+    assert_eq!(tcp["growth"], "per-ack");
+    assert_eq!(tcp["rto"], "linux");
+    assert!(!strings(&r["from_profile"]).contains(&"flows[0].tcp.min_rto_s"));
+    // Linux's Reno grows by acknowledged segments unless told otherwise.
+    let reno = resolve(&with_tcp(r#"{"profile": "linux"}"#));
+    assert_eq!(reno["flows"][0]["tcp"]["growth"], "byte-counting");
+    assert!(strings(&reno["from_profile"]).contains(&"flows[0].tcp.growth"));
+    // `rfc` written out is the document without it, but for the field it names.
+    let rfc = resolve(&with_tcp(r#"{"profile": "rfc", "mss": "1000B"}"#));
+    let plain = resolve(TWO_HOPS);
+    assert_eq!(rfc["flows"], plain["flows"]);
+    assert_eq!(rfc["defaults"], plain["defaults"]);
+    assert!(rfc.get("from_profile").is_none());
+}
+
+#[test]
+fn a_split_flows_segments_inherit_its_profile() {
+    let text = r#"{
+        "duration": "10s",
+        "nodes": ["S", "R", "D"],
+        "links": [{"a": "S", "b": "R", "rate": "10Mbps", "delay": "10ms"},
+                  {"a": "R", "b": "D", "rate": "1Mbps", "delay": "250ms"}],
+        "flows": [{"from": "S", "to": "D", "relays": ["R"], "app": {"kind": "unbounded"},
+                   "tcp": {"profile": "linux", "cc": "cubic"},
+                   "segments": [{}, {"tcp": {"cc": "bbr", "profile": "rfc"}}]}]
+    }"#;
+    let r = resolve(text);
+    let segments = &r["flows"][0]["segments"];
+    assert_eq!(segments[0]["tcp"]["cc"], "cubic-linux");
+    assert_eq!(segments[0]["tcp"]["recovery"], "rack");
+    assert_eq!(segments[1]["tcp"]["cc"], "bbr");
+    assert_eq!(
+        segments[1]["tcp"]["recovery"], "sack",
+        "its own rfc profile"
+    );
+    // Segments are derived (DERIVED_FIELDS): their fields are listed on the flow's table.
+    assert!(strings(&r["from_profile"]).contains(&"flows[0].tcp.rto"));
+}
+
+#[test]
+fn an_unknown_profile_is_refused_at_its_field() {
+    let e = resolve_scenario_json(&with_tcp(r#"{"profile": "bsd"}"#)).unwrap_err();
+    assert_eq!(e.path, "flows[0].tcp.profile");
+    assert_eq!(
+        e.message,
+        "unknown TCP profile \"bsd\"; expected one of: rfc, linux"
+    );
+}

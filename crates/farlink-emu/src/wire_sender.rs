@@ -109,8 +109,11 @@ pub(crate) fn plan(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>
             let in_kernel = have.contains(&module);
             match forced {
                 Some(true) | None if ours && (forced == Some(true) || !in_kernel) => {
-                    if tcp.cc.name() != name {
-                        tcp.cc = CcConfig::from_name(&name)
+                    // Named by --tcp: the controller and recovery the flow's profile runs for
+                    // the name (cubic-linux for cubic under `linux`), as `simulate --tcp` does.
+                    if opts.tcp.is_some() {
+                        tcp = tcp
+                            .with_named_controller(&name)
                             .map_err(|e| EmuError::Usage(format!("{origin}: {e}")))?;
                     }
                     Ok(SenderChoice::Farlink(Box::new(tcp)))
@@ -407,5 +410,47 @@ impl WireFlow {
                 self.timing.summary(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(tcp: &str) -> Scenario {
+        farlink_core::parse_scenario_json(&format!(
+            r#"{{"duration": "10s", "nodes": ["S", "D"],
+                "links": [{{"a": "S", "b": "D", "rate": "1Mbps", "delay": "10ms"}}],
+                "flows": [{{"from": "S", "to": "D", "app": {{"kind": "unbounded"}},
+                            "tcp": {tcp}}}]}}"#
+        ))
+        .unwrap()
+    }
+
+    fn farlink_sender(sc: &Scenario, tcp: Option<&str>) -> TcpSpec {
+        let opts = EmuOptions {
+            tcp: tcp.map(str::to_owned),
+            sender: Some("farlink".into()),
+            ..EmuOptions::default()
+        };
+        match plan(sc, &opts).unwrap().remove(0) {
+            SenderChoice::Farlink(t) => *t,
+            SenderChoice::Kernel(name) => panic!("the kernel's {name}"),
+        }
+    }
+
+    #[test]
+    fn tcp_names_a_linux_module_under_the_linux_profile() {
+        let linux = scenario(r#"{"profile": "linux", "recovery": "reno"}"#);
+        let t = farlink_sender(&linux, Some("cubic"));
+        assert_eq!(t.cc.name(), "cubic-linux");
+        assert_eq!(t.recovery, LossRecovery::Rack);
+        // Without --tcp the scenario's own settings run.
+        let t = farlink_sender(&linux, None);
+        assert_eq!((t.cc.name(), t.recovery), ("reno", LossRecovery::Reno));
+        // rfc: the controller by its own name, the scenario's recovery kept, as before.
+        let rfc = scenario(r#"{"recovery": "reno"}"#);
+        let t = farlink_sender(&rfc, Some("cubic"));
+        assert_eq!((t.cc.name(), t.recovery), ("cubic", LossRecovery::Reno));
     }
 }

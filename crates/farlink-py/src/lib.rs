@@ -470,6 +470,56 @@ fn resolve_scenario(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
     outcome.map_err(|f| f.into_py_err(py))
 }
 
+/// Every TCP profile as Python reads it: its fields (key, value, resolved key, part, kernel
+/// source), the models it runs for Linux's modules, its growth rules and its loss recovery;
+/// see `_core.pyi`.
+fn tcp_profiles(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    use farlink_core::scenario::TcpProfile;
+    use farlink_core::tcp::cc::CcConfig;
+    let loads = py.import("json")?.getattr("loads")?;
+    let profiles = PyDict::new(py);
+    for name in TcpProfile::NAMES {
+        let profile: TcpProfile = name
+            .parse()
+            .map_err(|e| PyRuntimeError::new_err(format!("{e}")))?;
+        let fields = profile
+            .fields()
+            .iter()
+            .map(|f| {
+                let value = loads.call1((f.value,))?;
+                PyTuple::new(
+                    py,
+                    [
+                        f.key.into_pyobject(py)?.into_any(),
+                        value,
+                        f.resolved.into_pyobject(py)?.into_any(),
+                        f.part.name().into_pyobject(py)?.into_any(),
+                        f.source.into_pyobject(py)?.into_any(),
+                    ],
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let models: Vec<(&str, &str)> = CcConfig::LINUX_MODELS
+            .iter()
+            .map(|(module, _)| (*module, profile.controller(module)))
+            .filter(|(module, model)| module != model)
+            .collect();
+        let growth = PyDict::new(py);
+        for cc in CcConfig::NAMES {
+            if let Some(g) = profile.growth(cc) {
+                growth.set_item(cc, g)?;
+            }
+        }
+        let entry = PyDict::new(py);
+        entry.set_item("fields", PyTuple::new(py, fields)?)?;
+        entry.set_item("models", PyTuple::new(py, models)?)?;
+        entry.set_item("growth", growth)?;
+        entry.set_item("recovery", profile.recovery())?;
+        profiles.set_item(name, entry)?;
+    }
+    Ok(profiles)
+}
+
 /// The 1-based line of a scenario path in TOML text, or None; see `_core.pyi`.
 #[pyfunction]
 fn toml_line(text: &str, path: &str) -> Option<usize> {
@@ -496,6 +546,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "LINUX_MODELS",
         PyTuple::new(py, farlink_core::tcp::cc::CcConfig::LINUX_MODELS)?,
     )?;
+    // The TCP profiles by name, so that `farlink.linux_tcp` and the command line's `--tcp`
+    // read what a profile sets from here only.
+    m.add("TCP_PROFILES", tcp_profiles(py)?)?;
     // The resolved scenario's fields the core derives, so that `farlink scenario show` marks
     // them from this list only.
     m.add(

@@ -45,9 +45,9 @@ The fitted flow's segments are the sender's MSS (the receiver's MSS option, less
 option's 12 bytes when both ends use it; the commonest segment length without the handshake),
 never a super-segment's length. Its sender is farlink's default TCP (RFC 6298's timer, SACK
 recovery, Reno) unless told: ``tcp`` names its congestion controller (the capture does not show
-it; the person who took it knows it), and ``sender = "linux"`` gives it what a Linux sender is,
-the options the capture shows and Linux's defaults for the rest (:mod:`farlink.captures.fit_tcp`,
-:data:`SENDER_SETTINGS`): a Linux sender does not wait out RFC 6298's one-second floor, and
+it; the person who took it knows it), and ``profile = "linux"`` gives it what a Linux sender is,
+the TCP profile ``linux`` with the options the capture shows beside it
+(:mod:`farlink.captures.fit_tcp`): a Linux sender does not wait out RFC 6298's one-second floor, and
 RACK-TLP repairs the losses that would otherwise end in a timeout, so a fitted path carrying the
 RFC's sender loses whole seconds a Linux capture never lost (docs/captures.md).
 
@@ -79,14 +79,14 @@ from farlink.captures.dispersion import (
     fitted_rate,
     header_bytes,
 )
-from farlink.captures.fit_tcp import SENDER_SETTINGS, tcp_lines
+from farlink.captures.fit_tcp import PROFILES, tcp_lines
 from farlink.captures.handshake import Handshake, segments_per_ack
 from farlink.captures.loss import LossEstimate, estimate_loss
 from farlink.captures.overflow import QueueOverflows, queue_overflows
 
 __all__ = [
     "LOSS_RATE_MEANINGS",
-    "SENDER_SETTINGS",
+    "PROFILES",
     "PathFit",
     "checked_scenario_toml",
     "fit_path",
@@ -285,7 +285,7 @@ def _shortest_timeout_wait(conn: Connection) -> float | None:
 
 
 def checked_scenario_toml(
-    fit: PathFit, name: str, duration: str = "600s", *, tcp: str | None = None, sender: str = "rfc"
+    fit: PathFit, name: str, duration: str = "600s", *, tcp: str | None = None, profile: str = "rfc"
 ) -> str:
     """:func:`scenario_toml`, validated by the core first (module notes).
 
@@ -297,7 +297,7 @@ def checked_scenario_toml(
 
     from farlink import _core
 
-    text = scenario_toml(fit, name, duration, tcp=tcp, sender=sender)
+    text = scenario_toml(fit, name, duration, tcp=tcp, profile=profile)
     doc = tomllib.loads(text)
     doc["duration"] = "1ms"
     doc.pop("trace", None)
@@ -331,12 +331,13 @@ def _bucket_lines(bucket: TokenBucketFit | None) -> list[str]:
 
 
 def scenario_toml(
-    fit: PathFit, name: str, duration: str = "600s", *, tcp: str | None = None, sender: str = "rfc"
+    fit: PathFit, name: str, duration: str = "600s", *, tcp: str | None = None, profile: str = "rfc"
 ) -> str:
     """A scenario file for the fitted path (valid input of ``farlink simulate``); ``tcp``: the
-    flow's congestion controller, ``sender``: a key of :data:`SENDER_SETTINGS` (module notes).
+    flow's congestion controller, ``profile``: its TCP profile, one of :data:`PROFILES` (module
+    notes).
     """
-    tcp_table = tcp_lines(fit, sender, tcp)
+    tcp_table = tcp_lines(fit, profile, tcp)
     rtt = fit.rtt_s
     lines = [
         f"# Fitted by `farlink fit` from connection {fit.connection}.",

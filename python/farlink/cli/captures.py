@@ -327,33 +327,44 @@ def fit_command(
             "into the fitted flow; the capture does not show it. Default: farlink's (reno)."
         ),
     ] = None,
-    sender: Annotated[
-        str,
+    profile: Annotated[
+        str | None,
         typer.Option(
-            help="The fitted flow's sender: rfc (RFC 6298, SACK recovery; farlink's default) or "
-            "linux (the options the capture shows, Linux's defaults for the rest: its RTO with "
-            "the 200 ms floor, RACK-TLP, Reno's growth by acknowledged segments)."
+            help="The fitted flow's TCP profile: rfc (RFC 6298, SACK recovery; farlink's "
+            'default) or linux (profile = "linux", Linux\'s connection and sender defaults, '
+            "with the options the capture shows beside it)."
         ),
-    ] = "rfc",
+    ] = None,
+    sender: Annotated[
+        str | None,
+        typer.Option(help="The same as --profile (its older name)."),
+    ] = None,
     force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Estimate loss rate, RTT and beta from a capture and a drop log; write a scenario."""
     from farlink.captures.fit import (
         LOSS_RATE_MEANINGS,
-        SENDER_SETTINGS,
+        PROFILES,
         checked_scenario_toml,
         fit_path,
     )
     from farlink.outputs import OutputError, OutputFolder, safe_name
 
     name = safe_name(f"fit-{capture.stem}")
-    if sender not in SENDER_SETTINGS:
-        raise CliError(f"--sender: expected one of {', '.join(SENDER_SETTINGS)}, got {sender!r}")
+    for option, given in (("--profile", profile), ("--sender", sender)):
+        if given is not None and given not in PROFILES:
+            raise CliError(f"{option}: expected one of {', '.join(PROFILES)}, got {given!r}")
+    if profile is not None and sender is not None and profile != sender:
+        raise CliError(
+            f"--sender {sender} and --profile {profile}: --sender is --profile's older name; "
+            "give one"
+        )
+    profile = profile or sender or "rfc"
     try:
         fitted = fit_path(capture, drops)
         _warn_capture(fitted.warnings)
-        text = checked_scenario_toml(fitted, name=name, tcp=tcp, sender=sender)
+        text = checked_scenario_toml(fitted, name=name, tcp=tcp, profile=profile)
     except ValueError as err:  # CaptureError and DropLogError too
         if str(err).startswith("tcp: "):
             raise CliError(f"--{err}") from None
@@ -362,7 +373,14 @@ def fit_command(
     if path.is_dir():
         raise OutputError(f"--out: {path} is a folder; name the scenario file to write (.toml)")
     path = OutputFolder(path.parent, force=force).write_text(path.name, text)
-    payload = {**fitted.to_dict(), "sender": sender, "tcp": tcp, "scenario": str(path)}
+    # "sender" is kept beside "profile" for readers of --sender's output.
+    payload = {
+        **fitted.to_dict(),
+        "profile": profile,
+        "sender": profile,
+        "tcp": tcp,
+        "scenario": str(path),
+    }
     if as_json:
         print_json({**payload, "loss_rate_meanings": LOSS_RATE_MEANINGS})
         return

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from farlink.cli.options import LossOpt, ScenarioNameArg, SetOpt
+from farlink.cli.options import LossOpt, ProfileOpt, ScenarioNameArg, SetOpt
 
 EXIT_FAILED = 1
 
@@ -22,6 +22,7 @@ def compare_command(
         ),
     ] = None,
     loss: LossOpt = None,
+    profile: ProfileOpt = None,
     duration: Annotated[
         str | None,
         typer.Option(help="Simulated time, and the longest wall-clock time of the emulation."),
@@ -61,6 +62,7 @@ def compare_command(
             **run_quantities(loss, duration, size),
             seed=seed,
             sets=set_ or (),
+            profile=profile,
         )
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(describe_error(scenario, err, sets=set_ or ())) from None

@@ -46,6 +46,13 @@ def emulate_command(
             help="Packet error rate of the scenario's lossy link, data direction, in [0, 1)."
         ),
     ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="TCP profile of every flow: rfc or linux (Linux's defaults; with --sender "
+            "farlink, --tcp cubic runs cubic-linux over RACK-TLP); docs/scenarios.md.",
+        ),
+    ] = None,
     duration: Annotated[
         str | None, typer.Option(help="Longest wall-clock time of the run (e.g. 30s, 2min).")
     ] = None,
@@ -129,6 +136,7 @@ def emulate_command(
             size=None if size is None else checked("--size", units.parse_size_bytes, size),
             seed=seed,
             sets=set_ or (),
+            profile=profile,
             pcap_dir=folder.path if pcap else None,
             command=argv,
             server=server,

@@ -91,6 +91,14 @@ LossOpt = Annotated[
     str | None,
     typer.Option(help="Packet error rate of the scenario's lossy link, data direction, in [0, 1)."),
 ]
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="TCP profile of every flow: rfc (farlink's defaults) or linux (Linux's connection "
+        "and sender defaults and its modules' controllers: cubic runs as cubic-linux); fields "
+        "the scenario gives win (docs/scenarios.md).",
+    ),
+]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from farlink.cli.options import CliError, JsonFlag
+from farlink.cli.options import CliError, JsonFlag, ProfileOpt
 from farlink.reports.terminal import print_json
 
 scenario_app = typer.Typer(
@@ -18,7 +18,7 @@ scenario_app = typer.Typer(
 )
 
 
-def _resolved(scenario: str, sets: list[str] | None) -> dict[str, Any]:
+def _resolved(scenario: str, sets: list[str] | None, profile: str | None = None) -> dict[str, Any]:
     from farlink.scenario import (
         ScenarioError,
         apply_overrides,
@@ -28,7 +28,7 @@ def _resolved(scenario: str, sets: list[str] | None) -> dict[str, Any]:
     )
 
     try:
-        return resolve(apply_overrides(load_scenario(scenario), sets=sets or ()))
+        return resolve(apply_overrides(load_scenario(scenario), sets=sets or (), profile=profile))
     except ScenarioError as err:
         raise CliError(describe_error(scenario, err, sets=sets or ())) from None
 
@@ -54,12 +54,14 @@ def show(
         list[str] | None,
         typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),
     ] = None,
+    profile: ProfileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Print the scenario with every default filled: defaults and derived values marked."""
+    """Print the scenario with every default filled: defaults, what a TCP profile set and
+    derived values marked."""
     from farlink.scenario import resolved_rows
 
-    resolved = _resolved(scenario, set_)
+    resolved = _resolved(scenario, set_, profile)
     if as_json:
         print_json(resolved)
         return
@@ -85,7 +87,12 @@ def check(
     typer.echo(
         f"{scenario}: ok ({_count(resolved['nodes'], 'node')}, "
         f"{_count(resolved['links'], 'link')}, {_count(resolved['flows'], 'flow')}; "
-        f"{_count(resolved['defaults'], 'field')} taking defaults)"
+        f"{_count(resolved['defaults'], 'field')} taking defaults"
+        + (
+            f", {_count(resolved['from_profile'], 'field')} set by a TCP profile)"
+            if resolved.get("from_profile")
+            else ")"
+        )
     )
 
 

@@ -24,6 +24,7 @@ from farlink.cli.options import (
     ForceFlag,
     JsonFlag,
     LossOpt,
+    ProfileOpt,
     ScenarioNameArg,
     SetOpt,
     SizeOpt,
@@ -46,6 +47,7 @@ def simulate_command(
         ),
     ] = None,
     loss: LossOpt = None,
+    profile: ProfileOpt = None,
     duration: Annotated[str | None, typer.Option(help=f"Simulated time {DurationOpt}")] = None,
     size: Annotated[
         str | None, typer.Option(help=f"Make every flow a bulk transfer of this size. {SizeOpt}")
@@ -120,6 +122,7 @@ def simulate_command(
             **run_quantities(loss, duration, size),
             "seed": seed,
             "sets": sets,
+            "profile": profile,
         }
         budget = budget_options(budget_events, budget_memory)
         budget["budget_disk_bytes"] = (

@@ -32,7 +32,7 @@ def sweep_command(
         list[str] | None,
         typer.Option(
             "--grid",
-            help="An axis, AXIS=v1,v2,...: tcp, loss, duration, size or a --set path "
+            help="An axis, AXIS=v1,v2,...: tcp, loss, duration, size, profile or a --set path "
             "(links[1].queue_pkts=4,14,30). Repeat for more axes; points are their product.",
         ),
     ] = None,
@@ -46,6 +46,10 @@ def sweep_command(
         Path | None, typer.Option(help="Folder of the results (default farlink-out/sweep/NAME).")
     ] = None,
     tcp: Annotated[str | None, typer.Option(help="Every point: loss recovery or CC.")] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(help="Every point: TCP profile, rfc or linux (docs/scenarios.md)."),
+    ] = None,
     loss: Annotated[
         str | None, typer.Option(help="Every point: error rate of the lossy link, in [0, 1).")
     ] = None,
@@ -98,6 +102,7 @@ def sweep_command(
     fixed = {
         "tcp": tcp,
         **run_quantities(loss, duration, size),
+        "profile": profile,
     }
     budget = tuple(budget_options(budget_events, budget_memory).values())
     executor = _sweep_executor(workers, dask_local, dask)

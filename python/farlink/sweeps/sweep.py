@@ -86,7 +86,7 @@ SUPERSEDED = "superseded"
 Budget = tuple[int | None, int | None]
 
 
-OPTION_AXES = ("tcp", "loss", "duration", "size")
+OPTION_AXES = ("tcp", "loss", "duration", "size", "profile")
 """``farlink simulate`` options that can be an axis or a fixed option (besides ``--set`` paths)."""
 
 
@@ -348,6 +348,14 @@ def _check_value(axis: str, value: Any, where: str) -> Any:
             raise SweepError(
                 f"{where}: expected a TCP name ({', '.join(RECOVERY_NAMES)} or a congestion "
                 f"controller), got {value!r}"
+            )
+        return value
+    if axis == "profile":
+        from farlink._core import TCP_PROFILES
+
+        if value not in TCP_PROFILES:
+            raise SweepError(
+                f"{where}: expected a TCP profile ({', '.join(TCP_PROFILES)}), got {value!r}"
             )
         return value
     if axis == "loss":

@@ -1,9 +1,13 @@
 //! Which fields of a resolved scenario took their defaults: every settable leaf of the
 //! resolved document that the input document does not give, under either spelling of its
-//! quantity, nor through an enclosing table it inherits from.
+//! quantity, nor through an enclosing table it inherits from; and which of them a TCP
+//! profile set instead (`scenario/profile.rs`), with a `cc` the profile replaced by its model.
 
-use serde_json::Value;
+use std::str::FromStr;
 
+use serde_json::{Map, Value};
+
+use super::profile::TcpProfile;
 use super::resolved::DERIVED_FIELDS;
 
 /// One step of a path: a field or an index.
@@ -13,14 +17,30 @@ enum Step {
     Index(usize),
 }
 
-/// Paths (`--set` grammar) of the leaves of `resolved` that took defaults, sorted by field name at each level.
-pub(super) fn defaults(input: &Value, resolved: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    walk(input, resolved, &mut Vec::new(), &mut out);
+/// Paths (`--set` grammar) of the leaves of a resolved scenario by where their value came
+/// from, each sorted by field name at each level.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Origins {
+    /// Took farlink's default.
+    pub(super) defaults: Vec<String>,
+    /// Set by the TCP profile of their table.
+    pub(super) from_profile: Vec<String>,
+}
+
+/// Where each leaf of `resolved` came from, `input` being the document it was resolved from.
+pub(super) fn origins(input: &Value, resolved: &Value) -> Origins {
+    let mut out = Origins::default();
+    walk(input, resolved, None, &mut Vec::new(), &mut out);
     out
 }
 
-fn walk(input: &Value, node: &Value, path: &mut Vec<Step>, out: &mut Vec<String>) {
+fn walk(
+    input: &Value,
+    node: &Value,
+    parent: Option<&Map<String, Value>>,
+    path: &mut Vec<Step>,
+    out: &mut Origins,
+) {
     match node {
         Value::Object(map) => {
             for (key, value) in map {
@@ -28,7 +48,7 @@ fn walk(input: &Value, node: &Value, path: &mut Vec<Step>, out: &mut Vec<String>
                     continue;
                 }
                 path.push(Step::Key(key.clone()));
-                walk(input, value, path, out);
+                walk(input, value, Some(map), path, out);
                 path.pop();
             }
         }
@@ -36,15 +56,75 @@ fn walk(input: &Value, node: &Value, path: &mut Vec<Step>, out: &mut Vec<String>
         Value::Array(items) if items.iter().any(Value::is_object) => {
             for (i, item) in items.iter().enumerate() {
                 path.push(Step::Index(i));
-                walk(input, item, path, out);
+                walk(input, item, None, path, out);
                 path.pop();
             }
         }
         _ => {
-            if !given(input, path) {
-                out.push(render(path));
+            let profile = parent.and_then(|table| profile_of(path, table));
+            let given = given(input, path);
+            if !given && profile.is_some_and(|(p, table)| sets(p, path, table)) {
+                out.from_profile.push(render(path));
+            } else if !given {
+                out.defaults.push(render(path));
+            } else if profile.is_some_and(|(p, table)| replaced_cc(p, input, path, table)) {
+                out.from_profile.push(render(path));
             }
         }
+    }
+}
+
+/// The profile of a leaf's table, if the table is a flow's TCP (`flows[i].tcp`; a split
+/// flow's segments are derived) under a profile other than the default.
+fn profile_of<'t>(
+    path: &[Step],
+    table: &'t Map<String, Value>,
+) -> Option<(TcpProfile, &'t Map<String, Value>)> {
+    let [.., Step::Key(tcp), Step::Key(_)] = path else {
+        return None;
+    };
+    if tcp != "tcp" {
+        return None;
+    }
+    let profile = TcpProfile::from_str(table.get("profile")?.as_str()?).ok()?;
+    (!profile.is_rfc()).then_some((profile, table))
+}
+
+/// Whether `profile` set the leaf at `path` of TCP table `table`: one of its fields holding a
+/// value (delayed ACKs switched off have no timer), or the growth it gives the controller.
+fn sets(profile: TcpProfile, path: &[Step], table: &Map<String, Value>) -> bool {
+    let Some(Step::Key(key)) = path.last() else {
+        return false;
+    };
+    let holds = table.get(key.as_str()).is_some_and(|v| !v.is_null());
+    let field = profile.fields().iter().any(|f| f.resolved == key);
+    let growth = key == "growth"
+        && table
+            .get("cc")
+            .and_then(Value::as_str)
+            .and_then(|cc| profile.growth(cc))
+            .is_some();
+    holds && (field || growth)
+}
+
+/// Whether the input named a controller (`cc`) that `profile` replaced by its model of it.
+fn replaced_cc(
+    profile: TcpProfile,
+    input: &Value,
+    path: &[Step],
+    table: &Map<String, Value>,
+) -> bool {
+    if !matches!(path.last(), Some(Step::Key(k)) if k == "cc") {
+        return false;
+    }
+    let written = lookup(input, path).and_then(Value::as_str);
+    let runs = table.get("cc").and_then(Value::as_str);
+    match (written, runs) {
+        (Some(written), Some(runs)) => {
+            let written = written.to_ascii_lowercase();
+            profile.controller(&written) != written && runs != written
+        }
+        _ => false,
     }
 }
 
@@ -165,12 +245,40 @@ mod tests {
                                          "rev": {"rate_bps": 1, "queue_pkts": 100}}],
                               "flows": [{"tcp": {"mss_bytes": 1000, "min_rto_s": 1.0}}]});
         assert_eq!(
-            defaults(&input, &resolved),
-            vec![
-                "flows[0].tcp.min_rto_s",
-                "links[0].fwd.delay_s",
-                "links[0].rev.queue_pkts"
-            ]
+            origins(&input, &resolved),
+            Origins {
+                defaults: vec![
+                    "flows[0].tcp.min_rto_s".into(),
+                    "links[0].fwd.delay_s".into(),
+                    "links[0].rev.queue_pkts".into()
+                ],
+                from_profile: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn fields_a_profile_set_are_its_not_defaults() {
+        let input = json!({"flows": [{"tcp": {"profile": "linux", "cc": "Cubic",
+                                              "delayed_ack": false, "min_rto_s": 1.0}}]});
+        let resolved = json!({"flows": [{"tcp": {
+            "profile": "linux", "mss_bytes": 1460, "delayed_ack": false,
+            "delayed_ack_timeout_s": null, "min_rto_s": 1.0, "rto": "linux",
+            "max_rto_s": 120.0, "cc": "cubic-linux", "growth": "per-ack"}}]});
+        assert_eq!(
+            origins(&input, &resolved),
+            Origins {
+                defaults: vec![
+                    // Delayed ACKs switched off: no timer, Linux's or other.
+                    "flows[0].tcp.delayed_ack_timeout_s".into(),
+                    // Only Reno has Linux's growth rule.
+                    "flows[0].tcp.growth".into(),
+                    // Follows from Linux's rule as farlink's defaults do.
+                    "flows[0].tcp.max_rto_s".into(),
+                    "flows[0].tcp.mss_bytes".into(),
+                ],
+                from_profile: vec!["flows[0].tcp.cc".into(), "flows[0].tcp.rto".into()],
+            }
         );
     }
 }

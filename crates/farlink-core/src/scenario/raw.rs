@@ -407,6 +407,7 @@ pub(super) struct RawSegment {
 #[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTcp {
+    pub(super) profile: Option<String>,
     pub(super) mss: Option<UnitText<Size>>,
     pub(super) mss_bytes: Option<u32>,
     pub(super) initial_window_segments: Option<u32>,

@@ -13,7 +13,8 @@
 //! (`flows[0].tcp.min_rto_s`); a value taken from an enclosing table (a direction's rate from
 //! its link, a member's from its bundle, a segment's TCP from its flow, a trace from
 //! `trace.all`) counts as given. Documented field by field in `docs/scenarios.md`
-//! ("The resolved scenario").
+//! ("The resolved scenario"). `from_profile` lists, in the same grammar, the fields a TCP
+//! profile set (`scenario/profile.rs`); `defaults` does not list them.
 //!
 //! # Definitions
 //!
@@ -66,6 +67,7 @@ pub const DERIVED_FIELDS: &[&str] = &[
     "resolved_schema_version",
     "scenario_schema",
     "defaults",
+    "from_profile",
     "link_type",
     "index",
     "loss_rate",
@@ -100,6 +102,10 @@ pub struct Resolved {
     /// The taps as a scenario writes them: a link's name, `{link, at}` or `{node}`.
     pub pcap: Vec<Value>,
     pub defaults: Vec<String>,
+    /// The settable fields a TCP profile set (`flows[0].tcp.profile = "linux"`), in the grammar
+    /// of `defaults`, which then does not list them; absent where none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from_profile: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -245,6 +251,10 @@ pub struct RSegment {
 
 #[derive(Debug, Serialize)]
 pub struct RTcp {
+    /// The TCP profile; printed only where not `rfc`, so resolved scenarios without one (and
+    /// their hashes) are as before profiles existed.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub profile: &'static str,
     pub mss_bytes: u32,
     /// SMSS: the payload of a full-sized segment (the MSS less 12 bytes with timestamps).
     pub payload_bytes: u32,
@@ -354,9 +364,12 @@ impl Resolved {
             },
             pcap: s.pcap.iter().map(|t| tap_value(s, t)).collect(),
             defaults: Vec::new(),
+            from_profile: Vec::new(),
         };
         if let Ok(value) = serde_json::to_value(&resolved) {
-            resolved.defaults = super::defaults::defaults(input, &value);
+            let origins = super::defaults::origins(input, &value);
+            resolved.defaults = origins.defaults;
+            resolved.from_profile = origins.from_profile;
         }
         resolved
     }
@@ -579,6 +592,11 @@ fn tcp(t: &TcpSpec) -> RTcp {
         _ => "per-ack",
     };
     RTcp {
+        profile: if t.profile.is_rfc() {
+            ""
+        } else {
+            t.profile.name()
+        },
         mss_bytes: t.options.mss_bytes,
         payload_bytes: Negotiated::without_handshake(
             &t.options,

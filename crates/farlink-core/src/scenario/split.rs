@@ -21,7 +21,7 @@ use super::links::node_err;
 use super::quantity::opt_bytes;
 use super::raw::{RawFlow, RawTcp};
 use super::routes::{shortest_path, Hop};
-use super::tcp::{tcp_spec, TcpSpec};
+use super::tcp::{tcp_over, tcp_spec, TcpSpec};
 
 /// Default bytes a relay holds between its connections: Linux's default send buffer
 /// (`tcp_wmem` default, 16 KiB) is far below a satellite hop's bandwidth-delay product, so the
@@ -159,101 +159,6 @@ pub(super) fn plan(
         });
     }
     Ok((relays, segments, whole))
-}
-
-/// `over`'s fields where given, else `base`'s; a quantity's two spellings go together.
-fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
-    fn one<T: Clone>(over: &Option<T>, base: &Option<T>) -> Option<T> {
-        over.clone().or_else(|| base.clone())
-    }
-    fn pair<A: Clone, B: Clone>(
-        over: (&Option<A>, &Option<B>),
-        base: (&Option<A>, &Option<B>),
-    ) -> (Option<A>, Option<B>) {
-        if over.0.is_some() || over.1.is_some() {
-            (over.0.clone(), over.1.clone())
-        } else {
-            (base.0.clone(), base.1.clone())
-        }
-    }
-    let (mss, mss_bytes) = pair((&over.mss, &over.mss_bytes), (&base.mss, &base.mss_bytes));
-    let (receive_buffer, receive_buffer_bytes) = pair(
-        (&over.receive_buffer, &over.receive_buffer_bytes),
-        (&base.receive_buffer, &base.receive_buffer_bytes),
-    );
-    let (send_buffer, send_buffer_bytes) = pair(
-        (&over.send_buffer, &over.send_buffer_bytes),
-        (&base.send_buffer, &base.send_buffer_bytes),
-    );
-    let delayed_ack = one(&over.delayed_ack, &base.delayed_ack);
-    // A segment that turns delayed ACKs off does not inherit the flow's timeout for them, nor
-    // its quick-ACK mode.
-    let quick_ack = if over.delayed_ack == Some(false) {
-        over.quick_ack
-    } else {
-        one(&over.quick_ack, &base.quick_ack)
-    };
-    let (delayed_ack_timeout, delayed_ack_timeout_s) = if over.delayed_ack == Some(false) {
-        (
-            over.delayed_ack_timeout.clone(),
-            over.delayed_ack_timeout_s.clone(),
-        )
-    } else {
-        pair(
-            (&over.delayed_ack_timeout, &over.delayed_ack_timeout_s),
-            (&base.delayed_ack_timeout, &base.delayed_ack_timeout_s),
-        )
-    };
-    let (initial_rto, initial_rto_s) = pair(
-        (&over.initial_rto, &over.initial_rto_s),
-        (&base.initial_rto, &base.initial_rto_s),
-    );
-    let (min_rto, min_rto_s) = pair(
-        (&over.min_rto, &over.min_rto_s),
-        (&base.min_rto, &base.min_rto_s),
-    );
-    let (max_rto, max_rto_s) = pair(
-        (&over.max_rto, &over.max_rto_s),
-        (&base.max_rto, &base.max_rto_s),
-    );
-    // Window growth is a parameter of the controller: a segment naming its own controller
-    // does not inherit the flow's growth rule.
-    let growth = if over.cc.is_some() {
-        over.growth.clone()
-    } else {
-        one(&over.growth, &base.growth)
-    };
-    RawTcp {
-        mss,
-        mss_bytes,
-        initial_window_segments: one(&over.initial_window_segments, &base.initial_window_segments),
-        receive_buffer,
-        receive_buffer_bytes,
-        send_buffer,
-        send_buffer_bytes,
-        window_scaling: one(&over.window_scaling, &base.window_scaling),
-        sack: one(&over.sack, &base.sack),
-        timestamps: one(&over.timestamps, &base.timestamps),
-        delayed_ack,
-        delayed_ack_timeout,
-        delayed_ack_timeout_s,
-        quick_ack,
-        initial_rto,
-        initial_rto_s,
-        min_rto,
-        min_rto_s,
-        max_rto,
-        max_rto_s,
-        rto: one(&over.rto, &base.rto),
-        recovery: one(&over.recovery, &base.recovery),
-        cwnd_reduction: one(&over.cwnd_reduction, &base.cwnd_reduction),
-        cc: one(&over.cc, &base.cc),
-        growth,
-        dup_thresh: one(&over.dup_thresh, &base.dup_thresh),
-        limited_transmit: one(&over.limited_transmit, &base.limited_transmit),
-        handshake: one(&over.handshake, &base.handshake),
-        max_ooo_ranges: one(&over.max_ooo_ranges, &base.max_ooo_ranges),
-    }
 }
 
 impl FlowSpec {

@@ -3,6 +3,7 @@
 use std::str::FromStr;
 
 use super::errors::{at, err, ScenarioError};
+use super::profile::TcpProfile;
 use super::quantity::{opt_bytes, opt_duration};
 use super::raw::{CountOrName, RawTcp};
 use crate::tcp::cc::reno::ABC_LIMIT_SEGMENTS;
@@ -20,7 +21,7 @@ use crate::tcp::rtt::{
 use crate::tcp::sender::{
     AppSource, SenderConfig, DEFAULT_INITIAL_WINDOW_SEGMENTS, DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
 };
-use crate::tcp::TcpOptions;
+use crate::tcp::{TcpOptions, UnknownName};
 
 /// Default MSS option: an Ethernet MTU of 1500 bytes less 40 bytes of IPv4 and TCP headers.
 pub const DEFAULT_MSS_BYTES: u32 = 1460;
@@ -39,6 +40,8 @@ pub(super) const DATA_HEADER_BYTES: u32 = 40;
 /// TCP settings of a flow; both ends use the same options.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TcpSpec {
+    /// The family of defaults the fields not given were taken from (`scenario/profile.rs`).
+    pub profile: TcpProfile,
     pub options: TcpOptions,
     pub initial_window_segments: u32,
     pub receive_buffer_bytes: u64,
@@ -95,13 +98,36 @@ impl TcpSpec {
         }
     }
 
+    /// These settings with the controller a command line names (`--tcp NAME`): the one the
+    /// profile runs for the name (under `linux` the model of the module so named, with the
+    /// profile's growth for it; the controller already running keeps its configuration) over
+    /// the profile's own loss recovery, if it has one (the scenario's otherwise).
+    pub fn with_named_controller(mut self, name: &str) -> Result<TcpSpec, UnknownName> {
+        let model = self.profile.controller(name);
+        if self.cc.name() != model {
+            self.cc = CcConfig::from_name(model)?;
+            if let (Some(growth), CcConfig::Reno(r)) = (
+                self.profile.growth(model).and_then(window_growth),
+                &mut self.cc,
+            ) {
+                r.growth = growth;
+            }
+        }
+        if let Some(recovery) = self.profile.recovery() {
+            self.recovery = recovery.parse()?;
+        }
+        Ok(self)
+    }
+
     /// Bytes on the wire of a full-sized data segment (MSS + 40).
     pub fn full_packet_bytes(&self) -> u32 {
         self.options.mss_bytes + DATA_HEADER_BYTES
     }
 }
 
-pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
+pub(super) fn tcp_spec(p: &str, given: &RawTcp) -> Result<TcpSpec, ScenarioError> {
+    let profile: TcpProfile = named(p, "profile", &given.profile)?;
+    let t = &profile.fill(given)?;
     let mss = match opt_bytes(
         p,
         ("mss", &t.mss),
@@ -136,7 +162,7 @@ pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
     }
     let (receive_buffer_bytes, send_buffer_bytes) = buffers(p, t, mss)?;
     let (delayed_ack, rtt) = timers(p, t)?;
-    let (recovery, cc) = control(p, t)?;
+    let (recovery, cc) = control(p, t, profile)?;
     let window_reduction: WindowReduction = named(p, "cwnd_reduction", &t.cwnd_reduction)?;
     let dup_thresh = t.dup_thresh.unwrap_or(DUP_THRESH);
     if dup_thresh == 0 {
@@ -160,6 +186,7 @@ pub(super) fn tcp_spec(p: &str, t: &RawTcp) -> Result<TcpSpec, ScenarioError> {
         }
     };
     Ok(TcpSpec {
+        profile,
         options,
         initial_window_segments,
         receive_buffer_bytes,
@@ -288,6 +315,17 @@ fn timers(p: &str, t: &RawTcp) -> Result<(DelayedAck, RttConfig), ScenarioError>
     ))
 }
 
+/// Reno's window growth by its name in a scenario.
+fn window_growth(name: &str) -> Option<WindowGrowth> {
+    match name {
+        "per-ack" => Some(WindowGrowth::PerAck),
+        "byte-counting" => Some(WindowGrowth::ByteCounting {
+            limit_segments: ABC_LIMIT_SEGMENTS,
+        }),
+        _ => None,
+    }
+}
+
 /// A setting chosen by name (`p.key`): its default when absent, else the name parsed, case
 /// ignored (`"NewReno"`, `--tcp SACK`), an unknown one an error at `p.key` listing the known.
 fn named<T>(p: &str, key: &str, name: &Option<String>) -> Result<T, ScenarioError>
@@ -304,24 +342,30 @@ where
     }
 }
 
-/// Loss recovery and the congestion controller (with its window growth).
-fn control(p: &str, t: &RawTcp) -> Result<(LossRecovery, CcConfig), ScenarioError> {
+/// Loss recovery and the congestion controller (with its window growth): the controller the
+/// profile runs for the name given, with the profile's growth for it where none is given.
+fn control(
+    p: &str,
+    t: &RawTcp,
+    profile: TcpProfile,
+) -> Result<(LossRecovery, CcConfig), ScenarioError> {
     let recovery: LossRecovery = named(p, "recovery", &t.recovery)?;
-    let mut cc: CcConfig = named(p, "cc", &t.cc)?;
-    if let Some(growth) = &t.growth {
-        let g = match growth.as_str() {
-            "per-ack" => WindowGrowth::PerAck,
-            "byte-counting" => WindowGrowth::ByteCounting {
-                limit_segments: ABC_LIMIT_SEGMENTS,
-            },
-            other => {
-                return err(
-                    at(p, "growth"),
-                    format!(
-                    "unknown window growth \"{other}\"; expected one of: per-ack, byte-counting"
+    let name =
+        t.cc.as_ref()
+            .map(|n| profile.controller(&n.to_ascii_lowercase()).to_owned());
+    let mut cc: CcConfig = named(p, "cc", &name)?;
+    let growth = t
+        .growth
+        .clone()
+        .or_else(|| profile.growth(cc.name()).map(str::to_owned));
+    if let Some(growth) = &growth {
+        let Some(g) = window_growth(growth) else {
+            return err(
+                at(p, "growth"),
+                format!(
+                    "unknown window growth \"{growth}\"; expected one of: per-ack, byte-counting"
                 ),
-                )
-            }
+            );
         };
         match &mut cc {
             CcConfig::Reno(r) => r.growth = g,
@@ -339,4 +383,100 @@ fn control(p: &str, t: &RawTcp) -> Result<(LossRecovery, CcConfig), ScenarioErro
         }
     }
     Ok((recovery, cc))
+}
+
+/// `over`'s fields where given, else `base`'s; a quantity's two spellings go together.
+pub(super) fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
+    fn one<T: Clone>(over: &Option<T>, base: &Option<T>) -> Option<T> {
+        over.clone().or_else(|| base.clone())
+    }
+    fn pair<A: Clone, B: Clone>(
+        over: (&Option<A>, &Option<B>),
+        base: (&Option<A>, &Option<B>),
+    ) -> (Option<A>, Option<B>) {
+        if over.0.is_some() || over.1.is_some() {
+            (over.0.clone(), over.1.clone())
+        } else {
+            (base.0.clone(), base.1.clone())
+        }
+    }
+    let (mss, mss_bytes) = pair((&over.mss, &over.mss_bytes), (&base.mss, &base.mss_bytes));
+    let (receive_buffer, receive_buffer_bytes) = pair(
+        (&over.receive_buffer, &over.receive_buffer_bytes),
+        (&base.receive_buffer, &base.receive_buffer_bytes),
+    );
+    let (send_buffer, send_buffer_bytes) = pair(
+        (&over.send_buffer, &over.send_buffer_bytes),
+        (&base.send_buffer, &base.send_buffer_bytes),
+    );
+    let delayed_ack = one(&over.delayed_ack, &base.delayed_ack);
+    // A segment that turns delayed ACKs off does not inherit the flow's timeout for them, nor
+    // its quick-ACK mode.
+    let quick_ack = if over.delayed_ack == Some(false) {
+        over.quick_ack
+    } else {
+        one(&over.quick_ack, &base.quick_ack)
+    };
+    let (delayed_ack_timeout, delayed_ack_timeout_s) = if over.delayed_ack == Some(false) {
+        (
+            over.delayed_ack_timeout.clone(),
+            over.delayed_ack_timeout_s.clone(),
+        )
+    } else {
+        pair(
+            (&over.delayed_ack_timeout, &over.delayed_ack_timeout_s),
+            (&base.delayed_ack_timeout, &base.delayed_ack_timeout_s),
+        )
+    };
+    let (initial_rto, initial_rto_s) = pair(
+        (&over.initial_rto, &over.initial_rto_s),
+        (&base.initial_rto, &base.initial_rto_s),
+    );
+    let (min_rto, min_rto_s) = pair(
+        (&over.min_rto, &over.min_rto_s),
+        (&base.min_rto, &base.min_rto_s),
+    );
+    let (max_rto, max_rto_s) = pair(
+        (&over.max_rto, &over.max_rto_s),
+        (&base.max_rto, &base.max_rto_s),
+    );
+    // Window growth is a parameter of the controller: a segment naming its own controller
+    // does not inherit the flow's growth rule.
+    let growth = if over.cc.is_some() {
+        over.growth.clone()
+    } else {
+        one(&over.growth, &base.growth)
+    };
+    RawTcp {
+        profile: one(&over.profile, &base.profile),
+        mss,
+        mss_bytes,
+        initial_window_segments: one(&over.initial_window_segments, &base.initial_window_segments),
+        receive_buffer,
+        receive_buffer_bytes,
+        send_buffer,
+        send_buffer_bytes,
+        window_scaling: one(&over.window_scaling, &base.window_scaling),
+        sack: one(&over.sack, &base.sack),
+        timestamps: one(&over.timestamps, &base.timestamps),
+        delayed_ack,
+        delayed_ack_timeout,
+        delayed_ack_timeout_s,
+        quick_ack,
+        initial_rto,
+        initial_rto_s,
+        min_rto,
+        min_rto_s,
+        max_rto,
+        max_rto_s,
+        rto: one(&over.rto, &base.rto),
+        recovery: one(&over.recovery, &base.recovery),
+        cwnd_reduction: one(&over.cwnd_reduction, &base.cwnd_reduction),
+        cc: one(&over.cc, &base.cc),
+        growth,
+        dup_thresh: one(&over.dup_thresh, &base.dup_thresh),
+        limited_transmit: one(&over.limited_transmit, &base.limited_transmit),
+        handshake: one(&over.handshake, &base.handshake),
+        max_ooo_ranges: one(&over.max_ooo_ranges, &base.max_ooo_ranges),
+    }
 }
