@@ -80,6 +80,22 @@ def test_pftk_reads_the_same_inputs_as_the_sweep(capsys):
     assert json.loads(out)["inputs"]["rtt_s"] == 1.0
 
 
+def test_two_lossy_hops_are_one_p_for_predict_and_the_sweep():
+    # The first hop loses too: predict combined both hops while the sweep's model column read
+    # the lossy_link's alone, so the two disagreed on one scenario.
+    from farlink.predict import path_inputs
+
+    doc = apply_overrides(
+        load_scenario("stpd-wireless"),
+        loss=0.01,
+        sets=['links[0].fwd.loss={model="bernoulli", p=0.02}'],
+    )
+    x = pftk_inputs(doc)
+    assert x is not None
+    assert x.p == pytest.approx(1 - 0.98 * 0.99)
+    assert path_inputs(resolve(doc)).p == x.p
+
+
 @pytest.mark.parametrize("model", ["pftk", "mathis"])
 def test_every_model_is_bounded(capsys, model):
     argv = ["--rtt", "10ms", "--loss", "1e-6", "--link-rate", "1Mbps", "--json"]

@@ -27,7 +27,7 @@ def check(doc):
 
 def test_the_schema_is_a_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    assert SCHEMA["properties"]["schema_version"]["const"] == result_schema.SCHEMA_VERSION
+    assert SCHEMA["properties"]["schema_version"]["const"] == result_schema.RESULT_SCHEMA_VERSION
 
 
 # Presets of every kind: a dumbbell, several flows, a split connection, an RLP radio hop and an

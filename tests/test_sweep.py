@@ -20,7 +20,7 @@ from farlink.sweeps.run import plan, run_sweep
 from farlink.sweeps.sweep import (
     METRICS,
     MODEL_COLUMN,
-    SCHEMA_VERSION,
+    SWEEP_SCHEMA_VERSION,
     SweepError,
     load_sweep,
     parse_grid_option,
@@ -126,7 +126,7 @@ def test_process_pool_writes_one_row_per_point_and_seed(pool_sweep):
     assert str(table.schema.field("links[1].queue_pkts").type) == "int64"
     assert str(table.schema.field("seed").type) == "uint64"
     rows = table.to_pylist()
-    assert all(r["error"] is None and r["schema_version"] == SCHEMA_VERSION for r in rows)
+    assert all(r["error"] is None and r["schema_version"] == SWEEP_SCHEMA_VERSION for r in rows)
     assert {(r["loss"], r["links[1].queue_pkts"]) for r in rows} == {
         (0.001, 4), (0.001, 30), (0.02, 4), (0.02, 30)
     }  # fmt: skip

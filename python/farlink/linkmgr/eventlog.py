@@ -28,10 +28,10 @@ from urllib.parse import quote
 
 __all__ = [
     "EVENT_KINDS",
+    "EVENT_LOG_SCHEMA_VERSION",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_MEMBERS",
-    "SCHEMA_VERSION",
     "SQLITE_MAGIC",
     "STATES",
     "Event",
@@ -42,7 +42,9 @@ __all__ = [
     "is_sqlite_file",
 ]
 
-SCHEMA_VERSION = "1"
+EVENT_LOG_SCHEMA_VERSION = "1"
+"""Version of the link manager's event log (its SQL tables, docs/linkmgr.md); readers refuse
+another."""
 SQLITE_MAGIC = b"SQLite format 3\x00"
 STATES = ("idle", "connecting", "connected", "dropped", "failed", "blocked")
 """Member states of seed 000 Figure 7.2, as the daemon logs them."""
@@ -213,10 +215,10 @@ class EventLog:
     def _read_meta(self) -> dict[str, str]:
         meta = {str(k): str(v) for k, v in self._query("SELECT key, value FROM meta")}
         version = meta.get("schema_version")
-        if version is not None and version != SCHEMA_VERSION:
+        if version is not None and version != EVENT_LOG_SCHEMA_VERSION:
             raise EventLogError(
                 f"{self._source}: event log schema version {version!r}; this farlink reads "
-                f"version {SCHEMA_VERSION}"
+                f"version {EVENT_LOG_SCHEMA_VERSION}"
             )
         return meta
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from farlink.linkmgr.eventlog import SCHEMA_VERSION
+from farlink.linkmgr.eventlog import EVENT_LOG_SCHEMA_VERSION
 
 __all__ = ["SCHEMA_SQL", "LogWriter", "SyntheticBundle", "synthetic_log"]
 
@@ -67,7 +67,7 @@ class LogWriter:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA_SQL)
         meta = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": EVENT_LOG_SCHEMA_VERSION,
             "role": role,
             "modems": json.dumps(list(modems)),
             "config": json.dumps(config or {}, sort_keys=True),

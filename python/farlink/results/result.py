@@ -21,7 +21,9 @@ import numpy as np
 
 from farlink.results.schema import write_document
 
-SCHEMA_VERSION = "1"
+TRACE_FILE_SCHEMA_VERSION = "1"
+"""Version of a trace file's provenance metadata (``farlink.schema_version`` in each Parquet
+file's key-value metadata); the result document has its own (``RESULT_SCHEMA_VERSION``)."""
 
 
 ENGINE_TRACES: dict[str, set[str]] = {"emulate": {"tcp_info"}}
@@ -90,7 +92,7 @@ class Result:
         from farlink import __version__
 
         return {
-            "farlink.schema_version": SCHEMA_VERSION,
+            "farlink.schema_version": TRACE_FILE_SCHEMA_VERSION,
             "farlink.version": __version__,
             "farlink.engine": self.engine,
             "farlink.python": platform.python_version(),

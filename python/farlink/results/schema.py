@@ -19,14 +19,16 @@ from typing import Any
 
 __all__ = [
     "AGGREGATE_FIELDS",
-    "SCHEMA_VERSION",
+    "RESULT_SCHEMA_VERSION",
     "emulate_document",
     "model_document",
     "sim_document",
     "write_document",
 ]
 
-SCHEMA_VERSION = 2
+RESULT_SCHEMA_VERSION = 2
+"""Version of the result document (docs/results.md, docs/result.schema.json): its
+``schema_version``."""
 
 AGGREGATE_FIELDS = (
     "goodput_bps",
@@ -79,7 +81,7 @@ def _engine_document(
     aggregate = core.pop("aggregate")
     name = core.pop("scenario_name", None)
     doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": RESULT_SCHEMA_VERSION,
         "engine": engine,
         "scenario": name if name is not None else scenario,
     }
@@ -98,7 +100,7 @@ def model_document(payload: dict[str, Any], *, scenario: str | None = None) -> d
     sees no individual flow or link, so ``flows`` and ``links`` are empty.
     """
     doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": RESULT_SCHEMA_VERSION,
         "engine": "model",
         "scenario": scenario,
     }

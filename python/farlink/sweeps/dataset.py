@@ -24,7 +24,7 @@ from farlink.sweeps.sweep import (
     METRICS,
     MODEL_COLUMN,
     POINTS,
-    SCHEMA_VERSION,
+    SWEEP_SCHEMA_VERSION,
     Sweep,
     SweepError,
 )
@@ -94,7 +94,7 @@ def _schema(sweep: Sweep):
     fields += [pa.field(metric, pa.float64()) for metric in sweep.extra_metrics]
     fields += _provenance_fields()
     metadata = {
-        "farlink.schema_version": str(SCHEMA_VERSION),
+        "farlink.schema_version": str(SWEEP_SCHEMA_VERSION),
         "farlink.sweep": sweep.name,
         "farlink.axes": json.dumps(sweep.axes),
     }
@@ -143,9 +143,9 @@ def _read_manifest(out: Path) -> dict[str, Any] | None:
     except (OSError, ValueError) as err:
         raise SweepError(f"{path}: cannot read the manifest ({err})") from None
     version = manifest.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or version > SWEEP_SCHEMA_VERSION:
         raise SweepError(
-            f"{path}: schema version {version!r}; this farlink reads up to {SCHEMA_VERSION}"
+            f"{path}: schema version {version!r}; this farlink reads up to {SWEEP_SCHEMA_VERSION}"
         )
     return manifest
 

@@ -56,7 +56,11 @@ def pftk_inputs(doc: Mapping[str, Any]) -> PftkInputs | None:
 
 
 def pftk_inputs_resolved(resolved: Mapping[str, Any]) -> PftkInputs | None:
-    """:func:`pftk_inputs` of a scenario already resolved by the core."""
+    """:func:`pftk_inputs` of a scenario already resolved by the core: the inputs
+    ``farlink predict`` reads (:func:`farlink.predict.path_inputs`, p combining every lossy hop
+    of the data path), so that a sweep's model column and ``predict`` agree on one scenario."""
+    from farlink.predict import path_inputs
+
     lossy = resolved.get("lossy_link")
     if len(resolved["flows"]) != 1 or lossy is None:
         return None
@@ -64,15 +68,15 @@ def pftk_inputs_resolved(resolved: Mapping[str, Any]) -> PftkInputs | None:
     links = resolved["links"]
     if any(links[hop["index"]]["link_type"] != "link" for hop in flow["route"]["data"]):
         return None
-    tcp = flow["tcp"]
+    path = path_inputs(resolved)
     return PftkInputs(
-        p=links[lossy["index"]][lossy["direction"]]["packet_loss_rate"],
-        rtt_s=flow["base_rtt_s"],
-        t0_s=tcp["min_rto_s"],
-        b=2.0 if tcp["delayed_ack"] else 1.0,
-        wmax_pkts=tcp["receive_buffer_bytes"] / tcp["payload_bytes"],
-        payload_bytes=tcp["payload_bytes"],
-        wire_bytes=tcp["data_packet_bytes"],
+        p=path.p,
+        rtt_s=path.rtt_s,
+        t0_s=path.t0_s,
+        b=float(path.b),
+        wmax_pkts=path.wmax_bytes / path.mss_bytes,
+        payload_bytes=path.mss_bytes,
+        wire_bytes=path.wire_bytes,
         bottleneck_bps=flow["bottleneck_bps"],
     )
 

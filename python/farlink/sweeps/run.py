@@ -39,8 +39,8 @@ from farlink.sweeps.sweep import (
     METRICS,
     MODEL_COLUMN,
     POINTS,
-    SCHEMA_VERSION,
     SUPERSEDED,
+    SWEEP_SCHEMA_VERSION,
     Budget,
     SeedInfo,
     Sweep,
@@ -118,7 +118,7 @@ def _full_row(
         row[name] = outcome.get(name)
     for name in ("farlink_version", "git_revision", "host", "python_version"):
         row[name] = outcome.get(name)
-    row["schema_version"] = SCHEMA_VERSION
+    row["schema_version"] = SWEEP_SCHEMA_VERSION
     row["finished_at"] = dt.datetime.now(dt.UTC)
     return row
 
@@ -247,7 +247,7 @@ def _manifest(sweep: Sweep, digest: str, runs: int) -> dict[str, Any]:
 
     return {
         "kind": "farlink-sweep",
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": SWEEP_SCHEMA_VERSION,
         "name": sweep.name,
         "definition": sweep.definition(),
         "definition_sha256": digest,

@@ -51,8 +51,8 @@ __all__ = [
     "MODEL_COLUMN",
     "OPTION_AXES",
     "POINTS",
-    "SCHEMA_VERSION",
     "SUPERSEDED",
+    "SWEEP_SCHEMA_VERSION",
     "Budget",
     "Point",
     "SeedInfo",
@@ -68,7 +68,7 @@ __all__ = [
     "sweep_from_options",
 ]
 
-SCHEMA_VERSION = 1
+SWEEP_SCHEMA_VERSION = 1
 """Version of the dataset (columns and their meaning), in the ``schema_version`` column and the
 manifest. Readers refuse a newer version than theirs."""
 
