@@ -235,6 +235,13 @@ def fit_command(
             "the 200 ms floor, RACK-TLP, Reno's growth by acknowledged segments)."
         ),
     ] = "rfc",
+    rtt: Annotated[
+        str | None,
+        typer.Option(
+            help=f"The path's least RTT {DurationOpt} in place of the capture's: a capture taken "
+            "at the receiver without TCP timestamps cannot show it (the fit then refuses)."
+        ),
+    ] = None,
     force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -248,10 +255,13 @@ def fit_command(
     from farlink.outputs import OutputError, OutputFolder, safe_name
 
     name = safe_name(f"fit-{capture.stem}")
+    rtt_s = None if rtt is None else read("--rtt", units.parse_duration_s, rtt)
+    if rtt_s is not None and rtt_s <= 0:
+        raise CliError(f"--rtt: the path's least RTT must be above zero, got {rtt!r}")
     if sender not in SENDER_SETTINGS:
         raise CliError(f"--sender: expected one of {', '.join(SENDER_SETTINGS)}, got {sender!r}")
     try:
-        fitted = fit_path(capture, drops)
+        fitted = fit_path(capture, drops, rtt_s=rtt_s)
         _warn_capture(fitted.warnings)
         text = checked_scenario_toml(fitted, name=name, tcp=tcp, sender=sender)
     except ValueError as err:  # CaptureError and DropLogError too
