@@ -15,8 +15,8 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   (go-back-N after a timeout, a resend crossing its ACK) too. The estimate counts every loss,
   congestion drops at a full queue as well as corruption; ``p`` leaves out the holes before
   the tap that a full queue there made, where the sender's timestamps show them
-  (:mod:`farlink.captures.overflow`), since the fitted scenario's own queue makes those, but
-  overflows after the tap stay in it and that queue adds them again;
+  (:mod:`farlink.captures.overflow`), and the copies lost after the tap while its RTT stood at
+  its ceiling, since the fitted scenario's own queue makes those;
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
   sender's own RTT where its timestamps show it (the queue before the tap included), else the
   tap-to-tap samples (:mod:`farlink.captures.rtt`);
@@ -30,11 +30,18 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   burst's excess over the rate (a lower bound of the bucket's depth), and ``peak_rate_bps``, the
   burst's own rate. Only with the rate from the ACKs' dispersion: a rate that is a goodput is a
   lower bound, and bursts above it prove nothing;
-* the one-way delay as half the minimum RTT;
-* the bottleneck queue as the largest standing queue the RTT showed most of the time: the 95th
-  percentile of the RTT above its minimum, times the rate (the sender's own RTT sees the queue
-  before the tap, which is where a bottleneck in front of the tap keeps it). A lower bound: a
-  queue that never filled shows less than its size. It is never set below the path's
+* the one-way delay as half the minimum RTT of the path: where the tap is not at the sender
+  (:mod:`farlink.captures.tap`), the round trip between the tap and the sender is added to
+  every RTT sample (at a receiver-side tap the tap-to-tap RTT is the receiver's turn-around,
+  never the path's); a receiver-side capture without timestamps, which shows no queue on the
+  path, is refused unless the user gives the path's least RTT (``rtt_s``, ``--rtt``);
+* where a queue overflowed (:mod:`farlink.captures.overflow`, before or after the tap), the
+  bottleneck queue as the level it overflowed at, plus the packet it admitted last, times the
+  rate; the losses split by cause in :meth:`PathFit.loss_by_cause`;
+* elsewhere, the bottleneck queue as the largest standing queue the RTT showed most of the time:
+  the 95th percentile of the RTT above its minimum, times the rate (the sender's own RTT sees
+  the queue before the tap, which is where a bottleneck in front of the tap keeps it). A lower
+  bound: a queue that never filled shows less than its size. It is never set below the path's
   bandwidth-delay product nor below the sender's initial window, so the fitted queue does not
   drop what the captured path carried (a flow that never queued gives no figure of its own);
 * the sender's least RTO, where the capture shows timeouts: the shortest wait from the timer's
@@ -475,9 +482,10 @@ def scenario_toml(
         f"# Fitted by `farlink fit` from connection {fit.connection}.",
         f"# Loss: {fit.loss.lost_after_tap} copies lost after the tap in "
         f"{fit.loss.data_segments} data segments seen there ({fit.loss_rate:.6g}), "
-        f"{fit.loss.lost_before_tap} before it ({fit.loss.loss_rate_before_tap:.6g}); the link "
-        f"below gets both. Every retransmission counted, the upper bound would be "
-        f"{fit.loss_rate_upper_bound:.6g}.",
+        f"{fit.loss.lost_before_tap} before it ({fit.loss.loss_rate_before_tap:.6g}); "
+        f"{fit.loss_by_cause()['queue_overflows']} of them a full queue's overflows, left to "
+        "the link's queue, the others its random loss. Every retransmission counted, the upper "
+        f"bound would be {fit.loss_rate_upper_bound:.6g}.",
         f"# RTT ({fit.rtt_method}, s): min {rtt['min']:.6g}, median {rtt['median']:.6g}, "
         f"mean {rtt['mean']:.6g}, 95th percentile {rtt['p95']:.6g}, sd {rtt['std']:.6g}.",
     ]
@@ -504,8 +512,8 @@ def scenario_toml(
         "",
         "[links.fwd.loss]",
         'model = "bernoulli"',
-        f"p = {fit.scenario_loss_p:.6g}              # loss before and after the tap "
-        "(farlink.captures.loss)",
+        f"p = {fit.scenario_loss_p:.6g}              # random loss before and after the tap "
+        "(farlink.captures.loss, less farlink.captures.overflow's)",
         "",
         "[[flows]]",
         'name = "fitted"',
