@@ -302,7 +302,7 @@ def fit_path(capture: Path, drops: Path | None = None, *, rtt_s: float | None = 
             "std": float(rtt.std()),
         },
         rate_bps=rate,
-        delay_s=float(rtt.min()) / 2,
+        delay_s=_least_rtt(rtt, conn.tap, rtt_s) / 2,
         mss_bytes=mss,
         beta_per_s=beta,
         beta_ci_per_s=ci,
@@ -357,6 +357,16 @@ def _path_rtt(
         rtt + up,
         f"{method} + {up * 1e3:.4g} ms from the tap to the sender and back ({tap.upstream_basis})",
     )
+
+
+def _least_rtt(rtt: np.ndarray, tap: TapPosition | None, given_s: float | None) -> float:
+    """The path's least RTT, of which the fitted one-way delay is half: the least RTT sample,
+    or the handshake's round trip where that is less (a flow that never drained the queue it
+    built, as over a slow bundle, has no sample without queueing; the fitted link adds a data
+    packet's time at its rate itself). The user's ``--rtt`` where given."""
+    if given_s is not None or tap is None or tap.handshake_rtt_s is None:
+        return float(rtt.min())
+    return min(float(rtt.min()), tap.handshake_rtt_s)
 
 
 def _ms(value_s: float | None) -> str:
@@ -506,7 +516,7 @@ def scenario_toml(
         'a = "A"',
         'b = "B"',
         f"rate_bps = {round(fit.rate_bps)}          # {fit.rate_basis}",
-        f"delay_s = {fit.delay_s:.6f}        # half the minimum RTT",
+        f"delay_s = {fit.delay_s:.6f}        # half the least RTT (the handshake's where less)",
         f"queue_bytes = {fit.queue_bytes}       # {fit.queue_basis}",
         *_bucket_lines(fit.bucket),
         "",

@@ -57,6 +57,9 @@ class TapPosition:
     downstream_rtt_s: float | None  # tap -> receiver -> tap, least
     upstream_basis: str = ""
     downstream_basis: str = ""
+    # The handshake's whole round trip (small segments, before any queue formed), when the
+    # capture holds it: the path's least RTT less a data packet's time on its links.
+    handshake_rtt_s: float | None = None
 
     @property
     def acks_reach_sender_at_once(self) -> bool:
@@ -85,7 +88,8 @@ def tap_position(
     echo_up = _echo_round_trip(other, data)
     up, up_basis = _least((hs_up, "handshake"), (echo_up, "TSval echoed by the sender"))
     down, down_basis = _least((hs_down, "handshake"), (downstream_data_rtt_s, "data's ACKs"))
-    return TapPosition(_location(up, down), up, down, up_basis, down_basis)
+    whole = hs_up + hs_down if hs_up is not None and hs_down is not None else None
+    return TapPosition(_location(up, down), up, down, up_basis, down_basis, whole)
 
 
 def _location(up: float | None, down: float | None) -> str | None:
