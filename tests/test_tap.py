@@ -204,3 +204,21 @@ def test_fit_refuses_a_receiver_side_tap_without_the_senders_clock(capsys, node_
     report = json.loads(printed)
     assert report["rtt_s"]["min"] == pytest.approx(0.161)
     assert report["tap_location"] == "receiver"
+
+
+def test_a_resent_syn_is_timed_by_the_copy_the_syn_ack_echoes():
+    # Over a path of 1.4 s the SYN's 1 s initial RTO fires: the SYN-ACK answers the first copy,
+    # which its TSecr names; without timestamps which copy it answered is not known (Karn).
+    def opening(stamps: bool) -> tuple[list, list]:
+        ts = (lambda v: {"tsval": v, "tsecr": 0}) if stamps else (lambda v: {})
+        data = [_pkt(0.0, S, 0, 0, SYN, **ts(100)), _pkt(1.0, S, 0, 0, SYN, **ts(1100))]
+        echo = {"tsval": 9, "tsecr": 100} if stamps else {}
+        other = [_pkt(1.4, R, 0, 1, SYN | ACK, **echo)]
+        data.append(_pkt(1.400_01, S, 1, 1, ACK, **({"tsval": 1400, "tsecr": 9} if stamps else {})))
+        return data, other
+
+    tap = tap_position(*opening(True), None)
+    assert tap.downstream_rtt_s == pytest.approx(1.4)
+    assert tap.location == "sender"
+    tap = tap_position(*opening(False), None)
+    assert tap.downstream_rtt_s is None and tap.location is None

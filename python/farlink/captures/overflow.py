@@ -1,4 +1,5 @@
-"""Which losses before the tap were a full queue's overflows, and which struck at random.
+"""Which losses were a full queue's overflows, and which struck at random, before the tap and
+after it.
 
 The tap cannot see a copy lost before it, only the hole it leaves in the data it saw first
 (:mod:`farlink.captures.loss`). Where the sender stamps its segments (TCP timestamps), each
@@ -23,6 +24,16 @@ sender's queue stands at its highest without overflowing). Otherwise the holes b
 full level, ``h_out``, are all random, those at it are expected to number
 ``h_out f / (1 - f)``, and the overflows are ``h_in`` less that. Without timestamps no hole
 is classified: all count as random, as the fit counted them before.
+
+**After the tap.** A copy seen at the tap and never acknowledged was lost after it; the level
+of the queues after the tap when it passed is the tap-to-tap RTT of the segments around it
+(:func:`segment_tap_rtt`; a tail-drop queue after the tap overflows at the RTT's ceiling). The
+same rule holds with that RTT for the wait: the full level is its 99th percentile over the
+first transmissions an ACK was timed against, a lost copy is at a full queue when the segment
+timed nearest before it or after it came within one packet's time at the bottleneck of that
+level (the tap's clock needs no tick), and the chance correction is the same
+(:func:`queue_overflows_after_tap`). A tap at the sender sees every loss after it, so there the
+split is whole.
 
 ``farlink fit`` gives its one link the random losses only: its queue (the standing queue the
 RTT showed, ``queue_bytes``) overflows by itself where the captured one did, and a loss rate

@@ -113,26 +113,41 @@ def _handshake_round_trips(
     data: list[Packet], other: list[Packet]
 ) -> tuple[float | None, float | None]:
     """Upstream and downstream round trips from the handshake (module notes), None where the
-    capture does not hold it."""
-    syn_ack_from_receiver = next((p for p in other if p.syn and p.has_ack), None)
-    syn_ack_from_sender = next((p for p in data if p.syn and p.has_ack), None)
-    if syn_ack_from_receiver is not None:
+    capture does not hold it or cannot say which copy a segment answered."""
+    if any(p.syn and p.has_ack for p in other):
         # The data's sender opened: its SYN went downstream, its third segment answers upstream.
-        t = syn_ack_from_receiver.time_s
-        syn = [p.time_s for p in data if p.syn and not p.has_ack and p.time_s <= t]
-        third = next((p.time_s for p in data if not p.syn and p.time_s >= t), None)
-        down = t - syn[-1] if syn else None
-        up = third - t if third is not None else None
+        down, up = _opening(data, other)
         return _measured(up, down)
-    if syn_ack_from_sender is not None:
+    if any(p.syn and p.has_ack for p in data):
         # The receiver opened (a download): its SYN went upstream, its third segment answers.
-        t = syn_ack_from_sender.time_s
-        syn = [p.time_s for p in other if p.syn and not p.has_ack and p.time_s <= t]
-        third = next((p.time_s for p in other if not p.syn and p.time_s >= t), None)
-        up = t - syn[-1] if syn else None
-        down = third - t if third is not None else None
+        up, down = _opening(other, data)
         return _measured(up, down)
     return None, None
+
+
+def _opening(opener: list[Packet], answerer: list[Packet]) -> tuple[float | None, float | None]:
+    """The round trip beyond the tap on the answerer's side (SYN to SYN-ACK) and on the
+    opener's (SYN-ACK to the third segment)."""
+    syn_ack = next(p for p in answerer if p.syn and p.has_ack)
+    syns = [p for p in opener if p.syn and not p.has_ack and p.time_s <= syn_ack.time_s]
+    syn = _answered(syns, syn_ack)
+    third = next((p for p in opener if not p.syn and p.time_s >= syn_ack.time_s), None)
+    syn_acks = [p for p in answerer if p.syn and p.has_ack]
+    if third is not None:
+        syn_acks = [p for p in syn_acks if p.time_s <= third.time_s]
+    answered = _answered(syn_acks, third) if third is not None else None
+    far = syn_ack.time_s - syn.time_s if syn is not None else None
+    near = third.time_s - answered.time_s if third is not None and answered else None
+    return far, near
+
+
+def _answered(copies: list[Packet], answer: Packet) -> Packet | None:
+    """Which of ``copies`` (a SYN or SYN-ACK sent once or more) ``answer`` answered: the only
+    one, or the one whose TSval it echoes; None where that is not known (Karn's rule)."""
+    if len(copies) == 1:
+        return copies[0]
+    echoed = [p for p in copies if p.tsval is not None and p.tsval == answer.tsecr]
+    return echoed[0] if len(echoed) == 1 else None
 
 
 def _measured(up: float | None, down: float | None) -> tuple[float | None, float | None]:
