@@ -6,6 +6,7 @@ cause as the emulator made them. About 25 s each (real-time emulation)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ pytestmark = needs_namespaces("the fit loop emulates kernel TCP")
 def loop():
     spec = importlib.util.spec_from_file_location("validate_fit_loop", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    # Its dataclass resolves its annotations through sys.modules.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
