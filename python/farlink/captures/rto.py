@@ -23,16 +23,16 @@ outstanding byte (``snd_una``) and either
    about an RTT and a quarter after it, the timer an RTO after it, and a go-back resend
    follows an advancing ACK at once.
 
-**On the sender's clock.** Where the tap is at the sender (the ACKs it sees are those the
-sender has: :func:`farlink.captures.tap.acks_reach_sender_at_once`) and the sender stamps its
-segments (TCP timestamps), the rules are judged at the time TCP sent each segment, not the time
-it crossed the tap: its TSval at the rate of the sender's TSval clock
-(:func:`farlink.captures.rtt.segment_waits`), to one tick of that clock, and the ACKs the
-sender had by then. A tap below a local shaper (a tbf on the sender's own interface) sees a
-resend only after the queue in front of it drains, and by then the ACKs that queue's data
-released have kept the wire busy and brought SACK blocks: on the tap's clock no silence, no
-late resend, and a timeout looks like recovery. On the sender's clock it is what it was: the
-oldest outstanding byte resent an RTO after the ACK that last advanced, however busy the wire.
+**On the sender's clock.** Where the tap is at the sender (the ACKs it sees are those the sender
+has: :attr:`farlink.captures.tap.TapPosition.acks_reach_sender_at_once`) and the sender stamps
+its segments (TCP timestamps), the rules are judged at the time TCP sent each segment, not the
+time it crossed the tap: its TSval at the rate of the sender's TSval clock
+(:func:`farlink.captures.rtt.segment_waits`), to one tick of that clock, and the ACKs the sender
+had by then. A tap below a local shaper (a tbf on the sender's own interface) sees a resend only
+after the queue in front of it drains, and by then the ACKs that queue's data released have kept
+the wire busy and brought SACK blocks: on the tap's clock no silence, no late resend, and a
+timeout looks like recovery. On the sender's clock it is what it was: the oldest outstanding
+byte resent an RTO after the ACK that last advanced, however busy the wire.
 
 A timeout opens a timeout episode; its go-back-N resends of the following segments, each after
 an ACK, are recovery, not timeouts.
