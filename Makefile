@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures validate-captures-heavy bench-emu validate-emu compare-emu-tbf bench-linkmgr validate-linkmgr clean
+	validate-captures validate-captures-heavy validate-fit-loop bench-emu validate-emu compare-emu-tbf bench-linkmgr validate-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -137,6 +137,12 @@ validate-captures: setup
 # The heavy cases eight times more: the kernel's own spread beside the fitted flows' (captures.md).
 validate-captures-heavy: setup
 	$(PY) tools/validate_captures.py --only heavy --repeat 24
+
+# The loop a capture must close: kernel reno, cubic, bbr through the emulator (stpd-wireless at
+# p = 0, 1e-2, 3e-2, stpd-geo-t1, iridium-4), both ends captured, each capture fitted and the fit
+# simulated; writes its table in docs/captures.md. Root (namespaces, TUN); about 15 minutes.
+validate-fit-loop: setup
+	$(PY) tools/validate_fit_loop.py $(FIT_LOOP_ARGS)
 
 clean:
 	rm -rf $(VENV) target farlink-out

@@ -440,7 +440,9 @@ def agreement(
         out["queue_drops_made"] = outcome.queue_drops
         out["random_drops_before_made"] = outcome.drops_before
         out["scenario_loss_p"] = fit.scenario_loss_p
-        out["loss_path_p"] = dataclasses.replace(fit, overflows=None).scenario_loss_p
+        out["loss_path_p"] = dataclasses.replace(
+            fit, overflows=None, overflows_after=None
+        ).scenario_loss_p
         size = f"{outcome.case.size_bytes}B"
         for key, told in (
             ("goodput_fitted_sim_bps", {}),

@@ -221,3 +221,40 @@ def test_namespaces_are_removed_and_stale_ones_too(runs):
     subprocess.run(["ip", "netns", "add", stale], check=True)
     realcap.remove_stale()
     assert stale not in subprocess.run(["ip", "netns"], capture_output=True, text=True).stdout
+
+
+# A tbf on the sender's own interface (a host with a slow uplink): the sender's capture on s0 is
+# below it, the tbf's queue before that tap. Heavy drops, so that Linux falls back on its timer.
+LOCAL_SHAPER = [
+    realcap.Case(
+        f"local-{cc}-{k}",
+        cc=cc,
+        shaper_at_sender=True,
+        drop_before=0.03,
+        drop_after=0.08,
+        size_bytes=1_500_000,
+    )
+    for k, cc in enumerate(("reno", "cubic", "reno"))
+]
+
+
+@pytest.fixture(scope="module")
+def local_shaper_runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("local-shaper")
+    return [realcap.run(case, out) for case in LOCAL_SHAPER]
+
+
+def test_timeouts_below_a_local_shaper_are_the_kernels(local_shaper_runs):
+    # Judged on the sender's clock where the ACKs at the tap are the sender's (farlink.captures.
+    # rto, "On the sender's clock"): within 20 % (or 2) of TcpExtTCPTimeouts, capture by capture.
+    counts = []
+    for o in local_shaper_runs:
+        _, conns = analyze_capture(o.sender_pcap)
+        conn = max(conns, key=lambda c: c.delivered_bytes)
+        assert conn.tap is not None and conn.tap.acks_reach_sender_at_once
+        ours = len(conn.timeouts_s) + conn.timeouts_unseen
+        counts.append((o.case.name, ours, o.nstat.get("TcpExtTCPTimeouts", 0)))
+    seen = "; ".join(f"{name}: farlink {ours}, kernel {kernel}" for name, ours, kernel in counts)
+    print(seen)
+    for _, ours, kernel in counts:
+        assert _close(ours, kernel, 0.2, slack=2), seen

@@ -39,6 +39,7 @@ DERIVED_FIELDS: tuple[str, ...]
 LINUX_MODELS: tuple[tuple[str, str], ...]
 """The controllers that model a Linux module's own arithmetic, as (module, controller) pairs
 (the core's ``CcConfig::LINUX_MODELS``)."""
+
 class TcpProfile(TypedDict):
     """One TCP profile as :data:`TCP_PROFILES` holds it."""
 

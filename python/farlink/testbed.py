@@ -58,6 +58,9 @@ class Case:
     ipv6: bool = False
     vlan: bool = False  # the M - R link carries 802.1Q tag 42
     any_interface: bool = False  # tap with `tcpdump -i any` (Linux cooked v2) in S, not on m1
+    # The tbf on the sender's own interface (s0: a host with a slow uplink) in place of M's; the
+    # sender's capture on s0 is then below a local shaper, whose queue is before that tap.
+    shaper_at_sender: bool = False
     timeout_s: float = 30.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -252,13 +255,14 @@ class Net:
             self.ex("s", "ip", "route", "add", "default", "via", "10.201.1.2")
             self.ex("r", "ip", "route", "add", "default", "via", "10.201.2.1")
             self.ex("m", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        shaper_ns, shaper_dev = self.shaper
         self.ex(
-            "m",
+            shaper_ns,
             "tc",
             "qdisc",
             "add",
             "dev",
-            "m1",
+            shaper_dev,
             "root",
             "tbf",
             "rate",
@@ -310,8 +314,13 @@ class Net:
                 "DROP",
             )
 
+    @property
+    def shaper(self) -> tuple[str, str]:
+        """The namespace and interface the tbf is on."""
+        return ("s", "s0") if self.case.shaper_at_sender else ("m", "m1")
+
     def queue_drops(self) -> int:
-        out = self.ex("m", "tc", "-s", "qdisc", "show", "dev", "m1")
+        out = self.ex(self.shaper[0], "tc", "-s", "qdisc", "show", "dev", self.shaper[1])
         m = re.search(r"dropped (\d+)", out)
         return int(m.group(1)) if m else 0
 

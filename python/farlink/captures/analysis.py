@@ -27,8 +27,9 @@ import numpy as np
 
 from farlink.captures.handshake import Handshake, handshake
 from farlink.captures.read import Capture, CaptureError, Packet, read_capture
-from farlink.captures.rto import TIMEOUT_TOLERANCE, infer_timeouts
+from farlink.captures.rto import TIMEOUT_TOLERANCE, infer_timeouts, sender_times
 from farlink.captures.rtt import segment_waits, sender_rtt, tap_rtt, wireshark_ack_rtt
+from farlink.captures.tap import TapPosition, tap_position
 
 __all__ = [
     "GOODPUT_WINDOWS_S",
@@ -104,6 +105,8 @@ class Connection:
     rtt_wireshark: dict[str, np.ndarray] | None = None
     # Each data segment's PSH flag (captures only).
     push: np.ndarray | None = None
+    # Where on the path the tap was (farlink.captures.tap; captures only).
+    tap: TapPosition | None = None
 
     @property
     def retransmitted_segments(self) -> int:
@@ -333,8 +336,39 @@ def _connection(
         mss_bytes=mss,
     )
     conn.handshake = handshake(data, other, uses_ts)
+    tap_rtt_s = conn.rtt["rtt_s"]
+    conn.tap = tap_position(data, other, float(tap_rtt_s.min()) if len(tap_rtt_s) else None)
+    if conn.tap.acks_reach_sender_at_once:
+        _time_by_sender_clock(conn, min_rto_s)
     conn.push = np.array([p.psh for p in segs], dtype=bool)
     return conn
+
+
+def _time_by_sender_clock(conn: Connection, min_rto_s: float | None) -> None:
+    """Where the tap is at the sender and its segments carry TSvals, the timeouts judged on the
+    sender's clock (:mod:`farlink.captures.rto`, "On the sender's clock"), at the tap times of
+    the segments found."""
+    if conn.seg_wait_s is None or conn.ts_clock_hz is None or conn.sender_rtt is None:
+        return
+    if not len(conn.sender_rtt["rtt_s"]):
+        return
+    seg_t = conn.seq["time_s"]
+    sent_t = sender_times(seg_t, conn.seg_wait_s, conn.ts_clock_hz)
+    order = np.argsort(sent_t, kind="stable")
+    found = infer_timeouts(
+        sent_t[order],
+        conn.seq["seq"][order],
+        conn.seq["len_bytes"][order],
+        conn.seq["retransmission"][order],
+        conn.ack["time_s"],
+        conn.ack["ack"],
+        conn.sack,
+        longest_rtt_s=float(conn.sender_rtt["rtt_s"].max()),
+        min_rto_s=min_rto_s,
+    )
+    conn.timeouts_s = seg_t[order[found.segments]]
+    conn.timeouts_unseen = found.unseen
+    conn.timeout_waits_s = found.first_waits_s
 
 
 def _sender_mss(other: list[Packet], lens: np.ndarray, uses_ts: bool) -> int | None:

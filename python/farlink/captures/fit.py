@@ -15,8 +15,8 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   (go-back-N after a timeout, a resend crossing its ACK) too. The estimate counts every loss,
   congestion drops at a full queue as well as corruption; ``p`` leaves out the holes before
   the tap that a full queue there made, where the sender's timestamps show them
-  (:mod:`farlink.captures.overflow`), since the fitted scenario's own queue makes those, but
-  overflows after the tap stay in it and that queue adds them again;
+  (:mod:`farlink.captures.overflow`), and the copies lost after the tap while its RTT stood at
+  its ceiling, since the fitted scenario's own queue makes those;
 * the RTT distribution (minimum, median, mean, 95th percentile, standard deviation): the
   sender's own RTT where its timestamps show it (the queue before the tap included), else the
   tap-to-tap samples (:mod:`farlink.captures.rtt`);
@@ -30,11 +30,18 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
   burst's excess over the rate (a lower bound of the bucket's depth), and ``peak_rate_bps``, the
   burst's own rate. Only with the rate from the ACKs' dispersion: a rate that is a goodput is a
   lower bound, and bursts above it prove nothing;
-* the one-way delay as half the minimum RTT;
-* the bottleneck queue as the largest standing queue the RTT showed most of the time: the 95th
-  percentile of the RTT above its minimum, times the rate (the sender's own RTT sees the queue
-  before the tap, which is where a bottleneck in front of the tap keeps it). A lower bound: a
-  queue that never filled shows less than its size. It is never set below the path's
+* the one-way delay as half the minimum RTT of the path: where the tap is not at the sender
+  (:mod:`farlink.captures.tap`), the round trip between the tap and the sender is added to
+  every RTT sample (at a receiver-side tap the tap-to-tap RTT is the receiver's turn-around,
+  never the path's); a receiver-side capture without timestamps, which shows no queue on the
+  path, is refused unless the user gives the path's least RTT (``rtt_s``, ``--rtt``);
+* where a queue overflowed (:mod:`farlink.captures.overflow`, before or after the tap), the
+  bottleneck queue as the level it overflowed at, plus the packet it admitted last, times the
+  rate; the losses split by cause in :meth:`PathFit.loss_by_cause`;
+* elsewhere, the bottleneck queue as the largest standing queue the RTT showed most of the time:
+  the 95th percentile of the RTT above its minimum, times the rate (the sender's own RTT sees
+  the queue before the tap, which is where a bottleneck in front of the tap keeps it). A lower
+  bound: a queue that never filled shows less than its size. It is never set below the path's
   bandwidth-delay product nor below the sender's initial window, so the fitted queue does not
   drop what the captured path carried (a flow that never queued gives no figure of its own);
 * the sender's least RTO, where the capture shows timeouts: the shortest wait from the timer's
@@ -82,7 +89,8 @@ from farlink.captures.dispersion import (
 from farlink.captures.fit_tcp import PROFILES, tcp_lines
 from farlink.captures.handshake import Handshake, segments_per_ack
 from farlink.captures.loss import LossEstimate, estimate_loss
-from farlink.captures.overflow import QueueOverflows, queue_overflows
+from farlink.captures.overflow import QueueOverflows, queue_overflows, queue_overflows_after_tap
+from farlink.captures.tap import HOST_TURNAROUND_S, TapPosition
 
 __all__ = [
     "LOSS_RATE_MEANINGS",
@@ -133,8 +141,13 @@ class PathFit:
     rate_fit: FittedRate | None = None
     # The holes before the tap that a full queue made (farlink.captures.overflow).
     overflows: QueueOverflows | None = None
+    # The copies lost after the tap that a full queue after it dropped (the same module).
+    overflows_after: QueueOverflows | None = None
     # A token bucket in front of the bottleneck (farlink.captures.bucket).
     bucket: TokenBucketFit | None = None
+    # Where the tap was (farlink.captures.tap) and the timeouts the capture shows.
+    tap: TapPosition | None = None
+    timeouts: int = 0
 
     @property
     def rate_basis(self) -> str:
@@ -147,11 +160,15 @@ class PathFit:
 
     @property
     def random_loss(self) -> LossEstimate:
-        """The loss estimate less the holes before the tap that a full queue made."""
+        """The loss estimate less the losses a full queue made, before and after the tap."""
+        loss = self.loss
         full = self.overflows.overflows if self.overflows else 0
-        if not full or self.loss.lost_before_gaps is None:
-            return self.loss
-        return replace(self.loss, lost_before_gaps=self.loss.lost_before_gaps - full)
+        if full and loss.lost_before_gaps is not None:
+            loss = replace(loss, lost_before_gaps=loss.lost_before_gaps - full)
+        full_after = self.overflows_after.overflows if self.overflows_after else 0
+        if full_after:
+            loss = replace(loss, lost_after_tap=loss.lost_after_tap - full_after)
+        return loss
 
     @property
     def scenario_loss_p(self) -> float:
@@ -161,6 +178,33 @@ class PathFit:
         if self.mss_segments <= loss.data_segments:
             return loss.loss_rate_path
         return replace(loss, data_segments=self.mss_segments).loss_rate_path
+
+    def loss_by_cause(self) -> dict[str, Any]:
+        """The losses split by cause (module notes): a full queue's overflows, before and after
+        the tap, and the random losses that remain, which the fitted link gets as ``p``."""
+        over_before = self.overflows.overflows if self.overflows else 0
+        over_after = self.overflows_after.overflows if self.overflows_after else 0
+        random = self.random_loss
+        return {
+            "queue_overflows": over_before + over_after,
+            "queue_overflows_before_tap": over_before,
+            "queue_overflows_after_tap": over_after,
+            "random_losses": random.lost_before_tap + random.lost_after_tap,
+            "random_losses_before_tap": random.lost_before_tap,
+            "random_losses_after_tap": random.lost_after_tap,
+            "random_loss_p": self.scenario_loss_p,
+            "queue_bytes": self.queue_bytes,
+            "queue_basis": self.queue_basis,
+            "lower_bounds": [
+                "random_losses_before_tap: a copy lost twice before the tap with no timeout to "
+                "show it counts once, adjacent copies lost there count once",
+                *(
+                    []
+                    if over_before + over_after
+                    else ["queue_bytes: no overflow seen; a queue that never filled shows less"]
+                ),
+            ],
+        }
 
     @property
     def loss_rate_upper_bound(self) -> float:
@@ -177,6 +221,10 @@ class PathFit:
             "rate_bps": self.rate_bps,
             **(self.rate_fit.to_dict() if self.rate_fit else {}),
             **(self.overflows.to_dict() if self.overflows else {}),
+            **(self.overflows_after.to_dict() if self.overflows_after else {}),
+            "loss_by_cause": self.loss_by_cause(),
+            **(self.tap.to_dict() if self.tap else {"tap_location": None}),
+            "timeouts": self.timeouts,
             **(self.bucket.to_dict() if self.bucket else {}),
             "queue_bytes": self.queue_bytes,
             "queue_basis": self.queue_basis,
@@ -195,17 +243,24 @@ def _busiest(connections: list[Connection]) -> Connection:
     return max(connections, key=lambda c: c.delivered_bytes)
 
 
-def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
-    """Estimate the path of ``capture``'s busiest connection (see the module notes)."""
+def fit_path(capture: Path, drops: Path | None = None, *, rtt_s: float | None = None) -> PathFit:
+    """Estimate the path of ``capture``'s busiest connection (see the module notes); ``rtt_s``,
+    the path's least RTT as the user knows it (``--rtt``), in place of the capture's.
+
+    Raises:
+        ValueError: no connection carrying data, no RTT samples, or a tap at the receiver
+            whose capture cannot show the path's delay and no ``rtt_s`` (one line why).
+    """
     cap, connections = analyze_capture(capture)
     if not connections:
         raise ValueError(f"{capture}: no TCP connection carrying data")
     conn = _busiest(connections)
     own = conn.sender_rtt is not None and len(conn.sender_rtt["rtt_s"])
     rtt = conn.sender_rtt["rtt_s"] if own else conn.rtt["rtt_s"]
-    rtt_method = conn.sender_rtt_method if own else conn.rtt_method
+    rtt_method = (conn.sender_rtt_method if own else conn.rtt_method) or ""
     if len(rtt) == 0 or len(conn.seq["seq"]) == 0:
         raise ValueError(f"{capture}: connection {conn.name} has no RTT samples or no data")
+    rtt, rtt_method = _path_rtt(capture, conn, rtt, rtt_method, bool(own), rtt_s)
     windows = conn.goodput.get(10.0, np.array([]))
     if len(windows):
         goodput, goodput_basis = float(windows.max()), "largest goodput over a 10 s window"
@@ -228,7 +283,12 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
     # The queue admits and drains whole segments: a super-segment, captured with offloads on,
     # is one packet there.
     packet_s = 8 * (largest + int(np.ceil(largest / mss)) * header_bytes(conn)) / rate
+    before = queue_overflows(conn, loss.holes_before, packet_s)
+    after = queue_overflows_after_tap(conn, loss.lost_after_copies, packet_s)
     queue_bytes, queue_basis = _queue_bytes(rtt, rate, mss + IP_TCP_HEADER_BYTES)
+    full_queue = _full_queue_bytes(before, after, packet_s, rate)
+    if full_queue is not None:
+        queue_bytes, queue_basis = full_queue
     # Bursts above a rate that is a goodput (a lower bound) prove no bucket.
     bucket = token_bucket(conn, rate, mss + header_bytes(conn)) if rate_fit.from_acks else None
     return PathFit(
@@ -242,13 +302,17 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
             "std": float(rtt.std()),
         },
         rate_bps=rate,
-        delay_s=float(rtt.min()) / 2,
+        delay_s=_least_rtt(rtt, conn.tap, rtt_s) / 2,
         mss_bytes=mss,
         beta_per_s=beta,
         beta_ci_per_s=ci,
         drop_fit_verdict=verdict,
-        rtt_method=rtt_method or "",
-        warnings=(*cap.warnings, *([rate_fit.warning] if rate_fit.warning else [])),
+        rtt_method=rtt_method,
+        warnings=(
+            *cap.warnings,
+            *([rate_fit.warning] if rate_fit.warning else []),
+            *_tap_warnings(capture, conn, rtt_s),
+        ),
         min_rto_s=_shortest_timeout_wait(conn),
         queue_bytes=queue_bytes,
         queue_basis=queue_basis,
@@ -257,8 +321,94 @@ def fit_path(capture: Path, drops: Path | None = None) -> PathFit:
         largest_segment_bytes=largest,
         mss_segments=int(np.ceil(lens / mss).sum()),
         rate_fit=rate_fit,
-        overflows=queue_overflows(conn, loss.holes_before, packet_s),
+        overflows=before,
+        overflows_after=after,
         bucket=bucket,
+        tap=conn.tap,
+        timeouts=len(conn.timeouts_s) + conn.timeouts_unseen,
+    )
+
+
+def _path_rtt(
+    capture: Path,
+    conn: Connection,
+    rtt: np.ndarray,
+    method: str,
+    own: bool,
+    given_s: float | None,
+) -> tuple[np.ndarray, str]:
+    """The path's RTT samples (module notes, "Where the tap is"): the capture's where the tap is
+    at the sender; with the round trip between the tap and the sender added where it is not;
+    shifted to the user's least RTT with ``given_s``."""
+    if given_s is not None:
+        return rtt - rtt.min() + given_s, f"{method}, its least set to --rtt {given_s:g} s"
+    tap = conn.tap
+    if tap is None or tap.location in (None, "sender"):
+        return rtt, method
+    if tap.location == "receiver" and not own:
+        raise ValueError(
+            f"{capture}: the tap is at the receiver (the data's round trip from it "
+            f"{_ms(tap.downstream_rtt_s)}, the sender's {_ms(tap.upstream_rtt_s)}) and the "
+            "sender does not stamp its segments (no TCP timestamps), so the queues on the "
+            "path are not in the capture; give the path's least RTT with --rtt"
+        )
+    up = tap.upstream_rtt_s or 0.0
+    return (
+        rtt + up,
+        f"{method} + {up * 1e3:.4g} ms from the tap to the sender and back ({tap.upstream_basis})",
+    )
+
+
+def _least_rtt(rtt: np.ndarray, tap: TapPosition | None, given_s: float | None) -> float:
+    """The path's least RTT, of which the fitted one-way delay is half: the least RTT sample,
+    or the handshake's round trip where that is less (a flow that never drained the queue it
+    built, as over a slow bundle, has no sample without queueing; the fitted link adds a data
+    packet's time at its rate itself). The user's ``--rtt`` where given."""
+    if given_s is not None or tap is None or tap.handshake_rtt_s is None:
+        return float(rtt.min())
+    return min(float(rtt.min()), tap.handshake_rtt_s)
+
+
+def _ms(value_s: float | None) -> str:
+    return "unknown" if value_s is None else f"{value_s * 1e3:.3g} ms"
+
+
+def _tap_warnings(capture: Path, conn: Connection, given_s: float | None) -> list[str]:
+    tap = conn.tap
+    if given_s is not None or tap is None:
+        return []
+    unknown_far_side = tap.location is None and tap.upstream_rtt_s is None
+    down = tap.downstream_rtt_s
+    if unknown_far_side and down is not None and down <= HOST_TURNAROUND_S:
+        # No handshake and no timestamps to place the tap, and a round trip from it no longer
+        # than a host's own turn-around: the tap may be at the receiver.
+        return [
+            f"{capture}: the least RTT from the tap is {down * 1e3:.3g} ms, a host's own "
+            "turn-around, and neither a handshake nor TCP timestamps show where the tap was: "
+            "if at the receiver, the fitted delay is the last hop's; give --rtt"
+        ]
+    if tap.location == "mid-path" and conn.seg_wait_s is None:
+        return [
+            f"{capture}: the tap is mid-path and the sender does not stamp its segments: the "
+            "queues between the sender and the tap are not in the fitted RTT"
+        ]
+    return []
+
+
+def _full_queue_bytes(
+    before: QueueOverflows, after: QueueOverflows, packet_s: float, rate_bps: float
+) -> tuple[int, str] | None:
+    """Where a queue overflowed, its size is what it held when full: its wait then plus the
+    arriving packet it admitted last (module notes); the queue with more overflows, None
+    where neither overflowed."""
+    full = max((before, after), key=lambda q: q.overflows)
+    if not full.overflows or full.full_wait_s is None:
+        return None
+    side = "before" if full.where == "before" else "after"
+    level = "wait before the tap" if side == "before" else "tap-to-tap RTT above its least"
+    return round((full.full_wait_s + packet_s) * rate_bps / 8), (
+        f"the queue {side} the tap when full, where it overflowed {full.overflows} times "
+        f"({level} at its ceiling, plus one packet, times the rate)"
     )
 
 
@@ -343,9 +493,10 @@ def scenario_toml(
         f"# Fitted by `farlink fit` from connection {fit.connection}.",
         f"# Loss: {fit.loss.lost_after_tap} copies lost after the tap in "
         f"{fit.loss.data_segments} data segments seen there ({fit.loss_rate:.6g}), "
-        f"{fit.loss.lost_before_tap} before it ({fit.loss.loss_rate_before_tap:.6g}); the link "
-        f"below gets both. Every retransmission counted, the upper bound would be "
-        f"{fit.loss_rate_upper_bound:.6g}.",
+        f"{fit.loss.lost_before_tap} before it ({fit.loss.loss_rate_before_tap:.6g}); "
+        f"{fit.loss_by_cause()['queue_overflows']} of them a full queue's overflows, left to "
+        "the link's queue, the others its random loss. Every retransmission counted, the upper "
+        f"bound would be {fit.loss_rate_upper_bound:.6g}.",
         f"# RTT ({fit.rtt_method}, s): min {rtt['min']:.6g}, median {rtt['median']:.6g}, "
         f"mean {rtt['mean']:.6g}, 95th percentile {rtt['p95']:.6g}, sd {rtt['std']:.6g}.",
     ]
@@ -366,14 +517,14 @@ def scenario_toml(
         'a = "A"',
         'b = "B"',
         f"rate_bps = {round(fit.rate_bps)}          # {fit.rate_basis}",
-        f"delay_s = {fit.delay_s:.6f}        # half the minimum RTT",
+        f"delay_s = {fit.delay_s:.6f}        # half the least RTT (the handshake's where less)",
         f"queue_bytes = {fit.queue_bytes}       # {fit.queue_basis}",
         *_bucket_lines(fit.bucket),
         "",
         "[links.fwd.loss]",
         'model = "bernoulli"',
-        f"p = {fit.scenario_loss_p:.6g}              # loss before and after the tap "
-        "(farlink.captures.loss)",
+        f"p = {fit.scenario_loss_p:.6g}              # random loss before and after the tap "
+        "(farlink.captures.loss, less farlink.captures.overflow's)",
         "",
         "[[flows]]",
         'name = "fitted"',

@@ -91,6 +91,9 @@ class LossEstimate:
     # Each hole before the tap as the first transmission seen just below it (an index into
     # the connection's data segments), in sequence order: what farlink.captures.overflow reads.
     holes_before: tuple[int, ...] = ()
+    # Each copy lost after the tap as the index of that copy among the connection's data
+    # segments, in time order: what farlink.captures.overflow reads for the queue after the tap.
+    lost_after_copies: tuple[int, ...] = ()
 
     @property
     def lost_before_tap(self) -> int:
@@ -207,6 +210,7 @@ def estimate_loss(conn: Connection, rtt_min_s: float | None = None) -> LossEstim
         lost_after_tap=len(lost_after),
         lost_before_gaps=len(gaps_before),
         holes_before=tuple(sorted(gaps_before)),
+        lost_after_copies=tuple(sorted(lost_after)),
         unseen_timer_copies=conn.timeouts_unseen,
         dsack_spurious=dsack,
     )

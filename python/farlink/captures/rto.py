@@ -23,6 +23,17 @@ outstanding byte (``snd_una``) and either
    about an RTT and a quarter after it, the timer an RTO after it, and a go-back resend
    follows an advancing ACK at once.
 
+**On the sender's clock.** Where the tap is at the sender (the ACKs it sees are those the sender
+has: :attr:`farlink.captures.tap.TapPosition.acks_reach_sender_at_once`) and the sender stamps
+its segments (TCP timestamps), the rules are judged at the time TCP sent each segment, not the
+time it crossed the tap: its TSval at the rate of the sender's TSval clock
+(:func:`farlink.captures.rtt.segment_waits`), to one tick of that clock, and the ACKs the sender
+had by then. A tap below a local shaper (a tbf on the sender's own interface) sees a resend only
+after the queue in front of it drains, and by then the ACKs that queue's data released have kept
+the wire busy and brought SACK blocks: on the tap's clock no silence, no late resend, and a
+timeout looks like recovery. On the sender's clock it is what it was: the oldest outstanding
+byte resent an RTO after the ACK that last advanced, however busy the wire.
+
 A timeout opens a timeout episode; its go-back-N resends of the following segments, each after
 an ACK, are recovery, not timeouts.
 
@@ -50,7 +61,7 @@ import numpy as np
 
 from farlink.captures.intervals import merge_interval
 
-__all__ = ["TimeoutEstimate", "infer_timeouts"]
+__all__ = ["TimeoutEstimate", "infer_timeouts", "sender_times"]
 
 TIMEOUT_TOLERANCE = 0.98  # a capture's clock and the sender's timer differ by a little
 DUPTHRESH = 3
@@ -62,11 +73,13 @@ REPEAT_FACTOR = 1.5
 
 @dataclass(frozen=True)
 class TimeoutEstimate:
-    """Timeouts seen at the tap (times), and firings inferred from backoff that it did not see."""
+    """Timeouts seen at the tap (times, and which data segments they were), and firings
+    inferred from backoff that it did not see."""
 
     times_s: np.ndarray
     unseen: int
     first_waits_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    segments: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def count(self) -> int:
@@ -96,17 +109,29 @@ def infer_timeouts(
 ) -> TimeoutEstimate:
     """Apply the module's rules to a connection's data segments and ACKs (time-ordered)."""
     replay = _Replay(ack_t, ack, sack, float(seg_t[0]) if len(seg_t) else 0.0)
+    found: list[int] = []
     for i in range(len(seq)):
         t = float(seg_t[i])
         replay.acks_until(t)
         s, e = int(seq[i]), int(seq[i] + lens[i])
         if retx[i]:
-            replay.retransmission(t, s, e, longest_rtt_s, min_rto_s)
+            if replay.retransmission(t, s, e, longest_rtt_s, min_rto_s):
+                found.append(i)
         else:
             replay.new_data(t, e)
     unseen = replay.unseen + replay.unseen_first_firings()
     waits = np.array([w for w in replay.first_waits if w > 0], dtype=float)
-    return TimeoutEstimate(np.array(replay.found, dtype=float), unseen, waits)
+    segments = np.array(found, dtype=np.int64)
+    return TimeoutEstimate(np.array(replay.found, dtype=float), unseen, waits, segments)
+
+
+def sender_times(seg_t: np.ndarray, seg_wait_s: np.ndarray, ts_clock_hz: float) -> np.ndarray:
+    """Each data segment's time as TCP sent it, on the tap's clock (module notes, "On the
+    sender's clock"): its tap time less its wait before the tap, plus one tick of the TSval
+    clock (a TSval is the tick's start, and the ACK that released the segment may have come
+    within that tick), never later than the tap saw it; the tap time where it has no TSval."""
+    waits = np.nan_to_num(seg_wait_s, nan=0.0)
+    return np.minimum(seg_t, seg_t - waits + 1 / ts_clock_hz)
 
 
 class _Replay:
@@ -153,7 +178,8 @@ class _Replay:
 
     def retransmission(
         self, t: float, s: int, e: int, longest_rtt_s: float, min_rto_s: float | None
-    ) -> None:
+    ) -> bool:
+        """Replay a retransmission at ``t``; True when it is a timeout."""
         una = self.snd_una
         head = s <= una < e
         last_ack_t = float(self.ack_t[self.j - 1]) if self.j else self.restart_t
@@ -168,7 +194,8 @@ class _Replay:
         since = max(previous, self.restart_t) if previous is not None else t
         late_repeat = t - since > REPEAT_FACTOR * longest_rtt_s
         timer = unexplained or silent or late_repeat
-        if head and timer and _hint_ok(t, self.restart_t, min_rto_s):
+        is_timeout = head and timer and _hint_ok(t, self.restart_t, min_rto_s)
+        if is_timeout:
             if ep is not None and previous is not None:
                 self._backoff(ep, t - previous)
                 ep.kind = "timeout"
@@ -185,6 +212,7 @@ class _Replay:
             ep.last_copy_t[s] = t
             if head:
                 ep.last_copy_t[una] = t
+        return is_timeout
 
     def _backoff(self, ep: _Episode, gap: float) -> None:
         """Count the firings between two seen copies that the tap did not see."""

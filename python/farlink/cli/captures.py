@@ -339,6 +339,13 @@ def fit_command(
         str | None,
         typer.Option(help="The same as --profile (its older name)."),
     ] = None,
+    rtt: Annotated[
+        str | None,
+        typer.Option(
+            help=f"The path's least RTT {DurationOpt} in place of the capture's: a capture taken "
+            "at the receiver without TCP timestamps cannot show it (the fit then refuses)."
+        ),
+    ] = None,
     force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -361,8 +368,11 @@ def fit_command(
             "give one"
         )
     profile = profile or sender or "rfc"
+    rtt_s = None if rtt is None else read("--rtt", units.parse_duration_s, rtt)
+    if rtt_s is not None and rtt_s <= 0:
+        raise CliError(f"--rtt: the path's least RTT must be above zero, got {rtt!r}")
     try:
-        fitted = fit_path(capture, drops)
+        fitted = fit_path(capture, drops, rtt_s=rtt_s)
         _warn_capture(fitted.warnings)
         text = checked_scenario_toml(fitted, name=name, tcp=tcp, profile=profile)
     except ValueError as err:  # CaptureError and DropLogError too
