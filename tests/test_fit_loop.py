@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from support import needs_namespaces
+from support import REAL_TIME, needs_namespaces
 
 SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "validate_fit_loop.py"
 
-pytestmark = needs_namespaces("the fit loop emulates kernel TCP")
+pytestmark = [REAL_TIME, needs_namespaces("the fit loop emulates kernel TCP")]
 
 
 @pytest.fixture(scope="module")
