@@ -22,7 +22,13 @@ import numpy as np
 
 from farlink import _core
 from farlink.emulate import emulate
-from farlink.predict import PathInputs, bound, bounded_transfer_time_s, path_inputs
+from farlink.predict import (
+    PathInputs,
+    bound,
+    bounded_transfer_time_s,
+    calldrop_of_path,
+    path_inputs,
+)
 from farlink.results.result import Result
 from farlink.results.schema import model_document
 from farlink.scenario import apply_overrides, load_scenario, resolve
@@ -171,19 +177,7 @@ def _inputs(path: PathInputs) -> dict[str, Any]:
 def _calldrop(
     path: PathInputs, inputs: dict[str, Any], scenario: str | None, bottleneck_bps: float
 ) -> dict[str, Any]:
-    from farlink.models import calldrop_prediction
-
-    result = calldrop_prediction(
-        size_bytes=path.size_bytes,
-        n_links=path.n_links,
-        rtt_s=path.rtt_s,
-        p=path.p,
-        beta_per_s=path.beta_per_s,
-        t0_s=path.t0_s,
-        mss_bytes=path.mss_bytes,
-        wmax_bytes=path.wmax_bytes,
-        b=path.b,
-    )
+    result = calldrop_of_path(path, path.size_bytes)
     why = (
         f"the bottleneck {path.bottleneck} is a bundle of {path.n_links} members dropped at "
         f"{path.beta_per_s:.3g}/s each: seed 000 eq. 36 adds the call drops' timeouts to PFTK"

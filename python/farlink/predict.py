@@ -20,6 +20,7 @@ __all__ = [
     "PathInputs",
     "bound",
     "bounded_transfer_time_s",
+    "calldrop_of_path",
     "path_capacity",
     "path_inputs",
 ]
@@ -140,6 +141,24 @@ def bound(model_bps: float, capacity_bps: float | None) -> Bounded:
         return Bounded(model_bps, model_bps, None, False)
     binds = model_bps > capacity_bps
     return Bounded(min(model_bps, capacity_bps), model_bps, float(capacity_bps), binds)
+
+
+def calldrop_of_path(path: PathInputs, size_bytes: float) -> Any:
+    """Seed 000's eq. 36 (:func:`farlink.models.calldrop_prediction`) for a file of
+    ``size_bytes`` over the path a scenario resolves to, every input from ``path``."""
+    from farlink.models import calldrop_prediction
+
+    return calldrop_prediction(
+        size_bytes=size_bytes,
+        n_links=path.n_links,
+        rtt_s=path.rtt_s,
+        p=path.p,
+        beta_per_s=path.beta_per_s,
+        t0_s=path.t0_s,
+        mss_bytes=path.mss_bytes,
+        wmax_bytes=path.wmax_bytes,
+        b=path.b,
+    )
 
 
 def bounded_transfer_time_s(model_time_s: float, bounded: Bounded) -> float:

@@ -238,22 +238,11 @@ def model_time_s(modems: int, size_bytes: int, time_scale: float) -> float:
     loss, T0 = the minimum RTO and receive window), β multiplied by the time scale and bounded
     by the bundle's capacity, plus the first dial (the model starts with the bundle up; the demo
     counts from the first dial). T0 is TCP's and is not scaled, as the kernel's is not."""
-    from farlink.models.calldrop import calldrop_prediction
-    from farlink.predict import bound, bounded_transfer_time_s, path_inputs
+    from farlink.predict import bound, bounded_transfer_time_s, calldrop_of_path, path_inputs
     from farlink.scenario import resolve
 
     path = path_inputs(resolve(sim_scenario(modems, size_bytes, time_scale)))
-    model = calldrop_prediction(
-        size_bytes=size_bytes,
-        n_links=path.n_links,
-        rtt_s=path.rtt_s,
-        p=path.p,
-        beta_per_s=path.beta_per_s,
-        t0_s=path.t0_s,
-        mss_bytes=path.mss_bytes,
-        wmax_bytes=path.wmax_bytes,
-        b=path.b,
-    )
+    model = calldrop_of_path(path, size_bytes)
     bounded = bound(float(model.throughput_bps), path.capacity_bps)
     transfer_s = bounded_transfer_time_s(float(model.transfer_time_s), bounded)
     return transfer_s + scaled_timers(time_scale)["dial_time_s"]
