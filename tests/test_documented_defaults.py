@@ -405,6 +405,27 @@ def iridium_fitted(ran: Ran) -> dict[str, Any]:
     return {**figures, "rtt_median_s": d["rtt_s"]["median"], "rate_basis": d["rate_basis"]}
 
 
+def emulated_with_captures(ran: Ran) -> dict[str, Any]:
+    d = ran.read_json("e0/summary.json")
+    _emulator_cleaned(d)
+    assert d["delivered_bytes"] == 1_000_000
+    for tap in ("S", "D"):
+        assert (ran.cwd / "e0" / f"{tap}.pcap").read_bytes()[:4] in PCAP_MAGICS, tap
+    return _figures(d, "delivered_bytes", "transfer_time_s")
+
+
+def tap_placed(where: str) -> Callable[[Ran], dict[str, Any]]:
+    def check(ran: Ran) -> dict[str, Any]:
+        d = ran.json()
+        # stpd-wireless: 80 ms one way on R-D, 0.1 ms on S-R; the last hop's turn-around (a
+        # fraction of a millisecond) is never presented as the path's delay.
+        assert d["tap_location"] == where
+        assert 0.079 < d["delay_s"] < 0.09, d["delay_s"]
+        return _figures(d, "tap_location", "delay_s", "rate_bps")
+
+    return check
+
+
 def _emulator_cleaned(d: dict[str, Any]) -> None:
     """The emulator removed the namespaces of its run (``farlink-<run>-<node>``)."""
     prefix = f"farlink-{d['emulator']['run_id']}-"
@@ -715,6 +736,15 @@ VARIANTS: dict[tuple[str, str], Variant] = {
         "'flows[0].app={kind=\"unbounded\"}' --set 'pcap=[\"iridium\"]' --set 'trace={}' "
         "--pcap --out ird",
     ): Variant("as documented: a simulated hour takes about a second", check=iridium_hour_captured),
+    ("captures.md", "farlink emulate stpd-wireless --loss 0 --size 1MB --pcap --out e0"): Variant(
+        AS_DOCUMENTED, root=True, check=emulated_with_captures
+    ),
+    ("captures.md", "farlink fit e0/D.pcap --json"): Variant(
+        AS_DOCUMENTED, check=tap_placed("receiver")
+    ),
+    ("captures.md", "farlink fit e0/S.pcap --json"): Variant(
+        AS_DOCUMENTED, check=tap_placed("sender")
+    ),
     ("captures.md", "farlink fit ird/iridium.pcap --json"): Variant(
         AS_DOCUMENTED, check=iridium_fitted
     ),

@@ -135,7 +135,7 @@ def fit_and_simulate(capture: Path, cell: Cell, scenario: Path) -> dict:
 
     try:
         fit = fit_path(capture)
-        text = checked_scenario_toml(fit, f"fit-{cell.name}", tcp=cell.cc, sender="linux")
+        text = checked_scenario_toml(fit, f"fit-{cell.name}", tcp=cell.cc, profile="linux")
     except ValueError as err:
         return {"capture": str(capture), "refused": str(err)}
     scenario.write_text(text)
