@@ -144,6 +144,10 @@ validate-captures-heavy: setup
 validate-fit-loop: setup
 	$(PY) tools/validate_fit_loop.py $(FIT_LOOP_ARGS)
 
+# docs/leo.md's figure: RTT over 10 minutes of both `farlink leo` presets.
+leo-figure: setup
+	$(PY) -m farlink.leo.figure docs/leo-rtt.png
+
 clean:
 	rm -rf $(VENV) target farlink-out
 

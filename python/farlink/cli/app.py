@@ -17,6 +17,7 @@ import typer
 from farlink.cli import calldrops, captures, predict, reproduce, scenario, simulate, sweeps
 from farlink.cli.compare import compare_command
 from farlink.cli.emulate import emulate_command
+from farlink.cli.leo import leo_command
 from farlink.cli.options import EXIT_BAD_INPUT, CliError
 from farlink.cli.send import send_command
 from farlink.linkmgr.cli import linkmgr_app
@@ -40,6 +41,7 @@ app.command("analyze")(captures.analyze_command)
 app.command("fit")(captures.fit_command)
 app.command("demo")(reproduce.demo)
 app.command("sweep")(sweeps.sweep_command)
+app.command("leo")(leo_command)
 app.add_typer(predict.predict_app, name="predict")
 app.add_typer(sweeps.results_app, name="results")
 app.add_typer(scenario.scenario_app, name="scenario")

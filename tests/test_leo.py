@@ -1,0 +1,129 @@
+"""farlink leo: the orbit model against sgp4, the schedule's CSV and its slots, the RTT range."""
+
+from __future__ import annotations
+
+import csv
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+from sgp4.api import WGS72, Satrec
+
+from farlink.cli.app import main
+from farlink.leo import COLUMNS, Capacity, build_schedule, config_of_preset, format_tle
+from farlink.leo.orbits import Shell, propagate_eci_m
+
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+C_M_S = 299_792_458.0
+
+
+@pytest.mark.parametrize(
+    "shell",
+    [Shell(550e3, 53.0, 72, 22, 17), Shell(780e3, 86.4, 6, 11, 3, raan_spacing_deg=31.6)],
+    ids=["starlink-shell", "iridium"],
+)
+def test_walker_satellites_agree_with_sgp4_on_their_tle(shell):
+    """A TLE written from a Walker satellite's elements, read back by sgp4 (the reference
+    SGP4), stays within 1 km of the built-in propagator over 10 minutes."""
+    el = shell.elements()
+    t = np.arange(0.0, 601.0, 5.0)
+    ours_km = propagate_eci_m(el, t) / 1000.0
+    for i in (0, 7, len(el.ids) // 2, len(el.ids) - 1):
+        _name, line1, line2 = format_tle(el, i, EPOCH, i + 1)
+        sat = Satrec.twoline2rv(line1, line2, WGS72)
+        err, theirs_km, _v = sat.sgp4_array(
+            np.full(t.shape, sat.jdsatepoch), sat.jdsatepochF + t / 86400
+        )
+        assert not err.any()
+        gap_km = np.linalg.norm(ours_km[:, i] - theirs_km, axis=1)
+        assert gap_km.max() < 1.0, (el.ids[i], gap_km.max())
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        return header, list(reader)
+
+
+def test_starlink_like_csv_changes_satellite_only_at_15s_slots(tmp_path, capsys):
+    out = tmp_path / "sl.csv"
+    assert main(["leo", "--preset", "starlink-like", "--duration", "120s", "--out", str(out)]) == 0
+    header, rows = _rows(out)
+    assert tuple(header) == COLUMNS
+    at = np.array([float(r[0]) for r in rows])
+    assert at[0] == 0 and at[-1] == 120 and np.all(np.diff(at) > 0)
+    sats = [r[4] for r in rows]
+    changes = [at[k] for k in range(1, len(rows)) if sats[k] != sats[k - 1]]
+    assert changes, "120 s of a 550 km shell with 15 s slots hands off at least once"
+    assert all(x % 15 == 0 for x in changes), changes
+    assert {r[3] for r in rows} == {"1"}
+    # Same command, same bytes.
+    again = tmp_path / "again.csv"
+    main(["leo", "--preset", "starlink-like", "--duration", "120s", "--out", str(again)])
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_starlink_like_rtts_fall_in_the_propagation_range():
+    """RTT = 2 x one-way bent-pipe delay, nothing else (no queue, no processing, no ground
+    segment). It lies between a satellite overhead of both ends (4 x 550 km / c = 7.3 ms) and
+    both ends at 25 degrees elevation (2 x 7.5 ms, the propagation figures Huston gives for a
+    550 km shell, docs/leo.md), below the ~20-30 ms least RTTs measured to Starlink's PoP."""
+    s = build_schedule(config_of_preset("starlink-like", duration_s=600.0))
+    rtt = 2 * np.array([r[1] for r in s.rows if r[3] == 1])
+    assert rtt.min() >= 4 * 550e3 / C_M_S
+    assert rtt.max() <= 2 * 7.5e-3
+    assert s.summary["rtt_max_s"] == pytest.approx(rtt.max())
+
+
+def test_handoff_outage_takes_the_link_down_for_its_length():
+    s = build_schedule(config_of_preset("starlink-like", duration_s=120.0, outage_s=2.0))
+    rows = s.rows
+    changes = [rows[k][0] for k in range(1, len(rows)) if rows[k][4] != rows[k - 1][4]]
+    assert changes
+    for at, _d, _r, up, _s in rows:
+        in_outage = any(c <= at < c + 2.0 for c in changes)
+        assert up == (0 if in_outage else 1), at
+    assert s.summary["outage_s"] == pytest.approx(2.0 * len(changes))
+
+
+def test_capacity_draws_are_per_slot_and_deterministic_for_a_seed():
+    cap = Capacity("lognormal", 100e6, 0.5)
+    a = build_schedule(config_of_preset("starlink-like", duration_s=60.0, capacity=cap, seed=3))
+    b = build_schedule(config_of_preset("starlink-like", duration_s=60.0, capacity=cap, seed=3))
+    c = build_schedule(config_of_preset("starlink-like", duration_s=60.0, capacity=cap, seed=4))
+    assert a.to_csv() == b.to_csv() != c.to_csv()
+    for k in range(1, len(a.rows)):  # the rate steps only where the satellite does
+        if a.rows[k][4] == a.rows[k - 1][4]:
+            assert a.rows[k][2] == a.rows[k - 1][2]
+
+
+def test_iridium_leo_joins_greenland_and_kansas_through_two_satellites():
+    s = build_schedule(config_of_preset("iridium-leo", duration_s=600.0))
+    served = [r for r in s.rows if r[3] == 1]
+    assert served and all(">" in r[4] for r in served)  # a satellite over each end, ISLs between
+    rtt = 2 * np.array([r[1] for r in served])
+    assert rtt.min() > 2 * 2 * 780e3 / C_M_S  # at least up and down at both ends
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    out = tmp_path / "x.csv"
+    for argv in (
+        ["leo", "--duration", "12x"],
+        ["leo", "--preset", "geo"],
+        ["leo", "--terminal", "95,3"],
+        ["leo", "--capacity", "uniform:5Mbit/s"],
+        ["leo", "--policy", "random"],
+    ):
+        assert main([*argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("farlink: error:") and err.count("\n") == 1, err
+
+
+def test_a_file_farlink_did_not_write_is_not_replaced(tmp_path, capsys):
+    out = tmp_path / "mine.csv"
+    out.write_text("keep me\n")
+    assert main(["leo", "--duration", "30s", "--out", str(out)]) == 2
+    assert out.read_text() == "keep me\n"
+    assert main(["leo", "--duration", "30s", "--out", str(out), "--force"]) == 0
+    assert out.read_text().startswith(",".join(COLUMNS))
