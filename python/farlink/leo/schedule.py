@@ -32,7 +32,7 @@ __all__ = ["COLUMNS", "Capacity", "LeoConfig", "Schedule", "build_schedule"]
 
 C_M_S = 299_792_458.0
 COLUMNS = ("at_s", "delay_s", "rate_bps", "up", "satellite")
-POLICIES = ("slots", "highest")
+POLICIES = ("slots", "highest", "sticky")
 NO_SATELLITE = "-"
 
 
@@ -108,8 +108,13 @@ def _check(cfg: LeoConfig) -> None:
         raise ValueError("outage and processing delay must not be negative")
     if not -90 < cfg.min_elevation_deg < 90:
         raise ValueError("minimum elevation must be in (-90, 90) degrees")
-    if cfg.duration_s / cfg.step_s > 200_000:
-        raise ValueError("more than 200,000 samples: use a longer step or a shorter duration")
+    samples = (cfg.duration_s / cfg.step_s + 1) * _count(cfg)
+    if samples > MAX_SAMPLE_SATELLITES:
+        raise ValueError(
+            f"{cfg.duration_s / cfg.step_s + 1:.0f} delay samples of {_count(cfg)} satellites "
+            f"is over {MAX_SAMPLE_SATELLITES:,} positions: use a longer --step or a shorter "
+            "--duration"
+        )
 
 
 def _sample_times(cfg: LeoConfig) -> np.ndarray:
@@ -119,20 +124,40 @@ def _sample_times(cfg: LeoConfig) -> np.ndarray:
     return np.union1d(times, [cfg.duration_s])
 
 
-def _positions(cfg: LeoConfig, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """ECI and ECEF positions (times, satellites, 3) and the satellites' ids."""
+CHUNK_SAMPLES = 256  # positions are computed this many instants at a time, then reduced
+MAX_SAMPLE_SATELLITES = 20_000_000  # samples x satellites: about 160 MB per (T, S) array
+
+
+def _count(cfg: LeoConfig) -> int:
+    return len(cfg.tles.ids) if cfg.tles is not None else cfg.shell.planes * cfg.shell.per_plane
+
+
+def _eci(cfg: LeoConfig, t: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """ECI positions (times, satellites, 3), metres, and the satellites' ids."""
     if cfg.tles is not None:
-        eci, ids = cfg.tles.eci_m(cfg.epoch, t), cfg.tles.ids
-    else:
-        el = cfg.shell.elements()
-        eci, ids = propagate_eci_m(el, t), el.ids
-    return eci, eci_to_ecef(eci, gmst_rad(cfg.epoch, t)), ids
+        return cfg.tles.eci_m(cfg.epoch, t), cfg.tles.ids
+    el = cfg.shell.elements()
+    return propagate_eci_m(el, t), el.ids
 
 
-def _look(ecef: np.ndarray, place: Place) -> tuple[np.ndarray, np.ndarray]:
-    pos, up = ecef_of_places(place.lat_deg, place.lon_deg, place.alt_m)
-    elev, rng = elevation_rad(ecef, pos[0], up[0])
-    return np.degrees(elev), rng
+def _geometry(cfg: LeoConfig, t: np.ndarray) -> tuple:
+    """Elevation (degrees) and range (m) of every satellite from both ends, (times, satellites)
+    each, computed in chunks of time; the ECI positions too when the path needs them (ISL)."""
+    ends = [ecef_of_places(p.lat_deg, p.lon_deg, p.alt_m) for p in (cfg.terminal, cfg.ground)]
+    parts, keep, ids = [], [], []
+    for begin in range(0, len(t), CHUNK_SAMPLES):
+        chunk = t[begin : begin + CHUNK_SAMPLES]
+        eci, ids = _eci(cfg, chunk)
+        ecef = eci_to_ecef(eci, gmst_rad(cfg.epoch, chunk))
+        looks = [elevation_rad(ecef, pos[0], up[0]) for pos, up in ends]
+        parts.append([(np.degrees(el), rng) for el, rng in looks])
+        if cfg.path == "isl":
+            keep.append(eci)
+    (el_t, rng_t), (el_g, rng_g) = (
+        (np.concatenate([p[i][0] for p in parts]), np.concatenate([p[i][1] for p in parts]))
+        for i in (0, 1)
+    )
+    return el_t, rng_t, el_g, rng_g, (np.concatenate(keep) if keep else None), ids
 
 
 def _highest(elev: np.ndarray, visible: np.ndarray) -> np.ndarray:
@@ -148,8 +173,7 @@ def _slots(t: np.ndarray, elev: np.ndarray, visible: np.ndarray, slot_s: float) 
     none stays, the highest visible at the start; none visible: none. A satellite that sets
     before the slot ends serves nobody from then on."""
     chosen = np.full(len(t), -1)
-    starts = np.flatnonzero(np.isclose(np.mod(t + 1e-9, slot_s), 0.0, atol=1e-6))
-    bounds = [*starts.tolist(), len(t)]
+    bounds = [*_slot_starts(t, slot_s).tolist(), len(t)]
     for begin, end in itertools.pairwise(bounds):
         last = min(end, len(t) - 1)
         stays = visible[begin] & visible[last]
@@ -160,9 +184,30 @@ def _slots(t: np.ndarray, elev: np.ndarray, visible: np.ndarray, slot_s: float) 
     return chosen
 
 
+def _sticky(elev: np.ndarray, visible: np.ndarray) -> np.ndarray:
+    """The serving satellite is kept while it stays visible; when it sets (or at the start),
+    the highest visible one takes over."""
+    chosen = np.full(len(elev), -1)
+    current = -1
+    for k in range(len(elev)):
+        if current < 0 or not visible[k, current]:
+            current = int(np.argmax(np.where(visible[k], elev[k], -np.inf)))
+            current = current if visible[k, current] else -1
+        chosen[k] = current
+    return chosen
+
+
+def _slot_starts(t: np.ndarray, slot_s: float) -> np.ndarray:
+    """Indices of the samples that open a slot (slot boundaries are samples: _sample_times)."""
+    index = np.floor((t + 1e-9) / slot_s)
+    return np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+
+
 def _choose(cfg: LeoConfig, t, elev, visible) -> np.ndarray:
     if cfg.policy == "slots":
         return _slots(t, elev, visible, cfg.slot_s)
+    if cfg.policy == "sticky":
+        return _sticky(elev, visible)
     return _highest(elev, visible)
 
 
@@ -193,11 +238,10 @@ def _isl_length_m(cfg: LeoConfig, eci: np.ndarray, a: np.ndarray, b: np.ndarray)
     return out
 
 
-def _path(cfg: LeoConfig, t: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """Per sample: one-way delay (s, NaN where down), the serving id, and whether served."""
-    eci, ecef, ids = _positions(cfg, t)
-    el_t, rng_t = _look(ecef, cfg.terminal)
-    el_g, rng_g = _look(ecef, cfg.ground)
+def _path(cfg: LeoConfig, t: np.ndarray) -> tuple:
+    """Per sample: one-way delay (s, NaN where down), the serving id, whether served, and each
+    end's serving satellite (index, -1 for none)."""
+    el_t, rng_t, el_g, rng_g, eci, ids = _geometry(cfg, t)
     see_t, see_g = el_t >= cfg.min_elevation_deg, el_g >= cfg.min_elevation_deg
     rows = np.arange(len(t))
     if cfg.path == "bent-pipe":
@@ -212,7 +256,7 @@ def _path(cfg: LeoConfig, t: np.ndarray) -> tuple[np.ndarray, list[str], np.ndar
     delay = np.where(served, length / C_M_S + cfg.processing_s, np.nan)
     names = [_name(ids, a, b) for a, b in zip(sat_t, sat_g, strict=True)]
     names = [n if s else NO_SATELLITE for n, s in zip(names, served, strict=True)]
-    return delay, names, served
+    return delay, names, served, (sat_t, sat_g)
 
 
 def _name(ids: list[str], a: int, b: int) -> str:
@@ -225,11 +269,16 @@ def build_schedule(cfg: LeoConfig) -> Schedule:
     """The schedule's rows and its summary (see the module's docstring)."""
     _check(cfg)
     t = _sample_times(cfg)
-    delay, names, served = _path(cfg, t)
+    delay, names, served, ends = _path(cfg, t)
     # A hand-off: the serving satellite (either end's) changes between two served samples.
     changed = np.array([False] + [a != b for a, b in itertools.pairwise(names)])
     handoffs = np.flatnonzero(changed & served & np.r_[False, served[:-1]])
-    period = np.cumsum(changed)  # one capacity draw per serving period
+    # One capacity draw per serving period: a slot (slots policy) or a satellite's stay.
+    opens = changed.copy()
+    if cfg.policy == "slots":
+        opens[_slot_starts(t, cfg.slot_s)] = True
+    opens[0] = False
+    period = np.cumsum(opens)
     rng = np.random.default_rng(cfg.seed)
     rates = np.rint(cfg.capacity.draw(rng, int(period[-1]) + 1)).astype(np.int64)
     outage_ends = t[handoffs] + cfg.outage_s
@@ -243,7 +292,7 @@ def build_schedule(cfg: LeoConfig) -> Schedule:
         (float(x), float(d), int(rates[period[k]]), int(u), names[k])
         for x, d, k, u in zip(row_t, row_delay, at, up, strict=True)
     ]
-    return Schedule(rows, _summary(cfg, t, delay, served, handoffs, row_t, up))
+    return Schedule(rows, _summary(cfg, t, delay, served, handoffs, row_t, up, ends))
 
 
 def _held_delay(delay: np.ndarray) -> np.ndarray:
@@ -264,10 +313,19 @@ def _in_outage(row_t: np.ndarray, starts: np.ndarray, outage_s: float) -> np.nda
     return (k >= 0) & (row_t < starts[np.maximum(k, 0)] + outage_s)
 
 
-def _summary(cfg, t, delay, served, handoffs, row_t, up) -> dict:
+def _median_gap_s(t: np.ndarray, changes: np.ndarray) -> float | None:
+    """Median time between successive hand-offs (None with fewer than two)."""
+    return float(np.median(np.diff(t[changes]))) if len(changes) > 1 else None
+
+
+def _end_changes(sat: np.ndarray) -> np.ndarray:
+    """Samples where one end's serving satellite changes from one satellite to another."""
+    return np.flatnonzero((sat[1:] != sat[:-1]) & (sat[1:] >= 0) & (sat[:-1] >= 0)) + 1
+
+
+def _summary(cfg, t, delay, served, handoffs, row_t, up, ends) -> dict:
     rtt = 2 * delay[served & np.isfinite(delay)]
     down_s = float(np.sum(np.diff(np.r_[row_t, cfg.duration_s]) * ~up))
-    gaps = np.diff(t[handoffs]) if len(handoffs) > 1 else np.array([])
     return {
         "duration_s": cfg.duration_s,
         "rows": len(row_t),
@@ -275,7 +333,10 @@ def _summary(cfg, t, delay, served, handoffs, row_t, up) -> dict:
         "rtt_median_s": float(np.median(rtt)) if len(rtt) else None,
         "rtt_max_s": float(rtt.max()) if len(rtt) else None,
         "handoffs": len(handoffs),
-        "handoff_interval_median_s": float(np.median(gaps)) if len(gaps) else None,
+        "handoff_interval_median_s": _median_gap_s(t, handoffs),
+        # Each end's own hand-offs (one satellite serving both ends: the same as the path's).
+        "terminal_handoff_interval_median_s": _median_gap_s(t, _end_changes(ends[0])),
+        "ground_handoff_interval_median_s": _median_gap_s(t, _end_changes(ends[1])),
         "outage_s": down_s,
         "policy": cfg.policy,
         "path": cfg.path,
