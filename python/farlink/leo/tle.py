@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 from sgp4.api import WGS72, Satrec, SatrecArray, jday
 
-from farlink.leo.orbits import J2, MU_KM3_S2, RE_KM, Elements
+from farlink.leo.orbits import J2, MU_KM3_S2, RE_KM, Elements, Shell, propagate_eci_m
 
-__all__ = ["TleSet", "format_tle", "kozai_mean_motion", "read_tles"]
+__all__ = ["TleSet", "format_tle", "kozai_mean_motion", "read_tles", "sgp4_gap_km"]
 
 _XKE_PER_MIN = 60.0 / math.sqrt(RE_KM**3 / MU_KM3_S2)  # sqrt(mu) in Earth radii and minutes
 
@@ -126,3 +126,25 @@ def read_tles(path: Path) -> TleSet:
     if not records:
         raise ValueError(f"{path}: no TLE found (two lines starting '1 ' and '2 ')")
     return TleSet(ids, records)
+
+
+def sgp4_gap_km(
+    shell: Shell, epoch: datetime, indices: list[int], duration_s: float = 600.0
+) -> dict[str, float]:
+    """Per satellite of ``shell``: the largest distance (km), over ``duration_s`` every 5 s,
+    between the built-in propagator and ``sgp4`` on the TLE text :func:`format_tle` writes for
+    that satellite (docs/leo.md, "Checked against sgp4")."""
+    el = shell.elements()
+    t = np.arange(0.0, duration_s + 1e-9, 5.0)
+    ours_km = propagate_eci_m(el, t) / 1000.0
+    gaps = {}
+    for i in indices:
+        _name, line1, line2 = format_tle(el, i, epoch, i + 1)
+        sat = Satrec.twoline2rv(line1, line2, WGS72)
+        err, theirs_km, _v = sat.sgp4_array(
+            np.full(t.shape, sat.jdsatepoch), sat.jdsatepochF + t / 86400
+        )
+        if err.any():
+            raise ValueError(f"sgp4 error {int(err.max())} on {el.ids[i]}")
+        gaps[el.ids[i]] = float(np.linalg.norm(ours_km[:, i] - theirs_km, axis=1).max())
+    return gaps
