@@ -4,7 +4,7 @@ The orbit model (docs/leo.md, "The orbit model"): circular mean orbits whose ele
 TLE's mean elements mean, so that a Walker satellite and a TLE made from its elements are the
 same orbit (tests/test_leo.py checks it against ``sgp4`` within 1 km over 10 minutes).
 
-- Secular drift, first order in J2: the node turns (-1.5 n J2 (Re/a)^2 cos i, about -5 degrees a
+- Secular drift, first order in J2: the node turns (-1.5 n J2 (Re/a)^2 cos i, about -4.5 degrees a
   day at 550 km, 53 degrees: over a schedule of hours it moves a satellite's ground track by tens
   of kilometres) and the argument of latitude runs slightly faster or slower than n. These are
   the only effects that grow with time at the scale of a link schedule.

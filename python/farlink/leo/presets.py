@@ -23,7 +23,7 @@ class Preset:
     terminal: Place
     ground: Place
     min_elevation_deg: float
-    policy: str  # "slots" or "highest"
+    policy: str  # "slots", "highest" or "sticky" (schedule.POLICIES)
     slot_s: float
     path: str  # "bent-pipe" or "isl"
     rate_bps: float
@@ -50,7 +50,7 @@ PRESETS = {
     # elevation 8.2 degrees, 2.4 kbps a channel): a Walker star, co-rotating planes 31.6 degrees
     # apart and a 22 degree seam (Nissen, SeeSat-L 1998/1999); adjacent planes half a slot apart
     # (F = 3, assumed). Seed 000's link: Summit camp, Greenland, to the University of Kansas, each
-    # end on its own satellite (seed 000, sec. 5: "two different satellites connect the Kansas and
+    # end on its own satellite (seed 000, sec. 5.3: "two different satellites connect the Kansas and
     # Greenland sites"), joined through Iridium's inter-satellite links.
     "iridium-leo": Preset(
         shell=Shell(780e3, 86.4, 6, 11, 3, raan_spacing_deg=31.6, name_prefix="IR"),
