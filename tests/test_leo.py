@@ -100,6 +100,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         ["leo", "--terminal", "95,3"],
         ["leo", "--capacity", "uniform:5Mbit/s"],
         ["leo", "--policy", "random"],
+        ["leo", "--seed", "-1"],
+        ["leo", "--min-elevation", "nan"],
+        ["leo", "--ground", "1,2,inf"],
+        ["leo", "--step", "1e-9s"],
     ):
         assert main([*argv, "--out", str(out)]) == 2
         err = capsys.readouterr().err

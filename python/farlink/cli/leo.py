@@ -15,7 +15,7 @@ Opt = typer.Option
 
 
 def _place(option: str, text: str):
-    """``LAT,LON[,ALT]``: degrees north and east, altitude with a unit or metres."""
+    """``LAT,LON[,ALT]``: degrees north and east, altitude in metres (``m`` allowed)."""
     from farlink.leo import Place
 
     parts = [p.strip() for p in text.split(",")]
@@ -27,10 +27,10 @@ def _place(option: str, text: str):
             f"{option}: cannot read {text!r}: expected LAT,LON[,ALT_m] in degrees "
             "north and east, e.g. 72.58,-38.46,3216"
         ) from None
-    if len(parts) > 3 or not (-90 <= lat <= 90 and -180 <= lon <= 360):
+    if len(parts) > 3 or not (-90 <= lat <= 90 and -180 <= lon <= 360 and -1e3 <= alt <= 1e5):
         raise CliError(
-            f"{option}: {text!r} is not a place: expected LAT,LON[,ALT_m], "
-            "latitude in [-90, 90], longitude in [-180, 360]"
+            f"{option}: {text!r} is not a place: expected LAT,LON[,ALT_m], latitude in "
+            "[-90, 90], longitude in [-180, 360], altitude in [-1000, 100000] m"
         )
     return Place(option.lstrip("-"), lat, lon, alt)
 
@@ -74,6 +74,30 @@ def _epoch(text: str | None, default: datetime) -> datetime:
             f"--epoch: cannot read {text!r}: expected an ISO time such as 2024-01-01T00:00:00Z"
         ) from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _optional(policy, slot, min_elevation, capacity, terminal, ground) -> dict:
+    """The preset's values the options given replace (LeoConfig fields)."""
+    changes: dict = {}
+    if policy is not None:
+        from farlink.leo.schedule import POLICIES
+
+        if policy not in POLICIES:
+            raise CliError(f"--policy: expected one of {', '.join(POLICIES)}, got {policy!r}")
+        changes["policy"] = policy
+    if slot is not None:
+        changes["slot_s"] = read("--slot", units.parse_duration_s, slot)
+    if min_elevation is not None:
+        if not -90 < min_elevation < 90:
+            raise CliError(f"--min-elevation: expected degrees in (-90, 90), got {min_elevation}")
+        changes["min_elevation_deg"] = min_elevation
+    if capacity is not None:
+        changes["capacity"] = _capacity(capacity)
+    if terminal is not None:
+        changes["terminal"] = _place("--terminal", terminal)
+    if ground is not None:
+        changes["ground"] = _place("--ground", ground)
+    return changes
 
 
 def leo_command(
@@ -140,18 +164,9 @@ def leo_command(
         ),
         "seed": seed,
     }
-    if policy is not None:
-        changes["policy"] = policy
-    if slot is not None:
-        changes["slot_s"] = read("--slot", units.parse_duration_s, slot)
-    if min_elevation is not None:
-        changes["min_elevation_deg"] = min_elevation
-    if capacity is not None:
-        changes["capacity"] = _capacity(capacity)
-    if terminal is not None:
-        changes["terminal"] = _place("--terminal", terminal)
-    if ground is not None:
-        changes["ground"] = _place("--ground", ground)
+    if seed < 0:
+        raise CliError(f"--seed: expected a whole number >= 0, got {seed}")
+    changes.update(_optional(policy, slot, min_elevation, capacity, terminal, ground))
     default_epoch = datetime(2024, 1, 1, tzinfo=UTC)
     if tle is not None:
         try:
