@@ -112,8 +112,8 @@ def leo_command(
     policy: Annotated[
         str | None,
         Opt(
-            help="slots (re-chosen every --slot) or highest (the "
-            "highest satellite, always); default: the preset's."
+            help="slots (re-chosen every --slot), highest (the highest satellite, always) or "
+            "sticky (kept until it sets); default: the preset's (docs/leo.md)."
         ),
     ] = None,
     slot: Annotated[str | None, Opt(help=f"Slot of the slots policy {DurationOpt}")] = None,
