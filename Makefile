@@ -146,7 +146,7 @@ validate-fit-loop: setup
 
 # docs/leo.md's figure: RTT over 10 minutes of both `farlink leo` presets.
 leo-figure: setup
-	$(PY) -m farlink.leo.figure docs/leo-rtt.png
+	$(PY) tools/leo_figure.py docs/leo-rtt.png
 
 clean:
 	rm -rf $(VENV) target farlink-out

@@ -1,6 +1,6 @@
 """The built-in propagator beside ``sgp4`` on TLEs of the same orbits, printed per preset.
 
-Run: ``python -m farlink.leo.sgp4_check`` (docs/leo.md, "Checked against sgp4").
+Run: ``python tools/leo_sgp4_check.py`` (docs/leo.md, "Checked against sgp4").
 """
 
 from __future__ import annotations

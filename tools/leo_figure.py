@@ -1,6 +1,6 @@
 """docs/leo-rtt.png: RTT (2 x one-way delay) over 10 minutes of both presets' schedules.
 
-Run: ``python -m farlink.leo.figure docs/leo-rtt.png`` (``make leo-figure``).
+Run: ``python tools/leo_figure.py docs/leo-rtt.png`` (``make leo-figure``).
 """
 
 from __future__ import annotations
