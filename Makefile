@@ -59,17 +59,21 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench tools
 	$(VENV)/bin/ruff format --check python tests bench tools
 
-# Two pytest processes side by side: the tests marked real_time (they run on the wall clock and
-# want a core of their own: tests/support.py) and the others. The real-time half's output
-# follows the other's; the target fails if either half does.
-REAL_TIME_LOG := .pytest-real-time.log
+# Three pytest processes side by side: the emulations (marked real_time: the emulator's driver
+# spins, so they want a core of their own), the link manager's tests (wall_clock: they mostly
+# sleep) and the rest (tests/support.py says which is which). The others' output follows the
+# first's; the target fails if any does.
+PYTEST_LOGS := .pytest-real-time.log .pytest-wall-clock.log
 python-test: setup
-	@$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" >$(REAL_TIME_LOG) 2>&1 \
-		& real_time=$$!; \
-	$(VENV)/bin/pytest -q -m "not slow and not real_time"; others=$$?; \
-	wait $$real_time; real=$$?; \
-	echo "--- the real-time tests (pytest -m real_time):"; cat $(REAL_TIME_LOG); \
-	exit $$(( others || real ))
+	@$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" --durations=10 \
+		>.pytest-real-time.log 2>&1 & real_time=$$!; \
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and wall_clock" --durations=5 \
+		>.pytest-wall-clock.log 2>&1 & wall_clock=$$!; \
+	$(VENV)/bin/pytest -q -m "not slow and not real_time and not wall_clock" --durations=10; \
+	others=$$?; wait $$real_time; real=$$?; wait $$wall_clock; wall=$$?; \
+	echo "--- the emulations (pytest -m real_time):"; cat .pytest-real-time.log; \
+	echo "--- the link manager (pytest -m wall_clock):"; cat .pytest-wall-clock.log; \
+	exit $$(( others || real || wall ))
 
 test: setup rust-test lint python-test
 

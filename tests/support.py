@@ -57,11 +57,32 @@ def namespaces_missing() -> str | None:
 
 
 REAL_TIME = pytest.mark.real_time
-"""The mark of a test that runs on the wall clock (an emulation in network namespaces, the link
-manager's daemons and modems, the dashboard in a browser, real captures). ``make test`` runs
-these in one pytest process and the rest (simulations, models, parsers) in another beside it:
-these measure time, and the emulator's driver spins before its deadlines, so they run one after
-another with a core of their own."""
+"""The mark of a test that runs an emulation on the wall clock (network namespaces, the
+emulator's driver, kernel TCP, real captures). The driver spins before its deadlines, and these
+tests measure time, so ``make test`` runs them one after another in a pytest process of their
+own, beside the others (Makefile, python-test)."""
+
+WALL_CLOCK = pytest.mark.wall_clock
+"""The mark of a test that waits on the wall clock without spinning: the link manager's daemons
+and simulated modems at 2400 bit/s, its dashboard, a browser. ``make test`` runs these in a
+third process beside the other two: they mostly sleep, so they take little of a core."""
+
+REAL_TIME_COMMANDS = ("farlink emulate", "farlink compare", "farlink send")
+"""A documented command that runs an emulation (:data:`REAL_TIME`)."""
+
+WALL_CLOCK_COMMANDS = ("farlink linkmgr",)
+"""A documented command that runs the link manager (:data:`WALL_CLOCK`)."""
+
+
+def clock_marks(text: str) -> list[pytest.MarkDecorator]:
+    """The marks of a test running the documented commands in ``text``: :data:`REAL_TIME` for
+    an emulation (it comes first: the emulator wants a core), else :data:`WALL_CLOCK` for the
+    link manager, else none."""
+    if any(c in text for c in REAL_TIME_COMMANDS):
+        return [REAL_TIME]
+    if any(c in text for c in WALL_CLOCK_COMMANDS):
+        return [WALL_CLOCK]
+    return []
 
 
 def needs_namespaces(what: str) -> pytest.MarkDecorator:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from support import REAL_TIME
+from support import clock_marks
 
 ROOT = Path(__file__).parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -96,14 +96,10 @@ def commands(body: str) -> list[list[str]] | None:
     return None if pending else found
 
 
-REAL_TIME_COMMANDS = ("farlink emulate", "farlink compare", "farlink linkmgr", "farlink send")
-"""A block with one of these runs on the wall clock (support.REAL_TIME)."""
-
-
 def _params() -> list:
     params = []
     for block in blocks():
-        marks = [REAL_TIME] if any(c in block.body for c in REAL_TIME_COMMANDS) else []
+        marks = clock_marks(block.body)
         if block.mark == "not run":
             marks.append(pytest.mark.skip(reason=f"not run: {block.reason}"))
         elif block.mark == "slow":

@@ -46,9 +46,7 @@ from typing import Any
 import pytest
 
 import test_docs_run as docs_run
-from support import REAL_TIME, needs_namespaces
-
-pytestmark = REAL_TIME
+from support import clock_marks, needs_namespaces
 
 BIN = Path(sys.executable).parent
 FOLDER = "@FOLDER@"
@@ -960,6 +958,7 @@ def _params() -> list:
     params = []
     for group in groups():
         marks = [needs_namespaces("namespaces and TUN (root)")] if _needs_root(group) else []
+        marks += clock_marks("\n".join(b.body for b in group))
         params.append(pytest.param(group, id="+".join(b.id for b in group), marks=marks))
     return params
 

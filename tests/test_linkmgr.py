@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from support import FARLINK_ARGV, REAL_TIME, assert_one_error
+from support import FARLINK_ARGV, WALL_CLOCK, assert_one_error
 
-pytestmark = REAL_TIME
+pytestmark = WALL_CLOCK
 
 if not sys.platform.startswith("linux"):
     pytest.skip("the link manager runs on Linux (ptys, termios)", allow_module_level=True)

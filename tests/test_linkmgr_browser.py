@@ -18,7 +18,7 @@ import pytest
 
 from farlink.linkmgr.view import STATE_COLORS
 from linkmgr_support import T0, running_dashboard, states_log
-from support import REAL_TIME
+from support import WALL_CLOCK
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - the dev extras install it
     webdriver = None
 
 pytestmark = [
-    REAL_TIME,
+    WALL_CLOCK,
     pytest.mark.skipif(
         CHROMIUM is None or DRIVER is None or webdriver is None,
         reason="needs Debian's chromium and chromium-driver and selenium "

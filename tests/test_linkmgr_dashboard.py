@@ -26,9 +26,9 @@ from farlink.linkmgr.dashboard import DashboardError, parse_listen, serve
 from farlink.linkmgr.synthetic import SyntheticBundle, synthetic_log
 from farlink.linkmgr.uptime import uptime_report
 from linkmgr_support import T0, running_dashboard, states_log
-from support import REAL_TIME
+from support import WALL_CLOCK
 
-pytestmark = REAL_TIME
+pytestmark = WALL_CLOCK
 
 STATES = ("idle", "connecting", "connected", "dropped", "failed", "blocked")
 TOKEN = "s3cret-token"

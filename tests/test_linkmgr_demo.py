@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from support import FARLINK_ARGV, REAL_TIME, needs_namespaces
+from support import FARLINK_ARGV, WALL_CLOCK, needs_namespaces
 
 RUN_LIMIT_S = 90.0
 """A demo run's bound (it takes about 20 s; the margin is for a loaded machine)."""
 
 
-pytestmark = [REAL_TIME, needs_namespaces("linkmgr demo")]
+pytestmark = [WALL_CLOCK, needs_namespaces("linkmgr demo")]
 
 
 def _namespaces() -> set[str]:

@@ -27,9 +27,9 @@ from farlink.linkmgr.validation import (
     table_markdown,
 )
 from farlink.outputs import write_between_markers
-from support import REAL_TIME
+from support import WALL_CLOCK
 
-pytestmark = REAL_TIME
+pytestmark = WALL_CLOCK
 
 LIMIT_S = 30.0
 
