@@ -13,7 +13,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use serde::Serialize;
 
 use crate::bulk::{self, SenderPlan};
-use crate::driver::monotonic_ns;
+use crate::clock::monotonic_ns;
 use crate::netns::{Netns, RunLock};
 use crate::signals::Signals;
 use crate::tun::Tun;

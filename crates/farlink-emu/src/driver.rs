@@ -155,11 +155,8 @@ pub(crate) struct Driver {
     pub(crate) offload: Option<Offload>,
 }
 
-/// CLOCK_MONOTONIC in ns: the driver's clock, and the workload's.
-pub(crate) fn monotonic_ns() -> u64 {
-    let t = clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap_or(TimeSpec::new(0, 0));
-    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
-}
+// The link manager still reads the clock here; `crate::clock` is where it lives.
+pub(crate) use crate::clock::monotonic_ns;
 
 /// Both directions of link `link`, forward first.
 fn both_dirs(dirs: &mut [LinkDir], link: usize) -> [&mut LinkDir; 2] {
@@ -203,7 +200,7 @@ impl Driver {
                 flow_last_data_at: vec![None; n_flows],
                 ..DriverStats::default()
             },
-            departure_error_ns: crate::report::ns_histogram(),
+            departure_error_ns: crate::histogram::ns_histogram(),
             outcomes: vec![0; n_dirs],
             lost_ordinals: record_lost.then(|| vec![Vec::new(); n_dirs]),
             pcap: Vec::new(),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use farlink_core::scenario::{FlowSpec, TcpSpec};
 use farlink_core::tcp::receiver::DelayedAck;
 
-use crate::report::FlowSettings;
+use crate::settings::FlowSettings;
 
 /// The congestion controllers this kernel offers.
 pub(crate) fn kernel_controllers() -> Vec<String> {

@@ -33,11 +33,15 @@ mod bulk;
 #[cfg(target_os = "linux")]
 pub mod ceiling;
 #[cfg(target_os = "linux")]
+mod clock;
+#[cfg(target_os = "linux")]
 mod command;
 #[cfg(target_os = "linux")]
 mod connections;
 #[cfg(target_os = "linux")]
 mod driver;
+#[cfg(target_os = "linux")]
+mod histogram;
 #[cfg(target_os = "linux")]
 mod kernel;
 #[cfg(target_os = "linux")]
@@ -60,6 +64,8 @@ mod sched;
 pub mod send;
 #[cfg(target_os = "linux")]
 mod sender_timing;
+#[cfg(target_os = "linux")]
+mod settings;
 #[cfg(target_os = "linux")]
 mod signals;
 #[cfg(target_os = "linux")]

@@ -14,13 +14,15 @@ use farlink_core::time::SimTime;
 use farlink_core::ScenarioError;
 
 use crate::bulk::{self, SenderPlan};
+use crate::clock::monotonic_ns;
 use crate::command;
 use crate::connections;
-use crate::driver::{monotonic_ns, Driver, IoPath, Route};
+use crate::driver::{Driver, IoPath, Route};
 use crate::kernel;
 use crate::netns::{self, Netns, RunLock};
 use crate::parity;
-use crate::report::{self, EmuResult, FlowSettings, Kernel};
+use crate::report::{self, EmuResult};
+use crate::settings::{FlowSettings, Kernel};
 use crate::signals::Signals;
 use crate::tun::Tun;
 use crate::wire_sender::{self, SenderChoice};

@@ -23,8 +23,8 @@ use farlink_core::time::{SimDuration, SimTime};
 
 use crate::bulk::{Sample, SenderOutcome, SAMPLE_INTERVAL};
 use crate::kernel::kernel_controllers;
-use crate::report::{FlowSettings, WireSummary};
-use crate::sender_timing::SenderTiming;
+use crate::sender_timing::{SenderTiming, WireSummary};
+use crate::settings::FlowSettings;
 use crate::tcpinfo::TcpInfo;
 use crate::{EmuError, EmuOptions};
 
