@@ -17,7 +17,7 @@ use farlink_core::time::SimTime;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::driver::DriverStats;
+use crate::driver_stats::DriverStats;
 use crate::tun::Tun;
 
 /// What the offload path did, beside the per-packet counts of the driver.

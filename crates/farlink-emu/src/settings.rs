@@ -24,3 +24,15 @@ pub struct FlowSettings {
     pub applied: BTreeMap<String, String>,
     pub not_applied: BTreeMap<String, String>,
 }
+
+impl FlowSettings {
+    /// Setting `key` was given to the kernel, as `how` says.
+    pub(crate) fn apply(&mut self, key: &str, how: String) {
+        self.applied.insert(key.to_owned(), how);
+    }
+
+    /// Setting `key` could not be given to the kernel, for the reason `why`.
+    pub(crate) fn refuse(&mut self, key: &str, why: String) {
+        self.not_applied.insert(key.to_owned(), why);
+    }
+}

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::Outcomes;
 use crate::bulk::{SenderOutcome, SinkOutcome};
-use crate::driver::DriverStats;
+use crate::driver_stats::DriverStats;
 use crate::sender_timing::WireSummary;
 use crate::settings::FlowSettings;
 use crate::tcpinfo::TcpInfo;
