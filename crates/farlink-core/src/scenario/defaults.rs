@@ -4,8 +4,6 @@
 
 use serde_json::Value;
 
-use super::resolved::DERIVED_FIELDS;
-
 /// One step of a path: a field or an index.
 #[derive(Clone, Debug, PartialEq)]
 enum Step {
@@ -14,21 +12,29 @@ enum Step {
 }
 
 /// Paths (`--set` grammar) of the leaves of `resolved` that took defaults, sorted by field name at each level.
-pub(super) fn defaults(input: &Value, resolved: &Value) -> Vec<String> {
+/// Fields named in `derived` (the resolved document's, which no scenario sets) are passed
+/// over, with all below them.
+pub(super) fn defaults(input: &Value, resolved: &Value, derived: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
-    walk(input, resolved, &mut Vec::new(), &mut out);
+    walk(input, derived, resolved, &mut Vec::new(), &mut out);
     out
 }
 
-fn walk(input: &Value, node: &Value, path: &mut Vec<Step>, out: &mut Vec<String>) {
+fn walk(
+    input: &Value,
+    derived: &[&str],
+    node: &Value,
+    path: &mut Vec<Step>,
+    out: &mut Vec<String>,
+) {
     match node {
         Value::Object(map) => {
             for (key, value) in map {
-                if DERIVED_FIELDS.contains(&key.as_str()) {
+                if derived.contains(&key.as_str()) {
                     continue;
                 }
                 path.push(Step::Key(key.clone()));
-                walk(input, value, path, out);
+                walk(input, derived, value, path, out);
                 path.pop();
             }
         }
@@ -36,7 +42,7 @@ fn walk(input: &Value, node: &Value, path: &mut Vec<Step>, out: &mut Vec<String>
         Value::Array(items) if items.iter().any(Value::is_object) => {
             for (i, item) in items.iter().enumerate() {
                 path.push(Step::Index(i));
-                walk(input, item, path, out);
+                walk(input, derived, item, path, out);
                 path.pop();
             }
         }
@@ -165,7 +171,7 @@ mod tests {
                                          "rev": {"rate_bps": 1, "queue_pkts": 100}}],
                               "flows": [{"tcp": {"mss_bytes": 1000, "min_rto_s": 1.0}}]});
         assert_eq!(
-            defaults(&input, &resolved),
+            defaults(&input, &resolved, &[]),
             vec![
                 "flows[0].tcp.min_rto_s",
                 "links[0].fwd.delay_s",

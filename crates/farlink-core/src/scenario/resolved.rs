@@ -356,7 +356,7 @@ impl Resolved {
             defaults: Vec::new(),
         };
         if let Ok(value) = serde_json::to_value(&resolved) {
-            resolved.defaults = super::defaults::defaults(input, &value);
+            resolved.defaults = super::defaults::defaults(input, &value, DERIVED_FIELDS);
         }
         resolved
     }

@@ -14,12 +14,12 @@
 //!
 //! A packet in flight is a slot in a slab (`Vec` plus free list): the `tcp::Segment`, its flow,
 //! whether it is data or an ACK, and the index of the hop it is on. Links carry only the slot
-//! index and the wire size ([`crate::link::Packet`]), so nothing is allocated per packet once
+//! index and the wire size ([`crate::links::link::Packet`]), so nothing is allocated per packet once
 //! the slab has grown to the largest number of packets ever in flight. Forwarding at a node is
 //! instantaneous: a packet delivered by one link is offered to the next hop's link at the same
 //! instant. Data follows the flow's route; ACKs follow it reversed, through the same links. A
 //! link direction is a plain [`Link`] or one direction of a multilink PPP bundle
-//! ([`crate::mlppp::BundleDir`], glued in `bundles.rs`), forwarded alike.
+//! ([`crate::links::mlppp::BundleDir`], glued in `bundles.rs`), forwarded alike.
 //!
 //! A flow with `tcp.handshake` has its sender built by `Sender::connect` and its receiver by
 //! `Receiver::listen`: the SYN is the sender's first output and travels the data path, the
@@ -49,6 +49,7 @@ mod bundles;
 pub mod capture;
 mod capture_stream;
 mod relay;
+mod sink;
 mod summary;
 
 pub use address_map::{address_map, address_map_json, AddressMap};
@@ -58,6 +59,7 @@ pub use capture_stream::{
     assemble as capture_stream_assemble, spool_entry, CaptureAssembler, CaptureStream,
     SPOOL_ENTRY_HEADER_BYTES,
 };
+pub use sink::TraceSink;
 
 pub use summary::{
     aggregate_capacity_bps, cause_map, flow_bottleneck_bps, goodput_bps, limit_fields,
@@ -68,7 +70,7 @@ pub use summary::{
 
 use bundles::BundleRt;
 
-use crate::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
+use crate::links::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
 use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
 use crate::sched::EventQueue;
@@ -77,7 +79,7 @@ use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
-use crate::trace::{TapInfo, TapRecord, TraceSink, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
+use crate::trace::{TapInfo, TapRecord, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
 
 /// How often a run streaming its traces looks for full tables to hand to the sink: a few rows
 /// per event at most, so a table passes [`CHUNK_ROWS`] by a few hundred rows at most.
@@ -436,7 +438,7 @@ fn dir_index(hop: Hop) -> u32 {
 use path::direction_name;
 
 fn cause_index(cause: DropCause) -> usize {
-    usize::from(crate::link::drop_cause_code(cause))
+    usize::from(crate::links::link::drop_cause_code(cause))
 }
 
 /// The first point of the grid `k * interval` at or after `t`.

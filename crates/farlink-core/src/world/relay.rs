@@ -251,7 +251,7 @@ impl World<'_> {
         s.data_segments_delivered = sum(|g| g.data_segments_delivered);
         s.acks_sent = sum(|g| g.acks_sent);
         s.acks_delivered = sum_of(|g| g.acks_delivered);
-        let mut drops = [0u64; crate::link::N_DROP_CAUSES];
+        let mut drops = [0u64; crate::links::link::N_DROP_CAUSES];
         for c in range.clone() {
             for (d, n) in drops.iter_mut().zip(self.flows[c].counts.drops) {
                 *d += n;

@@ -1,7 +1,7 @@
 //! The summary of a run: what the front end prints, stores and compares across engines.
 //!
 //! Plain serialisable values, built once at the end of a run. Rates are bit/s, times seconds,
-//! sizes bytes; maps of drops are keyed by the cause names of [`crate::link::DROP_CAUSE_NAMES`]
+//! sizes bytes; maps of drops are keyed by the cause names of [`crate::links::link::DROP_CAUSE_NAMES`]
 //! and always hold every cause (zero included), so their keys never depend on the run.
 //!
 //! Both engines fill the same [`FlowSummary`] and [`AggregateSummary`] from their own
@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
-use crate::mlppp::ControlStats;
+use crate::links::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
+use crate::links::mlppp::ControlStats;
 use crate::scenario::{Hop, Scenario};
 use crate::tcp::limits::Limit;
 
