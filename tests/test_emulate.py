@@ -15,9 +15,15 @@ import pytest
 from farlink import units
 from farlink.cli.app import main
 from farlink.emulate import emulate
+from farlink.sim import simulate
 from support import REAL_TIME, needs_namespaces
 
 NETNS = Path("/run/netns")
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[1] / "docs" / "result.schema.json").read_text(
+        encoding="utf-8"
+    )
+)
 
 
 pytestmark = [REAL_TIME, needs_namespaces("emulator")]
@@ -81,6 +87,14 @@ def test_a_short_bulk_transfer_over_the_wireless_path(tmp_path, capsys):
     assert "recovery" in settings["not_applied"]
     assert "cwnd_reduction" in settings["not_applied"]
     assert (out / "summary.json").exists() and (out / "tcp_info.parquet").exists()
+    # One flow summary for both engines: simulate's keys (the handshake aside, which only the
+    # simulator models), then the emulation's own; the result schema describes every one.
+    simulated = simulate("stpd-wireless", size="100KB", duration="20s", sets=["trace={}"])
+    sim_keys = set(simulated.summary["flows"][0]) - {"handshake"}
+    own = {"congestion", "setup_time_s", "kernel_settings", "error", "sender", "verified"}
+    assert set(flow) == sim_keys | own, set(flow) ^ (sim_keys | own)
+    assert set(flow) <= set(SCHEMA["$defs"]["flow"]["properties"])
+    assert flow["finish_s"] is not None and flow["finish_s"] >= flow["transfer_time_s"]
 
 
 @pytest.mark.parametrize(

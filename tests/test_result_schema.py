@@ -146,3 +146,18 @@ def test_simulates_flow_keys_are_accepted_as_emulate_gives_them_null_included():
     jsonschema.validate(None, SCHEMA["properties"]["fast_retransmits"])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"application": 1.0}, flow["limited_s"])
+
+
+@pytest.mark.parametrize(
+    ("preset", "sets"),
+    [("marchese-geo-stp", []), ("iridium-3", ["flows[0].tcp.handshake=true"])],
+)
+def test_the_schema_describes_every_key_of_the_cores_flow_summary(preset, sets):
+    # The schema's flow is the core's FlowSummary: no key of it goes undescribed (a split
+    # connection's relays and segments, a handshake included).
+    described = set(SCHEMA["$defs"]["flow"]["properties"])
+    flows = simulate(preset, duration="5s", sets=["trace={}", *sets]).summary["flows"]
+    assert any(f["relays"] or "handshake" in f for f in flows)
+    for flow in flows:
+        for f in [flow, *flow["segments"]]:
+            assert set(f) <= described, set(f) - described

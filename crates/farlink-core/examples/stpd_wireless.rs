@@ -86,7 +86,7 @@ fn main() {
     );
     println!(
         "  delivered {} bytes in {} data packets; {} retransmissions, {} timeouts, {} fast retransmits",
-        f.delivered_bytes, f.data_segments_delivered, f.retransmissions, f.timeouts, f.fast_retransmits
+        f.delivered_bytes, f.data_segments_delivered, f.retransmissions, f.timeouts, f.fast_retransmits.unwrap_or(0)
     );
     println!("  drops {:?}", s.aggregate.drops);
     let profile = if cfg!(debug_assertions) {

@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use crate::link::{drop_cause_code, DropCause};
+use crate::links::link::{drop_cause_code, DropCause};
 use crate::scenario::{LinkSpec, Tap, TapSite};
 use crate::tcp::segment::Segment;
 use crate::time::SimTime;
@@ -97,7 +97,7 @@ pub struct DropTrace {
     /// The packet was a SYN (`ack_packet` false) or a SYN-ACK (`ack_packet` true) of a
     /// simulated handshake; its `seq` is then 0.
     pub syn: Vec<bool>,
-    /// A code of [`crate::link::DROP_CAUSE_NAMES`] ([`crate::link::DROP_CAUSE_QUEUE_OVERFLOW`], ...).
+    /// A code of [`crate::links::link::DROP_CAUSE_NAMES`] ([`crate::links::link::DROP_CAUSE_QUEUE_OVERFLOW`], ...).
     pub cause: Vec<u8>,
 }
 
@@ -112,10 +112,10 @@ pub struct GoodputTrace {
 }
 
 /// Names of the member states of [`MemberStateTrace::state`], by code
-/// ([`crate::mlppp::MemberState`]): the modem states of seed 000 Figure 7.2, `idle` for a
+/// ([`crate::links::mlppp::MemberState`]): the modem states of seed 000 Figure 7.2, `idle` for a
 /// secondary waiting for its primary, and `call_lost` between a call drop and the moment it is
 /// noticed.
-pub const MEMBER_STATE_NAMES: [&str; 7] = crate::mlppp::MemberState::NAMES;
+pub const MEMBER_STATE_NAMES: [&str; 7] = crate::links::mlppp::MemberState::NAMES;
 
 /// Every state change of every bundle member (both directions of a member share one call).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -163,39 +163,10 @@ fn row_bytes<T>(v: &[T]) -> usize {
     std::mem::size_of_val(v)
 }
 
-/// Rows a trace hands to a [`TraceSink`] at a time, per table: 65,536 rows are 0.8 to 2.3 MiB
+/// Rows a trace hands to a [`crate::world::TraceSink`] at a time, per table: 65,536 rows are 0.8 to 2.3 MiB
 /// (rows are 13 to 36 bytes), and a table's vectors, grown by doubling, hold at most twice that
 /// before they are handed over.
 pub const CHUNK_ROWS: usize = 1 << 16;
-
-/// Where a run's trace rows go as it produces them, instead of staying in its [`Traces`]: the
-/// front end's writer (a Parquet file per trace, row group by row group). The engine hands
-/// over a table whenever it holds [`CHUNK_ROWS`] rows, and everything left at the end, so
-/// that a run's memory for traces is bounded by the chunks whatever its length.
-pub trait TraceSink {
-    /// Takes the rows of `chunk` (tables with nothing to hand over are empty), in the order
-    /// they were recorded: a table's chunks, concatenated, are the table a run without a sink
-    /// would hold. Returns `false` when the rows could not be kept (the run then stops).
-    fn rows(&mut self, chunk: Traces) -> bool;
-
-    /// Whether the sink takes the taps' captures too; if not, the taps stay in the result.
-    fn takes_captures(&self) -> bool {
-        false
-    }
-
-    /// Spool entries of tap `tap` ([`crate::world::CaptureStream::encode`]); `new_run`: they
-    /// begin a new sorted run at the spool's end rather than continue the last one.
-    fn capture(&mut self, tap: u32, new_run: bool, entries: &[u8]) -> bool {
-        let _ = (tap, new_run, entries);
-        true
-    }
-
-    /// The run is over: tap `stream.tap()`'s capture can be put together from its spool.
-    fn capture_done(&mut self, stream: crate::world::CaptureStream) -> bool {
-        let _ = stream;
-        true
-    }
-}
 
 /// Tap records a run streaming its captures holds before encoding them for the sink: at most
 /// 4,096 packets of at most 64 KiB are 256 MiB only for jumbo segments; 6 MiB at a 1,500-byte

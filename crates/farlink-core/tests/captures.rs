@@ -6,13 +6,11 @@ use std::collections::BTreeSet;
 use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
 use farlink_core::trace::TapRecord;
 use farlink_core::world::{address_map, write_pcap};
-use farlink_core::{parse_scenario_json, run, RunResult};
+use farlink_core::{parse_scenario_json, RunResult};
 use serde_json::{json, Value};
 
-fn run_json(v: &Value) -> RunResult {
-    let scenario = parse_scenario_json(&v.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario).unwrap_or_else(|e| panic!("{e}"))
-}
+mod support;
+use support::run_json;
 
 fn fnv64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

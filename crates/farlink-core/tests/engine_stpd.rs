@@ -154,7 +154,7 @@ fn wireless_stpd_keeps_its_goodput_under_random_loss() {
                 f.normalized_goodput,
                 f.normalized_goodput * 1000.0 / PAYLOAD_BYTES as f64,
                 f.timeouts,
-                f.fast_retransmits
+                f.fast_retransmits.unwrap_or(0)
             );
             row.push(f.normalized_goodput);
         }

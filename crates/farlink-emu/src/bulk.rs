@@ -62,7 +62,7 @@ pub(crate) struct SenderOutcome {
     pub(crate) fast_retransmits: Option<u64>,
     pub(crate) error: Option<String>,
     /// What farlink's sender counted on the wire (none for a kernel sender).
-    pub(crate) wire: Option<crate::report::WireSummary>,
+    pub(crate) wire: Option<crate::sender_timing::WireSummary>,
 }
 
 /// What the sink of one flow saw.

@@ -13,11 +13,11 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use serde::Serialize;
 
 use crate::bulk::{self, SenderPlan};
-use crate::driver::monotonic_ns;
+use crate::clock::monotonic_ns;
+use crate::error::EmuError;
 use crate::netns::{Netns, RunLock};
 use crate::signals::Signals;
 use crate::tun::Tun;
-use crate::EmuError;
 
 /// What carries the packets between the two namespaces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,9 +27,10 @@ use serde::Serialize;
 
 use crate::bulk::SinkOutcome;
 use crate::connections::{Connection, Monitor};
+use crate::error::EmuError;
 use crate::netns::Netns;
+use crate::options::CommandStdout;
 use crate::sockdiag::{self, DiagSocket, SockDiag};
-use crate::{CommandStdout, EmuError};
 use netlink_packet_sock_diag::inet::StateFlags;
 
 /// How long a server may take to listen on its port.

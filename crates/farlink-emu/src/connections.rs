@@ -13,11 +13,10 @@ use netlink_packet_sock_diag::inet::StateFlags;
 use serde::Serialize;
 
 use crate::bulk::{Sample, SenderOutcome, SinkOutcome, SAMPLE_INTERVAL};
-use crate::command::CommandReport;
+use crate::error::EmuError;
 use crate::netns::Netns;
 use crate::sockdiag::{DiagSocket, SockDiag};
 use crate::tcpinfo::TcpInfo;
-use crate::EmuError;
 
 /// One connection of the program's, as last seen.
 #[derive(Clone, Debug)]
@@ -181,7 +180,7 @@ fn is_transfer(c: &Connection, initial_window_segments: u32) -> bool {
 }
 
 /// The connections as the result lists them.
-fn reports(conns: &[Connection], initial_window_segments: u32) -> Vec<ConnectionReport> {
+pub(crate) fn reports(conns: &[Connection], initial_window_segments: u32) -> Vec<ConnectionReport> {
     conns
         .iter()
         .map(|c| ConnectionReport {
@@ -264,17 +263,15 @@ pub(crate) fn outcome(
 /// sender; the sinks, where there are any, count what they received, else the connections do,
 /// their last byte being, for bytes the program sent, the last data segment the links
 /// delivered to the receiver (`last_data_ns`, monotonic) if that came before the last ACK the
-/// sender saw (bytes the program received reached it when it saw them).
-/// The connections are listed in `report`.
+/// sender saw (bytes the program received reached it when it saw them). `exited`: the
+/// program ended by itself.
 pub(crate) fn first_flow(
     conns: &[Connection],
     sinks: Vec<SinkOutcome>,
-    report: &mut CommandReport,
+    exited: bool,
     initial_window_segments: u32,
     last_data_ns: Option<u64>,
 ) -> (Vec<SenderOutcome>, Vec<SinkOutcome>) {
-    report.connections = reports(conns, initial_window_segments);
-    let exited = report.ended_by == "exit";
     let (sender, mut counted) = outcome(conns, initial_window_segments, exited);
     let sent: u64 = conns.iter().map(|c| c.last.bytes_acked).sum();
     let received: u64 = conns.iter().map(|c| c.last.bytes_received).sum();

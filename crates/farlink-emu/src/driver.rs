@@ -33,11 +33,12 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use nix::time::clock_gettime;
 
+use crate::driver_stats::DriverStats;
+use crate::error::EmuError;
 use crate::offload::{Offload, Read, Tally};
 use crate::slab::{Meta, Slab};
 use crate::tun::Tun;
 use crate::wire_sender::WireFlow;
-use crate::EmuError;
 
 /// Packets from one end node to another, through these link directions.
 #[derive(Clone, Debug)]
@@ -46,41 +47,6 @@ pub(crate) struct Route {
     pub(crate) to_addr: [u8; 4],
     pub(crate) to_tun: usize,
     pub(crate) dirs: Vec<usize>,
-}
-
-/// What the driver counted.
-#[derive(Debug, Default)]
-pub(crate) struct DriverStats {
-    pub(crate) read_pkts: u64,
-    pub(crate) read_bytes: u64,
-    pub(crate) written_pkts: u64,
-    pub(crate) written_bytes: u64,
-    /// Packets the kernel sent that no route takes (not IPv4, or to no end node).
-    pub(crate) unroutable_pkts: u64,
-    pub(crate) write_errors: u64,
-    /// Link drops by cause code, all flows.
-    pub(crate) drops: [u64; N_DROP_CAUSES],
-    /// Per flow: drops by cause code.
-    pub(crate) flow_drops: Vec<[u64; N_DROP_CAUSES]>,
-    /// Per flow: data segments the links delivered to the receiver (duplicates included),
-    /// and ACKs the receiver sent (segments without data, SYN, FIN or RST): `simulate`'s
-    /// `data_segments_delivered` and `acks_sent`.
-    pub(crate) flow_data_delivered: Vec<u64>,
-    pub(crate) flow_acks_sent: Vec<u64>,
-    /// Per flow: when the links last delivered a data segment to the receiver (emulated
-    /// time), the end of a program's transfer as the sink's last byte is the built-in's.
-    pub(crate) flow_last_data_at: Vec<Option<SimTime>>,
-    /// Times the slab grew past its initial size.
-    pub(crate) slab_growths: u64,
-    /// Wake-ups by the timer, and deadlines reached by spinning.
-    pub(crate) timer_wakeups: u64,
-    pub(crate) spins: u64,
-    /// CPU time the driver's thread spent in its loop, user and system.
-    pub(crate) cpu_ns: u64,
-    /// The driver ran SCHED_FIFO.
-    pub(crate) realtime: bool,
-    /// Packets a capture could not take.
-    pub(crate) pcap_errors: u64,
 }
 
 /// How the driver reads and writes its TUN devices.
@@ -155,11 +121,8 @@ pub(crate) struct Driver {
     pub(crate) offload: Option<Offload>,
 }
 
-/// CLOCK_MONOTONIC in ns: the driver's clock, and the workload's.
-pub(crate) fn monotonic_ns() -> u64 {
-    let t = clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap_or(TimeSpec::new(0, 0));
-    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
-}
+// The link manager still reads the clock here; `crate::clock` is where it lives.
+pub(crate) use crate::clock::monotonic_ns;
 
 /// Both directions of link `link`, forward first.
 fn both_dirs(dirs: &mut [LinkDir], link: usize) -> [&mut LinkDir; 2] {
@@ -203,7 +166,7 @@ impl Driver {
                 flow_last_data_at: vec![None; n_flows],
                 ..DriverStats::default()
             },
-            departure_error_ns: crate::report::ns_histogram(),
+            departure_error_ns: crate::histogram::ns_histogram(),
             outcomes: vec![0; n_dirs],
             lost_ordinals: record_lost.then(|| vec![Vec::new(); n_dirs]),
             pcap: Vec::new(),

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use nix::fcntl::{Flock, FlockArg};
 use nix::sched::{setns, CloneFlags};
 
-use crate::EmuError;
+use crate::error::EmuError;
 
 const PREFIX: &str = "farlink-";
 const NETNS_DIR: &str = "/run/netns";

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::EmuError;
 use crate::netns::Netns;
-use crate::EmuError;
 
 /// The `TcpExt` counters of the calling thread's namespace (`/proc/thread-self`: `/proc/self`
 /// is the process's, whose main thread is in the host's namespace).

@@ -17,7 +17,7 @@ use farlink_core::time::SimTime;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::driver::DriverStats;
+use crate::driver_stats::DriverStats;
 use crate::tun::Tun;
 
 /// What the offload path did, beside the per-packet counts of the driver.
@@ -144,7 +144,7 @@ fn write(
     stats: &mut OffloadStats,
     tally: &mut Tally<'_>,
 ) {
-    let now_ns = crate::driver::monotonic_ns().saturating_sub(tally.t0_ns);
+    let now_ns = crate::clock::monotonic_ns().saturating_sub(tally.t0_ns);
     let ok = tun.send(o.bytes).is_ok();
     stats.writes += 1;
     if o.segments > 1 {

@@ -1,42 +1,16 @@
-//! The keys of `simulate`'s flow summary that an emulation fills from the kernel and the links
-//! (`segments_sent`, `min_rtt_s`, `fast_retransmits`, `limited_s`, `limited_by`,
-//! `data_segments_delivered`, `acks_sent`); `null` where the kernel cannot say
+//! The figures of `simulate`'s flow summary that the kernel keeps in its own terms: entries into
+//! fast recovery (per namespace, attributed to a flow where it sends alone there) and the time
+//! held back by each cause (from the kernel's chronographs); `null` where the kernel cannot say
 //! (docs/emulator.md, "What the result holds").
 
 use std::collections::BTreeMap;
 
 use farlink_core::world::limit_fields;
-use serde::Serialize;
 
 use crate::bulk::SenderOutcome;
 use crate::netns::Netns;
 use crate::nstat;
 use crate::tcpinfo::TcpInfo;
-
-/// A flow's keys shared with `simulate`'s summary.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct FlowParity {
-    /// Data segments sent, retransmissions included (`tcpi_data_segs_out`).
-    pub segments_sent: Option<u64>,
-    /// Entries into fast recovery: the sender namespace's `TCPSackRecovery` +
-    /// `TCPRenoRecovery` where the flow is the only sender there (farlink's sender: its own
-    /// count); `null` where flows share the namespace.
-    pub fast_retransmits: Option<u64>,
-    /// Data segments the links delivered to the receiver, duplicates included.
-    pub data_segments_delivered: u64,
-    /// ACKs the receiver sent (segments without data, SYN, FIN or RST).
-    pub acks_sent: u64,
-    /// The least RTT the sender measured (`tcpi_min_rtt`).
-    pub min_rtt_s: Option<f64>,
-    /// Seconds held back by each of `simulate`'s causes, from the kernel's chronographs:
-    /// `receive_window` (`tcpi_rwnd_limited`), `send_buffer` (`tcpi_sndbuf_limited`),
-    /// `congestion_window` (the rest of `tcpi_busy_time`: the window or pacing, a standing queue
-    /// at the bottleneck included), `application` (the active time outside `tcpi_busy_time`);
-    /// `link` is `null` (the kernel does not tell a queue from its window). `null` without
-    /// chronographs (farlink's sender, kernels before 4.10).
-    pub limited_s: Option<BTreeMap<String, Option<f64>>>,
-    pub limited_by: Option<String>,
-}
 
 /// Per flow, entries into fast recovery where they are that flow's alone; and all flows'.
 #[derive(Clone, Debug, Default)]
@@ -112,7 +86,7 @@ fn attribute(
 
 /// `limited_s` and `limited_by` from the kernel's chronographs over `active_ns` (from the
 /// first write to the finish, or the end of the run).
-fn limits(
+pub(crate) fn limits(
     info: &TcpInfo,
     active_ns: u64,
 ) -> (Option<BTreeMap<String, Option<f64>>>, Option<String>) {
@@ -135,34 +109,11 @@ fn limits(
     let seconds = seconds
         .into_iter()
         .map(|(k, v)| {
-            let v = (k != "link").then_some(v);
+            let v = v.filter(|_| k != "link");
             (k, v)
         })
         .collect();
     (Some(seconds), most)
-}
-
-/// Flow `k`'s keys: its sender's last `TCP_INFO`, what the links counted, its recoveries.
-pub(crate) fn flow(
-    snd: Option<&SenderOutcome>,
-    active_ns: u64,
-    data_segments_delivered: u64,
-    acks_sent: u64,
-    fast_retransmits: Option<u64>,
-) -> FlowParity {
-    let last = snd.and_then(|s| s.last);
-    let (limited_s, limited_by) = last.map_or((None, None), |i| limits(&i, active_ns));
-    FlowParity {
-        segments_sent: last.and_then(|i| i.data_segs_out).map(u64::from),
-        fast_retransmits,
-        data_segments_delivered,
-        acks_sent,
-        min_rtt_s: last
-            .and_then(|i| i.min_rtt_us)
-            .map(|us| f64::from(us) / 1e6),
-        limited_s,
-        limited_by,
-    }
 }
 
 #[cfg(test)]

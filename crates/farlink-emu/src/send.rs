@@ -34,11 +34,11 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sched::{setns, CloneFlags};
 use sha2::{Digest as _, Sha256};
 
+use crate::error::EmuError;
 use crate::netns::ip;
 use crate::signals::Signals;
 use crate::tun::Tun;
 use crate::wire_sender::payload_seed;
-use crate::EmuError;
 
 /// The prefix of every namespace and device farlink makes.
 const FARLINK_PREFIX: &str = "farlink-";

@@ -1,5 +1,6 @@
 //! How promptly farlink's sender on the wire answers what it receives, and what its own work
-//! costs: the ACK-to-send latency and the time spent inside the sender's calls.
+//! costs: the ACK-to-send latency and the time spent inside the sender's calls; with its
+//! counters, what the result says of that sender ([`WireSummary`]).
 //!
 //! The ACK-to-send latency runs from the instant the driver hands the sender a packet (an ACK
 //! the kernel receiver sent, delivered by the last link of the route) to the instant the
@@ -12,8 +13,41 @@
 
 use hdrhistogram::Histogram;
 
-use crate::driver::monotonic_ns;
-use crate::report::{ns_histogram, Percentiles};
+use crate::clock::monotonic_ns;
+use crate::histogram::{ns_histogram, Percentiles};
+
+/// What farlink's sender counted on the wire.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct WireSummary {
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    pub dsack_blocks: u64,
+    pub out_of_window: u64,
+    pub malformed: u64,
+    pub window_probes: u64,
+    pub fin_transmissions: u64,
+    /// The sender's ACK-to-send latency and busy time.
+    pub timing: SenderTimingSummary,
+}
+
+impl WireSummary {
+    pub(crate) fn new(
+        w: &farlink_core::tcp::wire_client::WireStats,
+        window_probes: u64,
+        timing: SenderTimingSummary,
+    ) -> Self {
+        WireSummary {
+            packets_sent: w.packets_sent,
+            packets_received: w.packets_received,
+            dsack_blocks: w.dsack_blocks,
+            out_of_window: w.out_of_window,
+            malformed: w.malformed,
+            window_probes,
+            fin_transmissions: w.fin_transmissions,
+            timing,
+        }
+    }
+}
 
 /// One sender's latency histograms and busy time.
 pub(crate) struct SenderTiming {

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
-use crate::EmuError;
+use crate::error::EmuError;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The signal that ended the last run interrupted (0: none yet), for its exit status.

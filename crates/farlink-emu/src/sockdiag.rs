@@ -21,9 +21,9 @@ use netlink_sys::{Socket, SocketAddr as NetlinkAddr};
 use nix::sys::socket::{self, sockopt};
 use nix::sys::time::TimeVal;
 
+use crate::error::EmuError;
 use crate::netns::Netns;
 use crate::tcpinfo::TcpInfo;
-use crate::EmuError;
 
 /// The sock_diag multicast group of TCP sockets being destroyed (`SKNLGRP_INET_TCP_DESTROY`).
 const TCP_DESTROY_GROUP: u32 = 1;

@@ -8,7 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 
-use crate::EmuError;
+use crate::error::EmuError;
 
 /// An open TUN device; the device disappears when this is dropped.
 #[derive(Debug)]

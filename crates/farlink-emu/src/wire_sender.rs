@@ -22,11 +22,12 @@ use farlink_core::tcp::wire_client::{WireClient, WireClientConfig};
 use farlink_core::time::{SimDuration, SimTime};
 
 use crate::bulk::{Sample, SenderOutcome, SAMPLE_INTERVAL};
+use crate::error::EmuError;
 use crate::kernel::kernel_controllers;
-use crate::report::{FlowSettings, WireSummary};
-use crate::sender_timing::SenderTiming;
+use crate::options::EmuOptions;
+use crate::sender_timing::{SenderTiming, WireSummary};
+use crate::settings::FlowSettings;
 use crate::tcpinfo::TcpInfo;
-use crate::{EmuError, EmuOptions};
 
 /// The sending end of one flow.
 #[derive(Clone, Debug)]

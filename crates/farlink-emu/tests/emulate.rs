@@ -63,16 +63,16 @@ fn a_short_bulk_transfer_over_the_wireless_path_completes_with_sane_figures() {
     let r = emulate(&sc, &EmuOptions::default()).unwrap();
     eprintln!("{}", serde_json::to_string_pretty(&r).unwrap());
     let f = &r.flows[0];
-    assert!(f.finished, "{f:?}");
-    assert_eq!(f.delivered_bytes, 200_000);
+    assert!(f.summary.finished, "{f:?}");
+    assert_eq!(f.summary.delivered_bytes, 200_000);
     // 200 kB at 1.5 Mbit/s is 1.07 s of serialisation, plus slow start over a 160 ms RTT.
-    let t = f.transfer_time_s.unwrap();
+    let t = f.summary.transfer_time_s.unwrap();
     assert!((1.07..8.0).contains(&t), "transfer time {t}");
     assert!(
-        f.normalized_goodput > 0.1 && f.normalized_goodput <= 1.0,
+        f.summary.normalized_goodput > 0.1 && f.summary.normalized_goodput <= 1.0,
         "{f:?}"
     );
-    let rtt = f.final_srtt_s.unwrap();
+    let rtt = f.summary.final_srtt_s.unwrap();
     assert!((0.15..1.0).contains(&rtt), "srtt {rtt}");
     let e = &r.emulator;
     assert!(e.packets_written > 200_000 / 1000, "{e:?}");
@@ -164,12 +164,21 @@ fn a_controller_only_farlink_has_runs_on_farlink_s_sender_to_the_kernel_receiver
     };
     let r = emulate(&sc, &opts).unwrap();
     let f = &r.flows[0];
-    assert_eq!((f.sender, f.congestion.as_str()), ("farlink", "vegas"));
-    assert_eq!(f.error, None);
-    assert!(f.finished && f.verified == Some(true), "{f:?}");
-    assert_eq!(f.delivered_bytes, 100_000);
+    assert_eq!(
+        (f.emulation.sender, f.emulation.congestion.as_str()),
+        ("farlink", "vegas")
+    );
+    assert_eq!(f.emulation.error, None);
+    assert!(
+        f.summary.finished && f.emulation.verified == Some(true),
+        "{f:?}"
+    );
+    assert_eq!(f.summary.delivered_bytes, 100_000);
     // The links carried the farlink sender's own packets, and it parsed every answer.
-    let wire = f.wire.expect("farlink's sender reports its wire counters");
+    let wire = f
+        .emulation
+        .wire
+        .expect("farlink's sender reports its wire counters");
     assert!(wire.packets_sent > 70 && wire.malformed == 0, "{wire:?}");
 }
 
@@ -198,7 +207,7 @@ fn the_hosts_interfaces_routes_and_qdiscs_are_the_same_after_a_run() {
     let before = host_network();
     let sc = parse_scenario_json(&wireless("30KB", r#"{"model": "none"}"#, "10s")).unwrap();
     let r = emulate(&sc, &EmuOptions::default()).unwrap();
-    assert!(r.flows[0].finished);
+    assert!(r.flows[0].summary.finished);
     assert_eq!(host_network(), before);
     let left: Vec<String> = std::fs::read_dir("/run/netns")
         .map(|d| {

@@ -22,9 +22,9 @@ mod linkmgr;
 
 use farlink_core::trace::{
     AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
-    RtoTrace, RttTrace, SeqTrace, TraceSink, Traces,
+    RtoTrace, RttTrace, SeqTrace, Traces,
 };
-use farlink_core::world::{self, Budget, Progress, RunControl, RunError, RunResult};
+use farlink_core::world::{self, Budget, Progress, RunControl, RunError, RunResult, TraceSink};
 use numpy::IntoPyArray;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};

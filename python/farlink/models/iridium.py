@@ -35,7 +35,7 @@ from the moment it connects until its call drop is noticed: an exponential time 
 (section 5.3) plus the detection delay T_L; it is then down for the redial time R (T_d plus the
 dial). So it is up with probability A = (1/β + T_L) / (1/β + T_L + R), and, members being
 independent, all n are up with probability A^n (the engine reproduces this, a test in
-``crates/farlink-core/src/mlppp/tests.rs``).
+``crates/farlink-core/src/links/mlppp/tests.rs``).
 
 ARQ estimates. With selective repeat each damaged frame costs one more frame time, so a
 member carries (1 − P_f) of its rate; with go-back-N each costs N frame slots,

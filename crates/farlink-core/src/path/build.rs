@@ -2,11 +2,11 @@
 
 use super::bundle::BundleDriver;
 use super::dir::LinkDir;
-use crate::arq::ArqLink;
-use crate::link::{Link, LinkConfig};
+use crate::links::arq::ArqLink;
+use crate::links::link::{Link, LinkConfig};
+use crate::links::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
+use crate::links::rlp::{RlpLink, SharedChannel};
 use crate::loss::AnyLoss;
-use crate::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
-use crate::rlp::{RlpLink, SharedChannel};
 use crate::rng::StreamRng;
 use crate::scenario::{Hop, LinkSpec, MemberSpec, Scenario, ScenarioError};
 
@@ -197,7 +197,7 @@ pub fn member_arq_link(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::{LinkEvent, Packet};
+    use crate::links::link::{LinkEvent, Packet};
     use crate::loss::{Bernoulli, LossModel};
     use crate::scenario::parse_scenario_json;
     use crate::time::SimTime;

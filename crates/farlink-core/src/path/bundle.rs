@@ -1,6 +1,6 @@
 //! [`BundleDriver`]: a bundle's control plane at run time, driven by whoever owns the clock.
 //!
-//! A bundle link is, in each direction, a [`crate::mlppp::BundleDir`] (its data plane), and one
+//! A bundle link is, in each direction, a [`crate::links::mlppp::BundleDir`] (its data plane), and one
 //! [`BundleControl`] for the members' calls, which both directions share. The driver owns the
 //! randomness the components do not draw themselves, each from its own stream:
 //!
@@ -17,7 +17,7 @@
 //! clock: every entry point takes `now`.
 
 use super::dir::LinkDir;
-use crate::mlppp::{BundleControl, ControlCommand, ControlConfig};
+use crate::links::mlppp::{BundleControl, ControlCommand, ControlConfig};
 use crate::modem::SupervisorConfig;
 use crate::rng::StreamRng;
 use crate::scenario::{LinkSpec, ScenarioError};

@@ -1,17 +1,17 @@
 //! [`LinkDir`]: one direction of a link, whichever kind it is, behind one interface.
 
-use crate::link::{drop_cause_code, N_DROP_CAUSES};
-use crate::link::{Departure, DropCause, Link, LinkEvent, LinkStats, Packet};
+use crate::links::link::{drop_cause_code, N_DROP_CAUSES};
+use crate::links::link::{Departure, DropCause, Link, LinkEvent, LinkStats, Packet};
+use crate::links::mlppp::BundleDir;
+use crate::links::rlp::{RlpLink, SharedChannel};
 use crate::loss::AnyLoss;
-use crate::mlppp::BundleDir;
-use crate::rlp::{RlpLink, SharedChannel};
 use crate::time::SimTime;
 
 /// A radio hop direction with both of its channels shared with the other direction.
 pub type RadioDir = RlpLink<SharedChannel<AnyLoss>, SharedChannel<AnyLoss>>;
 
 /// One direction of a link: a plain link, a bundle's data plane, or one direction of an
-/// IS-707 radio hop ([`crate::rlp`]). An enum rather than a trait object: every call on the
+/// IS-707 radio hop ([`crate::links::rlp`]). An enum rather than a trait object: every call on the
 /// per-packet path is a match, never a virtual call, and nothing is boxed per packet. Plain
 /// links stay inline (they are the hot path of most scenarios); the larger, rarer others are
 /// boxed once at build.
@@ -94,7 +94,7 @@ impl LinkDir {
         }
     }
 
-    /// Packets dropped, by drop-cause code ([`crate::link::drop_cause_code`]).
+    /// Packets dropped, by drop-cause code ([`crate::links::link::drop_cause_code`]).
     pub fn drops_by_cause(&self) -> [u64; N_DROP_CAUSES] {
         match self {
             LinkDir::Link(l) => {

@@ -3,7 +3,7 @@
 //! emulator (crate `farlink-emu`) with the wall clock. Nothing here reads a clock, sleeps or
 //! touches a socket: every entry point takes `now`.
 //!
-//! * [`LinkDir`]: one direction of a link (a plain [`crate::link::Link`], a bundle's data
+//! * [`LinkDir`]: one direction of a link (a plain [`crate::links::link::Link`], a bundle's data
 //!   plane, a radio hop direction) behind one interface: `offer`, `poll`, `next_wakeup`,
 //!   stats;
 //! * [`build`]: every link direction and bundle driver of a validated scenario, each with its

@@ -8,7 +8,6 @@ use std::str::FromStr;
 use serde_json::{Map, Value};
 
 use super::profile::TcpProfile;
-use super::resolved::DERIVED_FIELDS;
 
 /// One step of a path: a field or an index.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,14 +27,17 @@ pub(super) struct Origins {
 }
 
 /// Where each leaf of `resolved` came from, `input` being the document it was resolved from.
-pub(super) fn origins(input: &Value, resolved: &Value) -> Origins {
+/// Fields named in `derived` (the resolved document's, which no scenario sets) are passed
+/// over, with all below them.
+pub(super) fn origins(input: &Value, resolved: &Value, derived: &[&str]) -> Origins {
     let mut out = Origins::default();
-    walk(input, resolved, None, &mut Vec::new(), &mut out);
+    walk(input, derived, resolved, None, &mut Vec::new(), &mut out);
     out
 }
 
 fn walk(
     input: &Value,
+    derived: &[&str],
     node: &Value,
     parent: Option<&Map<String, Value>>,
     path: &mut Vec<Step>,
@@ -44,11 +46,11 @@ fn walk(
     match node {
         Value::Object(map) => {
             for (key, value) in map {
-                if DERIVED_FIELDS.contains(&key.as_str()) {
+                if derived.contains(&key.as_str()) {
                     continue;
                 }
                 path.push(Step::Key(key.clone()));
-                walk(input, value, Some(map), path, out);
+                walk(input, derived, value, Some(map), path, out);
                 path.pop();
             }
         }
@@ -56,7 +58,7 @@ fn walk(
         Value::Array(items) if items.iter().any(Value::is_object) => {
             for (i, item) in items.iter().enumerate() {
                 path.push(Step::Index(i));
-                walk(input, item, None, path, out);
+                walk(input, derived, item, None, path, out);
                 path.pop();
             }
         }
@@ -245,7 +247,7 @@ mod tests {
                                          "rev": {"rate_bps": 1, "queue_pkts": 100}}],
                               "flows": [{"tcp": {"mss_bytes": 1000, "min_rto_s": 1.0}}]});
         assert_eq!(
-            origins(&input, &resolved),
+            origins(&input, &resolved, &[]),
             Origins {
                 defaults: vec![
                     "flows[0].tcp.min_rto_s".into(),
@@ -266,7 +268,7 @@ mod tests {
             "delayed_ack_timeout_s": null, "min_rto_s": 1.0, "rto": "linux",
             "max_rto_s": 120.0, "cc": "cubic-linux", "growth": "per-ack"}}]});
         assert_eq!(
-            origins(&input, &resolved),
+            origins(&input, &resolved, &[]),
             Origins {
                 defaults: vec![
                     // Delayed ACKs switched off: no timer, Linux's or other.

@@ -367,7 +367,7 @@ impl Resolved {
             from_profile: Vec::new(),
         };
         if let Ok(value) = serde_json::to_value(&resolved) {
-            let origins = super::defaults::origins(input, &value);
+            let origins = super::defaults::origins(input, &value, DERIVED_FIELDS);
             resolved.defaults = origins.defaults;
             resolved.from_profile = origins.from_profile;
         }

@@ -62,7 +62,7 @@ const MAX_CAPTURED_PACKET_BYTES: usize = 1500;
 pub struct Budget {
     pub max_events: u64,
     pub max_memory_bytes: u64,
-    /// Bound on what a run streaming its traces ([`crate::trace::TraceSink`]) writes.
+    /// Bound on what a run streaming its traces ([`crate::world::TraceSink`]) writes.
     pub max_disk_bytes: u64,
 }
 
@@ -174,7 +174,7 @@ pub fn estimate(sc: &Scenario) -> Estimate {
 }
 
 /// What a scenario costs to run; with `streamed` its trace rows go to a sink as they are
-/// recorded ([`crate::trace::TraceSink`]), so memory holds one buffer per trace switched on
+/// recorded ([`crate::world::TraceSink`]), so memory holds one buffer per trace switched on
 /// and the rows count as disk instead; with `captures_streamed` too the captures of its taps,
 /// which take twice their size on disk until the run ends (a spool and the capture).
 pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> Estimate {
@@ -614,7 +614,7 @@ mod tests {
         largest_chunk_rows: usize,
     }
 
-    impl crate::trace::TraceSink for Collect {
+    impl crate::world::TraceSink for Collect {
         fn rows(&mut self, chunk: Traces) -> bool {
             self.chunks += 1;
             self.largest_chunk_rows = self.largest_chunk_rows.max(chunk.max_table_rows());

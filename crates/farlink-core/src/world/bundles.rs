@@ -10,7 +10,7 @@ use super::summary::{
     BundleCalls, BundleDirectionSummary, BundleSummary, RlpDirectionSummary, RlpSummary,
 };
 use super::{cause_map, Dir, Event, Timer, World};
-use crate::link::N_DROP_CAUSES;
+use crate::links::link::N_DROP_CAUSES;
 use crate::path::{dir_index, BundleDriver, BundleEvent, BundleOutput, LinkDir};
 use crate::scenario::Hop;
 use crate::time::SimTime;

@@ -17,7 +17,7 @@
 //!
 //! The spool is a sequence of entries: the record's time (nanoseconds, `u64` little-endian),
 //! its length (`u32` little-endian), then the pcap record. The core writes no file: the front
-//! end owns the spool and the capture file ([`crate::trace::TraceSink::capture`]).
+//! end owns the spool and the capture file ([`crate::world::TraceSink::capture`]).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -282,7 +282,8 @@ pub fn assemble<R: io::Read, W: io::Write>(
 mod tests {
     use super::*;
     use crate::scenario::parse_scenario_json;
-    use crate::trace::{TraceSink, Traces};
+    use crate::trace::Traces;
+    use crate::world::TraceSink;
     use crate::world::{run, run_with, write_pcap, Budget, RunControl};
 
     /// Spools in memory, as a front end spools into files.

@@ -14,12 +14,12 @@
 //!
 //! A packet in flight is a slot in a slab (`Vec` plus free list): the `tcp::Segment`, its flow,
 //! whether it is data or an ACK, and the index of the hop it is on. Links carry only the slot
-//! index and the wire size ([`crate::link::Packet`]), so nothing is allocated per packet once
+//! index and the wire size ([`crate::links::link::Packet`]), so nothing is allocated per packet once
 //! the slab has grown to the largest number of packets ever in flight. Forwarding at a node is
 //! instantaneous: a packet delivered by one link is offered to the next hop's link at the same
 //! instant. Data follows the flow's route; ACKs follow it reversed, through the same links. A
 //! link direction is a plain [`Link`] or one direction of a multilink PPP bundle
-//! ([`crate::mlppp::BundleDir`], glued in `bundles.rs`), forwarded alike.
+//! ([`crate::links::mlppp::BundleDir`], glued in `bundles.rs`), forwarded alike.
 //!
 //! A flow with `tcp.handshake` has its sender built by `Sender::connect` and its receiver by
 //! `Receiver::listen`: the SYN is the sender's first output and travels the data path, the
@@ -49,6 +49,7 @@ mod bundles;
 pub mod capture;
 mod capture_stream;
 mod relay;
+mod sink;
 mod summary;
 
 pub use address_map::{address_map, address_map_json, AddressMap};
@@ -58,17 +59,18 @@ pub use capture_stream::{
     assemble as capture_stream_assemble, spool_entry, CaptureAssembler, CaptureStream,
     SPOOL_ENTRY_HEADER_BYTES,
 };
+pub use sink::TraceSink;
 
 pub use summary::{
-    aggregate_capacity_bps, cause_map, limit_fields, AggregateSummary, BundleCalls,
-    BundleDirectionSummary, BundleSummary, DirectionSummary, FlowSummary, HandshakeSummary,
-    LinkSummary, LossyLinkSummary, RelaySummary, RlpDirectionSummary, RlpSummary, Summary,
-    SUMMARY_SCHEMA_VERSION,
+    aggregate_capacity_bps, cause_map, flow_bottleneck_bps, goodput_bps, limit_fields,
+    normalized_goodput, ActiveSpan, AggregateSummary, BundleCalls, BundleDirectionSummary,
+    BundleSummary, DirectionSummary, FlowSummary, HandshakeSummary, LinkSummary, LossyLinkSummary,
+    RelaySummary, RlpDirectionSummary, RlpSummary, Summary, SUMMARY_SCHEMA_VERSION,
 };
 
 use bundles::BundleRt;
 
-use crate::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
+use crate::links::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
 use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
 use crate::sched::EventQueue;
@@ -77,7 +79,7 @@ use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::{SimDuration, SimTime};
-use crate::trace::{TapInfo, TapRecord, TraceSink, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
+use crate::trace::{TapInfo, TapRecord, Traces, CHUNK_ROWS, CHUNK_TAP_RECORDS};
 
 /// How often a run streaming its traces looks for full tables to hand to the sink: a few rows
 /// per event at most, so a table passes [`CHUNK_ROWS`] by a few hundred rows at most.
@@ -436,7 +438,7 @@ fn dir_index(hop: Hop) -> u32 {
 use path::direction_name;
 
 fn cause_index(cause: DropCause) -> usize {
-    usize::from(crate::link::drop_cause_code(cause))
+    usize::from(crate::links::link::drop_cause_code(cause))
 }
 
 /// The first point of the grid `k * interval` at or after `t`.
@@ -513,12 +515,7 @@ impl<'s> World<'s> {
                 .rev()
                 .map(|&h| dir_index(h.reversed()))
                 .collect();
-            let bottleneck_bps = c
-                .path
-                .iter()
-                .map(|h| sc.links()[h.link].direction(h.forward).rate.bps())
-                .min()
-                .unwrap_or(0);
+            let bottleneck_bps = flow_bottleneck_bps(sc, c.path);
             queue.push(f.start, Event::Start { flow: i as u32 });
             if let (Some(stop), true) = (f.stop, c.first) {
                 if stop <= end {
@@ -1413,12 +1410,10 @@ impl<'s> World<'s> {
         let start = fl.app.start;
         let finish = fl.app.finish();
         let active_end = fl.app.active_end(sim_end);
-        let active_s = active_end.saturating_since(start).as_secs_f64();
-        let goodput_bps = if active_s > 0.0 {
-            fl.app.read_bytes() as f64 * 8.0 / active_s
-        } else {
-            0.0
-        };
+        let goodput_bps = goodput_bps(
+            fl.app.read_bytes(),
+            active_end.saturating_since(start).as_nanos(),
+        );
         let active = fl.app.started().then_some((start, active_end));
         let rtt = fl.sender.rtt();
         let (limited_s, limited_by) = summary::limit_fields(fl.sender.limited_nanos(active_end));
@@ -1435,27 +1430,23 @@ impl<'s> World<'s> {
             app_bytes: fl.app.reported_bytes(),
             goodput_bps,
             bottleneck_bps: fl.bottleneck_bps,
-            normalized_goodput: if fl.bottleneck_bps > 0 {
-                goodput_bps / fl.bottleneck_bps as f64
-            } else {
-                0.0
-            },
-            segments_sent: s.segments_sent,
-            bytes_sent: s.bytes_sent,
+            normalized_goodput: normalized_goodput(goodput_bps, fl.bottleneck_bps),
+            segments_sent: Some(s.segments_sent),
+            bytes_sent: Some(s.bytes_sent),
             retransmissions: s.retransmitted_segments,
-            retransmitted_bytes: s.retransmitted_bytes,
+            retransmitted_bytes: Some(s.retransmitted_bytes),
             timeouts: s.timeouts,
-            fast_retransmits: s.fast_retransmits,
-            window_probes: s.window_probes,
+            fast_retransmits: Some(s.fast_retransmits),
+            window_probes: Some(s.window_probes),
             data_segments_delivered: fl.counts.data_delivered,
             acks_sent: fl.counts.acks_sent,
-            acks_delivered: fl.counts.acks_delivered,
+            acks_delivered: Some(fl.counts.acks_delivered),
             drops: cause_map(fl.counts.drops),
-            final_cwnd_bytes: fl.sender.cwnd_bytes(),
+            final_cwnd_bytes: Some(fl.sender.cwnd_bytes()),
             final_srtt_s: rtt.srtt().map(SimDuration::as_secs_f64),
-            final_rto_s: rtt.rto().as_secs_f64(),
+            final_rto_s: Some(rtt.rto().as_secs_f64()),
             min_rtt_s: rtt.min_rtt().map(SimDuration::as_secs_f64),
-            limited_s,
+            limited_s: Some(limited_s),
             limited_by,
             handshake: self.conn_ends(c).2.handshake.then(|| {
                 let r = fl.receiver.stats();
@@ -1482,39 +1473,16 @@ impl<'s> World<'s> {
         let sim_end = self.sim_end;
         let nodes = sc.nodes();
         let mut flows = Vec::with_capacity(sc.flows().len());
-        let mut span: Option<(SimTime, SimTime)> = None;
+        let mut span = ActiveSpan::default();
         for i in 0..self.flow_conns.len() {
             let (summary, active) = self.flow_summary(i);
             if let Some((a, b)) = active {
-                span = Some(match span {
-                    None => (a, b),
-                    Some((x, y)) => (x.min(a), y.max(b)),
-                });
+                span.include(a.as_nanos(), b.as_nanos());
             }
             flows.push(summary);
         }
-
-        let delivered: u64 = flows.iter().map(|f| f.delivered_bytes).sum();
-        let span_s = span.map_or(0.0, |(a, b)| b.saturating_since(a).as_secs_f64());
-        let goodput_bps = if span_s > 0.0 {
-            delivered as f64 * 8.0 / span_s
-        } else {
-            0.0
-        };
-        let bottleneck_bps = aggregate_capacity_bps(sc);
-        let aggregate = AggregateSummary {
-            delivered_bytes: delivered,
-            goodput_bps,
-            bottleneck_bps,
-            normalized_goodput: bottleneck_bps
-                .filter(|&b| b > 0)
-                .map(|b| goodput_bps / b as f64),
-            retransmissions: flows.iter().map(|f| f.retransmissions).sum(),
-            timeouts: flows.iter().map(|f| f.timeouts).sum(),
-            fast_retransmits: flows.iter().map(|f| f.fast_retransmits).sum(),
-            data_segments_delivered: flows.iter().map(|f| f.data_segments_delivered).sum(),
-            drops: cause_map(self.dropped),
-        };
+        let fast_retransmits = flows.iter().map(|f| f.fast_retransmits).sum();
+        let aggregate = AggregateSummary::of(sc, &flows, span, fast_retransmits, self.dropped);
 
         let sim_s = sim_end.as_secs_f64();
         let direction = |i: usize, forward: bool| -> DirectionSummary {

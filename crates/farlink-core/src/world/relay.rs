@@ -17,7 +17,7 @@
 
 use std::ops::Range;
 
-use super::{cause_map, FlowSummary, RelaySummary, World};
+use super::{cause_map, goodput_bps, normalized_goodput, FlowSummary, RelaySummary, World};
 use crate::scenario::{Hop, Scenario, TcpSpec};
 use crate::time::SimTime;
 
@@ -226,7 +226,6 @@ impl World<'_> {
         let (mut s, active) = self.conn_summary(range.start);
         let (start, finish) = (first.app.start, last.app.finish());
         let active_end = first.app.active_end_with(finish, self.sim_end);
-        let active_s = active_end.saturating_since(start).as_secs_f64();
         s.name = spec.name.clone();
         s.from = nodes[spec.from].clone();
         s.to = nodes[spec.to].clone();
@@ -234,29 +233,25 @@ impl World<'_> {
         s.finish_s = finish.map(SimTime::as_secs_f64);
         s.transfer_time_s = finish.map(|t| t.saturating_since(start).as_secs_f64());
         s.delivered_bytes = last.app.read_bytes();
-        s.goodput_bps = if active_s > 0.0 {
-            last.app.read_bytes() as f64 * 8.0 / active_s
-        } else {
-            0.0
-        };
+        s.goodput_bps = goodput_bps(
+            last.app.read_bytes(),
+            active_end.saturating_since(start).as_nanos(),
+        );
         s.bottleneck_bps = segments.iter().map(|g| g.bottleneck_bps).min().unwrap_or(0);
-        s.normalized_goodput = if s.bottleneck_bps > 0 {
-            s.goodput_bps / s.bottleneck_bps as f64
-        } else {
-            0.0
-        };
+        s.normalized_goodput = normalized_goodput(s.goodput_bps, s.bottleneck_bps);
         let sum = |get: fn(&FlowSummary) -> u64| segments.iter().map(get).sum::<u64>();
-        s.segments_sent = sum(|g| g.segments_sent);
-        s.bytes_sent = sum(|g| g.bytes_sent);
+        let sum_of = |get: fn(&FlowSummary) -> Option<u64>| segments.iter().map(get).sum();
+        s.segments_sent = sum_of(|g| g.segments_sent);
+        s.bytes_sent = sum_of(|g| g.bytes_sent);
         s.retransmissions = sum(|g| g.retransmissions);
-        s.retransmitted_bytes = sum(|g| g.retransmitted_bytes);
+        s.retransmitted_bytes = sum_of(|g| g.retransmitted_bytes);
         s.timeouts = sum(|g| g.timeouts);
-        s.fast_retransmits = sum(|g| g.fast_retransmits);
-        s.window_probes = sum(|g| g.window_probes);
+        s.fast_retransmits = sum_of(|g| g.fast_retransmits);
+        s.window_probes = sum_of(|g| g.window_probes);
         s.data_segments_delivered = sum(|g| g.data_segments_delivered);
         s.acks_sent = sum(|g| g.acks_sent);
-        s.acks_delivered = sum(|g| g.acks_delivered);
-        let mut drops = [0u64; crate::link::N_DROP_CAUSES];
+        s.acks_delivered = sum_of(|g| g.acks_delivered);
+        let mut drops = [0u64; crate::links::link::N_DROP_CAUSES];
         for c in range.clone() {
             for (d, n) in drops.iter_mut().zip(self.flows[c].counts.drops) {
                 *d += n;

@@ -1,15 +1,21 @@
 //! The summary of a run: what the front end prints, stores and compares across engines.
 //!
 //! Plain serialisable values, built once at the end of a run. Rates are bit/s, times seconds,
-//! sizes bytes; maps of drops are keyed by the cause names of [`crate::link::DROP_CAUSE_NAMES`]
+//! sizes bytes; maps of drops are keyed by the cause names of [`crate::links::link::DROP_CAUSE_NAMES`]
 //! and always hold every cause (zero included), so their keys never depend on the run.
+//!
+//! Both engines fill the same [`FlowSummary`] and [`AggregateSummary`] from their own
+//! measurements, with the same arithmetic ([`goodput_bps`], [`normalized_goodput`],
+//! [`ActiveSpan`], [`AggregateSummary::of`]): the simulator's world from its senders and links,
+//! the emulator from the kernel's `TCP_INFO` and its links. A figure one engine cannot measure
+//! is an `Option` (`null`): the simulator always knows it.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
-use crate::mlppp::ControlStats;
+use crate::links::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
+use crate::links::mlppp::ControlStats;
 use crate::scenario::{Hop, Scenario};
 use crate::tcp::limits::Limit;
 
@@ -71,38 +77,42 @@ pub struct FlowSummary {
     /// `goodput_bps / bottleneck_bps`. Goodput counts payload only, so headers keep it below 1
     /// (at most MSS / (MSS + 40)).
     pub normalized_goodput: f64,
-    /// Data segments sent, retransmissions included.
-    pub segments_sent: u64,
-    pub bytes_sent: u64,
+    /// Data segments sent, retransmissions included (emulate: `tcpi_data_segs_out`, `None` on
+    /// kernels without it).
+    pub segments_sent: Option<u64>,
+    pub bytes_sent: Option<u64>,
     /// Data segments retransmitted (by any mechanism).
     pub retransmissions: u64,
-    pub retransmitted_bytes: u64,
+    pub retransmitted_bytes: Option<u64>,
     /// Retransmission timer expiries.
     pub timeouts: u64,
-    /// Entries into loss recovery on duplicate ACKs or SACK.
-    pub fast_retransmits: u64,
+    /// Entries into loss recovery on duplicate ACKs or SACK (emulate: the sender namespace's
+    /// counters, `None` where flows share the namespace).
+    pub fast_retransmits: Option<u64>,
     /// Zero-window probes the sender's persist timer sent (the receiver's window was closed
-    /// and a window update may have been lost).
-    pub window_probes: u64,
+    /// and a window update may have been lost); `None` where the kernel sent.
+    pub window_probes: Option<u64>,
     /// Data segments that reached the receiver (duplicates included).
     pub data_segments_delivered: u64,
-    /// ACKs the receiver sent, and how many reached the sender.
+    /// ACKs the receiver sent, and how many reached the sender (`None`: not counted).
     pub acks_sent: u64,
-    pub acks_delivered: u64,
+    pub acks_delivered: Option<u64>,
     /// Packets of this flow (data and ACKs) dropped, by cause.
     pub drops: BTreeMap<String, u64>,
-    /// The sender's state at the end of the run.
-    pub final_cwnd_bytes: u64,
+    /// The sender's state at the end of the run (`None`: never sampled).
+    pub final_cwnd_bytes: Option<u64>,
     pub final_srtt_s: Option<f64>,
-    pub final_rto_s: f64,
+    pub final_rto_s: Option<f64>,
     pub min_rtt_s: Option<f64>,
     /// Seconds the sender spent held back by each cause, every cause present (zero
     /// included): `application` (nothing to send), `receive_window` (the peer's window),
     /// `send_buffer`, `congestion_window` (the controller's window or pacing rate), `link` (a
     /// window or the pacing rate while the RTT shows a standing queue at the bottleneck).
     /// Counted by the sender from its first transmission to the end of the flow's active
-    /// time (that of `goodput_bps`); the handshake is not counted. `tcp/limits.rs`.
-    pub limited_s: BTreeMap<String, f64>,
+    /// time (that of `goodput_bps`); the handshake is not counted. `tcp/limits.rs`. emulate:
+    /// from the kernel's chronographs, `link` `None` (the kernel does not tell a standing queue
+    /// from its window), the whole `None` without chronographs.
+    pub limited_s: Option<BTreeMap<String, Option<f64>>>,
     /// The cause of `limited_s` with the most time; `None` if none was counted.
     pub limited_by: Option<String>,
     /// The simulated three-way handshake (`tcp.handshake`); absent when the connection
@@ -170,10 +180,93 @@ pub struct AggregateSummary {
     pub normalized_goodput: Option<f64>,
     pub retransmissions: u64,
     pub timeouts: u64,
-    pub fast_retransmits: u64,
+    /// All flows' entries into fast recovery; `None` where an engine could not count some.
+    pub fast_retransmits: Option<u64>,
     pub data_segments_delivered: u64,
     /// Every packet dropped on any link, by cause.
     pub drops: BTreeMap<String, u64>,
+}
+
+impl AggregateSummary {
+    /// All flows together: their sums, and the delivered bytes over `span`, the activity of
+    /// all flows. `fast_retransmits` is the engine's total (the emulator counts per namespace,
+    /// which need not be the flows' sum); `drops` every link's, by cause.
+    pub fn of<'a>(
+        sc: &Scenario,
+        flows: impl IntoIterator<Item = &'a FlowSummary>,
+        span: ActiveSpan,
+        fast_retransmits: Option<u64>,
+        drops: [u64; N_DROP_CAUSES],
+    ) -> AggregateSummary {
+        let mut sums = AggregateSummary {
+            delivered_bytes: 0,
+            goodput_bps: 0.0,
+            bottleneck_bps: aggregate_capacity_bps(sc),
+            normalized_goodput: None,
+            retransmissions: 0,
+            timeouts: 0,
+            fast_retransmits,
+            data_segments_delivered: 0,
+            drops: cause_map(drops),
+        };
+        for f in flows {
+            sums.delivered_bytes += f.delivered_bytes;
+            sums.retransmissions += f.retransmissions;
+            sums.timeouts += f.timeouts;
+            sums.data_segments_delivered += f.data_segments_delivered;
+        }
+        sums.goodput_bps = goodput_bps(sums.delivered_bytes, span.nanos());
+        sums.normalized_goodput = sums
+            .bottleneck_bps
+            .filter(|&b| b > 0)
+            .map(|b| sums.goodput_bps / b as f64);
+        sums
+    }
+}
+
+/// From the earliest start to the latest end of the flows' activity, in ns of the engine's
+/// clock; empty until a flow started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ActiveSpan(Option<(u64, u64)>);
+
+impl ActiveSpan {
+    /// Widens the span to hold a flow active from `start_ns` to `end_ns`.
+    pub fn include(&mut self, start_ns: u64, end_ns: u64) {
+        self.0 = Some(self.0.map_or((start_ns, end_ns), |(a, b)| {
+            (a.min(start_ns), b.max(end_ns))
+        }));
+    }
+
+    /// Its length, ns (zero while empty).
+    pub fn nanos(self) -> u64 {
+        self.0.map_or(0, |(a, b)| b.saturating_sub(a))
+    }
+}
+
+/// `delivered_bytes * 8` over an active time of `active_ns`; zero without one.
+pub fn goodput_bps(delivered_bytes: u64, active_ns: u64) -> f64 {
+    if active_ns > 0 {
+        delivered_bytes as f64 * 8.0 / (active_ns as f64 / 1e9)
+    } else {
+        0.0
+    }
+}
+
+/// Goodput over the bottleneck's rate; zero without a bottleneck.
+pub fn normalized_goodput(goodput_bps: f64, bottleneck_bps: u64) -> f64 {
+    if bottleneck_bps > 0 {
+        goodput_bps / bottleneck_bps as f64
+    } else {
+        0.0
+    }
+}
+
+/// The rate of the slowest direction on a flow's data path (zero for an empty path).
+pub fn flow_bottleneck_bps(sc: &Scenario, path: &[Hop]) -> u64 {
+    path.iter()
+        .map(|h| sc.links()[h.link].direction(h.forward).rate.bps())
+        .min()
+        .unwrap_or(0)
 }
 
 /// One link, both directions.
@@ -338,11 +431,11 @@ pub struct LossyLinkSummary {
 
 /// `limited_s` and `limited_by` of a [`FlowSummary`] from a sender's nanoseconds per cause
 /// (in [`Limit::ALL`]'s order). Ties go to the cause listed first.
-pub fn limit_fields(nanos: [u64; 5]) -> (BTreeMap<String, f64>, Option<String>) {
+pub fn limit_fields(nanos: [u64; 5]) -> (BTreeMap<String, Option<f64>>, Option<String>) {
     let seconds = Limit::ALL
         .iter()
         .zip(nanos)
-        .map(|(l, ns)| (l.name().to_owned(), ns as f64 / 1e9))
+        .map(|(l, ns)| (l.name().to_owned(), Some(ns as f64 / 1e9)))
         .collect();
     let most = Limit::ALL.iter().zip(nanos).filter(|&(_, ns)| ns > 0).fold(
         None,

@@ -70,9 +70,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 use std::rc::Rc;
 
-use crate::arq::Unit;
 use crate::error::ConfigError;
-use crate::link::{Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit};
+use crate::links::arq::Unit;
+use crate::links::link::{Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit};
 use crate::loss::LossModel;
 use crate::time::{BitRate, SimDuration, SimTime};
 
@@ -471,23 +471,19 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
     /// The next packet delivered or dropped at or before `now`, in time order.
     pub fn poll(&mut self, now: SimTime) -> Option<LinkEvent> {
         let now = self.advance(now);
-        crate::link::pop_due(&mut self.out, now)
+        crate::links::link::pop_due(&mut self.out, now)
     }
 
     /// The earliest instant the component has something to do.
     pub fn next_wakeup(&self) -> Option<SimTime> {
-        let pending = self.out.front().map(LinkEvent::at);
-        [
-            pending,
+        let deadlines = [
             self.air.front().map(|a| a.0),
             self.naks.front().map(|n| n.0),
             self.timers.peek().map(|t| t.0 .0),
             self.tx_at,
             self.nak_at,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        ];
+        crate::links::link::next_due(&self.out, deadlines)
     }
 
     // ----- internals -----
@@ -552,10 +548,7 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
             let air = self.air.front().map(|a| a.0);
             let nak = self.naks.front().map(|n| n.0);
             let timer = self.timers.peek().map(|t| t.0 .0);
-            let Some(t) = [air, nak, timer, self.tx_at, self.nak_at]
-                .into_iter()
-                .flatten()
-                .min()
+            let Some(t) = crate::links::link::earliest([air, nak, timer, self.tx_at, self.nak_at])
             else {
                 break;
             };

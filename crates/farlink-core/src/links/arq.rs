@@ -57,7 +57,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::ConfigError;
-use crate::link::{DropCause, LinkEvent, Packet};
+use crate::links::link::{DropCause, LinkEvent, Packet};
 use crate::loss::LossModel;
 use crate::time::{BitRate, SimDuration, SimTime};
 
@@ -403,21 +403,17 @@ impl<L: LossModel> ArqLink<L> {
     /// The next event due at or before `now`, in time order.
     pub fn poll(&mut self, now: SimTime) -> Option<LinkEvent> {
         let now = self.advance(now);
-        crate::link::pop_due(&mut self.out, now)
+        crate::links::link::pop_due(&mut self.out, now)
     }
 
     /// The earliest instant the link has something to do, or `None` when it is empty.
     pub fn next_wakeup(&self) -> Option<SimTime> {
-        let pending = self.out.front().map(LinkEvent::at);
-        [
-            pending,
+        let deadlines = [
             self.air.front().map(|a| a.0),
             self.feedback.front().map(|f| f.0),
             self.in_service.map(|s| s.done),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        ];
+        crate::links::link::next_due(&self.out, deadlines)
     }
 
     /// The call carrying the link is gone at `now`: every unit not yet delivered or dropped is
@@ -462,7 +458,7 @@ impl<L: LossModel> ArqLink<L> {
             let air = self.air.front().map(|a| a.0);
             let fb = self.feedback.front().map(|f| f.0);
             let tx = self.in_service.map(|s| s.done);
-            let Some(t) = [air, fb, tx].into_iter().flatten().min() else {
+            let Some(t) = crate::links::link::earliest([air, fb, tx]) else {
                 break;
             };
             if t > now {

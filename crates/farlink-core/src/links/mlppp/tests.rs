@@ -2,7 +2,7 @@
 //! direction's data plane, and the control plane.
 
 use super::*;
-use crate::arq::ArqMode;
+use crate::links::arq::ArqMode;
 use crate::loss::{Bernoulli, NoLoss};
 use crate::modem::ModemConfig;
 use crate::rng::StreamRng;

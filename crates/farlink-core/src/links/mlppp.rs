@@ -61,9 +61,9 @@ use std::collections::VecDeque;
 pub mod loss_rule;
 use loss_rule::{LossRule, Verdict};
 
-use crate::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqStats};
 use crate::error::ConfigError;
-use crate::link::{
+use crate::links::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqStats};
+use crate::links::link::{
     drop_cause_code, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, N_DROP_CAUSES,
 };
 use crate::loss::LossModel;

@@ -155,13 +155,13 @@ pub enum DropCause {
     /// The error model corrupted the packet on the way.
     Corruption,
     /// Link-layer ARQ gave up on one of the packet's frames after its last try
-    /// ([`crate::arq`]), or the IS-707 receiver after its last NAK round ([`crate::rlp`]).
+    /// ([`crate::links::arq`]), or the IS-707 receiver after its last NAK round ([`crate::links::rlp`]).
     ArqGiveUp,
     /// The call of the bundle member holding the packet dropped, or the packet was handed to a
-    /// member whose call had dropped unnoticed ([`crate::mlppp`]).
+    /// member whose call had dropped unnoticed ([`crate::links::mlppp`]).
     CallDrop,
     /// MLPPP reassembly gave up waiting for a fragment that was still on its way
-    /// ([`crate::mlppp`]).
+    /// ([`crate::links::mlppp`]).
     ReassemblyTimeout,
 }
 
@@ -235,6 +235,36 @@ pub fn pop_due(out: &mut VecDeque<LinkEvent>, now: SimTime) -> Option<LinkEvent>
     } else {
         None
     }
+}
+
+/// The `next_wakeup` of a link on a clock of its own (the ARQ-style links: `arq`, `rlp`): the
+/// earliest of its first queued event in `out` and its own `deadlines` (frames on the air,
+/// feedback, timers), or `None` when it has nothing to do.
+pub fn next_due<const N: usize>(
+    out: &VecDeque<LinkEvent>,
+    deadlines: [Option<SimTime>; N],
+) -> Option<SimTime> {
+    let first = out.front().map(LinkEvent::at);
+    earliest([earliest(deadlines), first])
+}
+
+/// The earliest of `instants` that are set, `None` if none is: the next deadline of a
+/// component that keeps several (frames on the air, feedback, timers). An indexed loop: on
+/// the links' per-event path it costs a fifth fewer instructions in a whole run of a bundle
+/// (`iridium-4`, counted by callgrind) than the iterator chains (`flatten().min()`, or a loop
+/// over the slice) that the compiler did not unroll.
+#[inline]
+#[allow(clippy::needless_range_loop)]
+pub fn earliest<const N: usize>(instants: [Option<SimTime>; N]) -> Option<SimTime> {
+    let mut first: Option<SimTime> = None;
+    for i in 0..N {
+        if let Some(t) = instants[i] {
+            if first.is_none_or(|f| t < f) {
+                first = Some(t);
+            }
+        }
+    }
+    first
 }
 
 /// A packet leaving the queue (or reaching an idle link) for the serializer: its first bit
@@ -564,6 +594,27 @@ mod tests {
         out
     }
 
+    #[test]
+    fn the_next_deadline_is_the_earliest_set_one_queued_events_included() {
+        let at = SimTime::from_nanos;
+        assert_eq!(
+            earliest([None, Some(at(5)), Some(at(3)), None]),
+            Some(at(3))
+        );
+        assert_eq!(earliest::<3>([None, None, None]), None);
+        let mut out = VecDeque::new();
+        assert_eq!(next_due(&out, [Some(at(7)), None]), Some(at(7)));
+        out.push_back(LinkEvent::Dropped {
+            at: at(4),
+            pkt: Packet {
+                id: 0,
+                size_bytes: 100,
+            },
+            cause: DropCause::QueueOverflow,
+        });
+        assert_eq!(next_due(&out, [Some(at(7)), None]), Some(at(4)));
+        assert_eq!(next_due(&VecDeque::new(), [None::<SimTime>; 2]), None);
+    }
     #[test]
     fn transmission_time_is_integer_and_rounded_up() {
         // Seed 003, 4.4.1: 1000 bytes at 1.5 Mb/s take 16/3 ms = 5,333,333.33 ns.
