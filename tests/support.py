@@ -64,7 +64,8 @@ own, beside the others (Makefile, python-test)."""
 
 WALL_CLOCK = pytest.mark.wall_clock
 """The mark of a test that waits on the wall clock without spinning: the link manager's daemons
-and simulated modems at 2400 bit/s, its dashboard, a browser. ``make test`` runs these in a
+and simulated modems at 2400 bit/s, its dashboard, a browser, kernel TCP through a real tbf
+(tests/realcap.py: no emulator). ``make test`` runs these in a
 third process beside the other two: they mostly sleep, so they take little of a core."""
 
 REAL_TIME_COMMANDS = ("farlink emulate", "farlink compare", "farlink send")

@@ -15,10 +15,10 @@ import realcap
 from farlink.captures.analysis import analyze_capture
 from farlink.captures.dispersion import MODE_WIDTH
 from farlink.captures.loss import estimate_loss
-from support import REAL_TIME
+from support import WALL_CLOCK
 
 REASON = realcap.missing_capability()
-pytestmark = [REAL_TIME, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [WALL_CLOCK, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 
 CASES = {
     # Drops on both sides of the tap; cubic keeps a queue in the tbf between losses.
