@@ -270,9 +270,14 @@ impl Reassembler {
     }
 
     /// The sequence number `seq` (modulo the format's range) unwrapped to the value nearest
-    /// the highest seen.
+    /// the highest seen. The first one seen is placed one whole range up, so that a fragment
+    /// numbered before it (the peer's first fragments cross the wrap, 4095 arriving after 0 on
+    /// another member) still unwraps below it rather than a range above.
     fn unwrap(&self, seq: u32) -> u64 {
         let m = self.cfg.format.modulus();
+        if self.next.is_none() {
+            return m + u64::from(seq) % m;
+        }
         let r = self.highest;
         let cand = (r - r % m) + u64::from(seq) % m;
         if cand + m / 2 < r {
@@ -482,6 +487,41 @@ mod tests {
                 decode_header(&v[..1], fmt),
                 Err(MpError::Truncated(fmt.header_len()))
             );
+        }
+    }
+
+    #[test]
+    fn the_first_fragments_may_cross_the_wrap_in_either_order() {
+        // A packet split over two members from sequence number 4095 (short numbers): its end,
+        // numbered 0, comes first on the other member. Unwrapped from that 0, 4095 was taken
+        // for a range later and the packet was never handed up (found by ppp_props).
+        for end_first in [true, false] {
+            let mut r = Reassembler::new(ReassemblerConfig {
+                format: SeqFormat::Short,
+                ..cfg(2, 10)
+            });
+            r.join(0);
+            r.join(1);
+            let mut frags = Vec::new();
+            Fragmenter::new(4095).split(&[7, 8], 2, |i, h, d| {
+                let mut wire = Vec::new();
+                encode_header(h, SeqFormat::Short, &mut wire);
+                wire.extend_from_slice(d);
+                frags.push((i, wire));
+            });
+            let seq = |w: &[u8]| decode_header(w, SeqFormat::Short).unwrap().0.seq;
+            assert_eq!((seq(&frags[0].1), seq(&frags[1].1)), (4095, 0));
+            if end_first {
+                frags.reverse();
+            }
+            let mut got = Vec::new();
+            for (i, wire) in &frags {
+                let (h, d) = decode_header(wire, SeqFormat::Short).unwrap();
+                r.on_fragment(*i, h, d);
+                r.release(t(0), |p| got.push(p.to_vec()));
+            }
+            assert_eq!(got, vec![vec![7, 8]], "end first: {end_first}");
+            assert_eq!(r.held_fragments(), 0);
         }
     }
 
