@@ -148,10 +148,11 @@ class TraceStream:
     (``_core.run_scenario(..., trace_sink=)``): one Parquet row group per chunk, so that a run
     holds a bounded buffer per trace whatever its length (docs/traces.md, "Long runs").
 
-    The files are written on a thread of their own: the core's callback only wraps the chunk's
-    columns as Arrow tables (no copy) and queues them, at most :attr:`QUEUE_CHUNKS` deep, so the
-    engine goes on while Parquet encodes (pyarrow releases the GIL while it writes) and memory
-    stays bounded (a full queue holds the engine until the writer catches up).
+    The files are written on a thread of their own: the core's callback only queues the chunk's
+    columns (the core's vectors, moved into NumPy arrays), at most :attr:`QUEUE_CHUNKS` deep, so
+    the engine goes on while the writer makes Arrow tables of them (no copy) and Parquet encodes
+    (pyarrow releases the GIL while it writes), and memory stays bounded (a full queue holds the
+    engine until the writer catches up).
 
     ``folder`` is called when the first rows arrive (a run refused by its budget creates
     nothing); ``names`` are the traces the run records, each written even if it got no row.
@@ -176,34 +177,30 @@ class TraceStream:
         self._failed: BaseException | None = None
 
     def __call__(self, tables: Mapping[str, Mapping[str, np.ndarray]]) -> None:
-        import pyarrow as pa
-
         if self._failed is not None:
             raise self._failed
-        chunk = {}
-        for name in self.names:
-            table = pa.table(dict(tables[name]))
-            self.schemas.setdefault(name, table.schema)
-            if table.num_rows:
-                chunk[name] = table
-        if not chunk:
-            return
         if self._path is None:
             self._path = self._folder()  # on this thread: the folder's manifest is not shared
         if self._thread is None:
             self._thread = threading.Thread(target=self._write, name="farlink-traces", daemon=True)
             self._thread.start()
-        self._queue.put(chunk)
+        # The columns as they are (the core's vectors, moved): the writer makes the tables.
+        self._queue.put({name: tables[name] for name in self.names})
 
     def _write(self) -> None:
         """The writer thread: each queued chunk into its files, until ``None``; after an error,
         the chunks still queued are dropped (the run is being stopped)."""
+        import pyarrow as pa
+
         while (chunk := self._queue.get()) is not None:
             if self._failed is not None:
                 continue
             try:
-                for name, table in chunk.items():
-                    self._writer(name).write_table(table)
+                for name, columns in chunk.items():
+                    table = pa.table(dict(columns))
+                    self.schemas.setdefault(name, table.schema)
+                    if table.num_rows:
+                        self._writer(name).write_table(table)
             except BaseException as err:  # handed to the core's thread, which raises it
                 self._failed = err
 
