@@ -174,10 +174,10 @@ def _orbit_to_xyz(r_m, lat, node, inc) -> np.ndarray:
     return r_m[..., None] * np.stack([cn * cl - sn * sl * ci, sn * cl + cn * sl * ci, sl * si], -1)
 
 
-def gmst_rad(epoch: datetime, t_s: np.ndarray) -> np.ndarray:
-    """Greenwich mean sidereal time ``t_s`` after ``epoch`` (UTC), IAU 1982 (sgp4's gstime)."""
+def julian_day(epoch: datetime) -> tuple[float, float]:
+    """``epoch`` (made UTC) as sgp4's Julian day: its whole part and its fraction."""
     epoch = epoch.astimezone(UTC)
-    jd, fr = jday(
+    return jday(
         epoch.year,
         epoch.month,
         epoch.day,
@@ -185,6 +185,11 @@ def gmst_rad(epoch: datetime, t_s: np.ndarray) -> np.ndarray:
         epoch.minute,
         epoch.second + epoch.microsecond / 1e6,
     )
+
+
+def gmst_rad(epoch: datetime, t_s: np.ndarray) -> np.ndarray:
+    """Greenwich mean sidereal time ``t_s`` after ``epoch`` (UTC), IAU 1982 (sgp4's gstime)."""
+    jd, fr = julian_day(epoch)
     return gstime(jd + fr) + EARTH_RATE_RAD_S * np.asarray(t_s, dtype=float)
 
 

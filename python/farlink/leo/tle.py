@@ -14,9 +14,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-from sgp4.api import WGS72, Satrec, SatrecArray, jday
+from sgp4.api import WGS72, Satrec, SatrecArray
 
-from farlink.leo.orbits import J2, MU_KM3_S2, RE_KM, Elements, Shell, propagate_eci_m
+from farlink.leo.orbits import (
+    J2,
+    MU_KM3_S2,
+    RE_KM,
+    Elements,
+    Shell,
+    julian_day,
+    propagate_eci_m,
+)
 
 __all__ = ["TleSet", "format_tle", "kozai_mean_motion", "read_tles", "sgp4_gap_km"]
 
@@ -78,15 +86,7 @@ class TleSet:
     def eci_m(self, epoch: datetime, t_s: np.ndarray) -> np.ndarray:
         """TEME positions, metres, shape (times, satellites, 3); a satellite SGP4 cannot
         propagate at a time (decayed, error code) is put at the Earth's centre: never visible."""
-        epoch = epoch.astimezone(UTC)
-        jd0, fr0 = jday(
-            epoch.year,
-            epoch.month,
-            epoch.day,
-            epoch.hour,
-            epoch.minute,
-            epoch.second + epoch.microsecond / 1e6,
-        )
+        jd0, fr0 = julian_day(epoch)
         t = np.asarray(t_s, dtype=float)
         err, pos_km, _vel = SatrecArray(self.records).sgp4(np.full(t.shape, jd0), fr0 + t / 86400)
         pos = np.where((err == 0)[..., None], pos_km * 1000.0, 0.0)
