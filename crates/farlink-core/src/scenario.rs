@@ -403,7 +403,7 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::QueueLimit;
+    use crate::links::link::QueueLimit;
     use crate::tcp::recovery::LossRecovery;
     use crate::tcp::TcpOptions;
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use super::errors::{at, err, ScenarioError};
 use super::quantity::{check_name, one_of, opt_bytes, opt_duration, opt_event_rate, rate_from};
 use super::raw::{Bare, Duration, RawArq, RawBundle, RawLink, RawMember, RawMembers, UnitText};
-use crate::arq::{ArqConfig, ArqMode};
-use crate::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
+use crate::links::arq::{ArqConfig, ArqMode};
+use crate::links::mlppp::{DEFAULT_MP_HEADER_BYTES, DEFAULT_TXQUEUE_PKTS, MAX_MEMBERS};
 use crate::modem::ModemConfig;
 use crate::time::{BitRate, SimDuration};
 

@@ -10,12 +10,12 @@
 //!
 //! Ranges elsewhere, checked where the value is read: durations at most
 //! [`super::MAX_DURATION_S`], rates at most [`super::MAX_RATE_BPS`], bundles of 1 to
-//! [`crate::mlppp::MAX_MEMBERS`] members, the MSS in [`super::MSS_RANGE_BYTES`], receive
+//! [`crate::links::mlppp::MAX_MEMBERS`] members, the MSS in [`super::MSS_RANGE_BYTES`], receive
 //! buffers at most [`super::MAX_RECEIVE_BUFFER_BYTES`], f_d T from
 //! [`crate::loss::MIN_FD_T`] to [`crate::loss::MAX_FD_T`], `min_rto <= max_rto`.
 
 use super::{AppSpec, FlowSpec, LinkSpec, Scenario, ScenarioError, TcpSpec};
-use crate::link::QueueLimit;
+use crate::links::link::QueueLimit;
 use crate::tcp::receiver::DelayedAck;
 use crate::time::SimDuration;
 

@@ -9,7 +9,7 @@ use super::loss::LossSpec;
 use super::quantity::{check_name, one_of, opt_bytes, opt_duration, rate_from};
 use super::raw::{Bare, BitRate, Duration, RawDir, RawLink, RawLoss, Size, UnitText};
 use super::rlp::{self, RlpSpec};
-use crate::link::{QueueLimit, TokenBucket};
+use crate::links::link::{QueueLimit, TokenBucket};
 use crate::time::{self, SimDuration};
 
 /// The default queue bound when a link gives none (ns-3's default `MaxSize` of 100 packets).

@@ -4,7 +4,9 @@ use super::errors::{at, err, ScenarioError};
 use super::links::DirectionSpec;
 use super::quantity::{opt_bytes, opt_duration};
 use super::raw::{RawIdle, RawRlp, Size, UnitText};
-use crate::rlp::{IdlePolicy, RlpConfig, IS707_FRAME_BYTES, IS707_NAK_ROUNDS, IS707_PAYLOAD_BYTES};
+use crate::links::rlp::{
+    IdlePolicy, RlpConfig, IS707_FRAME_BYTES, IS707_NAK_ROUNDS, IS707_PAYLOAD_BYTES,
+};
 use crate::time::SimDuration;
 
 /// The radio link protocol of a link (both directions); rate, delay and queue are the
