@@ -276,10 +276,27 @@ SCRIPT = r"""
     error.textContent = s.error || "";
   }
 
-  draw(JSON.parse(document.getElementById("initial").textContent));
+  // A snapshot the page already shows (the first one after (re)connecting repeats the embedded
+  // one) leaves the page as it is: redrawing would replace every element under the reader.
+  let shown = "";
+  let draws = 0;
+  function show(text) {
+    const s = JSON.parse(text);
+    const canonical = JSON.stringify(s);
+    if (canonical === shown) return;
+    shown = canonical;
+    draw(s);
+    document.body.dataset.draws = String(++draws);
+  }
+
+  show(document.getElementById("initial").textContent);
   const live = document.getElementById("live");
   const source = new EventSource(withToken("events"));
-  source.addEventListener("snapshot", (e) => draw(JSON.parse(e.data)));
+  let received = 0;
+  source.addEventListener("snapshot", (e) => {
+    document.body.dataset.snapshots = String(++received);
+    show(e.data);
+  });
   source.onopen = () => { live.textContent = "live"; live.className = "live on"; };
   source.onerror = () => { live.textContent = "reconnecting"; live.className = "live off"; };
 })();
