@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::{SimDuration, SimTime};
 
 /// The longest reply line kept; longer ones are discarded as garbage.
 pub const MAX_LINE: usize = 128;

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::{SimDuration, SimTime};
 
 pub const CONFIGURE_REQUEST: u8 = 1;
 pub const CONFIGURE_ACK: u8 = 2;

@@ -16,7 +16,7 @@ use super::fsm::{
     parse_packet, push_opt, Counters, Fsm, Judgement, Opt, Protocol, CODE_REJECT, CONFIGURE_NAK,
     CONFIGURE_REJECT,
 };
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::{SimDuration, SimTime};
 
 /// IPCP's protocol number.
 pub const PROTO_IPCP: u16 = 0x8021;

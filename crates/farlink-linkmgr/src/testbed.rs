@@ -19,17 +19,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use farlink_core::ppp::bond::{BondConfig, BondEvent};
+use crate::ppp::bond::{BondConfig, BondEvent};
 use farlink_core::rng::splitmix64;
 use farlink_core::time::SimTime;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
 use super::dataplane::{bundle_config, DataPlane, DataPlaneStats};
-use crate::driver::monotonic_ns;
-use crate::netns::{self, Netns, RunLock};
-use crate::signals::Signals;
-use crate::EmuError;
+use farlink_emu::clock::monotonic_ns;
+use farlink_emu::netns::{self, Netns, RunLock};
+use farlink_emu::signals::Signals;
+use farlink_emu::EmuError;
 
 const AIR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 const GROUND: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
@@ -289,7 +289,7 @@ pub fn run(opts: &TestbedOptions) -> Result<TestbedReport, EmuError> {
             "the testbed needs at least one member and a rate".into(),
         ));
     }
-    crate::run::check_host()?;
+    farlink_emu::check_host()?;
     netns::remove_stale();
     let signals = Signals::install()?;
     let lock = RunLock::acquire()?;

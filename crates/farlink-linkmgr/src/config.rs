@@ -7,8 +7,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::ppp::at::ModemProfile;
 use farlink_core::modem::ModemConfig;
-use farlink_core::ppp::at::ModemProfile;
 use farlink_core::time::SimDuration;
 use farlink_core::units;
 use serde_json::json;

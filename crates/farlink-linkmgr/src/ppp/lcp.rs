@@ -20,7 +20,7 @@ pub use super::fsm::{
     TERMINATE_REQUEST,
 };
 use super::fsm::{push_opt, Counters, Fsm, Judgement, Protocol};
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::{SimDuration, SimTime};
 
 pub const PROTOCOL_REJECT: u8 = 8;
 pub const ECHO_REQUEST: u8 = 9;
