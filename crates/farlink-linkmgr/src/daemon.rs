@@ -28,7 +28,7 @@ use super::control::{ControlServer, Request};
 use super::eventlog::{Event, EventLog};
 use super::plane::{DataPlane, PlaneStats};
 use super::serial::SerialPort;
-use super::LinkMgrError;
+use crate::error::LinkMgrError;
 use farlink_emu::clock::monotonic_ns;
 use farlink_emu::signals::Signals;
 
@@ -690,7 +690,7 @@ impl Daemon {
     pub fn step(&mut self, max_wait_ms: u64) -> Result<(), String> {
         let now = self.now();
         let wake = self.next_wakeup(now);
-        let timeout_ms = super::poll_timeout_ms(now, wake, max_wait_ms);
+        let timeout_ms = crate::wake::poll_timeout_ms(now, wake, max_wait_ms);
         let mut ready: Vec<(usize, PollFlags)> = Vec::new();
         let mut plane_ready: Vec<RawFd> = Vec::new();
         let mut control_ready = false;

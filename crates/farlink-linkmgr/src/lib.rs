@@ -11,7 +11,7 @@
 //! * `eventlog`: the SQLite event log and the snapshots a restart resumes from;
 //! * `paths`: the log's and the control socket's paths checked before they are opened;
 //! * `plane`: the seam to the data plane (the bundle on a TUN device);
-//! * `daemon`: the loop;
+//! * `daemon`: the loop (`wake`: how long a turn of it, or of the simulated modems, may sleep);
 //! * `modemsim`: simulated Iridium modems on ptys;
 //! * `modemarq`: a simulated call's direction over the core's link-layer ARQ;
 //! * [`dataplane`]: the members' serial ports bonded into one multilink PPP bundle on a TUN;
@@ -20,7 +20,10 @@
 //! Everything but `ppp` is Linux only (ptys, termios, TUN devices, namespaces: the I/O pieces
 //! shared with the emulator come from `farlink-emu`).
 
+mod error;
 pub mod ppp;
+#[cfg(target_os = "linux")]
+mod wake;
 
 #[cfg(target_os = "linux")]
 pub mod config;
@@ -49,33 +52,10 @@ pub mod testbed;
 use std::path::Path;
 
 #[cfg(target_os = "linux")]
-use farlink_core::time::SimTime;
-
-#[cfg(target_os = "linux")]
 pub use config::{ConfigError, LinkMgrConfig, Role};
+pub use error::LinkMgrError;
 #[cfg(target_os = "linux")]
 pub use modemsim::SimOptions;
-
-#[cfg(target_os = "linux")]
-/// How long a loop turn may wait in `poll` for its next wakeup `wake`: whole milliseconds,
-/// rounded up so that it never wakes before it is due, at most `max_wait_ms`.
-fn poll_timeout_ms(now: SimTime, wake: SimTime, max_wait_ms: u64) -> u64 {
-    wake.saturating_since(now)
-        .as_nanos()
-        .div_ceil(1_000_000)
-        .min(max_wait_ms)
-}
-
-/// Why the link manager did not run or stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum LinkMgrError {
-    /// The configuration (or an option) is wrong; the message places it.
-    #[error("{0}")]
-    Config(String),
-    /// Something the daemon needs failed (the log, a system call).
-    #[error("{0}")]
-    System(String),
-}
 
 #[cfg(target_os = "linux")]
 /// `farlink linkmgr run CONFIG`: reads the configuration and runs the daemon until SIGTERM or

@@ -632,7 +632,7 @@ impl ModemSim {
         let mut buf = [0u8; 1024];
         let now = self.now();
         let wake = self.next_wakeup(now);
-        let timeout_ms = super::poll_timeout_ms(now, wake, max_wait_ms);
+        let timeout_ms = crate::wake::poll_timeout_ms(now, wake, max_wait_ms);
         let mut ready: Vec<(usize, Side, PollFlags)> = Vec::new();
         {
             let mut fds = Vec::new();
