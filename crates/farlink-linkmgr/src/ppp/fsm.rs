@@ -108,6 +108,17 @@ pub struct Counters {
     pub max_failure: u32,
 }
 
+impl Counters {
+    /// RFC 1661 section 4.6's defaults: Restart 3 s, Max-Configure 10, Max-Terminate 2,
+    /// Max-Failure 5.
+    pub const RFC_1661: Counters = Counters {
+        restart: SimDuration::from_secs(3),
+        max_configure: 10,
+        max_terminate: 2,
+        max_failure: 5,
+    };
+}
+
 /// A protocol's view of the peer's Configure-Request, option by option, before the automaton
 /// weighs Max-Failure: the options it refuses, those it suggests other values for, and what
 /// the request means if acknowledged.
