@@ -1,5 +1,5 @@
 """Lists a Rust crate's functions by length, longest first: the check that no function of the
-emulator or the link manager grows past 120 lines (issue 28; tests/test_rust_functions.py).
+emulator or the link manager grows past 120 lines (issue 28; tests/test_rust_structure.py).
 
 A function runs from its `fn` line to the brace that closes its body, both counted; a
 declaration without a body (a trait's) is not a function here. Comments, strings and

@@ -1,5 +1,5 @@
 """The import circles of a Rust crate: files (modules) whose `use` declarations name each other
-in a loop (issue 28; tests/test_rust_imports.py holds the emulator and the link manager to
+in a loop (issue 28; tests/test_rust_structure.py holds the emulator and the link manager to
 none).
 
 A module imports another when one of its `use` declarations names it, by `crate::a::b`,
