@@ -6,7 +6,7 @@
 //! MRRU option; members with the same Endpoint Discriminator form one bundle), 4 (fragments
 //! carry consecutive sequence numbers over all members) and 4.1 (the receiver's loss rule);
 //! RFC 1332 (IPCP); the module docs of [`super::lcp`], [`super::mp`] and
-//! [`crate::links::mlppp::loss_rule`].
+//! [`farlink_core::links::mlppp::loss_rule`].
 //!
 //! Inputs: a member's call up or down, octets a member delivered, an IP packet to send, `now`.
 //! Outputs: octets to write to each member ([`Bond::transmit`], handed out no faster than the
@@ -21,7 +21,7 @@
 //! whole on the member free first. A member whose call drops loses what it held; the receiver
 //! gives those fragments up by the loss rule (the member left, or every member has delivered
 //! something later) or, if nobody noticed the drop, by the staleness timer sized to the
-//! members' rates ([`crate::links::mlppp::loss_rule::stale_timeout`]).
+//! members' rates ([`farlink_core::links::mlppp::loss_rule::stale_timeout`]).
 //!
 //! **Idle members.** The loss rule can only give a fragment up on sequence numbers once every
 //! member has delivered a later one; a member that carries nothing (the reverse direction of
@@ -40,8 +40,8 @@ use super::mp::{
     self, Fragmenter, MpHeader, Reassembler, ReassemblerConfig, ReassemblerStats, SeqFormat,
     PROTO_MP,
 };
-use crate::links::mlppp::loss_rule::stale_timeout;
-use crate::time::{BitRate, SimDuration, SimTime};
+use farlink_core::links::mlppp::loss_rule::stale_timeout;
+use farlink_core::time::{BitRate, SimDuration, SimTime};
 
 /// How a bundle endpoint behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! with the wall clock (seed 000 chapter 7, KUMICS).
 //!
 //! One thread, one `poll` loop. Each member is a serial port with its AT dialogue
-//! ([`farlink_core::ppp::at`]); the supervisor decides when each member dials, waits, is
+//! ([`crate::ppp::at`]); the supervisor decides when each member dials, waits, is
 //! blocked or is the primary, and the loop carries its commands out on the ports: `Dial` is
 //! `ATD` (on the ground end: wait for the modem to answer a call), `Down` hangs up (`+++`, then
 //! `ATH`), `Up` hands the port to the data plane. What the ports answer comes back to the
@@ -18,8 +18,8 @@
 use std::os::fd::RawFd;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::ppp::at::{AtDialogue, AtEvent, AtOutput, DialFailure};
 use farlink_core::modem::{Command, ModemState, Supervisor, SupervisorConfig, SupervisorSnapshot};
-use farlink_core::ppp::at::{AtDialogue, AtEvent, AtOutput, DialFailure};
 use farlink_core::time::{SimDuration, SimTime};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
@@ -28,9 +28,9 @@ use super::control::{ControlServer, Request};
 use super::eventlog::{Event, EventLog};
 use super::plane::{DataPlane, PlaneStats};
 use super::serial::SerialPort;
-use super::LinkMgrError;
-use crate::driver::monotonic_ns;
-use crate::signals::Signals;
+use crate::error::LinkMgrError;
+use farlink_emu::clock::monotonic_ns;
+use farlink_emu::signals::Signals;
 
 /// How often the loop wakes at the least: carrier (DCD) checks, byte counts, a port to reopen.
 const TICK: SimDuration = SimDuration::from_millis(250);
@@ -690,7 +690,7 @@ impl Daemon {
     pub fn step(&mut self, max_wait_ms: u64) -> Result<(), String> {
         let now = self.now();
         let wake = self.next_wakeup(now);
-        let timeout_ms = super::poll_timeout_ms(now, wake, max_wait_ms);
+        let timeout_ms = crate::wake::poll_timeout_ms(now, wake, max_wait_ms);
         let mut ready: Vec<(usize, PollFlags)> = Vec::new();
         let mut plane_ready: Vec<RawFd> = Vec::new();
         let mut control_ready = false;
@@ -972,8 +972,8 @@ mod tests {
 
     #[test]
     fn the_loop_hands_calls_to_the_data_plane_and_takes_its_drops_back() {
-        use crate::linkmgr::config;
-        use crate::linkmgr::modemsim::{CallLinks, ModemSim, SimOptions};
+        use crate::config;
+        use crate::modemsim::{CallLinks, ModemSim, SimOptions};
 
         let dir = std::env::temp_dir().join(format!("farlink-daemon-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -2,9 +2,9 @@
 //! octets are chunked; garbage never panics and never grows the decoder past its MRU bound;
 //! MP fragmentation and reassembly give back every packet in order.
 
-use farlink_core::ppp::hdlc::{self, Decoder, FcsKind, RxOptions, TxOptions};
-use farlink_core::ppp::mp::{self, Fragmenter, Reassembler, ReassemblerConfig, SeqFormat};
 use farlink_core::time::{SimDuration, SimTime};
+use farlink_linkmgr::ppp::hdlc::{self, Decoder, FcsKind, RxOptions, TxOptions};
+use farlink_linkmgr::ppp::mp::{self, Fragmenter, Reassembler, ReassemblerConfig, SeqFormat};
 use proptest::prelude::*;
 
 fn fcs_strategy() -> impl Strategy<Value = FcsKind> {
@@ -128,7 +128,7 @@ proptest! {
         packets in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..40),
         codes in prop::collection::vec(1u8..12, 40),
     ) {
-        use farlink_core::ppp::lcp::{Lcp, LcpConfig, LcpState};
+        use farlink_linkmgr::ppp::lcp::{Lcp, LcpConfig, LcpState};
         let mut l = Lcp::new(LcpConfig::multilink(0x1234_5678));
         l.open(SimTime::ZERO);
         for (i, mut p) in packets.into_iter().enumerate() {
@@ -156,7 +156,7 @@ proptest! {
         chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 0..30),
         outcomes in prop::collection::vec(0u8..5, 30),
     ) {
-        use farlink_core::ppp::dce::{Dce, DceConfig, DceOutput, DialOutcome};
+        use farlink_linkmgr::ppp::dce::{Dce, DceConfig, DceOutput, DialOutcome};
         let mut d = Dce::new(DceConfig::iridium());
         for (i, c) in chunks.iter().enumerate() {
             let now = SimTime::ZERO + SimDuration::from_millis(700 * i as u64);

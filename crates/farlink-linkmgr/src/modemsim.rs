@@ -31,12 +31,12 @@ use std::collections::BinaryHeap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use crate::ppp::dce::{Dce, DceConfig, DceOutput, DialOutcome};
 use farlink_core::arq::{ArqLink, ArqLinkConfig};
 use farlink_core::loss::{AnyLoss, NoLoss};
 use farlink_core::path::{
     draw_call_duration, draw_dial_ok, member_arq_link, member_stream, MemberDraw,
 };
-use farlink_core::ppp::dce::{Dce, DceConfig, DceOutput, DialOutcome};
 use farlink_core::rng::StreamRng;
 use farlink_core::scenario::LinkSpec;
 use farlink_core::time::BitRate;
@@ -47,8 +47,8 @@ use nix::pty::openpty;
 use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg};
 
 use super::modemarq::{CallDir, CallDirStats, CallOutput};
-use crate::driver::monotonic_ns;
-use crate::signals::Signals;
+use farlink_emu::clock::monotonic_ns;
+use farlink_emu::signals::Signals;
 
 /// The Iridium inter-satellite handover period (seed 000 section 5.1: late replies "separated
 /// by multiples of 10 minutes").
@@ -632,7 +632,7 @@ impl ModemSim {
         let mut buf = [0u8; 1024];
         let now = self.now();
         let wake = self.next_wakeup(now);
-        let timeout_ms = super::poll_timeout_ms(now, wake, max_wait_ms);
+        let timeout_ms = crate::wake::poll_timeout_ms(now, wake, max_wait_ms);
         let mut ready: Vec<(usize, Side, PollFlags)> = Vec::new();
         {
             let mut fds = Vec::new();

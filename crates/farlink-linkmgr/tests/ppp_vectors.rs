@@ -1,10 +1,10 @@
 //! The PPP codecs against frames built independently with scapy and the RFCs' formats
 //! (`tests/data/ppp_vectors.json` at the repository root, written by `tools/ppp_vectors.py`).
 
-use farlink_core::ppp::hdlc::{self, Decoder, FcsKind, RxOptions, TxOptions};
-use farlink_core::ppp::lcp::{self, Lcp, LcpConfig, LcpOutput};
-use farlink_core::ppp::mp::{self, MpHeader, SeqFormat};
 use farlink_core::time::SimTime;
+use farlink_linkmgr::ppp::hdlc::{self, Decoder, FcsKind, RxOptions, TxOptions};
+use farlink_linkmgr::ppp::lcp::{self, Lcp, LcpConfig, LcpOutput};
+use farlink_linkmgr::ppp::mp::{self, MpHeader, SeqFormat};
 use serde_json::Value;
 
 const VECTORS: &str = include_str!("../../../tests/data/ppp_vectors.json");
@@ -206,7 +206,7 @@ fn ipcp_case(d: &Value, name: &str) -> Vec<u8> {
 
 #[test]
 fn ipcp_requests_and_answers_as_scapy_builds_them() {
-    use farlink_core::ppp::ipcp::{Ipcp, IpcpConfig, IpcpOutput};
+    use farlink_linkmgr::ppp::ipcp::{Ipcp, IpcpConfig, IpcpOutput};
     let d = doc();
     let mut ipcp = Ipcp::new(IpcpConfig::new([10, 9, 0, 1], Some([10, 9, 0, 2])));
     ipcp.open(SimTime::ZERO);

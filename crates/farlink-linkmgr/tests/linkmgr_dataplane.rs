@@ -1,5 +1,5 @@
 //! The link manager's data plane end to end: kernel TCP across a multilink bundle of paced
-//! member links between two namespaces (`farlink_emu::linkmgr::testbed`). These need
+//! member links between two namespaces (`farlink_linkmgr::testbed`). These need
 //! CAP_NET_ADMIN and /dev/net/tun (CI runs as root); without them each test says why and
 //! passes without running.
 //!
@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use farlink_emu::linkmgr::testbed::{self, DropPlan, Notice, TestbedOptions, TestbedReport};
 use farlink_emu::EmuError;
+use farlink_linkmgr::testbed::{self, DropPlan, Notice, TestbedOptions, TestbedReport};
 
 /// One testbed at a time: each takes a share of two small CPUs.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());

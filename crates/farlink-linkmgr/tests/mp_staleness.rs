@@ -10,8 +10,8 @@
 //! members' rate.
 
 use farlink_core::mlppp::loss_rule::stale_timeout;
-use farlink_core::ppp::mp::{Fragmenter, MpHeader, Reassembler, ReassemblerConfig, SeqFormat};
 use farlink_core::time::{BitRate, SimDuration, SimTime};
+use farlink_linkmgr::ppp::mp::{Fragmenter, MpHeader, Reassembler, ReassemblerConfig, SeqFormat};
 
 const RATE_BPS: u64 = 2400;
 const PACKET_BYTES: usize = 1500;

@@ -20,7 +20,7 @@ pub use super::fsm::{
     TERMINATE_REQUEST,
 };
 use super::fsm::{push_opt, Counters, Fsm, Judgement, Protocol};
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::SimTime;
 
 pub const PROTOCOL_REJECT: u8 = 8;
 pub const ECHO_REQUEST: u8 = 9;
@@ -52,14 +52,13 @@ pub struct LcpConfig {
     pub short_seq: bool,
     /// Endpoint Discriminator class and address (RFC 1990 5.1.3).
     pub endpoint: Option<(u8, Vec<u8>)>,
-    pub restart: SimDuration,
-    pub max_configure: u32,
-    pub max_terminate: u32,
-    pub max_failure: u32,
+    /// The Restart timer and its counters.
+    pub counters: Counters,
 }
 
 impl LcpConfig {
-    /// RFC 1661's defaults (3 s, 10, 2, 5) for a multilink member with MRRU 1500.
+    /// RFC 1661's counters and timer ([`Counters::RFC_1661`]) for a multilink member with MRRU
+    /// 1500.
     pub fn multilink(magic: u32) -> Self {
         LcpConfig {
             mru: 1500,
@@ -70,10 +69,7 @@ impl LcpConfig {
             mrru: Some(1500),
             short_seq: false,
             endpoint: None,
-            restart: SimDuration::from_secs(3),
-            max_configure: 10,
-            max_terminate: 2,
-            max_failure: 5,
+            counters: Counters::RFC_1661,
         }
     }
 }
@@ -173,12 +169,7 @@ impl Protocol for LcpRules {
     }
 
     fn counters(&self) -> Counters {
-        Counters {
-            restart: self.cfg.restart,
-            max_configure: self.cfg.max_configure,
-            max_terminate: self.cfg.max_terminate,
-            max_failure: self.cfg.max_failure,
-        }
+        self.cfg.counters
     }
 
     fn initial_request(&mut self) {
@@ -394,6 +385,7 @@ impl Fsm<LcpRules> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use farlink_core::time::SimDuration;
 
     fn t(ms: u64) -> SimTime {
         SimTime::ZERO + SimDuration::from_millis(ms)

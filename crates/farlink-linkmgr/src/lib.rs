@@ -1,58 +1,63 @@
-//! The link manager (seed 000 chapter 7, KUMICS): a daemon that runs a bundle of dial-up
-//! modems with the core's `modem::Supervisor`, and simulated modems to run it against.
-//! `docs/linkmgr.md` is the user's guide and the event log's contract.
+//! farlink's link manager (seed 000 chapter 7, KUMICS): a daemon that runs a bundle of dial-up
+//! modems with the core's `modem::Supervisor` (the simulator's own), the PPP stack it bonds
+//! them with, and simulated modems to run it against. `docs/linkmgr.md` is the user's guide and
+//! the event log's contract.
 //!
+//! * [`ppp`]: the sans-I/O PPP stack: RFC 1662 framing, one RFC 1661 automaton for LCP and
+//!   IPCP, RFC 1990 multilink, the bundle endpoint, the AT dialogue and a simulated modem;
 //! * `config`: the TOML configuration, errors placed `FILE:LINE: path: message`;
 //! * `serial`: a modem's port (raw termios, the rate, RTS/CTS, DCD);
 //! * `control`: the daemon's control socket (`hold`, `release`);
 //! * `eventlog`: the SQLite event log and the snapshots a restart resumes from;
 //! * `paths`: the log's and the control socket's paths checked before they are opened;
 //! * `plane`: the seam to the data plane (the bundle on a TUN device);
-//! * `daemon`: the loop;
+//! * `daemon`: the loop (`wake`: how long a turn of it, or of the simulated modems, may sleep);
 //! * `modemsim`: simulated Iridium modems on ptys;
 //! * `modemarq`: a simulated call's direction over the core's link-layer ARQ;
 //! * [`dataplane`]: the members' serial ports bonded into one multilink PPP bundle on a TUN;
 //! * [`testbed`]: two namespaces joined by paced member links, to measure the data plane.
+//!
+//! Everything but `ppp` is Linux only (ptys, termios, TUN devices, namespaces: the I/O pieces
+//! shared with the emulator come from `farlink-emu`).
 
+mod error;
+pub mod ppp;
+#[cfg(target_os = "linux")]
+mod wake;
+
+#[cfg(target_os = "linux")]
 pub mod config;
+#[cfg(target_os = "linux")]
 pub mod control;
+#[cfg(target_os = "linux")]
 pub mod daemon;
+#[cfg(target_os = "linux")]
 pub mod dataplane;
+#[cfg(target_os = "linux")]
 pub mod eventlog;
+#[cfg(target_os = "linux")]
 pub mod modemarq;
+#[cfg(target_os = "linux")]
 pub mod modemsim;
+#[cfg(target_os = "linux")]
 pub mod paths;
+#[cfg(target_os = "linux")]
 pub mod plane;
+#[cfg(target_os = "linux")]
 pub mod serial;
+#[cfg(target_os = "linux")]
 pub mod testbed;
 
+#[cfg(target_os = "linux")]
 use std::path::Path;
 
-use farlink_core::time::SimTime;
-
+#[cfg(target_os = "linux")]
 pub use config::{ConfigError, LinkMgrConfig, Role};
+pub use error::LinkMgrError;
+#[cfg(target_os = "linux")]
 pub use modemsim::SimOptions;
 
-/// How long a loop turn may wait in `poll` for its next wakeup `wake`: whole milliseconds,
-/// rounded up so that it never wakes before it is due, at most `max_wait_ms`.
-fn poll_timeout_ms(now: SimTime, wake: SimTime, max_wait_ms: u64) -> u64 {
-    wake.saturating_since(now)
-        .as_nanos()
-        .div_ceil(1_000_000)
-        .min(max_wait_ms)
-}
-
-/// Why the link manager did not run or stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum LinkMgrError {
-    /// The configuration (or an option) is wrong; the message places it.
-    #[error("{0}")]
-    Config(String),
-    /// Something the daemon needs failed (the log, a system call).
-    #[error("{0}")]
-    System(String),
-}
-
+#[cfg(target_os = "linux")]
 /// `farlink linkmgr run CONFIG`: reads the configuration and runs the daemon until SIGTERM or
 /// SIGINT.
 pub fn run_daemon(config_path: &Path) -> Result<(), LinkMgrError> {
@@ -61,6 +66,7 @@ pub fn run_daemon(config_path: &Path) -> Result<(), LinkMgrError> {
     daemon::run(cfg, plane)
 }
 
+#[cfg(target_os = "linux")]
 /// `farlink linkmgr hold|release TARGET MODEM`: `target` is a daemon's configuration (its
 /// `control` socket) or the socket itself; returns the daemon's answer.
 pub fn control(target: &Path, request: &str, modem: &str) -> Result<String, LinkMgrError> {
@@ -80,11 +86,13 @@ pub fn control(target: &Path, request: &str, modem: &str) -> Result<String, Link
     control::send(&socket, &req).map_err(LinkMgrError::Config)
 }
 
+#[cfg(target_os = "linux")]
 fn is_socket(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket())
 }
 
+#[cfg(target_os = "linux")]
 /// `farlink linkmgr modem-sim`: the modems of the first bundle link of `scenario_json` (a
 /// resolved scenario: its members' rate, delay, ARQ, error models and β, its dial time and dial
 /// failures), `seed`

@@ -1,5 +1,5 @@
 //! The link manager's data plane: the members' serial ports bonded into one multilink PPP
-//! bundle ([`farlink_core::ppp::bond::Bond`]) carried to and from a TUN device, so that the
+//! bundle ([`crate::ppp::bond::Bond`]) carried to and from a TUN device, so that the
 //! kernel's TCP and any program use the bundle like any other interface.
 //!
 //! The bond decides everything (framing, LCP and IPCP, how a packet is cut over the members,
@@ -18,10 +18,10 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
-use farlink_core::ppp::bond::{Bond, BondConfig, BondEvent, BondStats, MemberStats};
+use crate::ppp::bond::{Bond, BondConfig, BondEvent, BondStats, MemberStats};
 use farlink_core::time::{BitRate, SimDuration, SimTime};
 
-use crate::EmuError;
+use farlink_emu::EmuError;
 
 /// The largest IP packet read from the TUN (its MTU is at most the bundle's MRRU, 1500).
 const TUN_READ_BYTES: usize = 65_536;
@@ -117,12 +117,12 @@ pub fn bundle_config(
     magic: u32,
     endpoint: &[u8],
 ) -> BondConfig {
-    let mut lcp = farlink_core::ppp::lcp::LcpConfig::multilink(magic);
+    let mut lcp = crate::ppp::lcp::LcpConfig::multilink(magic);
     lcp.endpoint = Some((1, endpoint.to_vec()));
     BondConfig::new(
         rates_bps.into_iter().map(BitRate::from_bps).collect(),
         lcp,
-        farlink_core::ppp::ipcp::IpcpConfig::new(local.octets(), Some(peer.octets())),
+        crate::ppp::ipcp::IpcpConfig::new(local.octets(), Some(peer.octets())),
     )
 }
 
@@ -151,7 +151,7 @@ impl DataPlane {
     /// Creates the TUN device `name` in the calling thread's network namespace and a data
     /// plane on it.
     pub fn create(name: &str, cfg: BondConfig) -> Result<DataPlane, EmuError> {
-        let tun = crate::tun::Tun::create(name)?;
+        let tun = farlink_emu::tun::Tun::create(name)?;
         DataPlane::new(tun.into_file().into(), cfg)
     }
 
@@ -377,8 +377,8 @@ impl DataPlane {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use farlink_core::ppp::ipcp::IpcpConfig;
-    use farlink_core::ppp::lcp::LcpConfig;
+    use crate::ppp::ipcp::IpcpConfig;
+    use crate::ppp::lcp::LcpConfig;
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
     fn pair(kind: SockType) -> (OwnedFd, OwnedFd) {
@@ -405,8 +405,8 @@ mod tests {
         let mut air = DataPlane::new(air_tun, config(3, 1)).unwrap();
         let mut gnd = DataPlane::new(gnd_tun, config(3, 2)).unwrap();
         let members: Vec<(OwnedFd, OwnedFd)> = (0..3).map(|_| pair(SockType::Stream)).collect();
-        let t0 = crate::driver::monotonic_ns();
-        let clock = || SimTime::from_nanos(crate::driver::monotonic_ns() - t0);
+        let t0 = farlink_emu::clock::monotonic_ns();
+        let clock = || SimTime::from_nanos(farlink_emu::clock::monotonic_ns() - t0);
         for (m, (a, g)) in members.iter().enumerate() {
             air.member_up(m as u32, a.as_raw_fd(), clock());
             gnd.member_up(m as u32, g.as_raw_fd(), clock());

@@ -5,7 +5,7 @@
 //! Read first: RFC 1990 sections 3 (the header formats, the fragment's payload being the
 //! packet's protocol field and information), 4 (sequence numbers increase by one per
 //! fragment across all members) and 4.1 (the receiver's loss detection on the members'
-//! sequence numbers). The loss rule itself is [`crate::links::mlppp::loss_rule`], the one the
+//! sequence numbers). The loss rule itself is [`farlink_core::links::mlppp::loss_rule`], the one the
 //! simulator runs.
 //!
 //! ```text
@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::links::mlppp::loss_rule::{LossRule, Verdict};
-use crate::time::{SimDuration, SimTime};
+use farlink_core::links::mlppp::loss_rule::{LossRule, Verdict};
+use farlink_core::time::{SimDuration, SimTime};
 
 /// The PPP protocol number of a multilink fragment.
 pub const PROTO_MP: u16 = 0x003d;
@@ -187,7 +187,7 @@ pub struct ReassemblerConfig {
     pub mrru: usize,
     /// The most fragments held at once; past it the head is given up (Linux: 128).
     pub max_fragments: usize,
-    /// The staleness timer ([`crate::links::mlppp::loss_rule::stale_timeout`]).
+    /// The staleness timer ([`farlink_core::links::mlppp::loss_rule::stale_timeout`]).
     pub timeout: SimDuration,
 }
 

@@ -8,7 +8,7 @@
 use std::net::Ipv4Addr;
 use std::os::fd::RawFd;
 
-use crate::linkmgr::dataplane::bundle_config;
+use crate::dataplane::bundle_config;
 
 use farlink_core::time::SimTime;
 
@@ -77,43 +77,43 @@ pub fn from_config(
     let rates = vec![t.member_rate_bps; cfg.members.len()];
     let mut bond = bundle_config(rates, local, peer, magic, local.octets().as_slice());
     // Over modems: the data plane reads their `NO CARRIER` among the octets (see the const).
-    bond.lcp.accm = crate::linkmgr::dataplane::ACCM_CR_LF;
-    let plane = crate::linkmgr::dataplane::DataPlane::create(&t.name, bond)
-        .map_err(|e| format!("tun: {e}"))?;
+    bond.lcp.accm = crate::dataplane::ACCM_CR_LF;
+    let plane =
+        crate::dataplane::DataPlane::create(&t.name, bond).map_err(|e| format!("tun: {e}"))?;
     for args in [
         vec!["addr", "add", t.address.as_str(), "dev", t.name.as_str()],
         vec!["link", "set", t.name.as_str(), "mtu", "1500", "up"],
     ] {
-        crate::netns::ip(&args).map_err(|e| format!("tun: {e}"))?;
+        farlink_emu::netns::ip(&args).map_err(|e| format!("tun: {e}"))?;
     }
     let peer_route = format!("{peer}/32");
-    if let Err(e) = crate::netns::ip(&["route", "replace", &peer_route, "dev", &t.name]) {
+    if let Err(e) = farlink_emu::netns::ip(&["route", "replace", &peer_route, "dev", &t.name]) {
         return Err(format!("tun: {e}"));
     }
     Ok(Some(Box::new(plane)))
 }
 
-impl DataPlane for crate::linkmgr::dataplane::DataPlane {
+impl DataPlane for crate::dataplane::DataPlane {
     fn member_up(&mut self, member: u32, fd: RawFd, now: SimTime) {
-        crate::linkmgr::dataplane::DataPlane::member_up(self, member, fd, now)
+        crate::dataplane::DataPlane::member_up(self, member, fd, now)
     }
     fn member_down(&mut self, member: u32, now: SimTime) {
-        crate::linkmgr::dataplane::DataPlane::member_down(self, member, now)
+        crate::dataplane::DataPlane::member_down(self, member, now)
     }
     fn fds(&self) -> Vec<RawFd> {
-        crate::linkmgr::dataplane::DataPlane::fds(self)
+        crate::dataplane::DataPlane::fds(self)
     }
     fn on_ready(&mut self, fd: RawFd, now: SimTime) {
-        crate::linkmgr::dataplane::DataPlane::on_ready(self, fd, now)
+        crate::dataplane::DataPlane::on_ready(self, fd, now)
     }
     fn next_wakeup(&self) -> Option<SimTime> {
-        crate::linkmgr::dataplane::DataPlane::next_wakeup(self)
+        crate::dataplane::DataPlane::next_wakeup(self)
     }
     fn on_timer(&mut self, now: SimTime) {
-        crate::linkmgr::dataplane::DataPlane::on_timer(self, now)
+        crate::dataplane::DataPlane::on_timer(self, now)
     }
     fn stats(&self) -> PlaneStats {
-        let s = crate::linkmgr::dataplane::DataPlane::stats(self);
+        let s = crate::dataplane::DataPlane::stats(self);
         PlaneStats {
             member_tx_bytes: s.member_tx_bytes,
             member_rx_bytes: s.member_rx_bytes,
@@ -122,6 +122,6 @@ impl DataPlane for crate::linkmgr::dataplane::DataPlane {
         }
     }
     fn take_member_lost(&mut self) -> Option<(u32, String)> {
-        crate::linkmgr::dataplane::DataPlane::take_member_lost(self)
+        crate::dataplane::DataPlane::take_member_lost(self)
     }
 }

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::{SimDuration, SimTime};
 
 /// What the simulated modem is and does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Two bundle endpoints ([`farlink_core::ppp::bond::Bond`]) wired back to back through
+//! Two bundle endpoints ([`farlink_linkmgr::ppp::bond::Bond`]) wired back to back through
 //! simulated serial members in virtual time: each member direction clocks octets at its rate,
 //! delays them, may corrupt them, and loses everything in flight when its call drops.
 //!
@@ -8,11 +8,11 @@
 
 use std::collections::VecDeque;
 
-use farlink_core::ppp::bond::{Bond, BondConfig, BondEvent};
-use farlink_core::ppp::ipcp::IpcpConfig;
-use farlink_core::ppp::lcp::LcpConfig;
 use farlink_core::rng::StreamRng;
 use farlink_core::time::{BitRate, SimDuration, SimTime};
+use farlink_linkmgr::ppp::bond::{Bond, BondConfig, BondEvent};
+use farlink_linkmgr::ppp::ipcp::IpcpConfig;
+use farlink_linkmgr::ppp::lcp::LcpConfig;
 
 const DELAY: SimDuration = SimDuration::from_millis(300);
 

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::{SimDuration, SimTime};
 
 pub const CONFIGURE_REQUEST: u8 = 1;
 pub const CONFIGURE_ACK: u8 = 2;
@@ -106,6 +106,17 @@ pub struct Counters {
     pub max_configure: u32,
     pub max_terminate: u32,
     pub max_failure: u32,
+}
+
+impl Counters {
+    /// RFC 1661 section 4.6's defaults: Restart 3 s, Max-Configure 10, Max-Terminate 2,
+    /// Max-Failure 5.
+    pub const RFC_1661: Counters = Counters {
+        restart: SimDuration::from_secs(3),
+        max_configure: 10,
+        max_terminate: 2,
+        max_failure: 5,
+    };
 }
 
 /// A protocol's view of the peer's Configure-Request, option by option, before the automaton

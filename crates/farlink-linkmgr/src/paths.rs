@@ -83,7 +83,7 @@ pub fn check_log(path: &Path) -> Result<(), String> {
 }
 
 /// The control socket at `path` may be absent or a socket (one a stopped daemon left is
-/// replaced; whether a running one answers on it is [`super::control`]'s to check).
+/// replaced; whether a running one answers on it is [`mod@crate::control`]'s to check).
 pub fn check_socket(path: &Path) -> Result<(), String> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),

@@ -1,17 +1,17 @@
-//! Two bundle endpoints ([`farlink_core::ppp::bond::Bond`], the daemons' data plane) joined by
-//! simulated modem calls ([`farlink_emu::linkmgr::modemarq::CallDir`], modem-sim's), in
+//! Two bundle endpoints ([`farlink_linkmgr::ppp::bond::Bond`], the daemons' data plane) joined by
+//! simulated modem calls ([`farlink_linkmgr::modemarq::CallDir`], modem-sim's), in
 //! virtual time: octets cross in ARQ frames that an error model damages; a frame damaged on
 //! every try loses its octets from the middle of a PPP frame. The receiving bond must count
 //! the broken frames, give the fragments up by its rules and go on delivering intact packets.
 
 use farlink_core::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqMode};
 use farlink_core::loss::{AnyLoss, Bernoulli, NoLoss};
-use farlink_core::ppp::bond::{Bond, BondConfig};
-use farlink_core::ppp::ipcp::IpcpConfig;
-use farlink_core::ppp::lcp::LcpConfig;
 use farlink_core::rng::StreamRng;
 use farlink_core::time::{BitRate, SimDuration, SimTime};
-use farlink_emu::linkmgr::modemarq::{CallDir, CallOutput};
+use farlink_linkmgr::modemarq::{CallDir, CallOutput};
+use farlink_linkmgr::ppp::bond::{Bond, BondConfig};
+use farlink_linkmgr::ppp::ipcp::IpcpConfig;
+use farlink_linkmgr::ppp::lcp::LcpConfig;
 
 const RATE_BPS: u64 = 2400;
 const DELAY: SimDuration = SimDuration::from_millis(500);
@@ -161,7 +161,7 @@ fn octets_the_arq_gave_up_are_bad_frames_the_bundle_drops_and_it_carries_on() {
     }
     let arq = a_to_b.iter().fold(
         Default::default(),
-        |t: farlink_emu::linkmgr::modemarq::CallDirStats, c| t.plus(&c.stats()),
+        |t: farlink_linkmgr::modemarq::CallDirStats, c| t.plus(&c.stats()),
     );
     let bad: u64 = (0..MEMBERS).map(|m| b.member_stats(m).bad_frames).sum();
     let r = b.stats().reassembly;

@@ -19,17 +19,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use farlink_core::ppp::bond::{BondConfig, BondEvent};
+use crate::ppp::bond::{BondConfig, BondEvent};
 use farlink_core::rng::splitmix64;
 use farlink_core::time::SimTime;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
 use super::dataplane::{bundle_config, DataPlane, DataPlaneStats};
-use crate::driver::monotonic_ns;
-use crate::netns::{self, Netns, RunLock};
-use crate::signals::Signals;
-use crate::EmuError;
+use farlink_emu::clock::monotonic_ns;
+use farlink_emu::netns::{self, Netns, RunLock};
+use farlink_emu::signals::Signals;
+use farlink_emu::EmuError;
 
 const AIR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 const GROUND: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
@@ -282,6 +282,266 @@ fn make_end(
     Ok(dp)
 }
 
+/// The member lines: per member, a pacer thread each way and the flag that cuts its call.
+struct Lines {
+    pacers: Vec<JoinHandle<()>>,
+    cuts: Vec<Arc<AtomicBool>>,
+    /// Per member: the data planes' ends of the socketpairs (kept open here for the run).
+    ends: Vec<(OwnedFd, OwnedFd)>,
+}
+
+impl Lines {
+    fn start(opts: &TestbedOptions, stop: &Arc<AtomicBool>) -> Result<Lines, EmuError> {
+        let mut lines = Lines {
+            pacers: Vec::new(),
+            cuts: Vec::new(),
+            ends: Vec::new(),
+        };
+        let pair = || {
+            socketpair(
+                AddressFamily::Unix,
+                SockType::Stream,
+                None,
+                SockFlag::SOCK_CLOEXEC,
+            )
+            .map_err(|e| EmuError::sys("socketpair", e))
+        };
+        for _ in 0..opts.members {
+            let (air_end, air_line) = pair()?;
+            let (gnd_end, gnd_line) = pair()?;
+            let cut = Arc::new(AtomicBool::new(false));
+            let dup = |fd: &OwnedFd| fd.try_clone().map_err(|e| EmuError::sys("dup", e));
+            let (a_in, g_out) = (dup(&air_line)?, dup(&gnd_line)?);
+            for (src, dst) in [(a_in, g_out), (gnd_line, air_line)] {
+                let (c, s, rate) = (Arc::clone(&cut), Arc::clone(stop), opts.rate_bps);
+                lines.pacers.push(
+                    std::thread::Builder::new()
+                        .name("farlink-pacer".into())
+                        .spawn(move || pacer(src, dst, rate, c, s))
+                        .map_err(|e| EmuError::sys("spawn pacer", e))?,
+                );
+            }
+            lines.cuts.push(cut);
+            lines.ends.push((air_end, gnd_end));
+        }
+        Ok(lines)
+    }
+}
+
+/// One end's data plane running on its own thread.
+struct Loop {
+    tx: Sender<Command>,
+    shared: Arc<Shared>,
+    handle: JoinHandle<DataPlane>,
+}
+
+impl Loop {
+    fn start(dp: DataPlane, t0_ns: u64, stop: &Arc<AtomicBool>) -> Result<Loop, EmuError> {
+        let (tx, rx): (Sender<Command>, Receiver<Command>) = mpsc::channel();
+        let shared = Arc::new(Shared::default());
+        let (sh, st) = (Arc::clone(&shared), Arc::clone(stop));
+        let handle = std::thread::Builder::new()
+            .name("farlink-dataplane".into())
+            .spawn(move || drive(dp, t0_ns, rx, sh, st))
+            .map_err(|e| EmuError::sys("spawn data plane", e))?;
+        Ok(Loop { tx, shared, handle })
+    }
+
+    fn ip_up(&self) -> bool {
+        self.shared.ip_up.load(Ordering::Acquire)
+    }
+
+    fn send(&self, c: Command) {
+        let _ = self.tx.send(c);
+    }
+}
+
+/// Everything the transfer runs on, set up and not yet torn down.
+struct Bed<'a> {
+    opts: &'a TestbedOptions,
+    signals: &'a Signals,
+    air_ns: &'a Netns,
+    gnd_ns: &'a Netns,
+    lines: &'a Lines,
+    air: &'a Loop,
+    gnd: &'a Loop,
+    t0_ns: u64,
+    deadline_ns: u64,
+}
+
+/// What the transfer measured, before the data planes are stopped.
+struct Transfer {
+    bundle_up_s: f64,
+    transfer_s: f64,
+    bytes_ok: bool,
+    /// The air end's octets written per member before the transfer started.
+    wire_before: Vec<u64>,
+}
+
+/// The receiver's thread: whether it got exactly the file's bytes and when its last byte came
+/// (ns); `None` if it could not enter its namespace.
+type Sink = JoinHandle<Option<Result<(bool, u64), String>>>;
+
+/// The receiver, in the ground namespace: accepts one connection and reads the file.
+fn spawn_sink(
+    ns: &Netns,
+    file_len: u64,
+    received: Arc<AtomicU64>,
+    ready: Sender<()>,
+) -> Result<Sink, EmuError> {
+    ns.spawn("farlink-sink", move || -> Result<(bool, u64), String> {
+        let l = TcpListener::bind(SocketAddrV4::new(GROUND, PORT)).map_err(|e| e.to_string())?;
+        let _ = ready.send(());
+        let (mut s, _) = l.accept().map_err(|e| e.to_string())?;
+        let mut expect = Vec::with_capacity(file_len as usize);
+        file_bytes(file_len, |c| expect.extend_from_slice(c));
+        let mut got = Vec::with_capacity(file_len as usize);
+        let mut buf = [0u8; 65536];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    got.extend_from_slice(&buf[..n]);
+                    received.store(got.len() as u64, Ordering::Relaxed);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok((got == expect, monotonic_ns()))
+    })
+}
+
+/// The sender, in the air namespace: the file to the receiver, then the write side shut.
+fn spawn_sender(
+    ns: &Netns,
+    file_len: u64,
+) -> Result<JoinHandle<Option<Result<(), String>>>, EmuError> {
+    ns.spawn("farlink-sender", move || -> Result<(), String> {
+        let mut s =
+            TcpStream::connect(SocketAddrV4::new(GROUND, PORT)).map_err(|e| e.to_string())?;
+        let mut res = Ok(());
+        file_bytes(file_len, |c| {
+            if res.is_ok() {
+                res = s.write_all(c).map_err(|e| e.to_string());
+            }
+        });
+        res?;
+        s.shutdown(Shutdown::Write).map_err(|e| e.to_string())
+    })
+}
+
+/// The call drop of a [`DropPlan`] as the transfer goes: cut once the receiver has its
+/// bytes, redialled (both ends) after its delay.
+struct CallDrop {
+    plan: DropPlan,
+    dropped_at_ns: Option<u64>,
+    redialled: bool,
+}
+
+impl CallDrop {
+    fn step(&mut self, bed: &Bed<'_>, received: u64) {
+        let plan = self.plan;
+        let m = plan.member;
+        if self.dropped_at_ns.is_none() && received >= plan.after_bytes {
+            bed.lines.cuts[m].store(true, Ordering::Relaxed);
+            bed.air.send(Command::Down(m as u32));
+            if plan.notice == Notice::Both {
+                bed.gnd.send(Command::Down(m as u32));
+            }
+            self.dropped_at_ns = Some(monotonic_ns());
+        }
+        if let (Some(t), Some(after), false) =
+            (self.dropped_at_ns, plan.redial_after, self.redialled)
+        {
+            if monotonic_ns() >= t + after.as_nanos() as u64 {
+                // The ground end learns of the old call's end when the new one comes.
+                bed.gnd.send(Command::Down(m as u32));
+                bed.lines.cuts[m].store(false, Ordering::Relaxed);
+                let (air_end, gnd_end) = &bed.lines.ends[m];
+                bed.air.send(Command::Up(m as u32, air_end.as_raw_fd()));
+                bed.gnd.send(Command::Up(m as u32, gnd_end.as_raw_fd()));
+                self.redialled = true;
+            }
+        }
+    }
+}
+
+impl Bed<'_> {
+    fn out_of_time(&self) -> bool {
+        monotonic_ns() > self.deadline_ns || self.signals.interrupted()
+    }
+
+    /// Waits for IPv4 up at both ends; returns the seconds since the members came up.
+    fn bundle_up(&self) -> Result<f64, EmuError> {
+        while !(self.air.ip_up() && self.gnd.ip_up()) {
+            if self.out_of_time() {
+                return Err(EmuError::System(
+                    "the bundle did not come up (IPCP) in time".into(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok((monotonic_ns() - self.t0_ns) as f64 / 1e9)
+    }
+
+    /// The bundle up, then the file from air to ground, the call drop as planned.
+    fn transfer(&self) -> Result<Transfer, EmuError> {
+        let bundle_up_s = self.bundle_up()?;
+        let received = Arc::new(AtomicU64::new(0));
+        let file_len = self.opts.file_bytes;
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let sink = spawn_sink(self.gnd_ns, file_len, Arc::clone(&received), ready_tx)?;
+        let _ = ready_rx.recv_timeout(Duration::from_secs(10));
+        let wire_before = self
+            .air
+            .shared
+            .stats
+            .lock()
+            .map(|s| s.member_tx_bytes.clone())
+            .unwrap_or_default();
+        let started = monotonic_ns();
+        let sender = spawn_sender(self.air_ns, file_len)?;
+        let mut call_drop = self
+            .opts
+            .drop
+            .filter(|p| p.member < self.opts.members)
+            .map(|plan| CallDrop {
+                plan,
+                dropped_at_ns: None,
+                redialled: false,
+            });
+        while !sink.is_finished() {
+            if self.out_of_time() {
+                return Err(EmuError::System(format!(
+                    "the transfer did not end in time: {} of {} bytes received",
+                    received.load(Ordering::Relaxed),
+                    self.opts.file_bytes
+                )));
+            }
+            if let Some(d) = call_drop.as_mut() {
+                d.step(self, received.load(Ordering::Relaxed));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (bytes_ok, end_ns) = sink
+            .join()
+            .ok()
+            .flatten()
+            .ok_or_else(|| EmuError::Internal("the sink thread panicked".into()))?
+            .map_err(|e| EmuError::System(format!("the receiver: {e}")))?;
+        if let Some(Err(e)) = sender.join().ok().flatten() {
+            return Err(EmuError::System(format!("the sender: {e}")));
+        }
+        Ok(Transfer {
+            bundle_up_s,
+            transfer_s: end_ns.saturating_sub(started) as f64 / 1e9,
+            bytes_ok,
+            wire_before,
+        })
+    }
+}
+
 /// Runs one transfer across the bonded members; see the module docs.
 pub fn run(opts: &TestbedOptions) -> Result<TestbedReport, EmuError> {
     if opts.members == 0 || opts.rate_bps == 0 {
@@ -289,7 +549,7 @@ pub fn run(opts: &TestbedOptions) -> Result<TestbedReport, EmuError> {
             "the testbed needs at least one member and a rate".into(),
         ));
     }
-    crate::run::check_host()?;
+    farlink_emu::check_host()?;
     netns::remove_stale();
     let signals = Signals::install()?;
     let lock = RunLock::acquire()?;
@@ -308,190 +568,51 @@ pub fn run(opts: &TestbedOptions) -> Result<TestbedReport, EmuError> {
     )?;
 
     let stop = Arc::new(AtomicBool::new(false));
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
-    let mut cuts = Vec::new();
-    // Per member: the data planes' ends of the socketpairs (kept open here for the run).
-    let mut ends: Vec<(OwnedFd, OwnedFd)> = Vec::new();
-    let pair = || {
-        socketpair(
-            AddressFamily::Unix,
-            SockType::Stream,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .map_err(|e| EmuError::sys("socketpair", e))
-    };
-    for _ in 0..opts.members {
-        let (air_end, air_line) = pair()?;
-        let (gnd_end, gnd_line) = pair()?;
-        let cut = Arc::new(AtomicBool::new(false));
-        let dup = |fd: &OwnedFd| fd.try_clone().map_err(|e| EmuError::sys("dup", e));
-        let (a_in, g_out) = (dup(&air_line)?, dup(&gnd_line)?);
-        for (src, dst) in [(a_in, g_out), (gnd_line, air_line)] {
-            let (c, s, rate) = (Arc::clone(&cut), Arc::clone(&stop), opts.rate_bps);
-            threads.push(
-                std::thread::Builder::new()
-                    .name("farlink-pacer".into())
-                    .spawn(move || pacer(src, dst, rate, c, s))
-                    .map_err(|e| EmuError::sys("spawn pacer", e))?,
-            );
-        }
-        cuts.push(cut);
-        ends.push((air_end, gnd_end));
+    let lines = Lines::start(opts, &stop)?;
+    let t0_ns = monotonic_ns();
+    let air = Loop::start(air_dp, t0_ns, &stop)?;
+    let gnd = Loop::start(gnd_dp, t0_ns, &stop)?;
+    for (m, (a, g)) in lines.ends.iter().enumerate() {
+        air.send(Command::Up(m as u32, a.as_raw_fd()));
+        gnd.send(Command::Up(m as u32, g.as_raw_fd()));
     }
-
-    let t0 = monotonic_ns();
-    let start_loop = |dp: DataPlane| -> Result<_, EmuError> {
-        let (tx, rx): (Sender<Command>, Receiver<Command>) = mpsc::channel();
-        let shared = Arc::new(Shared::default());
-        let (sh, st) = (Arc::clone(&shared), Arc::clone(&stop));
-        let h = std::thread::Builder::new()
-            .name("farlink-dataplane".into())
-            .spawn(move || drive(dp, t0, rx, sh, st))
-            .map_err(|e| EmuError::sys("spawn data plane", e))?;
-        Ok((tx, shared, h))
+    let bed = Bed {
+        opts,
+        signals: &signals,
+        air_ns: &air_ns,
+        gnd_ns: &gnd_ns,
+        lines: &lines,
+        air: &air,
+        gnd: &gnd,
+        t0_ns,
+        deadline_ns: t0_ns + opts.limit.as_nanos() as u64,
     };
-    let (air_tx, air_sh, air_h) = start_loop(air_dp)?;
-    let (gnd_tx, gnd_sh, gnd_h) = start_loop(gnd_dp)?;
-    for (m, (a, g)) in ends.iter().enumerate() {
-        let _ = air_tx.send(Command::Up(m as u32, a.as_raw_fd()));
-        let _ = gnd_tx.send(Command::Up(m as u32, g.as_raw_fd()));
-    }
-    let deadline = t0 + opts.limit.as_nanos() as u64;
-    let finish = |stop: &AtomicBool, threads: Vec<JoinHandle<()>>| {
-        stop.store(true, Ordering::Relaxed);
-        for t in threads {
-            let _ = t.join();
-        }
-    };
-    let result = (|| -> Result<(f64, f64, u64, bool, Vec<u64>), EmuError> {
-        while !(air_sh.ip_up.load(Ordering::Acquire) && gnd_sh.ip_up.load(Ordering::Acquire)) {
-            if monotonic_ns() > deadline || signals.interrupted() {
-                return Err(EmuError::System(
-                    "the bundle did not come up (IPCP) in time".into(),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let bundle_up_s = (monotonic_ns() - t0) as f64 / 1e9;
-        let received = Arc::new(AtomicU64::new(0));
-        let file_len = opts.file_bytes;
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let rcv = Arc::clone(&received);
-        let sink = gnd_ns.spawn("farlink-sink", move || -> Result<(bool, u64), String> {
-            let l =
-                TcpListener::bind(SocketAddrV4::new(GROUND, PORT)).map_err(|e| e.to_string())?;
-            let _ = ready_tx.send(());
-            let (mut s, _) = l.accept().map_err(|e| e.to_string())?;
-            let mut expect = Vec::with_capacity(file_len as usize);
-            file_bytes(file_len, |c| expect.extend_from_slice(c));
-            let mut got = Vec::with_capacity(file_len as usize);
-            let mut buf = [0u8; 65536];
-            loop {
-                match s.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        got.extend_from_slice(&buf[..n]);
-                        rcv.store(got.len() as u64, Ordering::Relaxed);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e.to_string()),
-                }
-            }
-            Ok((got == expect, monotonic_ns()))
-        })?;
-        let _ = ready_rx.recv_timeout(Duration::from_secs(10));
-        let wire_before = air_sh
-            .stats
-            .lock()
-            .map(|s| s.member_tx_bytes.clone())
-            .unwrap_or_default();
-        let started = monotonic_ns();
-        let sender = air_ns.spawn("farlink-sender", move || -> Result<(), String> {
-            let mut s =
-                TcpStream::connect(SocketAddrV4::new(GROUND, PORT)).map_err(|e| e.to_string())?;
-            let mut res = Ok(());
-            file_bytes(file_len, |c| {
-                if res.is_ok() {
-                    res = s.write_all(c).map_err(|e| e.to_string());
-                }
-            });
-            res?;
-            s.shutdown(Shutdown::Write).map_err(|e| e.to_string())
-        })?;
-        let mut dropped_at: Option<u64> = None;
-        let mut redialled = false;
-        while !sink.is_finished() {
-            if monotonic_ns() > deadline || signals.interrupted() {
-                return Err(EmuError::System(format!(
-                    "the transfer did not end in time: {} of {} bytes received",
-                    received.load(Ordering::Relaxed),
-                    opts.file_bytes
-                )));
-            }
-            if let Some(plan) = opts.drop.filter(|p| p.member < opts.members) {
-                let m = plan.member;
-                if dropped_at.is_none() && received.load(Ordering::Relaxed) >= plan.after_bytes {
-                    cuts[m].store(true, Ordering::Relaxed);
-                    let _ = air_tx.send(Command::Down(m as u32));
-                    if plan.notice == Notice::Both {
-                        let _ = gnd_tx.send(Command::Down(m as u32));
-                    }
-                    dropped_at = Some(monotonic_ns());
-                }
-                if let (Some(t), Some(after), false) = (dropped_at, plan.redial_after, redialled) {
-                    if monotonic_ns() >= t + after.as_nanos() as u64 {
-                        // The ground end learns of the old call's end when the new one comes.
-                        let _ = gnd_tx.send(Command::Down(m as u32));
-                        cuts[m].store(false, Ordering::Relaxed);
-                        let _ = air_tx.send(Command::Up(m as u32, ends[m].0.as_raw_fd()));
-                        let _ = gnd_tx.send(Command::Up(m as u32, ends[m].1.as_raw_fd()));
-                        redialled = true;
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let (ok, end_ns) = sink
-            .join()
-            .ok()
-            .flatten()
-            .ok_or_else(|| EmuError::Internal("the sink thread panicked".into()))?
-            .map_err(|e| EmuError::System(format!("the receiver: {e}")))?;
-        if let Some(Err(e)) = sender.join().ok().flatten() {
-            return Err(EmuError::System(format!("the sender: {e}")));
-        }
-        Ok((
-            bundle_up_s,
-            end_ns.saturating_sub(started) as f64 / 1e9,
-            end_ns,
-            ok,
-            wire_before,
-        ))
-    })();
+    let result = bed.transfer();
     stop.store(true, Ordering::Relaxed);
-    let air = air_h.join();
-    let gnd = gnd_h.join();
-    finish(&stop, threads);
-    drop(ends);
-    let (bundle_up_s, transfer_s, _end, bytes_ok, wire_before) = result?;
+    let air = air.handle.join();
+    let gnd = gnd.handle.join();
+    for t in lines.pacers {
+        let _ = t.join();
+    }
+    drop(lines.ends);
+    let measured = result?;
     let (air, gnd) = match (air, gnd) {
         (Ok(a), Ok(g)) => (a.stats(), g.stats()),
         _ => return Err(EmuError::Internal("a data plane thread panicked".into())),
     };
     let wire_after: u64 = air.member_tx_bytes.iter().sum();
-    let wire_octets = wire_after - wire_before.iter().sum::<u64>();
+    let wire_octets = wire_after - measured.wire_before.iter().sum::<u64>();
     drop(air_ns);
     drop(gnd_ns);
     Ok(TestbedReport {
         members: opts.members,
         rate_bps: opts.rate_bps,
         file_bytes: opts.file_bytes,
-        bundle_up_s,
-        transfer_s,
-        goodput_bps: opts.file_bytes as f64 * 8.0 / transfer_s,
+        bundle_up_s: measured.bundle_up_s,
+        transfer_s: measured.transfer_s,
+        goodput_bps: opts.file_bytes as f64 * 8.0 / measured.transfer_s,
         wire_octets,
-        bytes_ok,
+        bytes_ok: measured.bytes_ok,
         stale_timeout_s,
         air,
         ground: gnd,

@@ -7,8 +7,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::ppp::at::ModemProfile;
 use farlink_core::modem::ModemConfig;
-use farlink_core::ppp::at::ModemProfile;
 use farlink_core::time::SimDuration;
 use farlink_core::units;
 use serde_json::json;
@@ -531,42 +531,10 @@ impl Reader<'_> {
                 ));
             }
         }
-        if let Some(b) = self.opt_count(t, pre, "baud", 1, 4_000_000)? {
-            if super::serial::baud_constant(b as u32).is_none() {
-                return Err(self.at_value(
-                    t,
-                    pre,
-                    "baud",
-                    format!(
-                        "{b} is not a standard serial rate; expected one of {}",
-                        super::serial::STANDARD_BAUDS
-                            .iter()
-                            .map(u32::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-            p.baud = b as u32;
+        if let Some(b) = self.profile_baud(t)? {
+            p.baud = b;
         }
-        if let Some(item) = t.get("init") {
-            let Some(a) = item.as_array() else {
-                return Err(self.at_value(t, pre, "init", "expected a list of AT commands".into()));
-            };
-            let mut init = Vec::with_capacity(a.len());
-            for (i, v) in a.iter().enumerate() {
-                match v.as_str() {
-                    Some(c) if is_at_command(c) => init.push(c.to_string()),
-                    _ => {
-                        return Err(self.err(
-                            v.span().map(|s| s.start),
-                            format!("profile.init[{i}]"),
-                            "expected an AT command (\"AT...\", printable, at most 100 characters)"
-                                .into(),
-                        ))
-                    }
-                }
-            }
+        if let Some(init) = self.profile_init(t)? {
             p.init = init;
         }
         if let Some(n) = self.opt_str(t, pre, "number")? {
@@ -616,6 +584,59 @@ impl Reader<'_> {
         }
         let flow = self.opt_bool(t, pre, "flow_control")?.unwrap_or(true);
         Ok((p, flow))
+    }
+
+    /// `profile.baud`: a rate the serial port can be set to.
+    fn profile_baud(&self, t: &Table) -> Result<Option<u32>, ConfigError> {
+        let Some(b) = self.opt_count(t, "profile", "baud", 1, 4_000_000)? else {
+            return Ok(None);
+        };
+        if super::serial::baud_constant(b as u32).is_none() {
+            return Err(self.at_value(
+                t,
+                "profile",
+                "baud",
+                format!(
+                    "{b} is not a standard serial rate; expected one of {}",
+                    super::serial::STANDARD_BAUDS
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        Ok(Some(b as u32))
+    }
+
+    /// `profile.init`: the AT commands sent before each dial, each checked.
+    fn profile_init(&self, t: &Table) -> Result<Option<Vec<String>>, ConfigError> {
+        let Some(item) = t.get("init") else {
+            return Ok(None);
+        };
+        let Some(a) = item.as_array() else {
+            return Err(self.at_value(
+                t,
+                "profile",
+                "init",
+                "expected a list of AT commands".into(),
+            ));
+        };
+        let mut init = Vec::with_capacity(a.len());
+        for (i, v) in a.iter().enumerate() {
+            match v.as_str() {
+                Some(c) if is_at_command(c) => init.push(c.to_string()),
+                _ => {
+                    return Err(self.err(
+                        v.span().map(|s| s.start),
+                        format!("profile.init[{i}]"),
+                        "expected an AT command (\"AT...\", printable, at most 100 characters)"
+                            .into(),
+                    ))
+                }
+            }
+        }
+        Ok(Some(init))
     }
 
     fn timers(&self, root: &Table) -> Result<ModemConfig, ConfigError> {

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::{SimDuration, SimTime};
 
 /// The longest reply line kept; longer ones are discarded as garbage.
 pub const MAX_LINE: usize = 128;
@@ -394,17 +394,7 @@ impl AtDialogue {
                 self.event(AtEvent::Connected { rate_bps });
             }
             (State::Init { index, .. }, Some(Reply::Code(ResultCode::Ok))) => {
-                if index + 1 == self.profile.init.len() {
-                    self.state = State::Idle;
-                    self.event(AtEvent::Ready);
-                } else {
-                    let next = self.profile.init[index + 1].clone();
-                    self.send(&next);
-                    self.state = State::Init {
-                        index: index + 1,
-                        deadline: now + self.profile.command_timeout,
-                    };
-                }
+                self.init_done(now, index);
             }
             (State::Signal { deadline, .. }, Some(Reply::Signal(v))) => {
                 self.state = State::Signal {
@@ -423,23 +413,7 @@ impl AtDialogue {
                 };
                 self.event(e);
             }
-            (State::Dialling { .. }, Some(Reply::Code(code))) => {
-                let failure = match code {
-                    ResultCode::Connect(rate_bps) => {
-                        self.state = State::Online;
-                        self.event(AtEvent::Connected { rate_bps });
-                        return;
-                    }
-                    ResultCode::Ring | ResultCode::Ok => return,
-                    ResultCode::NoCarrier => DialFailure::NoCarrier,
-                    ResultCode::Busy => DialFailure::Busy,
-                    ResultCode::NoAnswer => DialFailure::NoAnswer,
-                    ResultCode::NoDialtone => DialFailure::NoDialtone,
-                    ResultCode::Error => DialFailure::Error,
-                };
-                self.state = State::Idle;
-                self.event(AtEvent::DialFailed(failure));
-            }
+            (State::Dialling { .. }, Some(Reply::Code(code))) => self.dial_answered(code),
             (State::Online, Some(Reply::Code(ResultCode::NoCarrier))) => {
                 self.state = State::Idle;
                 self.event(AtEvent::CarrierLost);
@@ -468,25 +442,63 @@ impl AtDialogue {
             // goes on sending through the escape. A modem that never answers `OK` is caught
             // by the escape's deadline.
             (State::EscapeAfter { .. }, None) => {}
-            (state, _) => {
-                // Anything else while a command is outstanding: the modem answers nonsense.
-                let command = match state {
-                    State::Init { index, .. } => self.profile.init[index].clone(),
-                    State::Signal { .. } => self.profile.signal_command.clone(),
-                    State::EscapeAfter { .. } => "+++".into(),
-                    State::Hangup { .. } => "ATH".into(),
-                    _ => String::new(),
-                };
-                if reply.is_none() && matches!(state, State::Signal { .. }) {
-                    return; // Information text other than the report.
-                }
-                self.state = State::Idle;
-                self.event(AtEvent::Error {
-                    command,
-                    reply: line.to_string(),
-                });
-            }
+            (state, reply) => self.unexpected(state, reply.is_some(), line),
         }
+    }
+
+    /// `OK` to init command `index`: the next one, or the modem is ready.
+    fn init_done(&mut self, now: SimTime, index: usize) {
+        if index + 1 == self.profile.init.len() {
+            self.state = State::Idle;
+            self.event(AtEvent::Ready);
+        } else {
+            let next = self.profile.init[index + 1].clone();
+            self.send(&next);
+            self.state = State::Init {
+                index: index + 1,
+                deadline: now + self.profile.command_timeout,
+            };
+        }
+    }
+
+    /// A result code while dialling: the call is up, or the dial failed (`RING` and `OK`
+    /// are not answers to a dial).
+    fn dial_answered(&mut self, code: ResultCode) {
+        let failure = match code {
+            ResultCode::Connect(rate_bps) => {
+                self.state = State::Online;
+                self.event(AtEvent::Connected { rate_bps });
+                return;
+            }
+            ResultCode::Ring | ResultCode::Ok => return,
+            ResultCode::NoCarrier => DialFailure::NoCarrier,
+            ResultCode::Busy => DialFailure::Busy,
+            ResultCode::NoAnswer => DialFailure::NoAnswer,
+            ResultCode::NoDialtone => DialFailure::NoDialtone,
+            ResultCode::Error => DialFailure::Error,
+        };
+        self.state = State::Idle;
+        self.event(AtEvent::DialFailed(failure));
+    }
+
+    /// Anything else while a command is outstanding (`state`): the modem answers nonsense,
+    /// unless it is information text (not a result code) during a signal query.
+    fn unexpected(&mut self, state: State, is_reply: bool, line: &str) {
+        let command = match state {
+            State::Init { index, .. } => self.profile.init[index].clone(),
+            State::Signal { .. } => self.profile.signal_command.clone(),
+            State::EscapeAfter { .. } => "+++".into(),
+            State::Hangup { .. } => "ATH".into(),
+            _ => String::new(),
+        };
+        if !is_reply && matches!(state, State::Signal { .. }) {
+            return; // Information text other than the report.
+        }
+        self.state = State::Idle;
+        self.event(AtEvent::Error {
+            command,
+            reply: line.to_string(),
+        });
     }
 }
 

@@ -16,7 +16,7 @@ use super::fsm::{
     parse_packet, push_opt, Counters, Fsm, Judgement, Opt, Protocol, CODE_REJECT, CONFIGURE_NAK,
     CONFIGURE_REJECT,
 };
-use crate::time::{SimDuration, SimTime};
+use farlink_core::time::SimTime;
 
 /// IPCP's protocol number.
 pub const PROTO_IPCP: u16 = 0x8021;
@@ -33,20 +33,18 @@ pub struct IpcpConfig {
     /// The address we assign to a peer that asks with 0.0.0.0 (`None`: we have none to give,
     /// and refuse the request's option so that the peer stops asking).
     pub peer: Option<[u8; 4]>,
-    pub restart: SimDuration,
-    pub max_configure: u32,
-    pub max_failure: u32,
+    /// The Restart timer and its counters. IPCP is rarely closed on its own (the bundle's
+    /// members hang up instead); RFC 1661's two Terminate-Requests are enough.
+    pub counters: Counters,
 }
 
 impl IpcpConfig {
-    /// RFC 1661's counters and timer (3 s, 10, 5) for addresses `local` and `peer`.
+    /// RFC 1661's counters and timer ([`Counters::RFC_1661`]) for addresses `local` and `peer`.
     pub fn new(local: [u8; 4], peer: Option<[u8; 4]>) -> Self {
         IpcpConfig {
             local,
             peer,
-            restart: SimDuration::from_secs(3),
-            max_configure: 10,
-            max_failure: 5,
+            counters: Counters::RFC_1661,
         }
     }
 }
@@ -99,14 +97,7 @@ impl Protocol for IpcpRules {
     }
 
     fn counters(&self) -> Counters {
-        Counters {
-            restart: self.cfg.restart,
-            max_configure: self.cfg.max_configure,
-            // IPCP is rarely closed on its own (the bundle's members hang up instead): two
-            // Terminate-Requests are enough before the automaton gives up.
-            max_terminate: 2,
-            max_failure: self.cfg.max_failure,
-        }
+        self.cfg.counters
     }
 
     fn initial_request(&mut self) {
@@ -203,6 +194,7 @@ impl Fsm<IpcpRules> {
 mod tests {
     use super::*;
     use crate::ppp::fsm::{encode_packet, State as LcpState, CONFIGURE_ACK};
+    use farlink_core::time::SimDuration;
 
     fn t(ms: u64) -> SimTime {
         SimTime::ZERO + SimDuration::from_millis(ms)
