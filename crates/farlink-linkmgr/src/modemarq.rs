@@ -187,6 +187,7 @@ impl CallDir {
             Packet {
                 id,
                 size_bytes: n as u32,
+                ..Packet::default()
             },
         );
         self.inside.push_back((id, octets));
