@@ -6,6 +6,7 @@ use crate::links::arq::ArqLink;
 use crate::links::link::{Link, LinkConfig};
 use crate::links::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
 use crate::links::rlp::{RlpLink, SharedChannel};
+use crate::links::schedule::Timed;
 use crate::loss::AnyLoss;
 use crate::rng::StreamRng;
 use crate::scenario::{Hop, LinkSpec, MemberSpec, Scenario, ScenarioError};
@@ -70,7 +71,7 @@ fn plain_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir
         .loss
         .build(rng)
         .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
-    let link = Link::new(
+    let mut link = Link::new(
         LinkConfig {
             rate: spec.rate,
             delay: spec.delay,
@@ -80,6 +81,15 @@ fn plain_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir
         loss,
     )
     .map_err(|e| ScenarioError::new(format!("links[{i}].{d}"), e.to_string()))?;
+    if spec.schedule.is_some() || spec.rate_trace.is_some() {
+        // A stream of its own, so the direction's loss model draws as it does without one.
+        let rng = StreamRng::derive(seed, &format!("link:{}:{d}:schedule", l.name));
+        link.set_timed(Timed::new(
+            spec.schedule.clone(),
+            spec.rate_trace.clone(),
+            rng,
+        ));
+    }
     Ok(LinkDir::Link(link))
 }
 

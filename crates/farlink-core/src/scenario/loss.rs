@@ -219,6 +219,8 @@ pub(super) fn attach(
                 queue,
                 bucket: parts.bucket,
                 loss,
+                schedule: parts.schedule.clone(),
+                rate_trace: parts.rate_trace.clone(),
             });
         }
         let rev = specs.pop();

@@ -180,6 +180,7 @@ pub(super) struct RawLink {
     pub(super) peak_rate_bps: Option<Bare>,
     pub(super) fwd: Option<RawDir>,
     pub(super) rev: Option<RawDir>,
+    pub(super) schedule: Option<super::schedule::RawSchedule>,
     pub(super) bundle: Option<RawBundle>,
     pub(super) rlp: Option<RawRlp>,
 }
@@ -360,6 +361,8 @@ pub(super) struct RawDir {
     pub(super) peak_rate: Option<UnitText<BitRate>>,
     pub(super) peak_rate_bps: Option<Bare>,
     pub(super) loss: Option<RawLoss>,
+    pub(super) schedule: Option<super::schedule::RawSchedule>,
+    pub(super) rate_trace: Option<super::schedule::RawRateTrace>,
 }
 
 #[derive(Deserialize)]
