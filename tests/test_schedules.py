@@ -285,3 +285,20 @@ def test_opportunities_offer_the_rate_they_stand_for():
     assert sum(1 for m in ms if m <= 1000) == 1000
     assert not any(1000 < m <= 2000 for m in ms)
     assert sum(1 for m in ms if m > 2000) == 500
+
+
+def test_a_sweeps_inline_scenario_reads_its_files_beside_the_sweep_file(tmp_path):
+    from farlink.sweeps.sweep import load_sweep
+
+    (tmp_path / "steps.csv").write_text("at_s,delay_s,rate_bps,up\n0,0.05,1e6,1\n5,0.3,1e6,0\n")
+    (tmp_path / "sweep.toml").write_text(
+        '[scenario]\nduration = "10s"\nnodes = ["A", "B"]\n'
+        '[[scenario.links]]\na = "A"\nb = "B"\nschedule = { file = "steps.csv" }\n'
+        '[[scenario.flows]]\nfrom = "A"\nto = "B"\napp = { kind = "unbounded" }\n'
+        '[grid]\ntcp = ["reno", "cubic"]\n'
+    )
+    rows = load_sweep(tmp_path / "sweep.toml").scenario["links"][0]["schedule"]["rows"]
+    assert rows == [
+        {"at_s": 0.0, "delay_s": 0.05, "rate_bps": 1e6, "up": True},
+        {"at_s": 5.0, "delay_s": 0.3, "rate_bps": 1e6, "up": False},
+    ]
