@@ -302,3 +302,24 @@ def test_a_sweeps_inline_scenario_reads_its_files_beside_the_sweep_file(tmp_path
         {"at_s": 0.0, "delay_s": 0.05, "rate_bps": 1e6, "up": True},
         {"at_s": 5.0, "delay_s": 0.3, "rate_bps": 1e6, "up": False},
     ]
+
+
+def test_the_resolved_scenario_outlines_a_schedule_and_takes_it_for_no_default(tmp_path):
+    from farlink.scenario import resolve
+
+    rows = [{"at": "0s", "rate": "5Mbps"}, {"at": "4s", "up": False}, {"at": "6s", "up": True}]
+    doc = two_hops({"schedule": {"rows": rows, "down": "drop", "repeat": True}})
+    direction = resolve(doc)["links"][1]["fwd"]
+    assert direction["schedule"] == {
+        "rows": 3,
+        "period_s": 6.0,
+        "down": "drop",
+        "interpolate_delay": False,
+        "min_rate_bps": 5_000_000,
+        "max_rate_bps": 5_000_000,
+        "min_delay_s": 0.02,
+        "max_delay_s": 0.02,
+        "down_rows": 1,
+    }
+    assert not any("schedule" in path for path in resolve(doc)["defaults"])
+    assert "schedule" not in resolve(two_hops({}))["links"][1]["fwd"]
