@@ -323,3 +323,16 @@ def test_the_resolved_scenario_outlines_a_schedule_and_takes_it_for_no_default(t
     }
     assert not any("schedule" in path for path in resolve(doc)["defaults"])
     assert "schedule" not in resolve(two_hops({}))["links"][1]["fwd"]
+
+
+def test_a_schedule_files_bad_row_is_named_by_its_line(tmp_path, capsys):
+    (tmp_path / "bad.csv").write_text(
+        "at_s,delay_s,rate_bps,up\n0,0.05,1e6,1\n5,0.3,1e6,0\n4,0.3,1e6,1\n"
+    )
+    (tmp_path / "s.toml").write_text(
+        'duration = "5s"\nnodes = ["A", "B"]\n[[links]]\na = "A"\nb = "B"\n'
+        'schedule = { file = "bad.csv" }\n'
+        '[[flows]]\nfrom = "A"\nto = "B"\napp = { kind = "unbounded" }\n'
+    )
+    code, _, err = run(capsys, "simulate", tmp_path / "s.toml", "--out", tmp_path / "o")
+    assert_one_error(code, err, "links[0].schedule.rows[2]", "increasing", "line 4 of", "bad.csv")

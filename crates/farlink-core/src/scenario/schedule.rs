@@ -132,11 +132,17 @@ pub(super) fn schedule(
         DelayShape::Step
     };
     let repeat = table.and_then(|t| t.repeat).unwrap_or(false);
+    // Rows the front end read from a CSV are its lines after the header: say which.
+    let file = table.and_then(|t| t.file.as_deref());
     Schedule::new(out, repeat, shape, down)
         .map(Some)
-        .map_err(|e| match e.row {
-            Some(i) => ScenarioError::new(format!("{rows_path}[{i}]"), e.message),
-            None => ScenarioError::new(rows_path.clone(), e.message),
+        .map_err(|e| match (e.row, file) {
+            (Some(i), Some(f)) => ScenarioError::new(
+                format!("{rows_path}[{i}]"),
+                format!("{} (line {} of {f})", e.message, i + 2),
+            ),
+            (Some(i), None) => ScenarioError::new(format!("{rows_path}[{i}]"), e.message),
+            (None, _) => ScenarioError::new(rows_path.clone(), e.message),
         })
 }
 
