@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from farlink._core import DERIVED_FIELDS, ScenarioError
+from farlink.schedules import inline_files
 
 __all__ = [
     "RECOVERY_NAMES",
@@ -93,7 +94,7 @@ def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
     """
     source, text = scenario_source(name_or_path)
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         found = _TOML_POSITION.match(str(err))
         if found is None:
@@ -101,6 +102,8 @@ def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
         raise ScenarioError(
             f"{source}:{found['line']}:{found['column']}: {found['message']}"
         ) from None
+    # Schedule files and mahimahi traces it names, relative to its own folder.
+    return inline_files(doc, Path(source).parent)
 
 
 def describe_error(name_or_path: str | Path, err: Exception, *, sets: Sequence[str] = ()) -> str:
@@ -406,7 +409,10 @@ def check_document(doc: dict[str, Any]) -> dict[str, Any]:
 def to_core_json(doc: dict[str, Any]) -> str:
     """The document as the JSON text the core reads, refusing with its path a value JSON cannot
     carry (NaN and infinity, TOML dates and times) before the core sees an unreadable document.
+    Schedule files and mahimahi traces still named by path are read in (farlink.schedules).
     """
+    # Files named after loading (--set, a document built in code): relative to this folder.
+    doc = inline_files(copy.deepcopy(doc), Path.cwd())
     return json.dumps(check_document(doc), allow_nan=False)
 
 

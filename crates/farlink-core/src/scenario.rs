@@ -177,6 +177,7 @@ mod raw;
 pub mod resolved;
 mod rlp;
 mod routes;
+mod schedule;
 mod split;
 mod tcp;
 mod trace;

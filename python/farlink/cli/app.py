@@ -20,6 +20,7 @@ from farlink.cli.emulate import emulate_command
 from farlink.cli.leo import leo_command
 from farlink.cli.options import EXIT_BAD_INPUT, CliError
 from farlink.cli.send import send_command
+from farlink.cli.trace import trace_app
 from farlink.linkmgr.cli import linkmgr_app
 
 app = typer.Typer(
@@ -46,6 +47,7 @@ app.add_typer(predict.predict_app, name="predict")
 app.add_typer(sweeps.results_app, name="results")
 app.add_typer(scenario.scenario_app, name="scenario")
 app.add_typer(linkmgr_app, name="linkmgr")
+app.add_typer(trace_app, name="trace")
 
 EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a bug in farlink, not the user's input
 

@@ -42,6 +42,7 @@ from farlink.scenario import (
     load_scenario,
     set_path,
 )
+from farlink.schedules import inline_files
 
 __all__ = [
     "DEFAULT_SUMMARY_METRICS",
@@ -435,7 +436,9 @@ def _check_int(value: Any, where: str, low: int, high: int) -> int:
 def _resolve_scenario(value: Any, base_dir: Path, where: str) -> tuple[dict[str, Any], str]:
     if isinstance(value, Mapping):
         try:
-            return check_document(copy.deepcopy(dict(value))), "inline"
+            # Schedule files and mahimahi traces it names: relative to the sweep file.
+            doc = inline_files(copy.deepcopy(dict(value)), base_dir)
+            return check_document(doc), "inline"
         except ScenarioError as err:
             raise SweepError(f"{where}.{err}") from None
     if not isinstance(value, str) or not value:

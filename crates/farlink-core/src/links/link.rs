@@ -72,6 +72,7 @@
 
 use super::queue::{DropTail, Queue, Verdict};
 use crate::error::ConfigError;
+use crate::links::schedule::Timed;
 use crate::loss::{LossModel, NoLoss};
 use crate::time::{BitRate, SimDuration, SimTime};
 use std::collections::VecDeque;
@@ -336,6 +337,10 @@ pub struct LinkStats {
     pub dropped_aqm_bytes: u64,
     /// Marked CE by the queue's AQM instead of dropped.
     pub ce_marked_pkts: u64,
+    /// Dropped because a scheduled direction was down (`down = "drop"`,
+    /// [`crate::links::schedule`]); counted as [`DropCause::CallDrop`].
+    pub dropped_down_pkts: u64,
+    pub dropped_down_bytes: u64,
     /// How many times the number of waiting packets changed (each enqueue and each dequeue).
     pub queue_changes: u64,
     /// Largest number of packets ever waiting.
@@ -351,8 +356,9 @@ impl LinkStats {
             DropCause::QueueOverflow => self.dropped_overflow_pkts,
             DropCause::Corruption => self.dropped_corruption_pkts,
             DropCause::Aqm => self.dropped_aqm_pkts,
+            DropCause::CallDrop => self.dropped_down_pkts,
             // A plain link never drops for these.
-            DropCause::ArqGiveUp | DropCause::CallDrop | DropCause::ReassemblyTimeout => 0,
+            DropCause::ArqGiveUp | DropCause::ReassemblyTimeout => 0,
         }
     }
 }
@@ -379,6 +385,9 @@ pub struct Link<L: LossModel = NoLoss> {
     /// Serialization starts not yet taken by [`Link::pop_departure`]; `None` while the log is
     /// off, so an untapped link pays one branch per packet.
     departures: Option<VecDeque<Departure>>,
+    /// A schedule or a mahimahi trace ([`crate::links::schedule`]); `None` for a fixed link,
+    /// which then pays one branch per packet for it.
+    timed: Option<Box<Timed>>,
 }
 
 impl<L: LossModel> Link<L> {
@@ -435,7 +444,17 @@ impl<L: LossModel> Link<L> {
             stats: LinkStats::default(),
             last_now: SimTime::ZERO,
             departures: None,
+            timed: None,
         })
+    }
+
+    /// Drives the link by a schedule or a mahimahi trace from now on (before any packet).
+    pub fn set_timed(&mut self, timed: Timed) {
+        self.timed = Some(Box::new(timed));
+    }
+
+    pub fn timed(&self) -> Option<&Timed> {
+        self.timed.as_deref()
     }
 
     pub fn config(&self) -> &LinkConfig {
@@ -467,10 +486,13 @@ impl<L: LossModel> Link<L> {
     /// Packets inside the link: waiting, being serialized, on the wire, or dropped by the
     /// queue and not yet reported.
     pub fn in_flight_pkts(&self) -> u64 {
-        (self.queue.len_pkts()
+        let inside = (self.queue.len_pkts()
             + usize::from(self.in_service.is_some())
             + self.wire.len()
-            + self.evicted.len()) as u64
+            + self.evicted.len()) as u64;
+        // Dropped by an outage but not polled yet: still inside, as a corrupted packet on
+        // the wire is until its arrival.
+        inside + self.timed.as_ref().map_or(0, |t| t.casualties_pending())
     }
 
     /// Whether every packet offered is delivered, dropped with a cause, or inside the link.
@@ -481,6 +503,7 @@ impl<L: LossModel> Link<L> {
                 + s.dropped_overflow_pkts
                 + s.dropped_corruption_pkts
                 + s.dropped_aqm_pkts
+                + s.dropped_down_pkts
                 + self.in_flight_pkts()
     }
 
@@ -493,6 +516,11 @@ impl<L: LossModel> Link<L> {
         let first = match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        let first = match &self.timed {
+            None => first,
+            // A packet a schedule never lets leave has no wake-up (SimTime::MAX).
+            Some(t) => earliest([first.filter(|&w| w < SimTime::MAX), t.next_casualty()]),
         };
         if self.evicted.is_empty() {
             return first;
@@ -509,9 +537,14 @@ impl<L: LossModel> Link<L> {
         self.advance_serializer(now);
         self.stats.offered_pkts += 1;
         self.stats.offered_bytes += u64::from(pkt.size_bytes);
+        if self.timed.as_ref().is_some_and(|t| t.refuses(now)) {
+            self.stats.dropped_down_pkts += 1;
+            self.stats.dropped_down_bytes += u64::from(pkt.size_bytes);
+            return Err(DropCause::CallDrop);
+        }
         if self.in_service.is_none() {
             debug_assert!(self.queue.len_pkts() == 0);
-            self.start(now, pkt);
+            self.start(now, pkt, false);
             return Ok(());
         }
         match self.queue.enqueue(now, pkt, &mut self.evicted) {
@@ -555,13 +588,25 @@ impl<L: LossModel> Link<L> {
                 return Some(e);
             }
         }
+        if let Some(t) = &mut self.timed {
+            let wire_front = self.wire.front().map(|&(at, _)| at);
+            if let Some((at, pkt)) = t.pop_casualty(now, wire_front) {
+                return Some(LinkEvent::Dropped {
+                    at,
+                    pkt,
+                    cause: DropCause::CallDrop,
+                });
+            }
+        }
         let &(at, pkt) = self.wire.front()?;
         if at > now {
             return None;
         }
         self.wire.pop_front();
         let size = u64::from(pkt.size_bytes);
-        if self.loss.is_lost(at) {
+        // The link's own loss model draws first, so its stream is the same with a schedule.
+        let lost = self.loss.is_lost(at);
+        if lost || self.timed.as_mut().is_some_and(|t| t.lost(at)) {
             self.stats.dropped_corruption_pkts += 1;
             self.stats.dropped_corruption_bytes += size;
             Some(LinkEvent::Dropped {
@@ -620,11 +665,13 @@ impl<L: LossModel> Link<L> {
         self.last_now
     }
 
-    /// Puts `pkt` in service from `at`: serializing at once, or first waiting for its tokens.
-    fn start(&mut self, at: SimTime, pkt: Packet) {
-        let (first_bit, done) = match &mut self.shaper {
-            None => (at, at + self.cfg.rate.transmission_time(pkt.size_bytes)),
-            Some(shaper) => shaper.admit(at, pkt.size_bytes, self.cfg.rate),
+    /// Puts `pkt` in service from `at`: serializing at once, or first waiting for its tokens
+    /// (`back_to_back`: it follows the packet before it without a gap).
+    fn start(&mut self, at: SimTime, pkt: Packet, back_to_back: bool) {
+        let (first_bit, done) = match (&mut self.shaper, &mut self.timed) {
+            (None, None) => (at, at + self.cfg.rate.transmission_time(pkt.size_bytes)),
+            (Some(shaper), _) => shaper.admit(at, pkt.size_bytes, self.cfg.rate),
+            (None, Some(t)) => t.serve(at, pkt.size_bytes, back_to_back, self.cfg.rate),
         };
         self.in_service = Some((pkt, done));
         if let Some(log) = &mut self.departures {
@@ -640,13 +687,45 @@ impl<L: LossModel> Link<L> {
             if done > now {
                 break;
             }
-            self.wire.push_back((done + self.cfg.delay, pkt));
             self.in_service = None;
+            let arrival = match &mut self.timed {
+                None => done + self.cfg.delay,
+                Some(t) => match t.leave(done, self.cfg.delay) {
+                    Some(arrival) => arrival,
+                    None => {
+                        self.drop_all_down(done, pkt);
+                        continue;
+                    }
+                },
+            };
+            self.wire.push_back((arrival, pkt));
             if let Some(next) = self.queue.dequeue(done, &mut self.evicted) {
                 self.stats.queue_changes += 1;
                 self.stats.ce_marked_pkts += u64::from(next.marked);
-                self.start(done, next.pkt);
+                self.start(done, next.pkt, true);
             }
+        }
+    }
+}
+
+impl<L: LossModel> Link<L> {
+    /// The direction went down at `at` under `down = "drop"`: the packet in service (`pkt`)
+    /// and every waiting packet are dropped then.
+    fn drop_all_down(&mut self, at: SimTime, pkt: Packet) {
+        let Some(t) = &mut self.timed else {
+            return;
+        };
+        let waiting = self.queue.len_pkts();
+        let stats = &mut self.stats;
+        let mut drop = |p: Packet| {
+            stats.dropped_down_pkts += 1;
+            stats.dropped_down_bytes += u64::from(p.size_bytes);
+            t.drop_at(at, p);
+        };
+        drop(pkt);
+        self.queue.drain(&mut drop);
+        if waiting > 0 {
+            self.stats.queue_changes += 1;
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::links::link::{Link, LinkConfig};
 use crate::links::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
 use crate::links::queue::Queue;
 use crate::links::rlp::{RlpLink, SharedChannel};
+use crate::links::schedule::Timed;
 use crate::loss::AnyLoss;
 use crate::rng::StreamRng;
 use crate::scenario::{Hop, LinkSpec, MemberSpec, Scenario, ScenarioError};
@@ -80,8 +81,17 @@ fn plain_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir
     // The queue's own stream (PIE's and RED's draws), apart from the loss model's.
     let queue_rng = StreamRng::derive(seed, &format!("link:{}:{d}:queue", l.name));
     let queue = Queue::new(spec.discipline, spec.queue, spec.rate, queue_rng);
-    let link = Link::with_queue(cfg, loss, queue)
+    let mut link = Link::with_queue(cfg, loss, queue)
         .map_err(|e| ScenarioError::new(format!("links[{i}].{d}"), e.to_string()))?;
+    if spec.schedule.is_some() || spec.rate_trace.is_some() {
+        // A stream of its own, so the direction's loss model draws as it does without one.
+        let rng = StreamRng::derive(seed, &format!("link:{}:{d}:schedule", l.name));
+        link.set_timed(Timed::new(
+            spec.schedule.clone(),
+            spec.rate_trace.clone(),
+            rng,
+        ));
+    }
     Ok(LinkDir::Link(link))
 }
 

@@ -10,8 +10,10 @@ use super::loss::LossSpec;
 use super::quantity::{check_name, one_of, opt_bytes, opt_duration, rate_from};
 use super::raw::{Bare, BitRate, Duration, RawDir, RawLink, RawLoss, Size, UnitText};
 use super::rlp::{self, RlpSpec};
+use super::schedule;
 use crate::links::link::{QueueLimit, TokenBucket};
 use crate::links::queue::Discipline;
+use crate::links::schedule::{RateTrace, Schedule};
 use crate::time::{self, SimDuration};
 
 /// The default queue bound when a link gives none (ns-3's default `MaxSize` of 100 packets).
@@ -56,6 +58,10 @@ pub struct DirectionSpec {
     /// The queue's discipline (plain links only; drop-tail by default).
     pub discipline: Discipline,
     pub loss: LossSpec,
+    /// Rate, delay, loss and up/down over time (plain links only).
+    pub schedule: Option<Schedule>,
+    /// mahimahi's delivery opportunities in place of the rate (plain links only).
+    pub rate_trace: Option<RateTrace>,
 }
 
 pub(super) struct DirParts {
@@ -66,6 +72,9 @@ pub(super) struct DirParts {
     pub bucket: Option<TokenBucket>,
     /// Filled per direction, from its own `queue_discipline` and `aqm` and the link's.
     pub discipline: Discipline,
+    /// Filled per direction, from its own schedule or the link's, and its rate trace.
+    pub schedule: Option<Schedule>,
+    pub rate_trace: Option<RateTrace>,
 }
 
 /// A token bucket's fields as written on a link or in one direction, each with its path.
@@ -136,6 +145,8 @@ pub(super) fn dir_parts(
         queue,
         bucket: None,
         discipline: Discipline::DropTail,
+        schedule: None,
+        rate_trace: None,
     })
 }
 
@@ -287,6 +298,7 @@ fn link<'r>(
         raw: l,
         parts: &common,
         bucket: &common_bucket,
+        schedule: l.schedule.as_ref().map(|s| (s, at(p, "schedule"))),
         bundle: bundle.as_ref(),
         no_bucket: if bundle.is_some() {
             Some("a bundle's members have serializers of their own")
@@ -314,6 +326,8 @@ struct Shared<'a> {
     raw: &'a RawLink,
     parts: &'a DirParts,
     bucket: &'a BucketParts,
+    /// The link's schedule as written, for both directions, and its path.
+    schedule: Option<(&'a schedule::RawSchedule, String)>,
     bundle: Option<&'a BundleSpec>,
     /// Why the link takes no token bucket, if it takes none.
     no_bucket: Option<&'static str>,
@@ -342,13 +356,27 @@ fn direction<'r>(
         raw.queue_bytes,
         raw.queue_pkts,
     )?;
-    let rate = own
-        .rate
+    let (sched, trace) = schedule::direction(
+        &dp,
+        raw,
+        shared.schedule.as_ref(),
+        shared.no_bucket,
+        &own,
+        common,
+    )?;
+    let first = sched.as_ref().and_then(|s| s.rows().first());
+    // A rate trace is the direction's rate: its mean stands for it in the resolved scenario.
+    let rate = trace
+        .as_ref()
+        .map(RateTrace::mean_rate)
+        .or(own.rate)
         .or(common.rate)
+        .or(first.map(|r| r.rate).filter(|r| r.bps() > 0))
         .or(bundle.map(BundleSpec::capacity));
     let delay = own
         .delay
         .or(common.delay)
+        .or(first.map(|r| r.delay))
         .or(bundle.and_then(|b| b.members.iter().map(|m| m.delay).max()));
     if rate.is_none() {
         return err(
@@ -377,11 +405,20 @@ fn direction<'r>(
         (&raw.queue_discipline, &raw.aqm),
         shared.no_bucket,
     )?;
+    if bucket.is_some() && (sched.is_some() || trace.is_some()) {
+        return err(
+            at(&dp, "schedule"),
+            "a schedule or a rate trace drives a plain serializer; this direction has a token \
+             bucket (burst)",
+        );
+    }
     let parts = DirParts {
         rate,
         delay,
         bucket,
         discipline,
+        schedule: sched,
+        rate_trace: trace,
         queue: Some(
             own.queue
                 .or(common.queue)

@@ -220,6 +220,8 @@ pub(super) fn attach(
                 bucket: parts.bucket,
                 discipline: parts.discipline,
                 loss,
+                schedule: parts.schedule.clone(),
+                rate_trace: parts.rate_trace.clone(),
             });
         }
         let rev = specs.pop();

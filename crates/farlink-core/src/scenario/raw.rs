@@ -182,6 +182,7 @@ pub(super) struct RawLink {
     pub(super) rev: Option<RawDir>,
     pub(super) queue_discipline: Option<String>,
     pub(super) aqm: Option<RawAqm>,
+    pub(super) schedule: Option<super::schedule::RawSchedule>,
     pub(super) bundle: Option<RawBundle>,
     pub(super) rlp: Option<RawRlp>,
 }
@@ -364,6 +365,8 @@ pub(super) struct RawDir {
     pub(super) loss: Option<RawLoss>,
     pub(super) queue_discipline: Option<String>,
     pub(super) aqm: Option<RawAqm>,
+    pub(super) schedule: Option<super::schedule::RawSchedule>,
+    pub(super) rate_trace: Option<super::schedule::RawRateTrace>,
 }
 
 /// A queue discipline's parameters (`scenario/aqm.rs` says which each takes).

@@ -53,6 +53,7 @@ use super::trace::{Tap, TapSite};
 use super::{AppSpec, FlowSpec, LinkSpec, LossSpec, Scenario, TcpSpec, SCHEMA_VERSION};
 use crate::links::link::QueueLimit;
 use crate::links::rlp::IdlePolicy;
+use crate::links::schedule::{DelayShape, Schedule};
 use crate::tcp::cc::{CcConfig, WindowGrowth};
 use crate::tcp::receiver::DelayedAck;
 use crate::tcp::segment::{IPV4_HEADER_BYTES, TCP_HEADER_BYTES, TIMESTAMPS_OPTION_BYTES};
@@ -84,6 +85,8 @@ pub const DERIVED_FIELDS: &[&str] = &[
     "ack_packet_bytes",
     "capacity_bps",
     "segments",
+    "schedule",
+    "rate_trace",
 ];
 
 /// The resolved scenario (see the module's documentation).
@@ -151,6 +154,56 @@ pub struct RDirection {
     pub loss_unit: &'static str,
     pub packet_bytes: u32,
     pub packet_loss_rate: f64,
+    /// A schedule's outline; absent without one (`links/schedule.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<RSchedule>,
+    /// A mahimahi trace's outline; absent without one (then `rate_bps` is its mean).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_trace: Option<RRateTrace>,
+}
+
+/// What a direction's schedule holds, in short: its rows, its cycle, what an outage does, and
+/// the range of its rates and delays.
+#[derive(Debug, Serialize)]
+pub struct RSchedule {
+    pub rows: usize,
+    /// The period it repeats with; null if it does not.
+    pub period_s: Option<f64>,
+    pub down: &'static str,
+    pub interpolate_delay: bool,
+    pub min_rate_bps: u64,
+    pub max_rate_bps: u64,
+    pub min_delay_s: f64,
+    pub max_delay_s: f64,
+    /// Rows in which the direction is down.
+    pub down_rows: usize,
+}
+
+/// A mahimahi trace in short.
+#[derive(Debug, Serialize)]
+pub struct RRateTrace {
+    pub opportunities: usize,
+    /// The last timestamp, the period it repeats with.
+    pub period_ms: u64,
+}
+
+fn schedule_outline(s: &Schedule) -> RSchedule {
+    let rows = s.rows();
+    let (rates, delays) = (
+        rows.iter().map(|r| r.rate.bps()),
+        rows.iter().map(|r| r.delay),
+    );
+    RSchedule {
+        rows: rows.len(),
+        period_s: s.repeats().then(|| rows.last().map_or(0.0, |r| secs(r.at))),
+        down: s.down_policy().name(),
+        interpolate_delay: s.delay_shape() == DelayShape::Linear,
+        min_rate_bps: rates.clone().min().unwrap_or(0),
+        max_rate_bps: rates.max().unwrap_or(0),
+        min_delay_s: delays.clone().min().map_or(0.0, secs),
+        max_delay_s: delays.max().map_or(0.0, secs),
+        down_rows: rows.iter().filter(|r| !r.up).count(),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -502,6 +555,11 @@ fn direction(s: &Scenario, i: usize, l: &LinkSpec, forward: bool) -> RDirection 
         loss_unit,
         packet_bytes,
         packet_loss_rate,
+        schedule: d.schedule.as_ref().map(schedule_outline),
+        rate_trace: d.rate_trace.as_ref().map(|t| RRateTrace {
+            opportunities: t.opportunities_ms().len(),
+            period_ms: t.opportunities_ms().last().copied().unwrap_or(0),
+        }),
     }
 }
 

@@ -1340,6 +1340,9 @@ impl<'s> World<'s> {
                     .get_or_insert(format!("{why} completing the goodput grid"));
             }
         }
+        if self.tr.capacity {
+            self.trace_schedules(sim_end);
+        }
         // The sink takes what is left: the result's traces (and taps) are then empty.
         self.hand_off(0);
         let flows = self.flow_infos();
@@ -1373,6 +1376,26 @@ impl<'s> World<'s> {
             flows,
             nodes,
         })
+    }
+
+    /// The capacity trace of each scheduled link direction up to `until`: a row where its
+    /// rate or up state changes (`members_up` 1 up, 0 down; `capacity_bps` its rate, 0 while
+    /// down). The schedule is known ahead, so its rows are written once, at the end.
+    fn trace_schedules(&mut self, until: SimTime) {
+        for dir in &self.dirs {
+            let LinkDir::Link(link) = &dir.link else {
+                continue;
+            };
+            let Some(schedule) = link.timed().and_then(|t| t.schedule()) else {
+                continue;
+            };
+            for (at, rate, up) in schedule.rate_steps(until) {
+                let capacity_bps = if up { rate.bps() } else { 0 };
+                self.traces
+                    .capacity
+                    .push(at, dir.link_index, u32::from(up), capacity_bps);
+            }
+        }
     }
 
     /// The connections as the pcap writer and the bindings see them.

@@ -74,6 +74,20 @@ impl FqCoDel {
         }
     }
 
+    /// Every packet out, flow queue by flow queue in the order they were made; the
+    /// scheduler's lists emptied and each queue's deficit reset, as for a flow never seen.
+    pub(crate) fn drain(&mut self, mut take: impl FnMut(Packet)) {
+        for q in &mut self.queues {
+            q.fifo.drain(&mut take);
+            q.deficit = 0;
+            q.listed = Listed::Inactive;
+        }
+        self.new_flows.clear();
+        self.old_flows.clear();
+        self.pkts = 0;
+        self.bytes = 0;
+    }
+
     pub fn len_pkts(&self) -> usize {
         self.pkts
     }

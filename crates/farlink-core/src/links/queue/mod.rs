@@ -161,6 +161,24 @@ impl Queue {
         }
     }
 
+    /// Takes every waiting packet out, in the order it would have been served within each
+    /// line (the link went down and drops what it holds: [`crate::links::schedule`]). The
+    /// discipline's control state (CoDel's dropping state, PIE's probability, RED's average)
+    /// is left as it was; an idle spell ages it as any other would.
+    pub fn drain(&mut self, mut take: impl FnMut(Packet)) {
+        match self {
+            Queue::DropTail(q) => {
+                while let Some(pkt) = q.dequeue() {
+                    take(pkt);
+                }
+            }
+            Queue::CoDel(q) => q.fifo.drain(take),
+            Queue::FqCoDel(q) => q.drain(take),
+            Queue::Pie(q) => q.fifo.drain(take),
+            Queue::Red(q) => q.fifo.drain(take),
+        }
+    }
+
     /// The capacity the waiting line holds without growing (drop-tail; for its tests).
     pub fn capacity(&self) -> usize {
         match self {
@@ -219,6 +237,13 @@ impl TimedFifo {
         let (pkt, at) = self.pkts.pop_front()?;
         self.bytes -= u64::from(pkt.size_bytes);
         Some((pkt, at))
+    }
+
+    /// Every packet out, head first.
+    pub(crate) fn drain(&mut self, mut take: impl FnMut(Packet)) {
+        while let Some((pkt, _)) = self.pop() {
+            take(pkt);
+        }
     }
 }
 
