@@ -849,6 +849,75 @@ mod tests {
     }
 
     #[test]
+    fn an_outage_under_drop_empties_whatever_queue_the_link_has() {
+        use crate::links::queue::{
+            CoDelParams, Discipline, FqCoDelParams, PieParams, Queue, RedParams,
+        };
+        // Offered every 1 ms to a 6 Mbit/s link (2 ms a packet), so the queue stands when the
+        // link goes down at 1.001 s: every waiting packet is dropped then, by any discipline.
+        let rows = vec![
+            row(0, 6_000_000, 50, true),
+            row(1001, 6_000_000, 50, false),
+            row(1500, 6_000_000, 50, true),
+        ];
+        let disciplines = [
+            Discipline::DropTail,
+            Discipline::CoDel(CoDelParams::default()),
+            Discipline::FqCoDel(FqCoDelParams::default()),
+            Discipline::Pie(PieParams::default()),
+            Discipline::Red(RedParams::default()),
+        ];
+        for discipline in disciplines {
+            let name = discipline.name();
+            let schedule =
+                Schedule::new(rows.clone(), false, DelayShape::Step, DownPolicy::Drop).unwrap();
+            let cfg = LinkConfig {
+                rate: BitRate::from_bps(6_000_000),
+                delay: SimDuration::from_millis(50),
+                queue_limit: QueueLimit::Packets(1000),
+                bucket: None,
+            };
+            let queue = Queue::new(
+                discipline,
+                cfg.queue_limit,
+                cfg.rate,
+                StreamRng::derive(2, "q"),
+            );
+            let mut link = Link::with_queue(cfg, NoLoss, queue).unwrap();
+            link.set_timed(Timed::new(
+                Some(schedule),
+                None,
+                StreamRng::derive(1, "test"),
+            ));
+            let events = drive(&mut link, 1000, 2000);
+            let at_outage = events
+                .iter()
+                .filter(|e| {
+                    matches!(e, LinkEvent::Dropped { cause: DropCause::CallDrop, at, .. }
+                        if at.as_nanos() == 1_001_000_000)
+                })
+                .count();
+            assert!(at_outage > 10, "{name}: {at_outage} dropped at the outage");
+            assert_eq!(link.queue_len_bytes(), 0, "{name}");
+            // Nothing offered before the outage arrives after it.
+            assert!(
+                events.iter().all(|e| match e {
+                    LinkEvent::Delivered { at, pkt } =>
+                        at.as_nanos() < 1_100_000_000 || pkt.id > 1001,
+                    _ => true,
+                }),
+                "{name}"
+            );
+            assert_eq!(
+                events.len(),
+                2001,
+                "{name}: every packet offered has its event"
+            );
+            assert!(link.conservation_holds(), "{name}");
+        }
+    }
+
+    #[test]
     fn an_outage_holds_or_drops_what_the_link_carries() {
         let rows = vec![
             row(0, 10_000_000, 50, true),
