@@ -81,3 +81,49 @@ def test_bad_transport_and_mptcp_settings_are_one_line_naming_the_field(capsys):
         code, _, err = run(capsys, "simulate", "iridium-4", *args)
         assert code == 2, err
         assert err.count("\n") == 1 and fragment in err, err
+
+
+def test_compare_bonding_puts_mlppp_and_mptcp_side_by_side(capsys):
+    code, out, err = run(
+        capsys,
+        "compare-bonding",
+        "iridium-4",
+        "--size",
+        "300KB",
+        "--seeds",
+        "2",
+        "--json",
+        "--set",
+        DROPS,
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["seeds"] == [1, 2]
+    for bonding in ("mlppp", "mptcp"):
+        assert set(doc[bonding]) == {"sim", "emulate"}
+        assert doc[bonding]["emulate"] is None
+        runs = doc[bonding]["sim"]["runs"]
+        assert [r["seed"] for r in runs] == [1, 2]
+        assert all(r["finished"] for r in runs)
+        # One stall per call drop during the transfer, each at most the transfer.
+        for r in runs:
+            assert len(r["stall_after_drop_s"]) == r["call_drops"]
+            assert all(0 <= s <= r["transfer_time_s"] for s in r["stall_after_drop_s"])
+    assert sum(r["call_drops"] for r in doc["mptcp"]["sim"]["runs"]) > 0
+    assert "not run" in doc["emulate"]
+    faster = doc["faster"]
+    times = {b: doc[b]["sim"]["mean"]["transfer_time_s"] for b in ("mlppp", "mptcp")}
+    assert faster["bonding"] == min(times, key=times.get)
+    assert abs(faster["by_s"] - abs(times["mlppp"] - times["mptcp"])) < 1e-9
+    # The table says the same and that the emulator's side is not run here.
+    code, out, _ = run(
+        capsys, "compare-bonding", "iridium-4", "--size", "300KB", "--seeds", "2", "--set", DROPS
+    )
+    assert code == 0
+    assert f"faster: {faster['bonding']}" in out and "emulate: not run" in out
+
+
+def test_compare_bonding_of_a_scenario_without_a_bundle_is_one_line(capsys):
+    code, _, err = run(capsys, "compare-bonding", "stpd-wireless", "--size", "100KB")
+    assert code == 2, err
+    assert err.count("\n") == 1 and "flows[0].transport" in err, err

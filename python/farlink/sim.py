@@ -296,7 +296,9 @@ def interval_rows(result: Result) -> list[dict[str, Any]]:
     rows = []
     for index, f in enumerate(result.summary["flows"]):
         conns = result.connections_of(index)
-        at_dest = goodput["flow"] == conns[-1]
+        # A Multipath TCP flow's goodput is its connection level's, under its own id (the
+        # first); a split flow's, its last connection's.
+        at_dest = goodput["flow"] == (conns[0] if f.get("subflows") else conns[-1])
         times_ns = goodput["time_ns"][at_dest]
         delivered = goodput["delivered_bytes"][at_dest]
         of_source = cwnd["flow"] == conns[0]

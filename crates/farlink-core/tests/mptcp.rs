@@ -207,3 +207,17 @@ fn scenario_errors_name_the_field() {
         "{e}"
     );
 }
+
+#[test]
+fn the_goodput_trace_is_the_connection_levels_under_the_flows_own_id() {
+    let r = run_json(&iridium_4("200KB", "1/5min", mptcp("minrtt", "lia"), "1h"));
+    let g = &r.traces.goodput;
+    // Only the flow's own connection (id 0) has rows; its subflows' bytes count there.
+    assert!(!g.flow.is_empty());
+    assert!(g.flow.iter().all(|&f| f == 0), "{:?}", g.flow);
+    assert!(g.delivered_bytes.windows(2).all(|w| w[0] <= w[1]));
+    // The grid's last point before the last byte: never more than the file (copies that
+    // subflows delivered twice are not counted).
+    let last = *g.delivered_bytes.last().unwrap();
+    assert!(last > 0 && last <= 200_000, "{last}");
+}

@@ -1054,7 +1054,8 @@ impl<'s> World<'s> {
             ));
             return;
         }
-        if self.tr.goodput {
+        // A Multipath TCP subflow's bytes count at the connection level (`mptcp_delivered`).
+        if self.tr.goodput && self.flows[f].sub.is_none() {
             // Grid points strictly before `now` saw `before` bytes; the point at `now` (if any)
             // is written later and includes this delivery.
             self.fill_goodput(f, now, false, before);
@@ -1360,8 +1361,9 @@ impl<'s> World<'s> {
         // Complete the goodput grid to the end of the run.
         if self.tr.goodput {
             for f in 0..self.flows.len() {
-                let delivered = self.flows[f].app.read_bytes();
-                self.fill_goodput(f, sim_end, true, delivered);
+                if let Some(delivered) = self.goodput_delivered(f) {
+                    self.fill_goodput(f, sim_end, true, delivered);
+                }
             }
             if let Some(why) = self.halted.take() {
                 self.stopped

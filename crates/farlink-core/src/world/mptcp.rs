@@ -492,6 +492,13 @@ impl World<'_> {
             return;
         }
         if newly > 0 {
+            let (spec, before) = (rt.spec as usize, rt.read_bytes);
+            if self.tr.goodput {
+                // The flow's goodput is the connection level's, under its own connection.
+                let own = self.flow_conns[spec].start;
+                self.fill_goodput(own, now, false, before);
+            }
+            let rt = &mut self.mptcp[m];
             rt.read_bytes += newly;
             rt.last_read = Some(now);
             if rt.finish.is_none() && rt.read_bytes >= rt.size_bytes {
@@ -499,6 +506,16 @@ impl World<'_> {
                 self.unfinished -= 1;
             }
         }
+    }
+
+    /// The bytes connection `f`'s goodput trace counts: its application's, the connection
+    /// level's for a Multipath TCP flow's own connection, none for its other subflows.
+    pub(super) fn goodput_delivered(&self, f: usize) -> Option<u64> {
+        let Some((m, _)) = self.flows[f].sub else {
+            return Some(self.flows[f].app.read_bytes());
+        };
+        let rt = &self.mptcp[m as usize];
+        (self.flow_conns[rt.spec as usize].start == f).then_some(rt.read_bytes)
     }
 
     /// The bundle driver changed member `member` of `link`: its own links follow, and the
