@@ -221,3 +221,24 @@ fn the_goodput_trace_is_the_connection_levels_under_the_flows_own_id() {
     let last = *g.delivered_bytes.last().unwrap();
     assert!(last > 0 && last <= 200_000, "{last}");
 }
+
+#[test]
+fn with_simulated_handshakes_every_subflow_opens_with_its_own() {
+    let mut sc = iridium_4("300KB", "1/5min", mptcp("minrtt", "lia"), "2h");
+    sc["flows"][0]["tcp"]["handshake"] = json!(true);
+    let r = run_json(&sc);
+    let f = &r.summary.flows[0];
+    assert!(f.finished, "{f:?}");
+    assert_eq!(f.delivered_bytes, 300_000);
+    // One SYN per subflow opened, first ones and reopened ones alike; each connection's
+    // handshake is in the pcap writer's list of connections.
+    let opened: u32 = f.subflows.iter().map(|s| s.established).sum();
+    let handshakes = r.flows.iter().filter(|c| c.handshake).count() as u32;
+    assert!(opened >= 4, "{:?}", f.subflows);
+    assert!(
+        handshakes >= opened,
+        "{handshakes} connections with a handshake, {opened} opened"
+    );
+    assert!(r.flows.iter().all(|c| c.flow == 0));
+    assert!(r.flows.iter().any(|c| c.name == "ftp/member0"));
+}

@@ -434,8 +434,14 @@ impl World<'_> {
         let Some((m, _)) = self.flows[f].sub else {
             return;
         };
+        let Ok(slot) = usize::try_from(id) else {
+            return;
+        };
+        if slot >= self.slab.slots.len() {
+            // Never put on a link (`inject` refused it).
+            return;
+        }
         let data_ack = self.mptcp[m as usize].rx.data_ack();
-        let slot = id as usize;
         if self.mptcp_dack.len() <= slot {
             self.mptcp_dack.resize(slot + 1, 0);
         }
