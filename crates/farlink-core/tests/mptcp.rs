@@ -242,3 +242,36 @@ fn with_simulated_handshakes_every_subflow_opens_with_its_own() {
     assert!(r.flows.iter().all(|c| c.flow == 0));
     assert!(r.flows.iter().any(|c| c.name == "ftp/member0"));
 }
+
+#[test]
+fn an_unbounded_source_ends_at_its_stop_with_every_byte_read() {
+    let mut sc = iridium_4("1MB", "1/5min", mptcp("minrtt", "lia"), "1h");
+    sc["flows"][0]["app"] = json!({"kind": "unbounded"});
+    sc["flows"][0]["stop"] = json!("10min");
+    let r = run_json(&sc);
+    let f = &r.summary.flows[0];
+    assert_eq!(f.app, "unbounded");
+    assert!(f.finished, "{f:?}");
+    let written = f.app_bytes.unwrap();
+    assert_eq!(f.delivered_bytes, written);
+    assert!(f.finish_s.unwrap() >= 600.0);
+    // Over the ten minutes, most of the members' 9600 bit/s despite the drops.
+    assert!(written > 600 * 9600 / 8 / 2, "{written}");
+}
+
+#[test]
+fn a_tcp_flow_cannot_share_the_members_of_multipath_subflows() {
+    let mut sc = iridium_4("1MB", "0", mptcp("minrtt", "lia"), "1h");
+    let mut other = sc["flows"][0].clone();
+    other["name"] = json!("other");
+    other.as_object_mut().unwrap().remove("transport");
+    other.as_object_mut().unwrap().remove("mptcp");
+    sc["flows"].as_array_mut().unwrap().push(other);
+    let e = parse_scenario_json(&sc.to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flows[1].transport") && e.contains("flows[0]"),
+        "{e}"
+    );
+}

@@ -111,5 +111,31 @@ pub(super) fn locate_bundles(
             }
         }
     }
+    // The members carry the subflows on links of their own: a TCP flow striped over the same
+    // members by MLPPP would not compete with them for the modems.
+    for (j, f) in flows.iter().enumerate() {
+        if f.transport != Transport::Tcp {
+            continue;
+        }
+        let shared = flows
+            .iter()
+            .enumerate()
+            .find_map(|(i, g)| match g.transport {
+                Transport::Mptcp(spec) => {
+                    let link = g.path[spec.bundle_hop].link;
+                    f.path.iter().any(|h| h.link == link).then_some((i, link))
+                }
+                Transport::Tcp => None,
+            });
+        if let Some((i, link)) = shared {
+            return err(
+                format!("flows[{j}].transport"),
+                format!(
+                    "the flow crosses bundle link \"{}\", whose members carry the Multipath TCP subflows of flows[{i}]; give it transport = \"mptcp\" too",
+                    links[link].name
+                ),
+            );
+        }
+    }
     Ok(())
 }

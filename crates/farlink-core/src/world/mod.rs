@@ -894,7 +894,8 @@ impl<'s> World<'s> {
     }
 
     fn stop_flow(&mut self, f: usize) {
-        if self.flows[f].sub.is_some() {
+        if let Some((m, _)) = self.flows[f].sub {
+            self.mptcp_stop(m as usize);
             return;
         }
         let fl = &mut self.flows[f];

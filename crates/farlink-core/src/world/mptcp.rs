@@ -81,7 +81,11 @@ pub(super) struct MptcpRt {
     tx: DataSender,
     rx: DataReceiver,
     members: Vec<Member>,
+    /// Bytes the application writes: a bulk transfer's size; an unbounded source's `u64::MAX`
+    /// until it stops, then what it had handed to the subflows.
     size_bytes: u64,
+    /// An unbounded source still writing.
+    writing: bool,
     started: bool,
     start: SimTime,
     read_bytes: u64,
@@ -134,12 +138,16 @@ impl World<'_> {
             let Transport::Mptcp(spec) = f.transport else {
                 continue;
             };
-            let AppSpec::Bulk { size_bytes } = f.app else {
-                return Err(ScenarioError::new(
-                    format!("flows[{i}].transport"),
-                    "Multipath TCP carries bulk transfers here",
-                )
-                .into());
+            let (size_bytes, writing) = match f.app {
+                AppSpec::Bulk { size_bytes } => (size_bytes, false),
+                AppSpec::Unbounded => (u64::MAX, true),
+                AppSpec::Telnet { .. } => {
+                    return Err(ScenarioError::new(
+                        format!("flows[{i}].transport"),
+                        "Multipath TCP carries bulk and unbounded applications, not telnet",
+                    )
+                    .into())
+                }
             };
             let link = f.path[spec.bundle_hop].link;
             let links = self.member_links_of(link)?;
@@ -178,6 +186,7 @@ impl World<'_> {
                 rx: DataReceiver::new(),
                 members,
                 size_bytes,
+                writing,
                 started: false,
                 start: f.start,
                 read_bytes: 0,
@@ -353,6 +362,24 @@ impl World<'_> {
             self.start_subflow(m, k);
         }
         self.mptcp_pump(m);
+    }
+
+    /// An unbounded source stops (its Stop event): the stream ends at what it handed to the
+    /// subflows, finished once that is read.
+    pub(super) fn mptcp_stop(&mut self, m: usize) {
+        let now = self.now;
+        let rt = &mut self.mptcp[m];
+        if !rt.writing {
+            return;
+        }
+        rt.writing = false;
+        let end = rt.tx.next_dsn();
+        rt.tx.end_at(end);
+        rt.size_bytes = end;
+        if rt.finish.is_none() && rt.read_bytes >= rt.size_bytes {
+            rt.finish = Some(rt.last_read.unwrap_or(now));
+            self.unfinished -= 1;
+        }
     }
 
     fn start_subflow(&mut self, m: usize, k: usize) {
@@ -683,7 +710,13 @@ impl World<'_> {
             .collect();
         let (mut s, _) = self.conn_summary(rt.members[0].conn as usize);
         let start = rt.start;
-        let active_end = rt.finish.unwrap_or(self.sim_end);
+        // As a TCP flow's (`App::active_end_with`): a bulk source to its last byte, an
+        // unbounded one to its stop at least.
+        let active_end = match (rt.finish, spec.app) {
+            (Some(t), AppSpec::Bulk { .. }) => t,
+            (Some(t), _) => t.max(spec.stop.unwrap_or(t)),
+            (None, _) => self.sim_end,
+        };
         s.name = spec.name.clone();
         s.from = nodes[spec.from].clone();
         s.to = nodes[spec.to].clone();
@@ -692,7 +725,7 @@ impl World<'_> {
         s.finish_s = rt.finish.map(SimTime::as_secs_f64);
         s.transfer_time_s = rt.finish.map(|t| t.saturating_since(start).as_secs_f64());
         s.delivered_bytes = rt.read_bytes;
-        s.app_bytes = Some(rt.size_bytes);
+        s.app_bytes = (!rt.writing).then_some(rt.size_bytes);
         s.goodput_bps = goodput_bps(rt.read_bytes, active_end.saturating_since(start).as_nanos());
         // The members' summed rate: what the subflows together could carry.
         s.bottleneck_bps = rt
