@@ -83,10 +83,12 @@ def test_bad_transport_and_mptcp_settings_are_one_line_naming_the_field(capsys):
         assert err.count("\n") == 1 and fragment in err, err
 
 
-def test_compare_bonding_puts_mlppp_and_mptcp_side_by_side(capsys):
+def test_compare_bonding_puts_mlppp_and_mptcp_side_by_side(capsys, tmp_path):
     code, out, err = run(
         capsys,
         "compare-bonding",
+        "--out",
+        tmp_path,
         "iridium-4",
         "--size",
         "300KB",
@@ -98,6 +100,8 @@ def test_compare_bonding_puts_mlppp_and_mptcp_side_by_side(capsys):
     )
     assert code == 0, err
     doc = json.loads(out)
+    assert json.loads((tmp_path / "bonding.json").read_text(encoding="utf-8")) == doc
+    assert (tmp_path / "bonding.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert doc["seeds"] == [1, 2]
     for bonding in ("mlppp", "mptcp"):
         assert set(doc[bonding]) == {"sim", "emulate"}
@@ -117,9 +121,20 @@ def test_compare_bonding_puts_mlppp_and_mptcp_side_by_side(capsys):
     assert abs(faster["by_s"] - abs(times["mlppp"] - times["mptcp"])) < 1e-9
     # The table says the same and that the emulator's side is not run here.
     code, out, _ = run(
-        capsys, "compare-bonding", "iridium-4", "--size", "300KB", "--seeds", "2", "--set", DROPS
+        capsys,
+        "compare-bonding",
+        "iridium-4",
+        "--size",
+        "300KB",
+        "--seeds",
+        "2",
+        "--set",
+        DROPS,
+        "--out",
+        tmp_path / "table",
     )
     assert code == 0
+    assert f"wrote {tmp_path / 'table' / 'bonding.png'}" in out
     assert f"faster: {faster['bonding']}" in out and "emulate: not run" in out
 
 

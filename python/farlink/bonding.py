@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from itertools import pairwise
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -20,7 +21,14 @@ import numpy as np
 from farlink.results.result import Result
 from farlink.scenario import apply_overrides
 
-__all__ = ["BONDINGS", "EMULATE_NOT_RUN", "compare_bonding", "stalls_after_drops"]
+__all__ = [
+    "BONDINGS",
+    "EMULATE_NOT_RUN",
+    "call_drops_s",
+    "compare_bonding",
+    "figure",
+    "stalls_after_drops",
+]
 
 BONDINGS = {"mlppp": "tcp", "mptcp": "mptcp"}
 """Each bonding's name in the output and the flows' ``transport`` that gives it."""
@@ -39,20 +47,24 @@ GRID = "1s"
 CALL_LOST = "call_lost"
 
 
+def call_drops_s(result: Result) -> list[float]:
+    """When a member's call dropped (its state became ``call_lost``), in order."""
+    from farlink._core import MEMBER_STATE_NAMES
+
+    states = result.trace("member_state")
+    lost = MEMBER_STATE_NAMES.index(CALL_LOST)
+    return sorted(
+        t / 1e9 for t, s in zip(states["time_ns"], states["state"], strict=True) if s == lost
+    )
+
+
 def stalls_after_drops(result: Result, flow: int = 0) -> list[float]:
     """For each call drop during flow ``flow``'s transfer, the longest time its receiving
     application got nothing, among the gaps that begin between that drop and the next (or the
     end of the transfer): what the drop cost before the bonding routed around it."""
-    from farlink._core import MEMBER_STATE_NAMES
-
     f = result.summary["flows"][flow]
     end_s = f["finish_s"] if f["finish_s"] is not None else result.summary["sim_time_s"]
-    states = result.trace("member_state")
-    lost = MEMBER_STATE_NAMES.index(CALL_LOST)
-    drops_s = sorted(
-        t / 1e9 for t, s in zip(states["time_ns"], states["state"], strict=True) if s == lost
-    )
-    drops_s = [t for t in drops_s if f["start_s"] <= t < end_s]
+    drops_s = [t for t in call_drops_s(result) if f["start_s"] <= t < end_s]
     goodput = result.trace("goodput")
     own = result.connections_of(flow)[0]
     mine = goodput["flow"] == own
@@ -88,7 +100,7 @@ def _run(
     result = simulate(doc, size=size, seed=seed, sets=traced, transport=transport)
     f = result.summary["flows"][0]
     stalls = stalls_after_drops(result)
-    return {
+    return result, {
         "seed": seed,
         "finished": f["finished"],
         "transfer_time_s": f["transfer_time_s"],
@@ -123,13 +135,15 @@ def compare_bonding(
     size: str | None = None,
     seeds: int = 3,
     sets: list[str] | tuple[str, ...] = (),
+    first_runs: dict[str, Result] | None = None,
 ) -> dict[str, Any]:
     """Run scenario ``doc`` (its first flow over a bundle) bonded by MLPPP and by Multipath TCP
-    on the simulator, seeds ``seed``, ``seed + 1``, ... (the scenario's seed first), and return
-    ``{"scenario", "size", "seeds", "mlppp": {"sim", "emulate"}, "mptcp": {...}, "emulate",
-    "faster"}``: each ``sim`` holds the runs and their ``mean``; ``faster`` names the bonding
-    with the shorter mean transfer time and by how much (``None`` if either did not finish
-    every run). Raises ``ScenarioError`` for a scenario either bonding refuses."""
+        on the simulator, seeds ``seed``, ``seed + 1``, ... (the scenario's seed first), and return
+        ``{"scenario", "size", "seeds", "mlppp": {"sim", "emulate"}, "mptcp": {...}, "emulate",
+        "faster"}``: each ``sim`` holds the runs and their ``mean``; ``faster`` names the bonding
+        with the shorter mean transfer time and by how much (``None`` if either did not finish
+        every run). ``first_runs``, if given, receives each bonding's run of the first seed (for
+    :func:`figure`). Raises ``ScenarioError`` for a scenario either bonding refuses."""
     if seeds < 1:
         raise ValueError("--seeds: expected at least 1")
     checked = apply_overrides(doc, sets=list(sets))
@@ -143,7 +157,10 @@ def compare_bonding(
     for bonding, transport in BONDINGS.items():
         # `--set flows[i].mptcp...` is Multipath TCP's alone: a TCP flow refuses the table.
         own = [a for a in sets if transport == "mptcp" or not _MPTCP_SET.match(a)]
-        runs = [_run(doc, transport, s, size, own) for s in seed_list]
+        done = [_run(doc, transport, s, size, own) for s in seed_list]
+        if first_runs is not None:
+            first_runs[bonding] = done[0][0]
+        runs = [row for _, row in done]
         out[bonding] = {"sim": {"runs": runs, "mean": _mean(runs)}, "emulate": None}
     out["emulate"] = EMULATE_NOT_RUN
     a = out["mlppp"]["sim"]["mean"]["transfer_time_s"]
@@ -159,3 +176,33 @@ def compare_bonding(
             "by_fraction": (other - best) / other if other > 0 else 0.0,
         }
     return out
+
+
+def figure(first_runs: dict[str, Result], path: Path, title: str) -> Path:
+    """A PNG: the bytes each bonding delivered over time in its first seed's run, with the
+    call drops marked (the same drops for both: one seed draws the same calls)."""
+    from farlink.reports.plots import plt
+
+    fig, ax = plt.subplots(figsize=(9.0, 4.4), dpi=120)
+    for bonding, result in first_runs.items():
+        goodput = result.trace("goodput")
+        own = goodput["flow"] == result.connections_of(0)[0]
+        t = goodput["time_ns"][own] / 1e9
+        ax.plot(t, goodput["delivered_bytes"][own] / 1e6, label=bonding, linewidth=1.3)
+    first = next(iter(first_runs.values()), None)
+    if first is not None:
+        end_s = max(r.summary["sim_time_s"] for r in first_runs.values())
+        for k, drop in enumerate(t for t in call_drops_s(first) if t <= end_s):
+            ax.axvline(
+                drop, color="grey", alpha=0.4, linewidth=0.8, label="call drop" if k == 0 else None
+            )
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("delivered (MB)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=9)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

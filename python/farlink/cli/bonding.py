@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +20,13 @@ def compare_bonding_command(
         int, typer.Option(help="Runs per bonding: the scenario's seed and the ones after it.")
     ] = 3,
     set_: SetOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder for the figure (bonding.png: bytes delivered over time, first seed, "
+            "call drops marked) and the JSON document (bonding.json)."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Bond a bundle scenario's members two ways on the simulator and print them side by side:
@@ -25,10 +34,12 @@ def compare_bonding_command(
     docs/multipath.md): transfer time, goodput, call drops during the transfer and the longest
     time the application got nothing after each, averaged over the seeds, and which bonding
     is faster by how much. The emulator's side (kernel MPTCP) is not run here; the output says
-    so (JSON: `mlppp` and `mptcp`, each with `sim` and `emulate`)."""
+    so (JSON: `mlppp` and `mptcp`, each with `sim` and `emulate`). Writes into --out, by
+    default farlink-out/compare-bonding/NAME."""
     from farlink import _core
-    from farlink.bonding import compare_bonding
-    from farlink.cli.options import CliError, checked
+    from farlink.bonding import compare_bonding, figure
+    from farlink.cli.options import DEFAULT_OUT, CliError, checked
+    from farlink.outputs import safe_name
     from farlink.reports.terminal import print_json, print_rows
     from farlink.scenario import ScenarioError, describe_error, load_scenario
     from farlink.units import parse_size_bytes
@@ -37,11 +48,21 @@ def compare_bonding_command(
         checked("--size", parse_size_bytes, size)
     try:
         doc = load_scenario(scenario)
-        result = compare_bonding(doc, size=size, seeds=seeds, sets=list(set_ or ()))
+        first_runs: dict[str, Any] = {}
+        result = compare_bonding(
+            doc, size=size, seeds=seeds, sets=list(set_ or ()), first_runs=first_runs
+        )
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(describe_error(scenario, err, sets=set_ or ())) from None
     except ValueError as err:
         raise CliError(str(err)) from None
+    name = result["scenario"] or Path(scenario).stem
+    folder = out if out is not None else DEFAULT_OUT / "compare-bonding" / safe_name(name)
+    title = f"{name}: MLPPP and Multipath TCP, seed {result['seeds'][0]}"
+    written = [figure(first_runs, folder / "bonding.png", title)]
+    document = folder / "bonding.json"
+    document.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    written.append(document)
     if as_json:
         print_json(result)
         return
@@ -59,6 +80,8 @@ def compare_bonding_command(
             f"({100 * faster['by_fraction']:.1f} % of the slower's transfer time)"
         )
     typer.echo(f"emulate: {result['emulate']}")
+    for path in written:
+        typer.echo(f"wrote {path}")
 
 
 def _rows(result: dict[str, Any]) -> list[tuple]:
