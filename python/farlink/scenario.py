@@ -316,6 +316,17 @@ def _set_size(doc: dict[str, Any], size: str) -> None:
             flow["app"] = {"kind": "bulk", "size": size}
 
 
+def _set_transport(doc: dict[str, Any], transport: str) -> None:
+    """Every flow's transport: ``tcp`` (one connection, MLPPP's bundle as it is) or ``mptcp``
+    (one subflow per member of the bundle on its route); the core refuses other names at
+    ``flows[i].transport``. ``tcp`` drops a flow's ``[flows.mptcp]`` table, which only an
+    ``mptcp`` flow may have."""
+    for flow in _table_list(doc, "flows", "--transport"):
+        flow["transport"] = transport
+        if transport == "tcp":
+            flow.pop("mptcp", None)
+
+
 def apply_overrides(
     doc: dict[str, Any],
     *,
@@ -326,6 +337,7 @@ def apply_overrides(
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
     profile: str | None = None,
+    transport: str | None = None,
 ) -> dict[str, Any]:
     """Return a copy of ``doc`` with the command line's overrides applied, ``--set`` last.
 
@@ -348,6 +360,8 @@ def apply_overrides(
         _set_size(doc, size)
     if seed is not None:
         doc["seed"] = seed
+    if transport is not None:
+        _set_transport(doc, transport)
     for assignment in sets:
         path, sep, value = assignment.partition("=")
         if not sep or not path.strip():

@@ -53,6 +53,7 @@ def simulate(
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
     profile: str | None = None,
+    transport: str | None = None,
     budget_events: int | None = None,
     budget_memory_bytes: int | None = None,
     budget_disk_bytes: int | None = None,
@@ -65,7 +66,8 @@ def simulate(
     Overrides are those of ``farlink simulate``: ``tcp`` (tahoe, reno, newreno, sack, rack select
     loss recovery; other names the congestion controller), ``loss`` (packet error rate of the
     scenario's ``lossy_link`` in the data direction), ``duration`` and ``size`` in human units,
-    ``seed``, ``profile`` (every flow's TCP profile, ``"rfc"`` or ``"linux"``), and ``sets`` of
+    ``seed``, ``profile`` (every flow's TCP profile, ``"rfc"`` or ``"linux"``), ``transport``
+    (every flow's: ``"tcp"``, or ``"mptcp"`` for one subflow per bundle member), and ``sets`` of
     ``path=value`` applied last. Raises ``farlink.ScenarioError``
     (``err.path`` names the field at fault) for a scenario that cannot be read or that the core
     refuses.
@@ -95,6 +97,7 @@ def simulate(
         seed=seed,
         sets=sets,
         profile=profile,
+        transport=transport,
     )
     stream = None
     capture_files = None
@@ -179,6 +182,7 @@ def estimate(
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
     profile: str | None = None,
+    transport: str | None = None,
     streamed: bool = False,
     stream_pcap: bool = False,
 ) -> dict[str, Any]:
@@ -196,6 +200,7 @@ def estimate(
         seed=seed,
         sets=sets,
         profile=profile,
+        transport=transport,
     )
     return dict(
         _core.estimate_scenario(to_core_json(doc), streamed=streamed, stream_pcap=stream_pcap)
@@ -291,7 +296,9 @@ def interval_rows(result: Result) -> list[dict[str, Any]]:
     rows = []
     for index, f in enumerate(result.summary["flows"]):
         conns = result.connections_of(index)
-        at_dest = goodput["flow"] == conns[-1]
+        # A Multipath TCP flow's goodput is its connection level's, under its own id (the
+        # first); a split flow's, its last connection's.
+        at_dest = goodput["flow"] == (conns[0] if f.get("subflows") else conns[-1])
         times_ns = goodput["time_ns"][at_dest]
         delivered = goodput["delivered_bytes"][at_dest]
         of_source = cwnd["flow"] == conns[0]

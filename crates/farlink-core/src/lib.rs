@@ -9,6 +9,7 @@ pub mod error;
 pub mod links;
 pub mod loss;
 pub mod modem;
+pub mod mptcp;
 pub mod path;
 pub mod pcap;
 pub mod rng;

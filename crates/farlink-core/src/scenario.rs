@@ -100,6 +100,10 @@
 //!   "app": APP,                       required
 //!   "relays": ["R1"], "relay_buffer": "128KiB", "segments": [{"tcp": TCP}, ...]
 //!                                     optional: a split connection (scenario/split.rs)
+//!   "transport": "tcp",               tcp | mptcp: one subflow per member of the bundle link
+//!                                     on the route, each over that member alone
+//!   "mptcp": {"scheduler": "minrtt",  minrtt | roundrobin | redundant
+//!             "coupling": "lia"}      lia | olia | balia | none (scenario/mptcp.rs)
 //! }
 //! TCP = {                             every field optional; defaults after RFCs / Linux
 //!   "profile": "rfc",                 rfc | linux: the defaults of the fields not given
@@ -171,6 +175,7 @@ mod flows;
 mod limits;
 mod links;
 mod loss;
+mod mptcp;
 mod profile;
 mod quantity;
 mod raw;
@@ -190,6 +195,7 @@ pub use errors::ScenarioError;
 pub use flows::{AppSpec, FlowSpec, DEFAULT_TELNET_MESSAGE_BYTES};
 pub use links::{default_link_name, DirectionSpec, LinkSpec, DEFAULT_QUEUE_PKTS};
 pub use loss::{LossSpec, DEFAULT_NOMINAL_PACKET_BYTES};
+pub use mptcp::{MptcpSpec, Transport, TRANSPORTS};
 pub use profile::{ProfileField, ProfilePart, TcpProfile, LINUX_FIELDS, LINUX_RENO_GROWTH_SOURCE};
 pub use quantity::{MAX_DURATION_S, MAX_RATE_BPS};
 pub use resolved::{Resolved, DERIVED_FIELDS, RESOLVED_SCHEMA_VERSION};
@@ -384,8 +390,9 @@ fn validate(raw: RawScenario) -> Result<Scenario, ScenarioError> {
     let nodes = links::Nodes::new(&raw.nodes)?;
     let (pending, link_index) = links::links(&raw.links, &nodes)?;
     let adjacency = routes::adjacency(raw.nodes.len(), &pending);
-    let flows = flows::flows(&raw.flows, &nodes, &adjacency, duration)?;
+    let mut flows = flows::flows(&raw.flows, &nodes, &adjacency, duration)?;
     let links = loss::attach(pending, &flows)?;
+    mptcp::locate_bundles(&links, &mut flows)?;
     let lossy_link = routes::lossy_link(raw.lossy_link.as_ref(), &link_index, &links, &flows)?;
     let pcap = trace::pcap_taps(&raw.pcap, &raw.nodes, &link_index, &links)?;
     let trace = trace::trace_config(raw.trace.as_ref().unwrap_or(&Default::default()))?;

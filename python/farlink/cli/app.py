@@ -15,6 +15,7 @@ import warnings
 import typer
 
 from farlink.cli import calldrops, captures, predict, reproduce, scenario, simulate, sweeps
+from farlink.cli.bonding import compare_bonding_command
 from farlink.cli.compare import compare_command
 from farlink.cli.emulate import emulate_command
 from farlink.cli.leo import leo_command
@@ -33,6 +34,7 @@ app = typer.Typer(
 app.command("emulate")(emulate_command)
 app.command("send")(send_command)
 app.command("compare")(compare_command)
+app.command("compare-bonding")(compare_bonding_command)
 app.command("reproduce")(reproduce.reproduce)
 app.command("fit-drops")(calldrops.fit_drops)
 app.command("simulate")(simulate.simulate_command)

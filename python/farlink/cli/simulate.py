@@ -53,6 +53,14 @@ def simulate_command(
         str | None, typer.Option(help=f"Make every flow a bulk transfer of this size. {SizeOpt}")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Master seed of the run.")] = None,
+    transport: Annotated[
+        str | None,
+        typer.Option(
+            help="Every flow's transport: tcp (one connection; a bundle stays multilink PPP) "
+            "or mptcp (Multipath TCP: one subflow per member of the bundle on the route, each "
+            "over that member alone; [flows.mptcp] scheduler and coupling, docs/multipath.md).",
+        ),
+    ] = None,
     set_: SetOpt = None,
     out: Annotated[
         Path | None, typer.Option(help="Folder for summary, traces and captures.")
@@ -123,6 +131,7 @@ def simulate_command(
             "seed": seed,
             "sets": sets,
             "profile": profile,
+            "transport": transport,
         }
         budget = budget_options(budget_events, budget_memory)
         budget["budget_disk_bytes"] = (

@@ -42,6 +42,22 @@ pub enum BundleOutput {
     MemberState { member: u32, state: u8 },
     /// The bundle's capacity changed.
     Capacity { members_up: u32, capacity_bps: u64 },
+    /// The driver applied `change` to member `member` of both directions: a caller that
+    /// carries traffic over the members one by one (Multipath TCP's subflows) applies it
+    /// to its own member links too.
+    Member { member: u32, change: MemberChange },
+}
+
+/// What happened to a member's link, as the driver applied it to the bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberChange {
+    /// Its call is up (`BundleDir::member_up`).
+    CarrierUp,
+    /// Its call dropped; what it held is lost (`BundleDir::member_lost`).
+    CarrierLost,
+    /// MLPPP may (or may no longer) send to it (`BundleDir::set_usable`): the drop was noticed,
+    /// or the member is back.
+    Usable(bool),
 }
 
 /// The draws a bundle member makes, each from its own stream.
@@ -210,6 +226,10 @@ impl BundleDriver {
                             b.member_up(now, member as usize);
                         }
                     }
+                    out(BundleOutput::Member {
+                        member,
+                        change: MemberChange::CarrierUp,
+                    });
                     let m = member as usize;
                     let rate = self.drop_rates_per_s[m];
                     if let Some(gap) = draw_call_duration(&mut self.drop_rngs[m], rate) {
@@ -226,6 +246,10 @@ impl BundleDriver {
                             b.member_lost(now, member as usize);
                         }
                     }
+                    out(BundleOutput::Member {
+                        member,
+                        change: MemberChange::CarrierLost,
+                    });
                 }
                 ControlCommand::Usable { member, usable } => {
                     for dir in [&mut *fwd, &mut *rev] {
@@ -233,6 +257,10 @@ impl BundleDriver {
                             b.set_usable(now, member as usize, usable);
                         }
                     }
+                    out(BundleOutput::Member {
+                        member,
+                        change: MemberChange::Usable(usable),
+                    });
                 }
                 ControlCommand::State { member, state } => out(BundleOutput::MemberState {
                     member,

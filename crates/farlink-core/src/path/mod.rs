@@ -20,6 +20,6 @@ pub use build::{
 };
 pub use bundle::{
     draw_call_duration, draw_dial_ok, member_stream, BundleDriver, BundleEvent, BundleOutput,
-    MemberDraw,
+    MemberChange, MemberDraw,
 };
 pub use dir::{LinkDir, RadioDir};

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::errors::{at, err, only_its_params, variant, ScenarioError, Variant};
 use super::links::Nodes;
+use super::mptcp::{transport, Transport};
 use super::quantity::{check_name, opt_bytes, opt_duration};
 use super::raw::{RawApp, RawFlow, RawTcp};
 use super::routes::{shortest_path, Adjacency, Hop};
@@ -35,6 +36,8 @@ pub struct FlowSpec {
     /// With relays, the connections source to first relay, ..., last relay to destination,
     /// each with its own TCP settings; empty without relays.
     pub segments: Vec<SegmentSpec>,
+    /// One TCP connection, or Multipath TCP over a bundle's members (`scenario/mptcp.rs`).
+    pub transport: Transport,
 }
 
 /// What the application at the sender does.
@@ -211,6 +214,7 @@ fn flow(
     let empty = RawTcp::default();
     let tcp = tcp_spec(&at(p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
     let app = app_spec(&at(p, "app"), &f.app)?;
+    let transport = transport(p, f, &app)?;
     let (relays, segments, path) = split::plan(p, f, &tcp, from, to, nodes.names, adjacency, path)?;
     Ok(FlowSpec {
         name,
@@ -223,5 +227,6 @@ fn flow(
         path,
         relays,
         segments,
+        transport,
     })
 }

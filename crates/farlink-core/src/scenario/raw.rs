@@ -465,6 +465,16 @@ pub(super) struct RawFlow {
     pub(super) relay_buffer: Option<UnitText<Size>>,
     pub(super) relay_buffer_bytes: Option<u64>,
     pub(super) segments: Option<Vec<RawSegment>>,
+    pub(super) transport: Option<String>,
+    pub(super) mptcp: Option<RawMptcp>,
+}
+
+/// `[flows.mptcp]` (`scenario/mptcp.rs`).
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMptcp {
+    pub(super) scheduler: Option<String>,
+    pub(super) coupling: Option<String>,
 }
 
 /// One connection of a split flow (`scenario/split.rs`).

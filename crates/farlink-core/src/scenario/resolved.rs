@@ -50,7 +50,7 @@ use serde_json::Value;
 use super::links::DirectionSpec;
 use super::routes::Hop;
 use super::trace::{Tap, TapSite};
-use super::{AppSpec, FlowSpec, LinkSpec, LossSpec, Scenario, TcpSpec, SCHEMA_VERSION};
+use super::{AppSpec, FlowSpec, LinkSpec, LossSpec, Scenario, TcpSpec, Transport, SCHEMA_VERSION};
 use crate::links::link::QueueLimit;
 use crate::links::rlp::IdlePolicy;
 use crate::links::schedule::{DelayShape, Schedule};
@@ -298,6 +298,12 @@ pub struct RFlow {
     pub rtt: RRtt,
     pub bottleneck_bps: u64,
     pub bottleneck_link: String,
+    /// `mptcp` for a Multipath TCP flow; absent for TCP, so resolved scenarios without one
+    /// (and their hashes) are as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mptcp: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -769,6 +775,15 @@ fn flow(s: &Scenario, f: &FlowSpec) -> RFlow {
         rtt,
         bottleneck_bps,
         bottleneck_link,
+        transport: matches!(f.transport, Transport::Mptcp(_)).then_some("mptcp"),
+        mptcp: match f.transport {
+            Transport::Mptcp(m) => Some(serde_json::json!({
+                "scheduler": m.scheduler.name(),
+                "coupling": m.coupling.name(),
+                "bundle_link": s.links[f.path[m.bundle_hop].link].name,
+            })),
+            Transport::Tcp => None,
+        },
     }
 }
 

@@ -465,6 +465,25 @@ impl Sender {
     pub fn cc(&self) -> &dyn CongestionController {
         self.cc.as_ref()
     }
+    /// Puts `cc` in place of the controller the configuration built: a Multipath TCP
+    /// subflow's coupled controller (`crate::mptcp::coupled`), which shares state with the
+    /// other subflows' and so cannot come from a `CcConfig`. Call once established (a
+    /// connecting sender rebuilds its controller from its configuration on the SYN-ACK).
+    pub fn set_controller(&mut self, mut cc: Box<dyn CongestionController>) {
+        cc.on_wire_overhead(self.cc_wire_overhead_bytes());
+        self.cc = cc;
+    }
+    /// The headers of a data segment (what `on_data_sent` builds): IP, TCP, timestamps.
+    fn cc_wire_overhead_bytes(&self) -> u64 {
+        let probe = Segment {
+            options: Options {
+                timestamps: self.timestamps.then_some(Timestamps { tsval: 0, tsecr: 0 }),
+                ..Options::default()
+            },
+            ..Segment::default()
+        };
+        u64::from(probe.wire_bytes())
+    }
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
     }

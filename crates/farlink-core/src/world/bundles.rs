@@ -74,6 +74,9 @@ impl World<'_> {
         let link = rt.driver.link();
         let dirs = both_dirs(&mut self.dirs, link);
         let (queue, traces, tr) = (&mut self.queue, &mut self.traces, self.tr);
+        // Member changes for the members' own links (Multipath TCP's subflows), if any.
+        let mut changes = Vec::new();
+        let members_carry = !self.member_links.is_empty();
         let mut out = |o: BundleOutput| match o {
             BundleOutput::Schedule { at, event } => {
                 if at <= end {
@@ -95,6 +98,11 @@ impl World<'_> {
                         .push(now, link as u32, members_up, capacity_bps);
                 }
             }
+            BundleOutput::Member { member, change } => {
+                if members_carry {
+                    changes.push((member, change));
+                }
+            }
         };
         match step {
             Step::Start => rt.driver.start(now, dirs, &mut out),
@@ -105,6 +113,9 @@ impl World<'_> {
             let d = dir_index(Hop { link, forward });
             self.take_departures(d);
             self.after_link(d);
+        }
+        for (member, change) in changes {
+            self.mptcp_member_change(link, member, change);
         }
         let rt = &mut self.bundles[b];
         rt.timer

@@ -48,6 +48,7 @@ pub mod budget;
 mod bundles;
 pub mod capture;
 mod capture_stream;
+mod mptcp;
 mod relay;
 mod sink;
 mod summary;
@@ -59,6 +60,7 @@ pub use capture_stream::{
     assemble as capture_stream_assemble, spool_entry, CaptureAssembler, CaptureStream,
     SPOOL_ENTRY_HEADER_BYTES,
 };
+pub use mptcp::{MptcpSummary, SubflowSummary};
 pub use sink::TraceSink;
 
 pub use summary::{
@@ -371,6 +373,8 @@ struct Flow {
     bottleneck_bps: u64,
     counts: ConnCounts,
     traced: Traced,
+    /// A Multipath TCP subflow: its connection (index into `World::mptcp`) and member.
+    sub: Option<(u32, u32)>,
 }
 
 /// What the engine counted of one connection's packets, for its summary.
@@ -416,6 +420,11 @@ struct World<'s> {
     relays: Vec<relay::Relay>,
     /// Per scenario flow, its connections (indices into `flows`).
     flow_conns: Vec<std::ops::Range<usize>>,
+    /// Multipath TCP connections, the bundle members' own links their subflows cross, and
+    /// the DATA_ACK each subflow ACK in flight carries, by packet slot (`mptcp.rs`).
+    mptcp: Vec<mptcp::MptcpRt>,
+    member_links: Vec<mptcp::MemberLinks>,
+    mptcp_dack: Vec<u64>,
     /// The first inconsistency seen while running; reported at the next event boundary.
     fault: Option<String>,
     budget: Option<Budget>,
@@ -544,6 +553,7 @@ impl<'s> World<'s> {
                     rto: 0,
                     goodput_next: grid_at_or_after(f.start, sc.trace().goodput_interval),
                 },
+                sub: None,
             });
         }
 
@@ -566,6 +576,9 @@ impl<'s> World<'s> {
             bundles,
             relays,
             flow_conns,
+            mptcp: Vec::new(),
+            member_links: Vec::new(),
+            mptcp_dack: Vec::new(),
             fault: None,
             budget: None,
             progress: None,
@@ -575,6 +588,7 @@ impl<'s> World<'s> {
             stopped: None,
             halted: None,
         };
+        world.build_mptcp()?;
         world.start_bundles();
         Ok(world)
     }
@@ -868,6 +882,10 @@ impl<'s> World<'s> {
     // ----- applications -----
 
     fn start_flow(&mut self, f: usize) {
+        if let Some((m, _)) = self.flows[f].sub {
+            self.mptcp_start(m as usize);
+            return;
+        }
         let interactive = self.flows[f].app.start();
         self.transmit(f);
         if interactive {
@@ -876,6 +894,10 @@ impl<'s> World<'s> {
     }
 
     fn stop_flow(&mut self, f: usize) {
+        if let Some((m, _)) = self.flows[f].sub {
+            self.mptcp_stop(m as usize);
+            return;
+        }
         let fl = &mut self.flows[f];
         if fl.app.stop(&mut fl.sender) {
             self.check_finished(f);
@@ -907,7 +929,7 @@ impl<'s> World<'s> {
     /// Hands everything the sender may send now to its first link, then records and re-arms.
     fn transmit(&mut self, f: usize) {
         let now = self.now;
-        if !self.flows[f].app.started() {
+        if !self.flows[f].app.started() || self.mptcp_closed(f) {
             return;
         }
         while let Some(Transmission { segment: seg, kind }) =
@@ -994,8 +1016,12 @@ impl<'s> World<'s> {
     }
 
     fn send_ack(&mut self, f: usize, ack: Segment) {
+        if self.mptcp_closed(f) {
+            return;
+        }
         self.flows[f].counts.acks_sent += 1;
-        self.inject(f, true, ack);
+        let id = self.inject(f, true, ack);
+        self.mptcp_note_ack(f, id);
     }
 
     /// A data segment reaches the receiver.
@@ -1029,13 +1055,15 @@ impl<'s> World<'s> {
             ));
             return;
         }
-        if self.tr.goodput {
+        // A Multipath TCP subflow's bytes count at the connection level (`mptcp_delivered`).
+        if self.tr.goodput && self.flows[f].sub.is_none() {
             // Grid points strictly before `now` saw `before` bytes; the point at `now` (if any)
             // is written later and includes this delivery.
             self.fill_goodput(f, now, false, before);
         }
         self.flows[f].app.on_read(now, after - before);
         self.check_finished(f);
+        self.mptcp_delivered(f, before, after);
     }
 
     /// An ACK reaches the sender.
@@ -1047,17 +1075,19 @@ impl<'s> World<'s> {
         if let Some(r) = self.flows[f].relay_in {
             self.pump_relay(r as usize);
         }
+        self.mptcp_after_ack(f);
     }
 
     // ----- packets and links -----
 
-    /// Puts a segment of flow `f` on the first link of its data path (or of its ACK path).
-    fn inject(&mut self, f: usize, ack: bool, seg: Segment) {
+    /// Puts a segment of flow `f` on the first link of its data path (or of its ACK path);
+    /// returns its slot.
+    fn inject(&mut self, f: usize, ack: bool, seg: Segment) -> u64 {
         let fl = &self.flows[f];
         let path = if ack { &fl.ack_path } else { &fl.path };
         let Some(&first) = path.first() else {
             self.fail(format!("flow {f} has an empty path"));
-            return;
+            return u64::MAX;
         };
         let id = self.slab.insert(InFlight {
             seg,
@@ -1067,6 +1097,7 @@ impl<'s> World<'s> {
         });
         self.injected += 1;
         self.offer(first as usize, u64::from(id));
+        u64::from(id)
     }
 
     /// Offers packet `id` to link direction `d` at the current instant.
@@ -1199,6 +1230,7 @@ impl<'s> World<'s> {
         };
         self.arrived += 1;
         if p.ack {
+            self.mptcp_ack_arrives(f, id);
             self.on_ack_arrival(f, &p.seg);
         } else {
             self.on_data_arrival(f, &p.seg);
@@ -1318,6 +1350,7 @@ impl<'s> World<'s> {
             }
         }
         self.check_relays();
+        self.check_mptcp();
     }
 
     // ----- results -----
@@ -1332,8 +1365,9 @@ impl<'s> World<'s> {
         // Complete the goodput grid to the end of the run.
         if self.tr.goodput {
             for f in 0..self.flows.len() {
-                let delivered = self.flows[f].app.read_bytes();
-                self.fill_goodput(f, sim_end, true, delivered);
+                if let Some(delivered) = self.goodput_delivered(f) {
+                    self.fill_goodput(f, sim_end, true, delivered);
+                }
             }
             if let Some(why) = self.halted.take() {
                 self.stopped
@@ -1490,6 +1524,8 @@ impl<'s> World<'s> {
             }),
             relays: Vec::new(),
             segments: Vec::new(),
+            subflows: Vec::new(),
+            mptcp: None,
         };
         (summary, active)
     }

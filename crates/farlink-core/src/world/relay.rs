@@ -191,6 +191,9 @@ impl World<'_> {
 
     /// The name of connection `c`: its flow's, with `#k` for connection k of a split flow.
     pub(super) fn conn_name(&self, c: usize) -> String {
+        if let Some(name) = self.subflow_name(c) {
+            return name;
+        }
         let fl = &self.flows[c];
         let spec = &self.sc.flows()[fl.spec as usize];
         if spec.segments.is_empty() {
@@ -213,6 +216,9 @@ impl World<'_> {
     /// The summary of scenario flow `i` and its active span: its connection's, or for a split
     /// flow the end-to-end figures with each connection beside them.
     pub(super) fn flow_summary(&self, i: usize) -> (FlowSummary, Option<(SimTime, SimTime)>) {
+        if let Some(s) = self.mptcp_flow_summary(i) {
+            return s;
+        }
         let range = self.flow_conns[i].clone();
         if range.len() == 1 {
             return self.conn_summary(range.start);

@@ -126,6 +126,12 @@ pub struct FlowSummary {
     /// and delivered bytes at the flow's ends, counters summed over the connections, the
     /// sender state (`final_*`, `min_rtt_s`) that of the source's connection.
     pub segments: Vec<FlowSummary>,
+    /// A Multipath TCP flow: each bundle member's subflows (`world/mptcp.rs`); absent for TCP,
+    /// so results without one are as before.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subflows: Vec<super::SubflowSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mptcp: Option<super::MptcpSummary>,
 }
 
 /// The three-way handshake of a connection (of the source's connection for a split flow).

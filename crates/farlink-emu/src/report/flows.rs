@@ -190,6 +190,8 @@ fn summary(
         handshake: None,
         relays: Vec::new(),
         segments: Vec::new(),
+        subflows: Vec::new(),
+        mptcp: None,
     }
 }
 

@@ -1,0 +1,828 @@
+//! Multipath TCP flows at run time (`transport = "mptcp"`, `crate::mptcp`).
+//!
+//! A Multipath TCP flow over a bundle link runs one TCP connection (a subflow) per member of
+//! the bundle, each over a link of its own: one member of the bundle in each direction, with
+//! the member's rate, delay, transmit queue, ARQ and error stream (the same draws as that
+//! member under MLPPP), built as a bundle of that one member without a multilink header, so
+//! that the bundle's control plane ([`crate::path::BundleDriver`]: call drops, detection,
+//! redial) drives it exactly as it drives the MLPPP bundle's members. The driver reports
+//! each change it applies ([`MemberChange`]); the engine applies it to the member's own links
+//! and, as Linux's in-kernel path manager does with `subflow` endpoints, closes the subflow
+//! once the drop is noticed (its interface goes down: the member leaves, `Usable(false)`)
+//! and opens a new one, with a handshake of its own (MP_JOIN), when the member is back.
+//!
+//! The connection level is `crate::mptcp`'s: the scheduler picks a subflow with room for each
+//! chunk of the application's bytes, which is mapped (DSN to subflow sequence) and written
+//! into that subflow's sender; what each subflow's receiver delivers in order is mapped back
+//! and reassembled; each subflow ACK carries the DATA_ACK current when the receiver sent it
+//! (kept beside the packet's slot); a closed subflow's unacknowledged data is reinjected.
+//! A closed subflow's connection stays in the engine, inert: it sends nothing, and what
+//! still reaches it is discarded, as after a reset. Each reopened subflow is a connection of
+//! its own (a new index), so no packet of the old one can reach the new.
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use super::{
+    app, cause_map, goodput_bps, grid_at_or_after, normalized_goodput, ConnCounts, Dir, Flow,
+    FlowSummary, RunError, Timer, Traced, World,
+};
+use crate::links::mlppp::{BundleDir, BundleDirConfig};
+use crate::mptcp::coupled::{Coupled, Coupling, CouplingGroup};
+use crate::mptcp::{DataReceiver, DataSender, Pick, Scheduler, SubflowMap, SubflowView};
+use crate::path::{dir_index, member_dir_config, member_loss, LinkDir, MemberChange};
+use crate::scenario::{AppSpec, ScenarioError, Transport};
+use crate::tcp::cc::ControllerInit;
+use crate::tcp::receiver::Receiver;
+use crate::tcp::sender::Sender;
+use crate::tcp::{Negotiated, State};
+use crate::time::SimTime;
+
+/// A bundle link whose members carry subflows: each member's own link directions.
+#[derive(Debug)]
+pub(super) struct MemberLinks {
+    pub link: usize,
+    /// Per member, its forward and reverse directions (indices into `World::dirs`).
+    pub dirs: Vec<[u32; 2]>,
+}
+
+/// One member's subflow of a Multipath TCP connection.
+#[derive(Debug)]
+struct Member {
+    /// The current subflow's connection (index into `World::flows`); the closed ones before
+    /// it in `history`.
+    conn: u32,
+    history: Vec<u32>,
+    /// The member is up (its link usable).
+    up: bool,
+    /// The current subflow was closed (its member went down) and not yet replaced.
+    closed: bool,
+    /// The current subflow carried anything (a subflow never used is kept on reopening).
+    used: bool,
+    /// The coupled controller is in place (once established).
+    coupled: bool,
+    map: SubflowMap,
+    /// When the member was up: [start, end) spans, the last open.
+    up_spans: Vec<(SimTime, Option<SimTime>)>,
+}
+
+/// A Multipath TCP connection at run time.
+#[derive(Debug)]
+pub(super) struct MptcpRt {
+    spec: u32,
+    /// Index into `World::member_links`.
+    links: usize,
+    /// The flow's path index of the bundle hop.
+    bundle_hop: usize,
+    scheduler: Scheduler,
+    coupling: Coupling,
+    group: Arc<Mutex<CouplingGroup>>,
+    tx: DataSender,
+    rx: DataReceiver,
+    members: Vec<Member>,
+    /// Bytes the application writes: a bulk transfer's size; an unbounded source's `u64::MAX`
+    /// until it stops, then what it had handed to the subflows.
+    size_bytes: u64,
+    /// An unbounded source still writing.
+    writing: bool,
+    started: bool,
+    start: SimTime,
+    read_bytes: u64,
+    last_read: Option<SimTime>,
+    finish: Option<SimTime>,
+    /// Scratch for the scheduler (reused).
+    views: Vec<SubflowView>,
+}
+
+/// One subflow (a member's subflows over the run) in a flow's summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubflowSummary {
+    /// The bundle link and member it runs over, `link/member<k>`.
+    pub route: String,
+    pub member: u32,
+    /// Subflows opened over it (the first, then one per redial that brought it back).
+    pub established: u32,
+    /// Payload bytes sent (retransmissions included) and delivered in order to the
+    /// connection level, over its subflows.
+    pub bytes_sent: u64,
+    pub bytes: u64,
+    pub retransmissions: u64,
+    pub timeouts: u64,
+    /// When the member was up (carrying a subflow) and down, `[start_s, end_s]`, to the run's
+    /// end.
+    pub up_intervals_s: Vec<[f64; 2]>,
+    pub down_intervals_s: Vec<[f64; 2]>,
+}
+
+/// The connection level of a Multipath TCP flow in its summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MptcpSummary {
+    pub scheduler: &'static str,
+    pub coupling: &'static str,
+    /// Bytes mapped again onto another subflow after theirs failed (or copied by the
+    /// redundant scheduler).
+    pub reinjected_bytes: u64,
+    /// Bytes that reached the connection level more than once.
+    pub duplicate_bytes: u64,
+    /// The most bytes the connection-level receiver held out of order.
+    pub max_out_of_order_bytes: u64,
+}
+
+impl World<'_> {
+    /// Builds the member links and the subflows of every Multipath TCP flow. Runs before the
+    /// bundles start, so that their first commands bring the members' links up too.
+    pub(super) fn build_mptcp(&mut self) -> Result<(), RunError> {
+        let sc = self.sc;
+        for (i, f) in sc.flows().iter().enumerate() {
+            let Transport::Mptcp(spec) = f.transport else {
+                continue;
+            };
+            let (size_bytes, writing) = match f.app {
+                AppSpec::Bulk { size_bytes } => (size_bytes, false),
+                AppSpec::Unbounded => (u64::MAX, true),
+                AppSpec::Telnet { .. } => {
+                    return Err(ScenarioError::new(
+                        format!("flows[{i}].transport"),
+                        "Multipath TCP carries bulk and unbounded applications, not telnet",
+                    )
+                    .into())
+                }
+            };
+            let link = f.path[spec.bundle_hop].link;
+            let links = self.member_links_of(link)?;
+            let n = self.member_links[links].dirs.len();
+            let first = self.flow_conns[i].start;
+            let mut members = Vec::with_capacity(n);
+            for k in 0..n {
+                let flow = self.new_subflow(i, links, spec.bundle_hop, k, false);
+                // The flow's own connection becomes member 0's subflow; the others follow.
+                let conn = if k == 0 {
+                    self.flows[first] = flow;
+                    first
+                } else {
+                    self.flows.push(flow);
+                    self.flows.len() - 1
+                };
+                members.push(Member {
+                    conn: conn as u32,
+                    history: Vec::new(),
+                    up: false,
+                    closed: false,
+                    used: false,
+                    coupled: false,
+                    map: SubflowMap::new(),
+                    up_spans: Vec::new(),
+                });
+            }
+            self.mptcp.push(MptcpRt {
+                spec: i as u32,
+                links,
+                bundle_hop: spec.bundle_hop,
+                scheduler: Scheduler::new(spec.scheduler),
+                coupling: spec.coupling,
+                group: CouplingGroup::shared(),
+                tx: DataSender::new(size_bytes, f.tcp.receive_buffer_bytes),
+                rx: DataReceiver::new(),
+                members,
+                size_bytes,
+                writing,
+                started: false,
+                start: f.start,
+                read_bytes: 0,
+                last_read: None,
+                finish: None,
+                views: Vec::with_capacity(n),
+            });
+            let m = self.mptcp.len() - 1;
+            for k in 0..n {
+                let c = self.mptcp[m].members[k].conn as usize;
+                self.flows[c].sub = Some((m as u32, k as u32));
+                self.install_coupling(m, k);
+            }
+        }
+        Ok(())
+    }
+
+    /// The index into `member_links` of bundle link `link`'s member links, built on first use.
+    fn member_links_of(&mut self, link: usize) -> Result<usize, RunError> {
+        if let Some(i) = self.member_links.iter().position(|m| m.link == link) {
+            return Ok(i);
+        }
+        let sc = self.sc;
+        let l = &sc.links()[link];
+        let Some(b) = &l.bundle else {
+            return Err(RunError::Conservation(format!(
+                "link {} carries Multipath TCP subflows but is not a bundle",
+                l.name
+            )));
+        };
+        let mut dirs = Vec::with_capacity(b.members.len());
+        for k in 0..b.members.len() {
+            let mut pair = [0u32; 2];
+            for (slot, forward) in [(0, true), (1, false)] {
+                // One member alone: its own queue (the direction's bound, as its own
+                // interface's), no multilink header, nothing to reorder.
+                let cfg = BundleDirConfig {
+                    members: vec![member_dir_config(&b.members[k])],
+                    queue_limit: l.direction(forward).queue,
+                    fragment: false,
+                    mp_header_bytes: 0,
+                    reassembly_timeout: b.reassembly_timeout,
+                };
+                let loss = member_loss(sc.seed(), link, l, forward, k)?;
+                let dir = BundleDir::new(&cfg, vec![loss]).map_err(|e| {
+                    ScenarioError::new(format!("links[{link}].bundle"), e.to_string())
+                })?;
+                pair[slot] = self.dirs.len() as u32;
+                self.dirs.push(Dir {
+                    link: LinkDir::Bundle(Box::new(dir)),
+                    timer: Timer::default(),
+                    link_index: link as u32,
+                    forward,
+                    depart_taps: Vec::new(),
+                    arrive_taps: Vec::new(),
+                    traced_queue: (0, 0),
+                });
+            }
+            dirs.push(pair);
+        }
+        self.member_links.push(MemberLinks { link, dirs });
+        Ok(self.member_links.len() - 1)
+    }
+
+    /// A subflow of scenario flow `i` over member `k` of `member_links[links]`: established
+    /// from the start, or (`handshake`, a subflow reopened after a redial) opening with a SYN.
+    fn new_subflow(
+        &self,
+        i: usize,
+        links: usize,
+        bundle_hop: usize,
+        k: usize,
+        handshake: bool,
+    ) -> Flow {
+        let sc = self.sc;
+        let f = &sc.flows()[i];
+        let tcp = &f.tcp;
+        // Written by the connection level chunk by chunk, as a relay writes.
+        let (app, source) = app::App::new(f, false, sc.seed());
+        let sender_config = tcp.sender_config(source);
+        let receiver_config = tcp.receiver_config(false);
+        let negotiated =
+            Negotiated::without_handshake(&tcp.options, &tcp.options, tcp.receive_buffer_bytes);
+        let (sender, receiver) = if handshake || tcp.handshake {
+            (
+                Sender::connect(&sender_config),
+                Receiver::listen(&receiver_config, tcp.rtt),
+            )
+        } else {
+            (
+                Sender::new(&sender_config, &negotiated),
+                Receiver::new(&receiver_config, &negotiated)
+                    .with_handshake_round_trip(tcp.rtt, sc.round_trip(&f.path)),
+            )
+        };
+        let member = self.member_links[links].dirs[k];
+        let dir_of = |h: crate::scenario::Hop, at: usize| {
+            if at == bundle_hop {
+                member[usize::from(!h.forward)]
+            } else {
+                dir_index(h) as u32
+            }
+        };
+        let path = (0..f.path.len()).map(|j| dir_of(f.path[j], j)).collect();
+        let ack_path = (0..f.path.len())
+            .rev()
+            .map(|j| dir_of(f.path[j].reversed(), j))
+            .collect();
+        let member_bps = sc.links()[f.path[bundle_hop].link]
+            .bundle
+            .as_ref()
+            .map_or(0, |b| b.members[k].rate.bps());
+        Flow {
+            spec: i as u32,
+            segment: k as u32,
+            relay_in: None,
+            relay_out: None,
+            app,
+            sender,
+            receiver,
+            negotiated,
+            sender_timer: Timer::default(),
+            receiver_timer: Timer::default(),
+            path,
+            ack_path,
+            bottleneck_bps: member_bps,
+            counts: ConnCounts::default(),
+            traced: Traced {
+                cwnd: (0, 0, 0),
+                una: 0,
+                rtt_samples: 0,
+                rto: 0,
+                goodput_next: grid_at_or_after(self.now.max(f.start), sc.trace().goodput_interval),
+            },
+            sub: None,
+        }
+    }
+
+    /// Puts member `k`'s coupled controller in place once its subflow is established.
+    fn install_coupling(&mut self, m: usize, k: usize) {
+        let rt = &self.mptcp[m];
+        let mem = &rt.members[k];
+        let c = mem.conn as usize;
+        if mem.coupled
+            || rt.coupling == Coupling::None
+            || self.flows[c].sender.state() != State::Established
+        {
+            return;
+        }
+        let s = &self.flows[c].sender;
+        let init = ControllerInit {
+            smss_bytes: s.smss_bytes(),
+            initial_window_bytes: s.cwnd_bytes(),
+        };
+        let cc = Coupled::new(rt.coupling, k, rt.group.clone(), &init);
+        self.flows[c].sender.set_controller(Box::new(cc));
+        self.mptcp[m].members[k].coupled = true;
+    }
+
+    /// Whether connection `f` is a closed subflow: it sends nothing more.
+    pub(super) fn mptcp_closed(&self, f: usize) -> bool {
+        self.flows[f].sub.is_some_and(|(m, k)| {
+            let mem = &self.mptcp[m as usize].members[k as usize];
+            mem.conn as usize != f || mem.closed
+        })
+    }
+
+    /// The flow's application starts (the Start event of its first subflow): every subflow
+    /// starts, and the scheduler fills them.
+    pub(super) fn mptcp_start(&mut self, m: usize) {
+        self.mptcp[m].started = true;
+        for k in 0..self.mptcp[m].members.len() {
+            self.start_subflow(m, k);
+        }
+        self.mptcp_pump(m);
+    }
+
+    /// An unbounded source stops (its Stop event): the stream ends at what it handed to the
+    /// subflows, finished once that is read.
+    pub(super) fn mptcp_stop(&mut self, m: usize) {
+        let now = self.now;
+        let rt = &mut self.mptcp[m];
+        if !rt.writing {
+            return;
+        }
+        rt.writing = false;
+        let end = rt.tx.next_dsn();
+        rt.tx.end_at(end);
+        rt.size_bytes = end;
+        if rt.finish.is_none() && rt.read_bytes >= rt.size_bytes {
+            rt.finish = Some(rt.last_read.unwrap_or(now));
+            self.unfinished -= 1;
+        }
+    }
+
+    fn start_subflow(&mut self, m: usize, k: usize) {
+        let mem = &self.mptcp[m].members[k];
+        if mem.closed {
+            return;
+        }
+        let c = mem.conn as usize;
+        if !self.flows[c].app.started() {
+            self.flows[c].app.start();
+        }
+        // A connecting subflow sends its SYN.
+        self.transmit(c);
+    }
+
+    /// Maps chunks onto the subflows the scheduler picks while any has room and there is data.
+    fn mptcp_pump(&mut self, m: usize) {
+        if !self.mptcp[m].started {
+            return;
+        }
+        loop {
+            let mut views = std::mem::take(&mut self.mptcp[m].views);
+            views.clear();
+            for mem in &self.mptcp[m].members {
+                views.push(self.subflow_view(mem));
+            }
+            let rt = &mut self.mptcp[m];
+            let pick = rt.scheduler.pick(&views);
+            rt.views = views;
+            let Some(pick) = pick else { break };
+            let targets: &[usize] = match &pick {
+                Pick::One(k) => std::slice::from_ref(k),
+                Pick::All(ks) => ks,
+            };
+            let smss = targets
+                .iter()
+                .map(|&k| rt.views[k].smss_bytes)
+                .min()
+                .unwrap_or(1);
+            let Some(chunk) = rt.tx.next_chunk(smss) else {
+                break;
+            };
+            let len = chunk.dsn.end - chunk.dsn.start;
+            for (j, &k) in targets.iter().enumerate() {
+                let rt = &mut self.mptcp[m];
+                if j > 0 {
+                    rt.tx.note_copy(&chunk.dsn);
+                }
+                let mem = &mut rt.members[k];
+                mem.map.push(chunk.dsn.clone());
+                mem.used = true;
+                let c = mem.conn as usize;
+                let fl = &mut self.flows[c];
+                fl.app.relay_write(&mut fl.sender, len);
+                self.transmit(c);
+            }
+        }
+    }
+
+    /// Member `mem`'s subflow as the scheduler sees it.
+    fn subflow_view(&self, mem: &Member) -> SubflowView {
+        let s = &self.flows[mem.conn as usize].sender;
+        let usable = mem.up && !mem.closed && s.state() == State::Established;
+        let unsent = s.app_limit_bytes().unwrap_or(0).saturating_sub(s.snd_max());
+        let room = s
+            .effective_cwnd_bytes()
+            .saturating_sub(s.in_flight_bytes())
+            .saturating_sub(unsent);
+        SubflowView {
+            usable,
+            room_bytes: room,
+            smss_bytes: s.smss_bytes(),
+            srtt_ns: s.rtt().srtt().map(|d| d.as_nanos()),
+        }
+    }
+
+    /// A subflow ACK left its receiver as packet `id`: it carries the current DATA_ACK.
+    pub(super) fn mptcp_note_ack(&mut self, f: usize, id: u64) {
+        let Some((m, _)) = self.flows[f].sub else {
+            return;
+        };
+        let Ok(slot) = usize::try_from(id) else {
+            return;
+        };
+        if slot >= self.slab.slots.len() {
+            // Never put on a link (`inject` refused it).
+            return;
+        }
+        let data_ack = self.mptcp[m as usize].rx.data_ack();
+        if self.mptcp_dack.len() <= slot {
+            self.mptcp_dack.resize(slot + 1, 0);
+        }
+        self.mptcp_dack[slot] = data_ack;
+    }
+
+    /// Subflow ACK `id` reaches its sender: the DATA_ACK it carries.
+    pub(super) fn mptcp_ack_arrives(&mut self, f: usize, id: u64) {
+        let Some((m, _)) = self.flows[f].sub else {
+            return;
+        };
+        if let Some(&data_ack) = self.mptcp_dack.get(id as usize) {
+            self.mptcp[m as usize].tx.on_data_ack(data_ack);
+        }
+    }
+
+    /// After a subflow's sender took an ACK: its coupled controller once established, the
+    /// mappings nobody can ask for again, and more data for the room it made.
+    pub(super) fn mptcp_after_ack(&mut self, f: usize) {
+        let Some((m, k)) = self.flows[f].sub else {
+            return;
+        };
+        let (m, k) = (m as usize, k as usize);
+        if self.mptcp_closed(f) {
+            return;
+        }
+        self.install_coupling(m, k);
+        let una = self.flows[f].sender.snd_una();
+        let rt = &mut self.mptcp[m];
+        let data_ack = rt.tx.data_ack();
+        rt.members[k].map.release(una, data_ack);
+        self.mptcp_pump(m);
+    }
+
+    /// Subflow `f`'s receiver delivered its bytes `[before, after)`: to the connection level.
+    pub(super) fn mptcp_delivered(&mut self, f: usize, before: u64, after: u64) {
+        let Some((m, k)) = self.flows[f].sub else {
+            return;
+        };
+        if self.mptcp_closed(f) {
+            // A reset subflow's late bytes: discarded, their data sent again elsewhere.
+            return;
+        }
+        let now = self.now;
+        let (m, k) = (m as usize, k as usize);
+        let rt = &mut self.mptcp[m];
+        let (map, rx) = (&rt.members[k].map, &mut rt.rx);
+        let mut newly = 0;
+        let complete = map.translate(before..after, |r| newly += rx.on_data(r));
+        if !complete {
+            self.fail(format!(
+                "subflow {f}: bytes {before}..{after} delivered without a mapping"
+            ));
+            return;
+        }
+        if newly > 0 {
+            let (spec, before) = (rt.spec as usize, rt.read_bytes);
+            if self.tr.goodput {
+                // The flow's goodput is the connection level's, under its own connection.
+                let own = self.flow_conns[spec].start;
+                self.fill_goodput(own, now, false, before);
+            }
+            let rt = &mut self.mptcp[m];
+            rt.read_bytes += newly;
+            rt.last_read = Some(now);
+            if rt.finish.is_none() && rt.read_bytes >= rt.size_bytes {
+                rt.finish = Some(now);
+                self.unfinished -= 1;
+            }
+        }
+    }
+
+    /// The bytes connection `f`'s goodput trace counts: its application's, the connection
+    /// level's for a Multipath TCP flow's own connection, none for its other subflows.
+    pub(super) fn goodput_delivered(&self, f: usize) -> Option<u64> {
+        let Some((m, _)) = self.flows[f].sub else {
+            return Some(self.flows[f].app.read_bytes());
+        };
+        let rt = &self.mptcp[m as usize];
+        (self.flow_conns[rt.spec as usize].start == f).then_some(rt.read_bytes)
+    }
+
+    /// The bundle driver changed member `member` of `link`: its own links follow, and the
+    /// subflows over it close or open.
+    pub(super) fn mptcp_member_change(&mut self, link: usize, member: u32, change: MemberChange) {
+        let Some(l) = self.member_links.iter().position(|ml| ml.link == link) else {
+            return;
+        };
+        let now = self.now;
+        let k = member as usize;
+        let pair = self.member_links[l].dirs[k];
+        for d in pair {
+            if let Some(b) = self.dirs[d as usize].link.bundle_mut() {
+                match change {
+                    MemberChange::CarrierUp => b.member_up(now, 0),
+                    MemberChange::CarrierLost => b.member_lost(now, 0),
+                    MemberChange::Usable(u) => b.set_usable(now, 0, u),
+                }
+            }
+        }
+        for d in pair {
+            self.take_departures(d as usize);
+            self.after_link(d as usize);
+        }
+        let MemberChange::Usable(up) = change else {
+            return;
+        };
+        for m in 0..self.mptcp.len() {
+            if self.mptcp[m].links != l {
+                continue;
+            }
+            if up {
+                self.open_subflow(m, k);
+            } else {
+                self.close_subflow(m, k);
+            }
+        }
+    }
+
+    /// Member `k` left: its subflow is closed and its unacknowledged data reinjected.
+    fn close_subflow(&mut self, m: usize, k: usize) {
+        let now = self.now;
+        let rt = &mut self.mptcp[m];
+        let mem = &mut rt.members[k];
+        mem.up = false;
+        if let Some(span) = mem.up_spans.last_mut() {
+            span.1.get_or_insert(now);
+        }
+        if mem.closed {
+            return;
+        }
+        mem.closed = true;
+        rt.tx.reinject_from(&mem.map);
+        mem.map = SubflowMap::new();
+        if let Ok(mut g) = rt.group.lock() {
+            g.remove(k);
+        }
+        self.mptcp_pump(m);
+    }
+
+    /// Member `k` is back (or up for the first time): a subflow over it, a new one with its
+    /// own handshake if the last was closed or used.
+    fn open_subflow(&mut self, m: usize, k: usize) {
+        let now = self.now;
+        let mem = &mut self.mptcp[m].members[k];
+        mem.up = true;
+        mem.up_spans.push((now, None));
+        if mem.closed || mem.used {
+            let (i, links, hop) = {
+                let rt = &self.mptcp[m];
+                (rt.spec as usize, rt.links, rt.bundle_hop)
+            };
+            let mut flow = self.new_subflow(i, links, hop, k, true);
+            flow.sub = Some((m as u32, k as u32));
+            self.flows.push(flow);
+            let c = (self.flows.len() - 1) as u32;
+            let mem = &mut self.mptcp[m].members[k];
+            let old = std::mem::replace(&mut mem.conn, c);
+            mem.history.push(old);
+            mem.closed = false;
+            mem.used = false;
+            mem.coupled = false;
+            mem.map = SubflowMap::new();
+        }
+        if self.mptcp[m].started {
+            self.start_subflow(m, k);
+            self.mptcp_pump(m);
+        }
+    }
+
+    /// Conservation at the connection level: every byte read once and in order, never more
+    /// than the application wrote.
+    pub(super) fn check_mptcp(&mut self) {
+        for m in 0..self.mptcp.len() {
+            let rt = &self.mptcp[m];
+            let name = &self.sc.flows()[rt.spec as usize].name;
+            let problem = if rt.read_bytes != rt.rx.data_ack() {
+                Some(format!(
+                    "read {} bytes but the DATA_ACK is {}",
+                    rt.read_bytes,
+                    rt.rx.data_ack()
+                ))
+            } else if rt.read_bytes > rt.size_bytes {
+                Some(format!(
+                    "read {} bytes of the {} written",
+                    rt.read_bytes, rt.size_bytes
+                ))
+            } else if rt.finish.is_some() != (rt.read_bytes == rt.size_bytes) {
+                Some(format!(
+                    "finished {} with {} bytes read of {}",
+                    rt.finish.is_some(),
+                    rt.read_bytes,
+                    rt.size_bytes
+                ))
+            } else {
+                None
+            };
+            if let Some(p) = problem {
+                let msg = format!("Multipath TCP flow \"{name}\": {p}");
+                self.fail(msg);
+            }
+        }
+    }
+
+    /// The name of subflow connection `c`: `flow/member<k>`, `#n` for the n-th reopened.
+    pub(super) fn subflow_name(&self, c: usize) -> Option<String> {
+        let (m, k) = self.flows[c].sub?;
+        let rt = &self.mptcp[m as usize];
+        let mem = &rt.members[k as usize];
+        let name = &self.sc.flows()[rt.spec as usize].name;
+        let nth = mem
+            .history
+            .iter()
+            .chain(std::iter::once(&mem.conn))
+            .position(|&x| x as usize == c)
+            .unwrap_or(0);
+        Some(if nth == 0 {
+            format!("{name}/member{k}")
+        } else {
+            format!("{name}/member{k}#{nth}")
+        })
+    }
+
+    /// The summary of scenario flow `i` if it is a Multipath TCP flow: the connection level's
+    /// figures, counters summed over every subflow, and each member's subflows.
+    pub(super) fn mptcp_flow_summary(
+        &self,
+        i: usize,
+    ) -> Option<(FlowSummary, Option<(SimTime, SimTime)>)> {
+        let rt = self.mptcp.iter().find(|r| r.spec as usize == i)?;
+        let sc = self.sc;
+        let spec = &sc.flows()[i];
+        let nodes = sc.nodes();
+        let conns: Vec<usize> = rt
+            .members
+            .iter()
+            .flat_map(|mem| mem.history.iter().chain(std::iter::once(&mem.conn)))
+            .map(|&c| c as usize)
+            .collect();
+        let (mut s, _) = self.conn_summary(rt.members[0].conn as usize);
+        let start = rt.start;
+        // As a TCP flow's (`App::active_end_with`): a bulk source to its last byte, an
+        // unbounded one to its stop at least.
+        let active_end = match (rt.finish, spec.app) {
+            (Some(t), AppSpec::Bulk { .. }) => t,
+            (Some(t), _) => t.max(spec.stop.unwrap_or(t)),
+            (None, _) => self.sim_end,
+        };
+        s.name = spec.name.clone();
+        s.from = nodes[spec.from].clone();
+        s.to = nodes[spec.to].clone();
+        s.start_s = start.as_secs_f64();
+        s.finished = rt.finish.is_some();
+        s.finish_s = rt.finish.map(SimTime::as_secs_f64);
+        s.transfer_time_s = rt.finish.map(|t| t.saturating_since(start).as_secs_f64());
+        s.delivered_bytes = rt.read_bytes;
+        s.app_bytes = (!rt.writing).then_some(rt.size_bytes);
+        s.goodput_bps = goodput_bps(rt.read_bytes, active_end.saturating_since(start).as_nanos());
+        // The members' summed rate: what the subflows together could carry.
+        s.bottleneck_bps = rt
+            .members
+            .iter()
+            .map(|mem| self.flows[mem.conn as usize].bottleneck_bps)
+            .sum();
+        s.normalized_goodput = normalized_goodput(s.goodput_bps, s.bottleneck_bps);
+        let summed = |get: &dyn Fn(&Flow) -> u64| conns.iter().map(|&c| get(&self.flows[c])).sum();
+        s.segments_sent = Some(summed(&|fl| fl.sender.stats().segments_sent));
+        s.bytes_sent = Some(summed(&|fl| fl.sender.stats().bytes_sent));
+        s.retransmissions = summed(&|fl| fl.sender.stats().retransmitted_segments);
+        s.retransmitted_bytes = Some(summed(&|fl| fl.sender.stats().retransmitted_bytes));
+        s.timeouts = summed(&|fl| fl.sender.stats().timeouts);
+        s.fast_retransmits = Some(summed(&|fl| fl.sender.stats().fast_retransmits));
+        s.window_probes = Some(summed(&|fl| fl.sender.stats().window_probes));
+        s.data_segments_delivered = summed(&|fl| fl.counts.data_delivered);
+        s.acks_sent = summed(&|fl| fl.counts.acks_sent);
+        s.acks_delivered = Some(summed(&|fl| fl.counts.acks_delivered));
+        let mut drops = [0u64; crate::links::link::N_DROP_CAUSES];
+        for &c in &conns {
+            for (d, n) in drops.iter_mut().zip(self.flows[c].counts.drops) {
+                *d += n;
+            }
+        }
+        s.drops = cause_map(drops);
+        // What limited the subflows, in subflow-seconds summed over them.
+        let mut nanos = [0u64; 5];
+        for &c in &conns {
+            for (sum, ns) in nanos
+                .iter_mut()
+                .zip(self.flows[c].sender.limited_nanos(active_end))
+            {
+                *sum += ns;
+            }
+        }
+        let (limited_s, limited_by) = super::summary::limit_fields(nanos);
+        s.limited_s = Some(limited_s);
+        s.limited_by = limited_by;
+        let link_name = &sc.links()[spec.path[rt.bundle_hop].link].name;
+        s.subflows = rt
+            .members
+            .iter()
+            .enumerate()
+            .map(|(k, mem)| self.subflow_summary(link_name, k, mem))
+            .collect();
+        s.mptcp = Some(MptcpSummary {
+            scheduler: rt.scheduler.kind().name(),
+            coupling: rt.coupling.name(),
+            reinjected_bytes: rt.tx.resent_bytes(),
+            duplicate_bytes: rt.rx.duplicate_bytes(),
+            max_out_of_order_bytes: rt.rx.max_ooo_bytes(),
+        });
+        let active = rt.started.then_some((start, active_end));
+        Some((s, active))
+    }
+
+    fn subflow_summary(&self, link_name: &str, k: usize, mem: &Member) -> SubflowSummary {
+        let conns = || {
+            mem.history
+                .iter()
+                .chain(std::iter::once(&mem.conn))
+                .map(|&c| &self.flows[c as usize])
+        };
+        let end = self.sim_end;
+        let secs = SimTime::as_secs_f64;
+        let up: Vec<[f64; 2]> = mem
+            .up_spans
+            .iter()
+            .filter(|(a, _)| *a <= end)
+            .map(|&(a, b)| [secs(a), secs(b.unwrap_or(end).min(end))])
+            .collect();
+        let mut down = Vec::new();
+        let mut at = 0.0;
+        for span in &up {
+            if span[0] > at {
+                down.push([at, span[0]]);
+            }
+            at = span[1];
+        }
+        if at < secs(end) {
+            down.push([at, secs(end)]);
+        }
+        SubflowSummary {
+            route: format!("{link_name}/member{k}"),
+            member: k as u32,
+            established: conns()
+                .filter(|fl| fl.sender.state() == State::Established || fl.app.read_bytes() > 0)
+                .count() as u32,
+            bytes_sent: conns().map(|fl| fl.sender.stats().bytes_sent).sum(),
+            bytes: conns().map(|fl| fl.app.read_bytes()).sum(),
+            retransmissions: conns()
+                .map(|fl| fl.sender.stats().retransmitted_segments)
+                .sum(),
+            timeouts: conns().map(|fl| fl.sender.stats().timeouts).sum(),
+            up_intervals_s: up,
+            down_intervals_s: down,
+        }
+    }
+}

@@ -1,0 +1,208 @@
+"""One bundle's members bonded two ways, side by side: multilink PPP (the bundle as the scenario
+gives it, one TCP connection) and Multipath TCP (one subflow per member, docs/multipath.md).
+
+``compare_bonding`` runs both on the simulator over several seeds and reports, per run and on
+average, the transfer time, the goodput, the call drops during the transfer and how long the
+receiving application got nothing after each (``stall_after_drop_s``). The emulator's side
+(kernel MPTCP against the emulated MLPPP bundle) is not run here: its key is ``None`` with the
+reason in ``emulate``.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import numpy as np
+
+from farlink.results.result import Result
+from farlink.scenario import apply_overrides
+
+__all__ = [
+    "BONDINGS",
+    "EMULATE_NOT_RUN",
+    "call_drops_s",
+    "compare_bonding",
+    "figure",
+    "stalls_after_drops",
+]
+
+BONDINGS = {"mlppp": "tcp", "mptcp": "mptcp"}
+"""Each bonding's name in the output and the flows' ``transport`` that gives it."""
+
+EMULATE_NOT_RUN = (
+    "not run: the emulator's kernel Multipath TCP is the other half of issue 32; "
+    "only the simulator's side is compared here"
+)
+
+#: A ``--set`` of a flow's ``[flows.mptcp]`` table.
+_MPTCP_SET = re.compile(r"\s*flows\[\d+\]\.mptcp\b")
+
+#: The goodput grid the stalls are read from: fine beside a 1500-byte packet's 5 s at 2400 bit/s.
+GRID = "1s"
+#: ``member_state`` code of a call that dropped unnoticed (crates/farlink-core trace.rs).
+CALL_LOST = "call_lost"
+
+
+def call_drops_s(result: Result) -> list[float]:
+    """When a member's call dropped (its state became ``call_lost``), in order."""
+    from farlink._core import MEMBER_STATE_NAMES
+
+    states = result.trace("member_state")
+    lost = MEMBER_STATE_NAMES.index(CALL_LOST)
+    return sorted(
+        t / 1e9 for t, s in zip(states["time_ns"], states["state"], strict=True) if s == lost
+    )
+
+
+def stalls_after_drops(result: Result, flow: int = 0) -> list[float]:
+    """For each call drop during flow ``flow``'s transfer, the longest time its receiving
+    application got nothing, among the gaps that begin between that drop and the next (or the
+    end of the transfer): what the drop cost before the bonding routed around it."""
+    f = result.summary["flows"][flow]
+    end_s = f["finish_s"] if f["finish_s"] is not None else result.summary["sim_time_s"]
+    drops_s = [t for t in call_drops_s(result) if f["start_s"] <= t < end_s]
+    goodput = result.trace("goodput")
+    own = result.connections_of(flow)[0]
+    mine = goodput["flow"] == own
+    times_s = goodput["time_ns"][mine] / 1e9
+    delivered = goodput["delivered_bytes"][mine]
+    # The instants the delivered count moved: a stall is the time between two of them.
+    moved = np.concatenate([[True], np.diff(delivered) > 0])
+    moves_s = [*times_s[moved].tolist(), end_s]
+    stalls = []
+    for k, drop in enumerate(drops_s):
+        until = drops_s[k + 1] if k + 1 < len(drops_s) else end_s
+        longest = 0.0
+        for a, b in pairwise(moves_s):
+            if b > drop and a < until:
+                # A gap under way at the drop counts from the drop.
+                longest = max(longest, b - max(a, drop))
+        stalls.append(longest)
+    return stalls
+
+
+def _run(
+    doc: dict[str, Any], transport: str, seed: int, size: str | None, sets: list[str]
+) -> dict[str, Any]:
+    from farlink.sim import simulate
+
+    traced = [
+        *sets,
+        "trace={}",
+        "trace.goodput=true",
+        "trace.member_state=true",
+        f'trace.goodput_interval="{GRID}"',
+    ]
+    result = simulate(doc, size=size, seed=seed, sets=traced, transport=transport)
+    f = result.summary["flows"][0]
+    stalls = stalls_after_drops(result)
+    return result, {
+        "seed": seed,
+        "finished": f["finished"],
+        "transfer_time_s": f["transfer_time_s"],
+        "goodput_bps": f["goodput_bps"],
+        "normalized_goodput": f["normalized_goodput"],
+        "retransmissions": f["retransmissions"],
+        "timeouts": f["timeouts"],
+        "call_drops": len(stalls),
+        "stall_after_drop_s": stalls,
+    }
+
+
+def _mean(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    def avg(key: str) -> float | None:
+        values = [r[key] for r in runs if r[key] is not None]
+        return fmean(values) if values and len(values) == len(runs) else None
+
+    stalls = [s for r in runs for s in r["stall_after_drop_s"]]
+    return {
+        "transfer_time_s": avg("transfer_time_s"),
+        "goodput_bps": avg("goodput_bps"),
+        "normalized_goodput": avg("normalized_goodput"),
+        "call_drops": fmean(r["call_drops"] for r in runs),
+        "stall_after_drop_s": fmean(stalls) if stalls else None,
+        "finished": sum(r["finished"] for r in runs),
+    }
+
+
+def compare_bonding(
+    doc: dict[str, Any],
+    *,
+    size: str | None = None,
+    seeds: int = 3,
+    sets: list[str] | tuple[str, ...] = (),
+    first_runs: dict[str, Result] | None = None,
+) -> dict[str, Any]:
+    """Run scenario ``doc`` (its first flow over a bundle) bonded by MLPPP and by Multipath TCP
+        on the simulator, seeds ``seed``, ``seed + 1``, ... (the scenario's seed first), and return
+        ``{"scenario", "size", "seeds", "mlppp": {"sim", "emulate"}, "mptcp": {...}, "emulate",
+        "faster"}``: each ``sim`` holds the runs and their ``mean``; ``faster`` names the bonding
+        with the shorter mean transfer time and by how much (``None`` if either did not finish
+        every run). ``first_runs``, if given, receives each bonding's run of the first seed (for
+    :func:`figure`). Raises ``ScenarioError`` for a scenario either bonding refuses."""
+    if seeds < 1:
+        raise ValueError("--seeds: expected at least 1")
+    checked = apply_overrides(doc, sets=list(sets))
+    first = int(checked.get("seed", 1))
+    seed_list = [first + k for k in range(seeds)]
+    out: dict[str, Any] = {
+        "scenario": checked.get("name"),
+        "size": size,
+        "seeds": seed_list,
+    }
+    for bonding, transport in BONDINGS.items():
+        # `--set flows[i].mptcp...` is Multipath TCP's alone: a TCP flow refuses the table.
+        own = [a for a in sets if transport == "mptcp" or not _MPTCP_SET.match(a)]
+        done = [_run(doc, transport, s, size, own) for s in seed_list]
+        if first_runs is not None:
+            first_runs[bonding] = done[0][0]
+        runs = [row for _, row in done]
+        out[bonding] = {"sim": {"runs": runs, "mean": _mean(runs)}, "emulate": None}
+    out["emulate"] = EMULATE_NOT_RUN
+    a = out["mlppp"]["sim"]["mean"]["transfer_time_s"]
+    b = out["mptcp"]["sim"]["mean"]["transfer_time_s"]
+    if a is None or b is None:
+        out["faster"] = None
+    else:
+        winner, other = ("mptcp", a) if b < a else ("mlppp", b)
+        best = min(a, b)
+        out["faster"] = {
+            "bonding": winner,
+            "by_s": other - best,
+            "by_fraction": (other - best) / other if other > 0 else 0.0,
+        }
+    return out
+
+
+def figure(first_runs: dict[str, Result], path: Path, title: str) -> Path:
+    """A PNG: the bytes each bonding delivered over time in its first seed's run, with the
+    call drops marked (the same drops for both: one seed draws the same calls)."""
+    from farlink.reports.plots import plt
+
+    fig, ax = plt.subplots(figsize=(9.0, 4.4), dpi=120)
+    for bonding, result in first_runs.items():
+        goodput = result.trace("goodput")
+        own = goodput["flow"] == result.connections_of(0)[0]
+        t = goodput["time_ns"][own] / 1e9
+        ax.plot(t, goodput["delivered_bytes"][own] / 1e6, label=bonding, linewidth=1.3)
+    first = next(iter(first_runs.values()), None)
+    if first is not None:
+        end_s = max(r.summary["sim_time_s"] for r in first_runs.values())
+        for k, drop in enumerate(t for t in call_drops_s(first) if t <= end_s):
+            ax.axvline(
+                drop, color="grey", alpha=0.4, linewidth=0.8, label="call drop" if k == 0 else None
+            )
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("delivered (MB)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=9)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
