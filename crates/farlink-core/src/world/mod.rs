@@ -43,7 +43,6 @@
 //! events.
 
 pub mod address_map;
-mod app;
 pub mod budget;
 mod bundles;
 pub mod capture;
@@ -69,6 +68,8 @@ pub use summary::{
 };
 
 use bundles::BundleRt;
+
+use crate::apps::stream::App;
 
 use crate::links::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
@@ -358,8 +359,8 @@ struct Flow {
     /// the one that reads from its receiver.
     relay_in: Option<u32>,
     relay_out: Option<u32>,
-    /// The applications at its two ends (`app.rs`).
-    app: app::App,
+    /// The applications at its two ends (`apps/stream.rs`).
+    app: App,
     sender: Sender,
     receiver: Receiver,
     negotiated: Negotiated,
@@ -488,7 +489,7 @@ impl<'s> World<'s> {
             let tcp = c.tcp;
             let negotiated =
                 Negotiated::without_handshake(&tcp.options, &tcp.options, tcp.receive_buffer_bytes);
-            let (app, source) = app::App::new(f, c.first, seed);
+            let (app, source) = App::new(f, c.first, seed);
             let sender_config = SenderConfig {
                 // A relay writes its outgoing connection in pieces; a real stack coalesces
                 // them (Nagle).
