@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from farlink._core import DERIVED_FIELDS, ScenarioError
+from farlink.traffic import read_size_cdfs
 
 __all__ = [
     "RECOVERY_NAMES",
@@ -89,11 +90,12 @@ _TOML_POSITION = re.compile(r"^(?P<message>.*) \(at line (?P<line>\d+), column (
 def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
     """Read a scenario from a TOML file, or a preset by name (``farlink presets`` lists them).
 
-    A TOML syntax error reads ``FILE:LINE:COLUMN: message``.
+    A TOML syntax error reads ``FILE:LINE:COLUMN: message``. A size CDF file
+    (``size = { cdf = "FILE" }``) is read into its points (:mod:`farlink.traffic`).
     """
     source, text = scenario_source(name_or_path)
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         found = _TOML_POSITION.match(str(err))
         if found is None:
@@ -101,6 +103,8 @@ def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
         raise ScenarioError(
             f"{source}:{found['line']}:{found['column']}: {found['message']}"
         ) from None
+    # A short-flow class's size CDF file, relative to the scenario's folder (docs/traffic.md).
+    return read_size_cdfs(doc, Path(source).parent)
 
 
 def describe_error(name_or_path: str | Path, err: Exception, *, sets: Sequence[str] = ()) -> str:

@@ -265,8 +265,9 @@ def flow_rows(result: Result) -> list[dict[str, Any]]:
     the time counted (``limited_by`` and ``limited_s`` of the flow summary)."""
     rows = []
     for f in result.summary["flows"]:
-        limited = f.get("limited_s", {})
-        total = sum(limited.values())
+        # A UDP flow or a short-flow class has no sender state to say what limited it.
+        limited = f.get("limited_s") or {}
+        total = sum(v for v in limited.values() if v is not None)
         cause = f.get("limited_by")
         rows.append(
             {
@@ -281,6 +282,41 @@ def flow_rows(result: Result) -> list[dict[str, Any]]:
     return rows
 
 
+def traffic_rows(result: Result) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The competing-traffic figures as ``farlink simulate`` prints them (docs/traffic.md):
+    per UDP flow its goodput, loss rate, one-way delay and jitter (p50, p99); per short-flow
+    class its connections arrived and finished, completion times (p50, p90, p99) and slowdown
+    (p50, p99). Empty lists for a run without them."""
+    udp, short = [], []
+
+    def p(stats: dict[str, float] | None, key: str) -> float | None:
+        return None if stats is None else stats[key]
+
+    for f in result.summary["flows"]:
+        if "loss_rate" in f:
+            owd, jit = f["one_way_delay_s"], f["jitter_s"]
+            udp.append(
+                (
+                    f["name"],
+                    f["goodput_bps"],
+                    f["loss_rate"],
+                    *(p(owd, "p50"), p(owd, "p99"), p(jit, "p50"), p(jit, "p99")),
+                )
+            )
+        if "fct_s" in f:
+            fct, slow = f["fct_s"], f["slowdown"]
+            short.append(
+                (
+                    f["name"],
+                    f["flows_arrived"],
+                    f["flows_finished"],
+                    *(p(fct, "p50"), p(fct, "p90"), p(fct, "p99")),
+                    *(p(slow, "p50"), p(slow, "p99")),
+                )
+            )
+    return udp, short
+
+
 def interval_rows(result: Result) -> list[dict[str, Any]]:
     """Per flow and per interval of the scenario's ``trace.goodput_interval``: the goodput in
     the interval and the congestion window at its end (of the source's connection for a flow
@@ -291,6 +327,8 @@ def interval_rows(result: Result) -> list[dict[str, Any]]:
     rows = []
     for index, f in enumerate(result.summary["flows"]):
         conns = result.connections_of(index)
+        if not conns or f["app"] == "flows_poisson":
+            continue  # a UDP flow has no connection; a short-flow class, many (docs/traffic.md)
         at_dest = goodput["flow"] == conns[-1]
         times_ns = goodput["time_ns"][at_dest]
         delivered = goodput["delivered_bytes"][at_dest]

@@ -62,7 +62,10 @@ pub(crate) fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
             )
             .into());
         }
-        if matches!(f.app, AppSpec::Telnet { .. }) {
+        if matches!(
+            f.app,
+            AppSpec::Telnet { .. } | AppSpec::Udp(_) | AppSpec::FlowsPoisson(_)
+        ) {
             return Err(ScenarioError::new(
                 format!("flows[{i}].app"),
                 "the emulator's built-in workload is a bulk transfer (app.kind = \"bulk\" or \

@@ -38,11 +38,35 @@ impl App {
     /// sender is built with.
     pub(crate) fn new(f: &FlowSpec, first: bool, seed: u64) -> (Self, AppSource) {
         let spec = if first {
-            f.app
+            f.app.clone()
         } else {
             AppSpec::Bulk { size_bytes: 0 }
         };
+        Self::build(f, spec, f.start, first, seed)
+    }
+
+    /// The application of one connection of a short-flow class (`flows_poisson`): a bulk
+    /// transfer of `size_bytes` from `start`, its arrival.
+    pub(crate) fn short_flow(f: &FlowSpec, start: SimTime, size_bytes: u64) -> (Self, AppSource) {
+        let (mut app, source) = Self::build(f, AppSpec::Bulk { size_bytes }, start, true, 0);
+        // The class's stop ends its arrivals, not a transfer already under way.
+        app.stop = None;
+        (app, source)
+    }
+
+    fn build(
+        f: &FlowSpec,
+        spec: AppSpec,
+        start: SimTime,
+        first: bool,
+        seed: u64,
+    ) -> (Self, AppSource) {
         let (source, writing, written_bytes, rng) = match spec {
+            // A UDP flow has no connection, and a short-flow class's connections are built by
+            // `short_flow`: neither writes into a TCP sender from here.
+            AppSpec::Udp(_) | AppSpec::FlowsPoisson(_) => {
+                (AppSource::Bulk { total_bytes: 0 }, false, 0, None)
+            }
             AppSpec::Bulk { size_bytes } => (
                 AppSource::Bulk {
                     total_bytes: size_bytes,
@@ -61,7 +85,7 @@ impl App {
         };
         let app = App {
             spec,
-            start: f.start,
+            start,
             stop: f.stop.filter(|_| first),
             started: false,
             // The relay writes until the connection before it has finished.
@@ -115,7 +139,7 @@ impl App {
     /// When the next telnet keystroke comes, after an exponential gap (rounded to the
     /// nanosecond, at least 1) from `now`; none past `end` or from the instant it stops.
     pub(crate) fn next_message_at(&mut self, now: SimTime, end: SimTime) -> Option<SimTime> {
-        let (AppSpec::Telnet { mean_interval, .. }, Some(rng)) = (self.spec, self.rng.as_mut())
+        let (AppSpec::Telnet { mean_interval, .. }, Some(rng)) = (&self.spec, self.rng.as_mut())
         else {
             return None;
         };
@@ -190,7 +214,7 @@ impl App {
     /// everything at its start, so its stop (if any) means nothing; an interactive or
     /// unbounded source was active until it stopped. An unfinished one, to `sim_end`.
     pub(crate) fn active_end_with(&self, finish: Option<SimTime>, sim_end: SimTime) -> SimTime {
-        match (finish, self.spec) {
+        match (finish, &self.spec) {
             (Some(t), AppSpec::Bulk { .. }) => t,
             (Some(t), _) => t.max(self.stop.unwrap_or(t)),
             (None, _) => sim_end,
@@ -199,7 +223,7 @@ impl App {
 
     /// The bytes the application wrote, as reported: none for an unbounded source still writing.
     pub(crate) fn reported_bytes(&self) -> Option<u64> {
-        match (self.spec, self.writing) {
+        match (&self.spec, self.writing) {
             (AppSpec::Unbounded, true) => None,
             _ => Some(self.written_bytes),
         }

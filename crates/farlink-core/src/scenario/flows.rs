@@ -9,6 +9,7 @@ use super::raw::{RawApp, RawFlow, RawTcp};
 use super::routes::{shortest_path, Adjacency, Hop};
 use super::split::{self, RelaySpec, SegmentSpec};
 use super::tcp::{tcp_spec, TcpSpec};
+use super::traffic::{self, PoissonSpec, UdpSpec};
 use crate::time::{SimDuration, SimTime};
 
 /// Default telnet message size: one keystroke.
@@ -38,7 +39,7 @@ pub struct FlowSpec {
 }
 
 /// What the application at the sender does.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum AppSpec {
     /// `size_bytes` written at the start; the transfer time runs to the last byte delivered.
     Bulk { size_bytes: u64 },
@@ -49,6 +50,10 @@ pub enum AppSpec {
         mean_interval: SimDuration,
         message_bytes: u32,
     },
+    /// UDP datagrams at a constant rate, or at a rate while on (`scenario/traffic.rs`).
+    Udp(UdpSpec),
+    /// Short TCP connections arriving as a Poisson process, each of a drawn size.
+    FlowsPoisson(PoissonSpec),
 }
 
 impl AppSpec {
@@ -57,7 +62,15 @@ impl AppSpec {
             AppSpec::Bulk { .. } => "bulk",
             AppSpec::Unbounded => "unbounded",
             AppSpec::Telnet { .. } => "telnet",
+            AppSpec::Udp(UdpSpec { on_off: None, .. }) => "udp_cbr",
+            AppSpec::Udp(_) => "udp_onoff",
+            AppSpec::FlowsPoisson(_) => "flows_poisson",
         }
+    }
+
+    /// The flow carries UDP datagrams (no TCP connection, no `[flows.tcp]`).
+    pub fn is_udp(&self) -> bool {
+        matches!(self, AppSpec::Udp(_))
     }
 }
 
@@ -73,6 +86,22 @@ const APP_KINDS: &[Variant] = &[
             "message_bytes",
         ],
     ),
+    ("udp_cbr", &["rate", "rate_bps", "packet_bytes"]),
+    (
+        "udp_onoff",
+        &[
+            "rate",
+            "rate_bps",
+            "packet_bytes",
+            "on",
+            "on_s",
+            "off",
+            "off_s",
+            "distribution",
+            "shape",
+        ],
+    ),
+    ("flows_poisson", &["rate", "rate_per_s", "load", "size"]),
 ];
 
 pub(super) fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
@@ -84,12 +113,27 @@ pub(super) fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
         ("mean_interval_s", a.mean_interval_s.is_some()),
         ("message", a.message.is_some()),
         ("message_bytes", a.message_bytes.is_some()),
+        ("rate", a.rate.is_some()),
+        ("rate_bps", a.rate_bps.is_some()),
+        ("rate_per_s", a.rate_per_s.is_some()),
+        ("packet_bytes", a.packet_bytes.is_some()),
+        ("on", a.on.is_some()),
+        ("on_s", a.on_s.is_some()),
+        ("off", a.off.is_some()),
+        ("off_s", a.off_s.is_some()),
+        ("distribution", a.distribution.is_some()),
+        ("shape", a.shape.is_some()),
+        ("load", a.load.is_some()),
     ];
     only_its_params(p, "application", kind, allowed, &given)?;
     Ok(match kind {
+        "udp_cbr" => AppSpec::Udp(traffic::udp_spec(p, a, false)?),
+        "udp_onoff" => AppSpec::Udp(traffic::udp_spec(p, a, true)?),
+        "flows_poisson" => AppSpec::FlowsPoisson(traffic::poisson_spec(p, a)?),
         "bulk" => {
+            let size = traffic::fixed_size(p, &a.size)?.cloned();
             let Some((size_bytes, path)) =
-                opt_bytes(p, ("size", &a.size), ("size_bytes", a.size_bytes))?
+                opt_bytes(p, ("size", &size), ("size_bytes", a.size_bytes))?
             else {
                 return err(
                     at(p, "size"),
@@ -209,8 +253,9 @@ fn flow(
         }
     }
     let empty = RawTcp::default();
-    let tcp = tcp_spec(&at(p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
+    let mut tcp = tcp_spec(&at(p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
     let app = app_spec(&at(p, "app"), &f.app)?;
+    traffic::check_flow(p, f, &app, &mut tcp)?;
     let (relays, segments, path) = split::plan(p, f, &tcp, from, to, nodes.names, adjacency, path)?;
     Ok(FlowSpec {
         name,

@@ -50,6 +50,7 @@ mod capture_stream;
 mod relay;
 mod sink;
 mod summary;
+mod traffic;
 
 pub use address_map::{address_map, address_map_json, AddressMap};
 pub use budget::{Budget, Estimate, OverBudget};
@@ -211,6 +212,8 @@ enum Event {
     Stop { flow: u32 },
     /// A telnet application writes a message.
     Message { flow: u32 },
+    /// A UDP source sends (`traffic.rs`; `flow` indexes `World::udp`).
+    Udp { flow: u32 },
     /// A bundle's control plane has something due (a drop noticed, a modem timer).
     BundleTimer { bundle: u32, gen: u32 },
     /// A call drop a bundle's driver scheduled ([`BundleEvent::CallDrop`]).
@@ -310,6 +313,18 @@ struct InFlight {
     /// Index into the flow's data path (or ACK path) of the link it is on.
     hop: u32,
     ack: bool,
+    /// A UDP datagram (`apps::udp::datagram_segment`): `flow` indexes `World::udp`.
+    udp: bool,
+}
+
+impl InFlight {
+    fn wire_bytes(&self) -> u32 {
+        if self.udp {
+            crate::apps::udp::wire_bytes(self.seg.payload_bytes)
+        } else {
+            self.seg.wire_bytes()
+        }
+    }
 }
 
 /// The packets in flight, by slot; slots are reused, so the slab stops growing at the largest
@@ -402,6 +417,8 @@ struct World<'s> {
     sim_end: SimTime,
     dirs: Vec<Dir>,
     flows: Vec<Flow>,
+    /// The UDP flows (`traffic.rs`).
+    udp: Vec<traffic::UdpRt>,
     slab: Slab,
     tr: TraceConfig,
     traces: Traces,
@@ -489,7 +506,10 @@ impl<'s> World<'s> {
             let tcp = c.tcp;
             let negotiated =
                 Negotiated::without_handshake(&tcp.options, &tcp.options, tcp.receive_buffer_bytes);
-            let (app, source) = App::new(f, c.first, seed);
+            let (app, source) = match c.arrival {
+                Some(a) => App::short_flow(f, a.at, a.size_bytes),
+                None => App::new(f, c.first, seed),
+            };
             let sender_config = SenderConfig {
                 // A relay writes its outgoing connection in pieces; a real stack coalesces
                 // them (Nagle).
@@ -517,8 +537,9 @@ impl<'s> World<'s> {
                 .map(|&h| dir_index(h.reversed()))
                 .collect();
             let bottleneck_bps = flow_bottleneck_bps(sc, c.path);
-            queue.push(f.start, Event::Start { flow: i as u32 });
-            if let (Some(stop), true) = (f.stop, c.first) {
+            let start = app.start;
+            queue.push(start, Event::Start { flow: i as u32 });
+            if let (Some(stop), true, None) = (f.stop, c.first, c.arrival) {
                 if stop <= end {
                     queue.push(stop, Event::Stop { flow: i as u32 });
                 }
@@ -543,11 +564,12 @@ impl<'s> World<'s> {
                     una: 0,
                     rtt_samples: 0,
                     rto: 0,
-                    goodput_next: grid_at_or_after(f.start, sc.trace().goodput_interval),
+                    goodput_next: grid_at_or_after(start, sc.trace().goodput_interval),
                 },
             });
         }
 
+        let udp = traffic::build_udp(sc, &mut queue, end);
         let mut world = World {
             sc,
             queue,
@@ -555,8 +577,9 @@ impl<'s> World<'s> {
             end,
             sim_end: end,
             dirs,
-            unfinished: flows.len(),
+            unfinished: flows.len() + udp.len(),
             flows,
+            udp,
             slab: Slab::default(),
             tr: *sc.trace(),
             traces: Traces::default(),
@@ -838,6 +861,7 @@ impl<'s> World<'s> {
             Event::Start { flow } => self.start_flow(flow as usize),
             Event::Stop { flow } => self.stop_flow(flow as usize),
             Event::Message { flow } => self.write_message(flow as usize),
+            Event::Udp { flow } => self.on_udp_timer(flow as usize),
             Event::BundleTimer { bundle, gen } => self.on_bundle_timer(bundle as usize, gen),
             Event::CallDrop {
                 bundle,
@@ -1065,6 +1089,7 @@ impl<'s> World<'s> {
             flow: f as u32,
             hop: 0,
             ack,
+            udp: false,
         });
         self.injected += 1;
         self.offer(first as usize, u64::from(id));
@@ -1078,7 +1103,7 @@ impl<'s> World<'s> {
         };
         let pkt = Packet {
             id,
-            size_bytes: p.seg.wire_bytes(),
+            size_bytes: p.wire_bytes(),
         };
         let result = self.dirs[d].link.offer(self.now, pkt);
         self.take_departures(d);
@@ -1153,6 +1178,10 @@ impl<'s> World<'s> {
         let Some(p) = self.slab.get(id) else {
             return false;
         };
+        if p.udp {
+            // The captures are of TCP: a datagram is not written.
+            return true;
+        }
         let taps = if arrival {
             &dir.arrive_taps
         } else {
@@ -1184,8 +1213,11 @@ impl<'s> World<'s> {
             return;
         };
         let f = p.flow as usize;
-        let fl = &self.flows[f];
-        let path = if p.ack { &fl.ack_path } else { &fl.path };
+        let path = match (p.udp, p.ack) {
+            (true, _) => &self.udp[f].path,
+            (false, true) => &self.flows[f].ack_path,
+            (false, false) => &self.flows[f].path,
+        };
         let next = p.hop as usize + 1;
         if let Some(&d) = path.get(next) {
             p.hop = next as u32;
@@ -1196,7 +1228,9 @@ impl<'s> World<'s> {
             return;
         };
         self.arrived += 1;
-        if p.ack {
+        if p.udp {
+            self.on_udp_arrival(f, &p.seg);
+        } else if p.ack {
             self.on_ack_arrival(f, &p.seg);
         } else {
             self.on_data_arrival(f, &p.seg);
@@ -1210,7 +1244,15 @@ impl<'s> World<'s> {
         };
         let c = cause_index(cause);
         self.dropped[c] += 1;
-        self.flows[p.flow as usize].counts.drops[c] += 1;
+        // A UDP flow's rows in the traces follow the connections'.
+        let flow = if p.udp {
+            self.udp[p.flow as usize].drops[c] += 1;
+            self.check_udp_finished(p.flow as usize);
+            self.flows.len() as u32 + p.flow
+        } else {
+            self.flows[p.flow as usize].counts.drops[c] += 1;
+            p.flow
+        };
         if self.tr.drops {
             let dir = &self.dirs[d];
             let seq = if p.ack { p.seg.ack } else { p.seg.seq };
@@ -1219,7 +1261,7 @@ impl<'s> World<'s> {
                 at,
                 dir.link_index,
                 dir.forward,
-                p.flow,
+                flow,
                 p.ack,
                 seq,
                 syn,
@@ -1316,6 +1358,7 @@ impl<'s> World<'s> {
             }
         }
         self.check_relays();
+        self.check_udp();
     }
 
     // ----- results -----
@@ -1449,6 +1492,7 @@ impl<'s> World<'s> {
             min_rtt_s: rtt.min_rtt().map(SimDuration::as_secs_f64),
             limited_s: Some(limited_s),
             limited_by,
+            traffic: None,
             handshake: self.conn_ends(c).2.handshake.then(|| {
                 let r = fl.receiver.stats();
                 HandshakeSummary {
@@ -1631,6 +1675,7 @@ mod tests {
             flow: 0,
             hop: 0,
             ack: false,
+            udp: false,
         };
         let a = s.insert(p);
         let b = s.insert(p);

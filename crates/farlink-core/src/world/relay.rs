@@ -18,7 +18,8 @@
 use std::ops::Range;
 
 use super::{cause_map, goodput_bps, normalized_goodput, FlowSummary, RelaySummary, World};
-use crate::scenario::{Hop, Scenario, TcpSpec};
+use crate::apps::short_flows::{self, Arrival};
+use crate::scenario::{AppSpec, Hop, Scenario, TcpSpec};
 use crate::time::SimTime;
 
 /// A relay between connection `upstream` (whose receiver it reads) and `downstream` (whose
@@ -46,6 +47,8 @@ pub(super) struct ConnPlan<'s> {
     pub path: &'s [Hop],
     pub relay_in: Option<u32>,
     pub relay_out: Option<u32>,
+    /// A connection of a short-flow class: its arrival and size (`apps::short_flows`).
+    pub arrival: Option<Arrival>,
 }
 
 /// The connections of every flow, the relays joining them, and each flow's connections.
@@ -55,7 +58,22 @@ pub(super) fn plan(sc: &Scenario) -> (Vec<ConnPlan<'_>>, Vec<Relay>, Vec<Range<u
     let mut ranges = Vec::with_capacity(sc.flows().len());
     for (i, f) in sc.flows().iter().enumerate() {
         let first_conn = conns.len();
-        if f.segments.is_empty() {
+        if f.app.is_udp() {
+            // No TCP connection: `traffic.rs` runs it.
+        } else if let Some(plan) = short_flows::plan_of(sc, i) {
+            for (k, a) in plan.into_iter().enumerate() {
+                conns.push(ConnPlan {
+                    spec: i,
+                    segment: k as u32,
+                    first: true,
+                    tcp: &f.tcp,
+                    path: &f.path,
+                    relay_in: None,
+                    relay_out: None,
+                    arrival: Some(a),
+                });
+            }
+        } else if f.segments.is_empty() {
             conns.push(ConnPlan {
                 spec: i,
                 segment: 0,
@@ -64,6 +82,7 @@ pub(super) fn plan(sc: &Scenario) -> (Vec<ConnPlan<'_>>, Vec<Relay>, Vec<Range<u
                 path: &f.path,
                 relay_in: None,
                 relay_out: None,
+                arrival: None,
             });
         } else {
             let n = f.segments.len();
@@ -93,6 +112,7 @@ pub(super) fn plan(sc: &Scenario) -> (Vec<ConnPlan<'_>>, Vec<Relay>, Vec<Range<u
                     path: &seg.path,
                     relay_in,
                     relay_out,
+                    arrival: None,
                 });
             }
         }
@@ -193,7 +213,7 @@ impl World<'_> {
     pub(super) fn conn_name(&self, c: usize) -> String {
         let fl = &self.flows[c];
         let spec = &self.sc.flows()[fl.spec as usize];
-        if spec.segments.is_empty() {
+        if spec.segments.is_empty() && !matches!(spec.app, AppSpec::FlowsPoisson(_)) {
             spec.name.clone()
         } else {
             format!("{}#{}", spec.name, fl.segment)
@@ -213,11 +233,18 @@ impl World<'_> {
     /// The summary of scenario flow `i` and its active span: its connection's, or for a split
     /// flow the end-to-end figures with each connection beside them.
     pub(super) fn flow_summary(&self, i: usize) -> (FlowSummary, Option<(SimTime, SimTime)>) {
+        let spec = &self.sc.flows()[i];
+        if spec.app.is_udp() {
+            let u = self.udp.iter().position(|rt| rt.spec as usize == i);
+            return self.udp_summary(u.unwrap_or_default());
+        }
+        if let AppSpec::FlowsPoisson(_) = spec.app {
+            return self.short_flows_summary(i);
+        }
         let range = self.flow_conns[i].clone();
         if range.len() == 1 {
             return self.conn_summary(range.start);
         }
-        let spec = &self.sc.flows()[i];
         let nodes = self.sc.nodes();
         let segments: Vec<FlowSummary> = range.clone().map(|c| self.conn_summary(c).0).collect();
         let (first, last) = (&self.flows[range.start], &self.flows[range.end - 1]);

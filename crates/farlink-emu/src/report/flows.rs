@@ -190,6 +190,7 @@ fn summary(
         handshake: None,
         relays: Vec::new(),
         segments: Vec::new(),
+        traffic: None,
     }
 }
 
