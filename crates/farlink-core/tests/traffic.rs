@@ -232,3 +232,52 @@ fn bad_traffic_is_refused_naming_the_field() {
     );
     assert!(e.starts_with("flows[0].tcp.handshake"), "{e}");
 }
+
+#[test]
+fn a_short_flows_goodput_grid_ends_with_it() {
+    // Light load on an empty 10 Mbit/s path: every connection is done within a second. Their
+    // goodput rows (every 100 ms) stop there, not at the run's end 30 s later.
+    let class = json!({"name": "web", "from": "S", "to": "D",
+        "app": {"kind": "flows_poisson", "rate": 2, "size": {"distribution": "exponential", "mean": "5kB"}}});
+    let mut sc = dumbbell("30s", vec![class]);
+    sc["flows"].as_array_mut().unwrap().remove(0);
+    sc["trace"] = json!({"goodput": true});
+    let r = run_json(&sc);
+    let g = &r.traces.goodput;
+    assert!(!r.flows.is_empty() && !g.time_ns.is_empty());
+    for c in &r.flows {
+        let last_ns = (0..g.flow.len())
+            .filter(|&i| g.flow[i] == c.id)
+            .map(|i| g.time_ns[i])
+            .max()
+            .unwrap_or(0);
+        let start_ns = c.start.as_nanos();
+        assert!(
+            last_ns < start_ns + 2_000_000_000,
+            "{}: last row at {last_ns} ns",
+            c.name
+        );
+    }
+}
+
+#[test]
+fn the_budget_counts_a_classs_connections() {
+    // 100 connections a second for 10,000 s: a million connections, each its own sender and
+    // receiver to the end of the run, more than the default 2 GiB.
+    let class = |rate: f64| {
+        json!({"name": "web", "from": "S", "to": "D",
+            "app": {"kind": "flows_poisson", "rate": rate, "size": {"mean": "1kB"}}})
+    };
+    let memory = |rate: f64| {
+        let mut sc = dumbbell("10000s", vec![class(rate)]);
+        sc["flows"].as_array_mut().unwrap().remove(0);
+        let sc = parse_scenario_json(&sc.to_string()).unwrap();
+        farlink_core::world::budget::estimate(&sc).memory_bytes
+    };
+    assert!(
+        memory(100.0) > 2.0 * 1024.0 * 1024.0 * 1024.0,
+        "{}",
+        memory(100.0)
+    );
+    assert!(memory(0.01) < 64.0 * 1024.0 * 1024.0, "{}", memory(0.01));
+}

@@ -22,7 +22,7 @@ pub mod udp;
 
 use serde_json::{json, Value};
 
-use crate::scenario::{Arrivals, PoissonSpec, SizeDist, Sojourn, UdpSpec};
+use crate::scenario::{AppSpec, Arrivals, PoissonSpec, SizeDist, Sojourn, UdpSpec};
 
 /// A UDP application as the resolved scenario shows it.
 pub(crate) fn resolved_udp(kind: &str, u: &UdpSpec) -> Value {
@@ -78,6 +78,23 @@ pub(crate) fn budget_packets(u: &UdpSpec, window_s: f64) -> (f64, f64, f64) {
     });
     let packets = u.rate.as_bps_f64() * window_s * on_fraction / (8.0 * f64::from(u.packet_bytes));
     (packets, window_s, packets)
+}
+
+/// What a connection of a short-flow class holds to the run's end (its sender, receiver and
+/// application; measured: 10,000 connections of `bench/bench_short_flows.py` took about 20 KiB
+/// each), rounded up.
+const SHORT_FLOW_CONNECTION_BYTES: f64 = 32.0 * 1024.0;
+/// What a UDP flow's sink keeps per datagram received: its delay and the jitter after it.
+const UDP_SAMPLE_BYTES: f64 = 16.0;
+
+/// Memory an application holds beyond the engine's for the budget's estimate, from the
+/// packets and application events [`budget_packets`] or [`short_flow_packets`] gave.
+pub(crate) fn budget_memory_bytes(app: &AppSpec, packets: f64, app_events: f64) -> f64 {
+    match app {
+        AppSpec::Udp(_) => packets * UDP_SAMPLE_BYTES,
+        AppSpec::FlowsPoisson(_) => app_events * SHORT_FLOW_CONNECTION_BYTES,
+        _ => 0.0,
+    }
 }
 
 /// A short-flow class's packets for the budget's estimate: each connection's data and

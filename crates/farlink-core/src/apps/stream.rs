@@ -18,6 +18,8 @@ pub(crate) struct App {
     /// When the application stops writing (a split flow's first connection only: the relays
     /// stop when the connection before them has finished).
     stop: Option<SimTime>,
+    /// A connection of a short-flow class (`flows_poisson`).
+    short: bool,
     started: bool,
     /// The application may still write.
     writing: bool,
@@ -51,6 +53,7 @@ impl App {
         let (mut app, source) = Self::build(f, AppSpec::Bulk { size_bytes }, start, true, 0);
         // The class's stop ends its arrivals, not a transfer already under way.
         app.stop = None;
+        app.short = true;
         (app, source)
     }
 
@@ -87,6 +90,7 @@ impl App {
             spec,
             start,
             stop: f.stop.filter(|_| first),
+            short: false,
             started: false,
             // The relay writes until the connection before it has finished.
             writing: writing || !first,
@@ -103,6 +107,11 @@ impl App {
     pub(crate) fn start(&mut self) -> bool {
         self.started = true;
         matches!(self.spec, AppSpec::Telnet { .. })
+    }
+
+    /// A connection of a short-flow class (built by `short_flow`).
+    pub(crate) fn is_short_flow(&self) -> bool {
+        self.short
     }
 
     pub(crate) fn started(&self) -> bool {

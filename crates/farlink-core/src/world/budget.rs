@@ -184,6 +184,8 @@ pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> 
     let mut rows = 0.0;
     let mut tap_bytes = 0.0;
     let mut tap_disk_bytes = 0.0;
+    // What the applications hold: a UDP flow's samples, a short-flow class's connections.
+    let mut app_memory = 0.0;
     // Trace rows per data packet and per hop it crosses (with its ACK).
     let per_packet_rows = [tr.seq, tr.ack, tr.cwnd, tr.rtt, tr.rto, tr.drops]
         .iter()
@@ -216,6 +218,7 @@ pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> 
         if tr.goodput {
             rows += active_s / tr.goodput_interval.as_secs_f64().max(1e-9) + 1.0;
         }
+        app_memory += crate::apps::budget_memory_bytes(&flow.app, packets, messages);
     }
     for link in sc.links() {
         if let Some(b) = &link.bundle {
@@ -255,14 +258,14 @@ pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> 
         Estimate {
             events,
             trace_rows: rows,
-            memory_bytes: BASE_MEMORY_BYTES + tables * TRACE_BUFFER_BYTES + tap_memory,
+            memory_bytes: BASE_MEMORY_BYTES + tables * TRACE_BUFFER_BYTES + tap_memory + app_memory,
             disk_bytes: rows * TRACE_ROW_DISK_BYTES + tap_disk,
         }
     } else {
         Estimate {
             events,
             trace_rows: rows,
-            memory_bytes: BASE_MEMORY_BYTES + rows * TRACE_ROW_BYTES + tap_bytes,
+            memory_bytes: BASE_MEMORY_BYTES + rows * TRACE_ROW_BYTES + tap_bytes + app_memory,
             disk_bytes: 0.0,
         }
     }

@@ -1374,7 +1374,15 @@ impl<'s> World<'s> {
         if self.tr.goodput {
             for f in 0..self.flows.len() {
                 let delivered = self.flows[f].app.read_bytes();
-                self.fill_goodput(f, sim_end, true, delivered);
+                // A short flow's grid ends with it: thousands of them, each to the run's end,
+                // would fill the table with rows that say nothing.
+                let app = &self.flows[f].app;
+                let until = if app.is_short_flow() {
+                    app.finish().unwrap_or(sim_end)
+                } else {
+                    sim_end
+                };
+                self.fill_goodput(f, until, true, delivered);
             }
             if let Some(why) = self.halted.take() {
                 self.stopped
