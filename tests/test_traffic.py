@@ -127,6 +127,8 @@ def test_udp_and_short_flows_in_the_result_document():
         {"name": "bulk", "from": "S", "to": "D", "app": {"kind": "unbounded"}, "start": "10s"}
     )
     doc["flows"].append({"name": "bulk2", "from": "S", "to": "D", "app": {"kind": "unbounded"}})
+    rr = {"kind": "request_response", "request": "200B", "response": "5kB", "think": "1s"}
+    doc["flows"].append({"name": "rr", "from": "S", "to": "D", "app": rr})
     from farlink.sim import simulate
 
     result = simulate(doc, duration="30s")
@@ -137,3 +139,6 @@ def test_udp_and_short_flows_in_the_result_document():
     assert voice["app"] == "udp_onoff" and 0 <= voice["loss_rate"] <= 1
     assert voice["jitter_s"]["p99"] >= voice["jitter_s"]["p50"] >= 0
     assert 0 < result.summary["jain_index"] <= 1
+    rr = result.summary["flows"][4]
+    assert rr["app"] == "request_response" and rr["exchanges_completed"] > 0
+    assert rr["response_time_s"]["p50"] > 0.04  # at least the path's round trip

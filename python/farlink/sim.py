@@ -282,12 +282,13 @@ def flow_rows(result: Result) -> list[dict[str, Any]]:
     return rows
 
 
-def traffic_rows(result: Result) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def traffic_rows(result: Result) -> tuple[list[tuple[Any, ...]], ...]:
     """The competing-traffic figures as ``farlink simulate`` prints them (docs/traffic.md):
     per UDP flow its goodput, loss rate, one-way delay and jitter (p50, p99); per short-flow
     class its connections arrived and finished, completion times (p50, p90, p99) and slowdown
-    (p50, p99). Empty lists for a run without them."""
-    udp, short = [], []
+    (p50, p99); per request/response flow its exchanges begun and completed and response times
+    (p50, p90, p99). Empty lists for a run without them."""
+    udp, short, exchanges = [], [], []
 
     def p(stats: dict[str, float] | None, key: str) -> float | None:
         return None if stats is None else stats[key]
@@ -314,7 +315,17 @@ def traffic_rows(result: Result) -> tuple[list[tuple[Any, ...]], list[tuple[Any,
                     *(p(slow, "p50"), p(slow, "p99")),
                 )
             )
-    return udp, short
+        if "response_time_s" in f:
+            rt = f["response_time_s"]
+            exchanges.append(
+                (
+                    f["name"],
+                    f["exchanges"],
+                    f["exchanges_completed"],
+                    *(p(rt, "p50"), p(rt, "p90"), p(rt, "p99")),
+                )
+            )
+    return udp, short, exchanges
 
 
 def interval_rows(result: Result) -> list[dict[str, Any]]:
@@ -327,8 +338,8 @@ def interval_rows(result: Result) -> list[dict[str, Any]]:
     rows = []
     for index, f in enumerate(result.summary["flows"]):
         conns = result.connections_of(index)
-        if not conns or f["app"] == "flows_poisson":
-            continue  # a UDP flow has no connection; a short-flow class, many (docs/traffic.md)
+        if not conns or f["app"] in ("flows_poisson", "request_response"):
+            continue  # a UDP flow has no connection; the others, several (docs/traffic.md)
         at_dest = goodput["flow"] == conns[-1]
         times_ns = goodput["time_ns"][at_dest]
         delivered = goodput["delivered_bytes"][at_dest]

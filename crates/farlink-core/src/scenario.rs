@@ -198,8 +198,8 @@ pub use split::{RelaySpec, SegmentSpec, DEFAULT_RELAY_BUFFER_BYTES};
 pub use tcp::{TcpSpec, DEFAULT_MSS_BYTES, MAX_RECEIVE_BUFFER_BYTES, MSS_RANGE_BYTES};
 pub use trace::{Tap, TapSite, TraceConfig, DEFAULT_GOODPUT_INTERVAL};
 pub use traffic::{
-    Arrivals, OnOffSpec, PoissonSpec, SizeDist, Sojourn, UdpSpec, MAX_UDP_PAYLOAD_BYTES,
-    UDP_HEADER_BYTES,
+    Arrivals, OnOffSpec, PoissonSpec, RequestResponseSpec, SizeDist, Sojourn, UdpSpec,
+    MAX_UDP_PAYLOAD_BYTES, UDP_HEADER_BYTES,
 };
 
 use crate::time::SimDuration;

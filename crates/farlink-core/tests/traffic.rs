@@ -200,14 +200,19 @@ fn bad_traffic_is_refused_naming_the_field() {
         None,
     );
     assert!(e.starts_with("flows[0].app.load: give either"), "{e}");
+    let e = refusal(json!({"kind": "flows_poisson", "rate": 3}), None);
+    assert!(e.starts_with("flows[0].app.size: missing"), "{e}");
     let e = refusal(
-        json!({"kind": "flows_poisson", "rate": 3, "size": "1kB"}),
+        json!({"kind": "request_response", "request": "1kB", "response": "1kB"}),
         None,
     );
-    assert!(
-        e.starts_with("flows[0].app.size: expected a size distribution"),
-        "{e}"
+    assert!(e.starts_with("flows[0].app.think: missing"), "{e}");
+    let e = refusal(
+        json!({"kind": "request_response", "request": "1kB", "think": "1s",
+               "response": {"distribution": "pareto", "mean": "1kB"}}),
+        None,
     );
+    assert!(e.starts_with("flows[0].app.response.shape: missing"), "{e}");
     let e = refusal(
         json!({"kind": "flows_poisson", "rate": 3, "size": {"cdf": [[100, 0.5], [50, 1.0]]}}),
         None,
@@ -280,4 +285,38 @@ fn the_budget_counts_a_classs_connections() {
         memory(100.0)
     );
     assert!(memory(0.01) < 64.0 * 1024.0 * 1024.0, "{}", memory(0.01));
+}
+
+#[test]
+fn request_response_exchanges_wait_for_each_answer_and_think() {
+    let rr = json!({"name": "rr", "from": "S", "to": "D", "stop": "50s",
+        "app": {"kind": "request_response", "request": "300B", "response": "20kB", "think": "1s"}});
+    let mut sc = dumbbell("60s", vec![rr]);
+    sc["flows"].as_array_mut().unwrap().remove(0);
+    let r = run_json(&sc);
+    let s = serde_json::to_value(&r.summary).unwrap();
+    let f = flow(&s, "rr");
+    // 50 s of a 1 s mean think time and a short exchange: about 45 exchanges.
+    let done = f["exchanges_completed"].as_u64().unwrap();
+    assert!((30..=60).contains(&done), "{done}");
+    assert_eq!(
+        f["exchanges"].as_u64().unwrap(),
+        done,
+        "none left outstanding after the stop"
+    );
+    // A request and its 20 kB answer take at least a round trip (42 ms) and the answer's
+    // 16 ms at 10 Mbit/s.
+    let p50 = f["response_time_s"]["p50"].as_f64().unwrap();
+    assert!(p50 > 0.058 && p50 < 0.5, "{p50}");
+    // 300 bytes one way and 20 kB back per exchange, nothing else.
+    assert_eq!(f["delivered_bytes"].as_u64().unwrap(), done * 20_300);
+    // Both connections ended once the client stopped: the run ends before its duration.
+    assert_eq!(s["all_finished"], true);
+    assert!(s["sim_time_s"].as_f64().unwrap() < 51.0);
+    let names: Vec<&str> = r.flows.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["rr#0", "rr#1"]);
+    assert_eq!(
+        (r.flows[1].from.as_str(), r.flows[1].to.as_str()),
+        ("D", "S")
+    );
 }

@@ -64,7 +64,10 @@ pub(crate) fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
         }
         if matches!(
             f.app,
-            AppSpec::Telnet { .. } | AppSpec::Udp(_) | AppSpec::FlowsPoisson(_)
+            AppSpec::Telnet { .. }
+                | AppSpec::Udp(_)
+                | AppSpec::FlowsPoisson(_)
+                | AppSpec::RequestResponse(_)
         ) {
             return Err(ScenarioError::new(
                 format!("flows[{i}].app"),

@@ -240,7 +240,7 @@ def _print_simulation(
             for r in flow_rows(result)
         ],
     )
-    udp, short = traffic_rows(result)
+    udp, short, exchanges = traffic_rows(result)
     if udp:
         print_rows(
             ["UDP flow", "goodput_bps", "loss", "delay p50_s", "p99_s", "jitter p50_s", "p99_s"],
@@ -250,6 +250,11 @@ def _print_simulation(
         print_rows(
             ["short flows", "arrived", "finished", "FCT p50_s", "p90_s", "p99_s", *SLOWDOWN],
             [_brief(r) for r in short],
+        )
+    if exchanges:
+        print_rows(
+            ["request/response", "exchanges", "completed", "response p50_s", "p90_s", "p99_s"],
+            [_brief(r) for r in exchanges],
         )
     if intervals is not None:
         print_rows(

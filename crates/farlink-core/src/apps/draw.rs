@@ -49,6 +49,11 @@ pub fn cdf_inverse(points: &[(f64, f64)], u: f64) -> f64 {
 /// A size in bytes from `dist`, rounded, at least 1.
 pub fn size_bytes(rng: &mut StreamRng, dist: &SizeDist) -> u64 {
     let x = match dist {
+        // Consumes its word all the same, so a fixed size draws like the others.
+        SizeDist::Fixed { bytes } => {
+            rng.next_u64();
+            *bytes as f64
+        }
         SizeDist::Exponential { mean_bytes } => rng.exponential(*mean_bytes),
         SizeDist::Pareto { mean_bytes, shape } => pareto(rng, *mean_bytes, *shape),
         SizeDist::Lognormal { mean_bytes, sigma } => lognormal(rng, *mean_bytes, *sigma),

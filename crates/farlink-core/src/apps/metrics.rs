@@ -81,6 +81,14 @@ pub struct TrafficSummary {
     /// its size (`short_flows::unloaded_fct_s`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slowdown: Option<Percentiles>,
+    /// Request/response: exchanges begun (requests written) and completed (responses read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchanges: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchanges_completed: Option<u64>,
+    /// Request/response: from a request's write to its response's last byte read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_time_s: Option<Percentiles>,
 }
 
 /// Flow completion times, seconds.

@@ -8,6 +8,8 @@
 //!   receiving end's measurements (loss, one-way delay, RFC 3550 interarrival jitter).
 //! - `short_flows`: a class of short TCP flows: Poisson arrivals and drawn sizes, planned
 //!   once from their own streams; their completion times, slowdowns and size buckets.
+//! - `exchange`: a request/response flow's exchanges: request and response sizes, think times,
+//!   response times.
 //! - `draw`: the distributions drawn from (exponential, Pareto, lognormal, empirical CDF).
 //! - `metrics`: percentiles, Jain's fairness index, the serialisable traffic summary.
 //!
@@ -15,6 +17,7 @@
 //! periods), `flow:<name>:arrivals`, `flow:<name>:sizes`.
 
 pub mod draw;
+pub mod exchange;
 pub mod metrics;
 pub mod short_flows;
 pub(crate) mod stream;
@@ -22,7 +25,9 @@ pub mod udp;
 
 use serde_json::{json, Value};
 
-use crate::scenario::{AppSpec, Arrivals, PoissonSpec, SizeDist, Sojourn, UdpSpec};
+use crate::scenario::{
+    AppSpec, Arrivals, PoissonSpec, RequestResponseSpec, SizeDist, Sojourn, UdpSpec,
+};
 
 /// A UDP application as the resolved scenario shows it.
 pub(crate) fn resolved_udp(kind: &str, u: &UdpSpec) -> Value {
@@ -47,7 +52,27 @@ pub(crate) fn resolved_udp(kind: &str, u: &UdpSpec) -> Value {
 
 /// A short-flow class as the resolved scenario shows it.
 pub(crate) fn resolved_poisson(c: &PoissonSpec) -> Value {
-    let size = match &c.size {
+    let mut v = json!({"kind": "flows_poisson", "size": resolved_size(&c.size)});
+    match c.arrivals {
+        Arrivals::PerSecond(r) => v["rate_per_s"] = json!(r),
+        Arrivals::Load(l) => v["load"] = json!(l),
+    }
+    v
+}
+
+/// A request/response flow as the resolved scenario shows it.
+pub(crate) fn resolved_request_response(c: &RequestResponseSpec) -> Value {
+    json!({
+        "kind": "request_response",
+        "request": resolved_size(&c.request),
+        "response": resolved_size(&c.response),
+        "think_s": c.think_mean.as_secs_f64(),
+    })
+}
+
+fn resolved_size(size: &SizeDist) -> Value {
+    match size {
+        SizeDist::Fixed { bytes } => json!({"bytes": bytes}),
         SizeDist::Exponential { mean_bytes } => {
             json!({"distribution": "exponential", "mean_bytes": mean_bytes})
         }
@@ -60,13 +85,7 @@ pub(crate) fn resolved_poisson(c: &PoissonSpec) -> Value {
         SizeDist::Cdf { points } => json!({
             "cdf": points.iter().map(|&(s, p)| json!([s, p])).collect::<Vec<_>>()
         }),
-    };
-    let mut v = json!({"kind": "flows_poisson", "size": size});
-    match c.arrivals {
-        Arrivals::PerSecond(r) => v["rate_per_s"] = json!(r),
-        Arrivals::Load(l) => v["load"] = json!(l),
     }
-    v
 }
 
 /// A UDP flow's packets for the budget's estimate: (packets, active seconds, the source's
@@ -93,8 +112,26 @@ pub(crate) fn budget_memory_bytes(app: &AppSpec, packets: f64, app_events: f64) 
     match app {
         AppSpec::Udp(_) => packets * UDP_SAMPLE_BYTES,
         AppSpec::FlowsPoisson(_) => app_events * SHORT_FLOW_CONNECTION_BYTES,
+        // An exchange's time is kept for the percentiles.
+        AppSpec::RequestResponse(_) => app_events * 16.0,
         _ => 0.0,
     }
+}
+
+/// A request/response flow's packets for the budget's estimate: at most one exchange per
+/// think time (or per 10 ms with none), each its request's and response's segments and ACKs,
+/// within what the route carries (`by_rate`); one event per request.
+pub(crate) fn exchange_packets(
+    c: &RequestResponseSpec,
+    by_rate: f64,
+    mss_bytes: f64,
+    window_s: f64,
+) -> (f64, f64, f64) {
+    let exchanges = window_s / c.think_mean.as_secs_f64().max(0.01);
+    let segments =
+        (c.request.mean_bytes() / mss_bytes).ceil() + (c.response.mean_bytes() / mss_bytes).ceil();
+    let packets = (exchanges * 2.0 * segments).min(2.0 * by_rate.max(segments)) + 10.0;
+    (packets, window_s, exchanges)
 }
 
 /// A short-flow class's packets for the budget's estimate: each connection's data and

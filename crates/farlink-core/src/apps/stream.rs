@@ -70,6 +70,9 @@ impl App {
             AppSpec::Udp(_) | AppSpec::FlowsPoisson(_) => {
                 (AppSource::Bulk { total_bytes: 0 }, false, 0, None)
             }
+            // Either end of a request/response flow: the engine writes each request and
+            // response (`write_bytes`) until the flow stops.
+            AppSpec::RequestResponse(_) => (AppSource::Bulk { total_bytes: 0 }, true, 0, None),
             AppSpec::Bulk { size_bytes } => (
                 AppSource::Bulk {
                     total_bytes: size_bytes,
@@ -162,6 +165,12 @@ impl App {
     /// How many bytes a relay writing this stream holds unacknowledged.
     pub(crate) fn held_bytes(&self, sender: &Sender) -> u64 {
         self.written_bytes - sender.snd_una()
+    }
+
+    /// A request or a response of `bytes` is written.
+    pub(crate) fn write_bytes(&mut self, sender: &mut Sender, bytes: u64) {
+        sender.push_bytes(bytes);
+        self.written_bytes += bytes;
     }
 
     /// A relay writes `bytes` it moved from the connection before.

@@ -9,7 +9,7 @@ use super::raw::{RawApp, RawFlow, RawTcp};
 use super::routes::{shortest_path, Adjacency, Hop};
 use super::split::{self, RelaySpec, SegmentSpec};
 use super::tcp::{tcp_spec, TcpSpec};
-use super::traffic::{self, PoissonSpec, UdpSpec};
+use super::traffic::{self, PoissonSpec, RequestResponseSpec, UdpSpec};
 use crate::time::{SimDuration, SimTime};
 
 /// Default telnet message size: one keystroke.
@@ -54,6 +54,8 @@ pub enum AppSpec {
     Udp(UdpSpec),
     /// Short TCP connections arriving as a Poisson process, each of a drawn size.
     FlowsPoisson(PoissonSpec),
+    /// A client's requests and a server's responses, with think times between them.
+    RequestResponse(RequestResponseSpec),
 }
 
 impl AppSpec {
@@ -65,6 +67,7 @@ impl AppSpec {
             AppSpec::Udp(UdpSpec { on_off: None, .. }) => "udp_cbr",
             AppSpec::Udp(_) => "udp_onoff",
             AppSpec::FlowsPoisson(_) => "flows_poisson",
+            AppSpec::RequestResponse(_) => "request_response",
         }
     }
 
@@ -102,6 +105,10 @@ const APP_KINDS: &[Variant] = &[
         ],
     ),
     ("flows_poisson", &["rate", "rate_per_s", "load", "size"]),
+    (
+        "request_response",
+        &["request", "response", "think", "think_s"],
+    ),
 ];
 
 pub(super) fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
@@ -124,12 +131,17 @@ pub(super) fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
         ("distribution", a.distribution.is_some()),
         ("shape", a.shape.is_some()),
         ("load", a.load.is_some()),
+        ("request", a.request.is_some()),
+        ("response", a.response.is_some()),
+        ("think", a.think.is_some()),
+        ("think_s", a.think_s.is_some()),
     ];
     only_its_params(p, "application", kind, allowed, &given)?;
     Ok(match kind {
         "udp_cbr" => AppSpec::Udp(traffic::udp_spec(p, a, false)?),
         "udp_onoff" => AppSpec::Udp(traffic::udp_spec(p, a, true)?),
         "flows_poisson" => AppSpec::FlowsPoisson(traffic::poisson_spec(p, a)?),
+        "request_response" => AppSpec::RequestResponse(traffic::request_response_spec(p, a)?),
         "bulk" => {
             let size = traffic::fixed_size(p, &a.size)?.cloned();
             let Some((size_bytes, path)) =

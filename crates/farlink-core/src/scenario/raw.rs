@@ -462,6 +462,10 @@ pub(super) struct RawApp {
     pub(super) distribution: Option<String>,
     pub(super) shape: Option<Bare>,
     pub(super) load: Option<Bare>,
+    pub(super) request: Option<RawAppSize>,
+    pub(super) response: Option<RawAppSize>,
+    pub(super) think: Option<UnitText<Duration>>,
+    pub(super) think_s: Option<Bare>,
 }
 
 /// A bulk transfer's `size = "1MB"`, or a short-flow class's size distribution

@@ -647,6 +647,7 @@ fn app(a: &AppSpec) -> Value {
         }),
         AppSpec::Udp(ref u) => crate::apps::resolved_udp(a.kind(), u),
         AppSpec::FlowsPoisson(ref f) => crate::apps::resolved_poisson(f),
+        AppSpec::RequestResponse(ref c) => crate::apps::resolved_request_response(c),
     }
 }
 

@@ -60,9 +60,23 @@ pub enum Arrivals {
     Load(f64),
 }
 
+/// A client's requests and a server's responses over two persistent TCP connections (one each
+/// way), each request sent a think time after the previous response arrived.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestResponseSpec {
+    pub request: SizeDist,
+    pub response: SizeDist,
+    /// The mean of the exponential think time; zero: the next request at once.
+    pub think_mean: SimDuration,
+}
+
 /// A distribution of flow sizes, in bytes (a drawn size is rounded, at least 1 byte).
 #[derive(Clone, Debug, PartialEq)]
 pub enum SizeDist {
+    /// Always this size (`size = "50kB"`).
+    Fixed {
+        bytes: u64,
+    },
     Exponential {
         mean_bytes: f64,
     },
@@ -88,6 +102,7 @@ impl SizeDist {
     /// The distribution's mean, bytes.
     pub fn mean_bytes(&self) -> f64 {
         match self {
+            SizeDist::Fixed { bytes } => *bytes as f64,
             SizeDist::Exponential { mean_bytes }
             | SizeDist::Pareto { mean_bytes, .. }
             | SizeDist::Lognormal { mean_bytes, .. } => *mean_bytes,
@@ -105,6 +120,7 @@ impl SizeDist {
 
     pub fn name(&self) -> &'static str {
         match self {
+            SizeDist::Fixed { .. } => "fixed",
             SizeDist::Exponential { .. } => "exponential",
             SizeDist::Pareto { .. } => "pareto",
             SizeDist::Lognormal { .. } => "lognormal",
@@ -266,16 +282,55 @@ pub(super) fn poisson_spec(p: &str, a: &RawApp) -> Result<PoissonSpec, ScenarioE
             )
         }
     };
-    let size = match &a.size {
-        Some(RawAppSize::Drawn(d)) => size_dist(&at(p, "size"), d)?,
-        Some(RawAppSize::Fixed(_)) | None => {
-            return err(
-                at(p, "size"),
-                "expected a size distribution, such as { distribution = \"exponential\", mean = \"50kB\" } or { cdf = \"FILE\" }",
-            )
-        }
-    };
+    let size = drawn_size(p, "size", &a.size)?;
     Ok(PoissonSpec { arrivals, size })
+}
+
+/// `request_response`.
+pub(super) fn request_response_spec(
+    p: &str,
+    a: &RawApp,
+) -> Result<RequestResponseSpec, ScenarioError> {
+    let think_mean = one_of(p, ("think", &a.think), ("think_s", &a.think_s))?
+        .map(|(s, path)| duration_from(&path, s, true))
+        .transpose()?
+        .ok_or_else(|| {
+            ScenarioError::new(
+                at(p, "think"),
+                "missing: request_response needs think (the mean think time, \"5s\", or \"0s\") or think_s",
+            )
+        })?;
+    Ok(RequestResponseSpec {
+        request: drawn_size(p, "request", &a.request)?,
+        response: drawn_size(p, "response", &a.response)?,
+        think_mean,
+    })
+}
+
+/// A size that may be drawn: one size (`"50kB"`) or a distribution table.
+fn drawn_size(p: &str, field: &str, v: &Option<RawAppSize>) -> Result<SizeDist, ScenarioError> {
+    match v {
+        Some(RawAppSize::Drawn(d)) => size_dist(&at(p, field), d),
+        Some(RawAppSize::Fixed(s)) => {
+            let bytes = s.0.round();
+            if !(1.0..=(1u64 << 62) as f64).contains(&bytes) {
+                return err(
+                    at(p, field),
+                    format!("expected a size of at least 1 byte, got {}", s.0),
+                );
+            }
+            Ok(SizeDist::Fixed {
+                bytes: bytes as u64,
+            })
+        }
+        None => err(
+            at(p, field),
+            format!(
+                "missing: {field} is a size (\"50kB\") or a distribution, such as \
+                 {{ distribution = \"exponential\", mean = \"50kB\" }} or {{ cdf = \"FILE\" }}"
+            ),
+        ),
+    }
 }
 
 fn size_dist(p: &str, d: &RawSizeDist) -> Result<SizeDist, ScenarioError> {
@@ -429,7 +484,8 @@ pub(super) fn check_flow(
     app: &AppSpec,
     tcp: &mut TcpSpec,
 ) -> Result<(), ScenarioError> {
-    let (udp, poisson) = (app.is_udp(), matches!(app, AppSpec::FlowsPoisson(_)));
+    let udp = app.is_udp();
+    let poisson = matches!(app, AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_));
     if !(udp || poisson) {
         return Ok(());
     }
@@ -455,7 +511,7 @@ pub(super) fn check_flow(
         if f.tcp.as_ref().and_then(|t| t.handshake) == Some(false) {
             return err(
                 at(&at(p, "tcp"), "handshake"),
-                "each connection of a flows_poisson class opens with its handshake: leave tcp.handshake on",
+                "each connection of a flows_poisson or request_response flow opens with its handshake: leave tcp.handshake on",
             );
         }
         tcp.handshake = true;

@@ -291,6 +291,7 @@ fn data_packets(sc: &Scenario, flow: &FlowSpec, duration_s: f64) -> (f64, f64, f
         AppSpec::Unbounded => (by_rate, window_s, 0.0),
         AppSpec::Udp(ref u) => crate::apps::budget_packets(u, window_s),
         AppSpec::FlowsPoisson(ref c) => crate::apps::short_flow_packets(c, rate_bps, mss, window_s),
+        AppSpec::RequestResponse(ref c) => crate::apps::exchange_packets(c, by_rate, mss, window_s),
         AppSpec::Bulk { size_bytes } => {
             let packets = 2.0 * (size_bytes as f64 / mss).ceil() + 10.0;
             // Four times the time it takes at the bottleneck, and a minute for recovery: a

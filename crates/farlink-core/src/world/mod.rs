@@ -417,8 +417,9 @@ struct World<'s> {
     sim_end: SimTime,
     dirs: Vec<Dir>,
     flows: Vec<Flow>,
-    /// The UDP flows (`traffic.rs`).
+    /// The UDP flows and the request/response flows (`traffic.rs`).
     udp: Vec<traffic::UdpRt>,
+    exchanges: Vec<traffic::ExchangeRt>,
     slab: Slab,
     tr: TraceConfig,
     traces: Traces,
@@ -526,7 +527,7 @@ impl<'s> World<'s> {
                 (
                     Sender::new(&sender_config, &negotiated),
                     Receiver::new(&receiver_config, &negotiated)
-                        .with_handshake_round_trip(tcp.rtt, sc.round_trip(c.path)),
+                        .with_handshake_round_trip(tcp.rtt, sc.round_trip(&c.path)),
                 )
             };
             let path: Vec<u32> = c.path.iter().map(|&h| dir_index(h)).collect();
@@ -536,7 +537,7 @@ impl<'s> World<'s> {
                 .rev()
                 .map(|&h| dir_index(h.reversed()))
                 .collect();
-            let bottleneck_bps = flow_bottleneck_bps(sc, c.path);
+            let bottleneck_bps = flow_bottleneck_bps(sc, &c.path);
             let start = app.start;
             queue.push(start, Event::Start { flow: i as u32 });
             if let (Some(stop), true, None) = (f.stop, c.first, c.arrival) {
@@ -570,6 +571,7 @@ impl<'s> World<'s> {
         }
 
         let udp = traffic::build_udp(sc, &mut queue, end);
+        let exchanges = traffic::build_exchanges(sc, &flow_conns);
         let mut world = World {
             sc,
             queue,
@@ -580,6 +582,7 @@ impl<'s> World<'s> {
             unfinished: flows.len() + udp.len(),
             flows,
             udp,
+            exchanges,
             slab: Slab::default(),
             tr: *sc.trace(),
             traces: Traces::default(),
@@ -898,6 +901,7 @@ impl<'s> World<'s> {
         if interactive {
             self.schedule_message(f);
         }
+        self.request_at_start(f);
     }
 
     fn stop_flow(&mut self, f: usize) {
@@ -905,9 +909,13 @@ impl<'s> World<'s> {
         if fl.app.stop(&mut fl.sender) {
             self.check_finished(f);
         }
+        self.stop_requests(f);
     }
 
     fn write_message(&mut self, f: usize) {
+        if self.send_request(f) {
+            return;
+        }
         let fl = &mut self.flows[f];
         if fl.app.write_message(&mut fl.sender) {
             self.transmit(f);
@@ -1061,6 +1069,9 @@ impl<'s> World<'s> {
         }
         self.flows[f].app.on_read(now, after - before);
         self.check_finished(f);
+        if !self.exchanges.is_empty() {
+            self.on_exchange_read(f, after);
+        }
     }
 
     /// An ACK reaches the sender.

@@ -15,6 +15,9 @@ use super::{
     cause_map, dir_index, goodput_bps, normalized_goodput, Event, FlowSummary, InFlight, World,
 };
 use crate::apps::metrics::{Percentiles, TrafficSummary};
+use std::ops::Range;
+
+use crate::apps::exchange::Exchanges;
 use crate::apps::short_flows::{self, Completed, UnloadedPath};
 use crate::apps::udp::{self, UdpSink, UdpSource};
 use crate::links::link::N_DROP_CAUSES;
@@ -210,34 +213,53 @@ impl World<'_> {
         (summary, started.then_some((f.start, active_end)))
     }
 
-    /// The summary of short-flow class `i` (its connections together) and its active span:
-    /// delivered bytes and counters summed over the connections, the span from the class's
-    /// start to the end of its last active connection; completion times and slowdowns in
-    /// `traffic`.
+    /// The summary of short-flow class `i` (its connections together) and its active span;
+    /// completion times and slowdowns in `traffic`. Finished once its arrivals ended (a stop
+    /// before the run's end) and every connection finished.
     pub(super) fn short_flows_summary(
         &self,
         i: usize,
+    ) -> (FlowSummary, Option<(SimTime, SimTime)>) {
+        let f = &self.sc.flows()[i];
+        let completed: Vec<Completed> = self.flow_conns[i]
+            .clone()
+            .map(|c| {
+                let app = &self.flows[c].app;
+                Completed {
+                    size_bytes: app.written_bytes(),
+                    fct_s: app
+                        .finish()
+                        .map(|t| t.saturating_since(app.start).as_secs_f64()),
+                }
+            })
+            .collect();
+        let traffic = short_flows::summarize(&completed, &unloaded_path(self.sc, f));
+        let all_done = completed.iter().all(|c| c.fct_s.is_some())
+            && f.stop.is_some_and(|s| s <= self.sim_end);
+        self.gathered_summary(i, traffic, all_done)
+    }
+
+    /// Scenario flow `i` made of several connections side by side (a short-flow class, a
+    /// request/response flow): delivered bytes and counters summed over them, the span from
+    /// the flow's start to the end of its last active connection (to its stop or the run's
+    /// end without one), `finished` as the caller says, the flow's own figures in `traffic`.
+    fn gathered_summary(
+        &self,
+        i: usize,
+        traffic: TrafficSummary,
+        finished: bool,
     ) -> (FlowSummary, Option<(SimTime, SimTime)>) {
         let f = &self.sc.flows()[i];
         let range = self.flow_conns[i].clone();
         let nodes = self.sc.nodes();
         let conns: Vec<FlowSummary> = range.clone().map(|c| self.conn_summary(c).0).collect();
         let mut end = f.start;
-        let mut completed = Vec::with_capacity(range.len());
         for c in range.clone() {
-            let app = &self.flows[c].app;
-            end = end.max(app.active_end(self.sim_end));
-            completed.push(Completed {
-                size_bytes: app.written_bytes(),
-                fct_s: app
-                    .finish()
-                    .map(|t| t.saturating_since(app.start).as_secs_f64()),
-            });
+            end = end.max(self.flows[c].app.active_end(self.sim_end));
         }
         if range.is_empty() {
             end = f.stop.map_or(self.sim_end, |s| s.min(self.sim_end));
         }
-        let traffic = short_flows::summarize(&completed, &unloaded_path(self.sc, f));
         let delivered: u64 = conns.iter().map(|g| g.delivered_bytes).sum();
         let sum = |get: fn(&FlowSummary) -> u64| conns.iter().map(get).sum::<u64>();
         let sum_of = |get: fn(&FlowSummary) -> Option<u64>| conns.iter().map(get).sum();
@@ -247,8 +269,6 @@ impl World<'_> {
                 *d += n;
             }
         }
-        let all_done = completed.iter().all(|c| c.fct_s.is_some());
-        let finished = all_done && f.stop.is_some_and(|s| s <= self.sim_end);
         let bottleneck_bps = super::flow_bottleneck_bps(self.sc, &f.path);
         let goodput = goodput_bps(delivered, end.saturating_since(f.start).as_nanos());
         let summary = FlowSummary {
@@ -261,7 +281,12 @@ impl World<'_> {
             finish_s: finished.then(|| end.as_secs_f64()),
             transfer_time_s: finished.then(|| end.saturating_since(f.start).as_secs_f64()),
             delivered_bytes: delivered,
-            app_bytes: Some(completed.iter().map(|c| c.size_bytes).sum()),
+            app_bytes: Some(
+                range
+                    .clone()
+                    .map(|c| self.flows[c].app.written_bytes())
+                    .sum(),
+            ),
             goodput_bps: goodput,
             bottleneck_bps,
             normalized_goodput: normalized_goodput(goodput, bottleneck_bps),
@@ -292,5 +317,138 @@ impl World<'_> {
         };
         let started = self.now >= f.start;
         (summary, started.then_some((f.start, end)))
+    }
+}
+
+/// A request/response flow at run time: its two connections (indices into `World::flows`)
+/// and its exchanges.
+#[derive(Debug)]
+pub(super) struct ExchangeRt {
+    /// The connection carrying requests (the flow's source to its destination) and the one
+    /// carrying responses back.
+    pub client: u32,
+    pub server: u32,
+    pub ex: Exchanges,
+}
+
+/// The request/response flows of `sc`, with the connections `relay::plan` gave them.
+pub(super) fn build_exchanges(sc: &Scenario, flow_conns: &[Range<usize>]) -> Vec<ExchangeRt> {
+    sc.flows()
+        .iter()
+        .zip(flow_conns)
+        .filter_map(|(f, r)| match &f.app {
+            AppSpec::RequestResponse(spec) => Some(ExchangeRt {
+                client: r.start as u32,
+                server: r.start as u32 + 1,
+                ex: Exchanges::new(spec.clone(), sc.seed(), &f.name),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+impl World<'_> {
+    fn exchange_of_client(&self, f: usize) -> Option<usize> {
+        self.exchanges.iter().position(|e| e.client as usize == f)
+    }
+
+    /// A request/response flow's client connection started: its first request.
+    pub(super) fn request_at_start(&mut self, f: usize) {
+        if !self.exchanges.is_empty() {
+            self.send_request(f);
+        }
+    }
+
+    /// The client of connection `f` sends its next request, if `f` is a request/response
+    /// client; false if it is not one.
+    pub(super) fn send_request(&mut self, f: usize) -> bool {
+        let Some(e) = self.exchange_of_client(f) else {
+            return false;
+        };
+        if let Some(bytes) = self.exchanges[e].ex.request(self.now) {
+            let fl = &mut self.flows[f];
+            fl.app.write_bytes(&mut fl.sender, bytes);
+            self.transmit(f);
+        }
+        true
+    }
+
+    /// The client of connection `f` stops at the flow's stop: no more requests; the server
+    /// ends its stream once no exchange is outstanding.
+    pub(super) fn stop_requests(&mut self, f: usize) {
+        if let Some(e) = self.exchange_of_client(f) {
+            if self.exchanges[e].ex.stop() {
+                self.end_responses(e);
+            }
+        }
+    }
+
+    fn end_responses(&mut self, e: usize) {
+        let s = self.exchanges[e].server as usize;
+        let fl = &mut self.flows[s];
+        if fl.app.stop(&mut fl.sender) {
+            self.check_finished(s);
+        }
+    }
+
+    /// Connection `f`'s receiving application has read `read_bytes` in all: a server that
+    /// read a whole request answers it; a client that read a whole response thinks, then asks
+    /// again.
+    pub(super) fn on_exchange_read(&mut self, f: usize, read_bytes: u64) {
+        let now = self.now;
+        let Some(e) = self
+            .exchanges
+            .iter()
+            .position(|x| x.client as usize == f || x.server as usize == f)
+        else {
+            return;
+        };
+        let (client, server) = (
+            self.exchanges[e].client as usize,
+            self.exchanges[e].server as usize,
+        );
+        if f == client {
+            // The client connection's receiver is the server: requests arrive there.
+            if let Some(bytes) = self.exchanges[e].ex.on_server_read(read_bytes) {
+                let fl = &mut self.flows[server];
+                fl.app.write_bytes(&mut fl.sender, bytes);
+                self.transmit(server);
+            }
+            return;
+        }
+        match self.exchanges[e].ex.on_client_read(now, read_bytes) {
+            Some(think) => {
+                let at = now + think;
+                let stop = self.sc.flows()[self.flows[client].spec as usize].stop;
+                if at <= self.end && stop.is_none_or(|s| at < s) {
+                    self.queue.push(
+                        at,
+                        Event::Message {
+                            flow: client as u32,
+                        },
+                    );
+                }
+            }
+            None if self.exchanges[e].ex.stopped() => self.end_responses(e),
+            None => {}
+        }
+    }
+
+    /// The summary of request/response flow `i` and its active span: both connections'
+    /// counters summed, the exchanges and their response times in `traffic`.
+    pub(super) fn exchanges_summary(&self, i: usize) -> (FlowSummary, Option<(SimTime, SimTime)>) {
+        let range = self.flow_conns[i].clone();
+        let e = self
+            .exchanges
+            .iter()
+            .find(|x| x.client as usize == range.start);
+        let traffic = e.map(|x| TrafficSummary {
+            exchanges: Some(x.ex.started()),
+            exchanges_completed: Some(x.ex.response_times_ns().len() as u64),
+            response_time_s: Percentiles::of_nanos(x.ex.response_times_ns()),
+            ..TrafficSummary::default()
+        });
+        let all_done = range.clone().all(|c| self.flows[c].app.finish().is_some());
+        self.gathered_summary(i, traffic.unwrap_or_default(), all_done)
     }
 }
