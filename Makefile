@@ -104,7 +104,7 @@ compare-emu-tbf: setup
 # two namespaces, without and with a call drop mid-fragment (root: namespaces, TUN; minutes).
 # Its figures are in docs/linkmgr.md.
 bench-linkmgr:
-	cargo test --release -p farlink-emu --test linkmgr_dataplane -- --ignored --nocapture \
+	cargo test --release -p farlink-linkmgr --test linkmgr_dataplane -- --ignored --nocapture \
 		bench_eight_iridium_members
 
 # The link manager for an hour: daemons, simulated modems and a TCP transfer across 8 bonded

@@ -17,6 +17,7 @@ from farlink.captures.dispersion import (
     data_dispersion,
     fitted_rate,
     modal_rate,
+    train_mode,
 )
 from farlink.captures.fit import fit_path
 from farlink.cli.app import main
@@ -112,6 +113,43 @@ def test_too_few_samples_or_a_mode_below_the_goodput_fall_back_to_the_goodput():
     assert within.rate_bps == pytest.approx(RATE_BPS) and within.warning is None
     beyond = fitted_rate(busy, RATE_BPS * (1 + MODE_WIDTH) * 1.001, "mean goodput")
     assert beyond.rate_bps > RATE_BPS and "below the goodput" in (beyond.warning or "")
+
+
+def test_parallel_channels_are_measured_over_a_train_as_long_as_their_number():
+    # Eight busy channels side by side, each sending one packet after another at 2,400 bit/s
+    # from its own phase (a bundle's members): pairs of deliveries in a row came from two
+    # channels at unrelated phases and scatter; trains of eight span a round of all of them.
+    channels, per_channel_bps, packet_bits = 8, 2400.0, 8.0 * 300
+    phases = np.random.default_rng(7).uniform(0, packet_bits / per_channel_bps, channels)
+    jitter = np.random.default_rng(8).normal(0, 0.002, (channels, 200))
+    ends = phases[:, None] + np.arange(1, 201) * packet_bits / per_channel_bps + jitter
+    t = np.sort(ends.ravel())
+    bits, gaps = np.full(len(t) - 1, packet_bits), np.diff(t)
+    est = train_mode(bits, gaps, "ack dispersion")
+    assert est.train >= 4
+    assert est.rate_bps == pytest.approx(channels * per_channel_bps, rel=MODE_WIDTH)
+    pairs = modal_rate(bits, gaps, "ack dispersion")
+    assert abs(pairs.rate_bps / (channels * per_channel_bps) - 1) > MODE_WIDTH
+
+
+def test_one_busy_channel_keeps_its_pairs():
+    conn = _train(np.arange(400) * SERIALISE_S)
+    assert ack_dispersion(conn).train == 1
+
+
+def test_fit_of_an_iridium_bundle_takes_the_members_summed_rate(tmp_path):
+    # An hour over eight bonded 2,400 bit/s modems with call drops (seed 1): the pairs' mode is
+    # three times the bundle, a 10 s goodput window over its bursty reassembly two and a half.
+    result = simulate(
+        "iridium-greenland-8",
+        duration="1h",
+        sets=['flows[0].app={kind="unbounded"}', 'pcap=["iridium"]', "trace={}"],
+    )
+    write_pcaps(result, tmp_path)
+    fit = fit_path(tmp_path / "iridium.pcap")
+    assert fit.rate_bps == pytest.approx(8 * 2400, rel=MODE_WIDTH)
+    assert fit.rate_basis.startswith("ACK dispersion") and "trains of" in fit.rate_basis
+    assert not fit.warnings
 
 
 def test_no_sample_gives_no_rate():

@@ -399,6 +399,8 @@ def iridium_fitted(ran: Ran) -> dict[str, Any]:
     d = ran.json()
     assert d["rate_bps"] > 0 and d["rtt_s"]["median"] > 0 and d["rtt_s"]["min"] > 0
     assert 0 < d["loss_rate"] <= d["loss_rate_upper_bound"], "call drops lose segments"
+    # Eight 2,400 bit/s members: their sum, from trains of deliveries (captures.md).
+    assert abs(d["rate_bps"] / (8 * 2400) - 1) < 0.1 and d["bottleneck_rate_train"] > 1, d
     figures = _figures(d, "rate_bps", "loss_rate", "needed_retransmissions", "retransmissions")
     return {**figures, "rtt_median_s": d["rtt_s"]["median"], "rate_basis": d["rate_basis"]}
 

@@ -23,7 +23,7 @@ from farlink.models.iridium import (
 from farlink.units import parse_duration_s
 
 MEMBER_STATES = ["idle", "connecting", "connected", "call_lost", "dropped", "failed", "blocked"]
-CAUSES = {"queue_overflow", "corruption", "arq_give_up", "call_drop", "reassembly_timeout"}
+CAUSES = {"queue_overflow", "corruption", "arq_give_up", "call_drop", "reassembly_timeout", "aqm"}
 IRIDIUM_PRESETS = ["iridium-greenland-8", *(f"iridium-{n}" for n in range(1, 9))]
 
 

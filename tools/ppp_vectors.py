@@ -3,8 +3,8 @@
 The address, control, protocol and LCP fields come from scapy's PPP layers; octet stuffing and
 the frame check sequences are written here straight from RFC 1662 (section 4.2 and appendix C:
 FCS-16 bit by bit, FCS-32 with zlib's CRC-32, which is the same polynomial and conventions); the
-multilink headers from RFC 1990 section 3. The Rust tests (crates/farlink-core/tests/
-ppp_vectors.rs) check the core's encoders and decoders against this file.
+multilink headers from RFC 1990 section 3. The Rust tests (crates/farlink-linkmgr/tests/
+ppp_vectors.rs) check the link manager's encoders and decoders against this file.
 
 Run: .venv/bin/python tools/ppp_vectors.py
 """

@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use farlink_core::ppp::at::{parse_line, AtDialogue, AtOutput, ModemProfile};
+use farlink_linkmgr::ppp::at::{parse_line, AtDialogue, AtOutput, ModemProfile};
 use farlink_core::time::{SimDuration, SimTime};
 use libfuzzer_sys::fuzz_target;
 

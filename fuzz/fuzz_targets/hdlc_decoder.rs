@@ -5,8 +5,8 @@
 
 #![no_main]
 
-use farlink_core::ppp::hdlc::{self, Decoder, FcsKind, RxOptions, MAX_OVERHEAD};
-use farlink_core::ppp::mp::{self, Reassembler, ReassemblerConfig, SeqFormat};
+use farlink_linkmgr::ppp::hdlc::{self, Decoder, FcsKind, RxOptions, MAX_OVERHEAD};
+use farlink_linkmgr::ppp::mp::{self, Reassembler, ReassemblerConfig, SeqFormat};
 use farlink_core::time::{SimDuration, SimTime};
 use libfuzzer_sys::fuzz_target;
 

@@ -71,6 +71,7 @@ fn bench_hold(c: &mut Criterion) {
                                 pkt: Packet {
                                     id: dt,
                                     size_bytes: 1500,
+                                    ..Packet::default()
                                 },
                             },
                             Ev::Arrival { link, .. } => Ev::Wake { component: link },

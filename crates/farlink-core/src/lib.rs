@@ -12,7 +12,6 @@ pub mod loss;
 pub mod modem;
 pub mod path;
 pub mod pcap;
-pub mod ppp;
 pub mod rng;
 pub mod scenario;
 pub mod sched;

@@ -163,6 +163,7 @@
 //! their defaults and the type that carries them on. `quantity.rs` reads the two spellings of
 //! a quantity; `errors.rs` holds [`ScenarioError`].
 
+mod aqm;
 mod bundles;
 mod defaults;
 mod errors;

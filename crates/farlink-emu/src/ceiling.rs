@@ -85,28 +85,7 @@ pub fn reference_transfer(
     let lock = RunLock::acquire()?;
     let s = Netns::create(&lock.id, "S")?;
     let d = Netns::create(&lock.id, "D")?;
-    let device = format!("farlink-{}", lock.id);
-    let mut tuns = Vec::new();
-    match carrier {
-        Carrier::BareTun | Carrier::BareTunOffload => {
-            let offload = carrier == Carrier::BareTunOffload;
-            for ns in [&s, &d] {
-                let dev = device.clone();
-                tuns.push(ns.run(move || Tun::create_with(&dev, offload))??);
-            }
-        }
-        Carrier::Veth => {
-            s.ip(&[
-                "link", "add", &device, "type", "veth", "peer", "name", &device, "netns", &d.name,
-            ])?;
-        }
-    }
-    for (ns, me, peer) in [(&s, S_ADDR, D_ADDR), (&d, D_ADDR, S_ADDR)] {
-        ns.ip(&["addr", "add", &format!("{me}/32"), "dev", &device])?;
-        ns.ip(&["link", "set", &device, "mtu", &mtu.to_string(), "up"])?;
-        ns.ip(&["route", "add", &format!("{peer}/32"), "dev", &device])?;
-        ns.run(|| crate::netns::write_sysctl("net.ipv6.conf.all.disable_ipv6", "1"))??;
-    }
+    let mut tuns = join(carrier, &s, &d, &format!("farlink-{}", lock.id), mtu)?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let forwarding = Arc::new(AtomicBool::new(true));
@@ -175,6 +154,39 @@ pub fn reference_transfer(
         interrupted: signals.interrupted(),
         error: snd.error.or(got.error),
     })
+}
+
+/// Joins namespaces `s` and `d` by `carrier` (a TUN device `device` in each, returned for the
+/// forwarder, or a veth pair), addressed and routed, MTU `mtu`.
+fn join(
+    carrier: Carrier,
+    s: &Netns,
+    d: &Netns,
+    device: &str,
+    mtu: u32,
+) -> Result<Vec<Tun>, EmuError> {
+    let mut tuns = Vec::new();
+    match carrier {
+        Carrier::BareTun | Carrier::BareTunOffload => {
+            let offload = carrier == Carrier::BareTunOffload;
+            for ns in [s, d] {
+                let dev = device.to_owned();
+                tuns.push(ns.run(move || Tun::create_with(&dev, offload))??);
+            }
+        }
+        Carrier::Veth => {
+            s.ip(&[
+                "link", "add", device, "type", "veth", "peer", "name", device, "netns", &d.name,
+            ])?;
+        }
+    }
+    for (ns, me, peer) in [(s, S_ADDR, D_ADDR), (d, D_ADDR, S_ADDR)] {
+        ns.ip(&["addr", "add", &format!("{me}/32"), "dev", device])?;
+        ns.ip(&["link", "set", device, "mtu", &mtu.to_string(), "up"])?;
+        ns.ip(&["route", "add", &format!("{peer}/32"), "dev", device])?;
+        ns.run(|| crate::netns::write_sysctl("net.ipv6.conf.all.disable_ipv6", "1"))??;
+    }
+    Ok(tuns)
 }
 
 /// The bare forwarder: whatever one TUN gives, written to the other at once. Returns the

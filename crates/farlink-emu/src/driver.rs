@@ -487,6 +487,7 @@ impl Driver {
         let pkt = Packet {
             id: u64::from(slot),
             size_bytes: self.slab.meta_mut(slot).len,
+            ..Packet::default()
         };
         if let Err(cause) = self.links.dirs[d].offer(at, pkt) {
             self.dropped(slot, cause);

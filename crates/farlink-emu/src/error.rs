@@ -23,7 +23,7 @@ pub enum EmuError {
 }
 
 impl EmuError {
-    pub(crate) fn sys(what: impl std::fmt::Display, err: impl std::fmt::Display) -> EmuError {
+    pub fn sys(what: impl std::fmt::Display, err: impl std::fmt::Display) -> EmuError {
         EmuError::System(format!("{what}: {err}"))
     }
 }

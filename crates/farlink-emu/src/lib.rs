@@ -22,8 +22,9 @@
 //! * `command`: programs as the workload, a command against a server or a counting sink;
 //! * `report`: the result in `simulate`'s shape plus the emulator's own figures;
 //! * [`ceiling`]: the references of the throughput benchmark (a bare TUN forwarder, veth);
-//! * [`linkmgr`]: the link manager: a daemon running real or simulated modems, its log, and
-//!   its data plane (serial members bonded into one multilink PPP bundle on a TUN device).
+//!
+//! The link manager (`farlink-linkmgr`) uses the shell's pieces: [`clock`], [`netns`], [`tun`],
+//! [`signals`] and [`check_host`].
 
 mod error;
 pub use error::EmuError;
@@ -35,7 +36,7 @@ mod bulk;
 #[cfg(target_os = "linux")]
 pub mod ceiling;
 #[cfg(target_os = "linux")]
-mod clock;
+pub mod clock;
 #[cfg(target_os = "linux")]
 mod command;
 #[cfg(target_os = "linux")]
@@ -49,9 +50,7 @@ mod histogram;
 #[cfg(target_os = "linux")]
 mod kernel;
 #[cfg(target_os = "linux")]
-pub mod linkmgr;
-#[cfg(target_os = "linux")]
-mod netns;
+pub mod netns;
 #[cfg(target_os = "linux")]
 mod nstat;
 #[cfg(target_os = "linux")]
@@ -75,7 +74,7 @@ mod settings;
 #[cfg(target_os = "linux")]
 mod setup;
 #[cfg(target_os = "linux")]
-mod signals;
+pub mod signals;
 #[cfg(target_os = "linux")]
 mod slab;
 #[cfg(target_os = "linux")]
@@ -83,7 +82,7 @@ mod sockdiag;
 #[cfg(target_os = "linux")]
 mod tcpinfo;
 #[cfg(target_os = "linux")]
-mod tun;
+pub mod tun;
 #[cfg(target_os = "linux")]
 mod wire_sender;
 #[cfg(target_os = "linux")]
@@ -92,7 +91,7 @@ mod workload;
 #[cfg(target_os = "linux")]
 pub use command::CommandReport;
 #[cfg(target_os = "linux")]
-pub use run::emulate;
+pub use run::{check_host, emulate};
 #[cfg(target_os = "linux")]
 pub use signals::last_interrupt_signal;
 

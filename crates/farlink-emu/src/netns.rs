@@ -22,7 +22,7 @@ const NETNS_DIR: &str = "/run/netns";
 const LOCK_DIR: &str = "/run/farlink";
 
 /// Runs `ip ARGS`; an error names the command and what it printed.
-pub(crate) fn ip(args: &[&str]) -> Result<(), EmuError> {
+pub fn ip(args: &[&str]) -> Result<(), EmuError> {
     let out = Command::new("ip")
         .args(args)
         .output()
@@ -40,8 +40,8 @@ pub(crate) fn ip(args: &[&str]) -> Result<(), EmuError> {
 
 /// The run's identity and its lock: while this lives, its namespaces are not stale.
 #[derive(Debug)]
-pub(crate) struct RunLock {
-    pub(crate) id: String,
+pub struct RunLock {
+    pub id: String,
     path: PathBuf,
     _lock: Flock<File>,
 }
@@ -49,7 +49,7 @@ pub(crate) struct RunLock {
 impl RunLock {
     /// A new run id (the process id and a counter, in hex: short enough for interface names)
     /// and its lock.
-    pub(crate) fn acquire() -> Result<RunLock, EmuError> {
+    pub fn acquire() -> Result<RunLock, EmuError> {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let seq = SEQ.fetch_add(1, Ordering::Relaxed) % 16;
         let id = format!("{:x}{seq:x}", std::process::id());
@@ -102,7 +102,7 @@ fn run_is_gone(id: &str) -> bool {
 }
 
 /// Removes the namespaces of runs that are gone; returns their names.
-pub(crate) fn remove_stale() -> Vec<String> {
+pub fn remove_stale() -> Vec<String> {
     let Ok(entries) = fs::read_dir(NETNS_DIR) else {
         return Vec::new();
     };
@@ -124,14 +124,14 @@ pub(crate) fn remove_stale() -> Vec<String> {
 
 /// A network namespace this run made; removed when dropped.
 #[derive(Debug)]
-pub(crate) struct Netns {
-    pub(crate) name: String,
+pub struct Netns {
+    pub name: String,
     file: File,
 }
 
 impl Netns {
     /// Makes `farlink-<run>-<node>` (the node's name reduced to letters, digits and `_`).
-    pub(crate) fn create(run: &str, node: &str) -> Result<Netns, EmuError> {
+    pub fn create(run: &str, node: &str) -> Result<Netns, EmuError> {
         let clean: String = node
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -153,12 +153,12 @@ impl Netns {
     }
 
     /// The namespace's file, which `setns(2)` takes.
-    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.file.as_fd()
     }
 
     /// Runs `ip -n <ns> ARGS`.
-    pub(crate) fn ip(&self, args: &[&str]) -> Result<(), EmuError> {
+    pub fn ip(&self, args: &[&str]) -> Result<(), EmuError> {
         let mut all = vec!["-n", self.name.as_str()];
         all.extend_from_slice(args);
         ip(&all)
@@ -166,7 +166,7 @@ impl Netns {
 
     /// Runs `f` on a new thread that has entered this namespace: sockets and devices it makes,
     /// and the `/proc/sys/net` it writes, are the namespace's.
-    pub(crate) fn spawn<T, F>(
+    pub fn spawn<T, F>(
         &self,
         name: &str,
         f: F,
@@ -199,7 +199,7 @@ impl Netns {
     }
 
     /// Runs `f` inside this namespace and waits for it.
-    pub(crate) fn run<T, F>(&self, f: F) -> Result<T, EmuError>
+    pub fn run<T, F>(&self, f: F) -> Result<T, EmuError>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -262,7 +262,7 @@ fn stop_processes_in(ns: &File) {
 }
 
 /// Writes sysctl `key` (dotted, under `net.`) in the calling thread's network namespace.
-pub(crate) fn write_sysctl(key: &str, value: &str) -> Result<(), EmuError> {
+pub fn write_sysctl(key: &str, value: &str) -> Result<(), EmuError> {
     let path = Path::new("/proc/sys").join(key.replace('.', "/"));
     fs::write(&path, value).map_err(|e| EmuError::sys(format!("sysctl {key}"), e))
 }

@@ -28,7 +28,7 @@ use crate::wire_sender::{self, SenderChoice};
 use crate::workload;
 
 /// Whether this process may make namespaces and TUN devices.
-pub(crate) fn check_host() -> Result<(), EmuError> {
+pub fn check_host() -> Result<(), EmuError> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(|e| EmuError::sys("/proc/self/status", e))?;
     let cap_eff = status

@@ -30,10 +30,10 @@ static INSTALLED: Mutex<(usize, Vec<(Signal, SigAction)>)> = Mutex::new((0, Vec:
 
 /// The run's handlers for SIGINT and SIGTERM; the previous ones come back when the last run
 /// alive in the process drops its `Signals`.
-pub(crate) struct Signals(());
+pub struct Signals(());
 
 impl Signals {
-    pub(crate) fn install() -> Result<Signals, EmuError> {
+    pub fn install() -> Result<Signals, EmuError> {
         let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
         if installed.0 == 0 {
             INTERRUPTED.store(false, Ordering::Relaxed);
@@ -61,7 +61,7 @@ impl Signals {
     }
 
     /// Whether SIGINT or SIGTERM came since the runs alive began.
-    pub(crate) fn interrupted(&self) -> bool {
+    pub fn interrupted(&self) -> bool {
         INTERRUPTED.load(Ordering::Relaxed)
     }
 }

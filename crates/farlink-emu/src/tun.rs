@@ -12,20 +12,20 @@ use crate::error::EmuError;
 
 /// An open TUN device; the device disappears when this is dropped.
 #[derive(Debug)]
-pub(crate) struct Tun {
+pub struct Tun {
     file: File,
 }
 
 impl Tun {
     /// Opens `/dev/net/tun` and attaches it to a new device `name`, in the calling thread's
     /// network namespace; non-blocking.
-    pub(crate) fn create(name: &str) -> Result<Tun, EmuError> {
+    pub fn create(name: &str) -> Result<Tun, EmuError> {
         Tun::create_with(name, false)
     }
 
     /// As [`Tun::create`]; with `offload`, behind a `virtio_net_hdr` with checksum offload and
     /// TSO on.
-    pub(crate) fn create_with(name: &str, offload: bool) -> Result<Tun, EmuError> {
+    pub fn create_with(name: &str, offload: bool) -> Result<Tun, EmuError> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -66,7 +66,7 @@ impl Tun {
     }
 
     /// One packet into `buf`; `Ok(None)` when none is waiting.
-    pub(crate) fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    pub fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         match self.file.read(buf) {
             Ok(n) => Ok(Some(n)),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
@@ -75,16 +75,16 @@ impl Tun {
     }
 
     /// Hands one packet to the kernel.
-    pub(crate) fn send(&mut self, pkt: &[u8]) -> io::Result<()> {
+    pub fn send(&mut self, pkt: &[u8]) -> io::Result<()> {
         self.file.write(pkt).map(|_| ())
     }
 
     /// The device's descriptor, for a caller that does its own reads and writes.
-    pub(crate) fn into_file(self) -> File {
+    pub fn into_file(self) -> File {
         self.file
     }
 
-    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         std::os::fd::AsFd::as_fd(&self.file)
     }
 }

@@ -122,6 +122,7 @@ fn lcg16807_drops_the_same_packet_indices_as_the_simulators_link() {
             Packet {
                 id: k,
                 size_bytes: 1000,
+                ..Packet::default()
             },
         )
         .unwrap();

@@ -1,11 +1,11 @@
-//! `_core.linkmgr_run`, `linkmgr_modem_sim`, `linkmgr_control` and `linkmgr_config`: the link manager (crate `farlink-emu`)
+//! `_core.linkmgr_run`, `linkmgr_modem_sim`, `linkmgr_control` and `linkmgr_config`: the link manager (crate `farlink-linkmgr`)
 //! from Python, each run with the GIL released until SIGTERM or SIGINT.
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use farlink_emu::linkmgr::{self, LinkMgrError as Failure};
+use farlink_linkmgr::{self as linkmgr, LinkMgrError as Failure};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

@@ -23,8 +23,9 @@ From the busiest TCP connection of a capture (:mod:`farlink.captures.analysis`):
 * the bottleneck rate from the spacing of the ACKs where the bottleneck was busy, the mode of
   their delivery rates (:mod:`farlink.captures.dispersion`), where that mode stands on enough
   samples and is not below the goodput by more than its width; else, with a warning, the
-  largest goodput over a complete 10 s window (the mean goodput of a shorter connection), a
-  lower bound that is close only when the flow filled the path;
+  largest goodput over a complete window of 10 s, or longer where the RTT is (four median
+  RTTs; the mean goodput of a shorter connection), a lower bound that is close only when the
+  flow filled the path;
 * a token bucket in front of the bottleneck, where the ACKs show bursts delivered faster than
   the fitted rate (:mod:`farlink.captures.bucket`): the link gets ``burst_bytes``, the largest
   burst's excess over the rate (a lower bound of the bucket's depth), and ``peak_rate_bps``, the
@@ -78,7 +79,7 @@ from typing import Any
 
 import numpy as np
 
-from farlink.captures.analysis import Connection, analyze_capture
+from farlink.captures.analysis import GOODPUT_WINDOWS_S, Connection, analyze_capture
 from farlink.captures.bucket import TokenBucketFit, token_bucket
 from farlink.captures.dispersion import (
     IP_TCP_HEADER_BYTES,
@@ -101,6 +102,8 @@ __all__ = [
     "scenario_toml",
 ]
 
+# The goodput bound's window spans at least this many median RTTs (_goodput_bound).
+GOODPUT_WINDOW_RTTS = 4
 LOSS_RATE_MEANINGS = {
     "loss_rate": "copies lost after the tap (seen sent, never acknowledged: the needed "
     "retransmissions of data the tap saw) / data segments seen at the tap",
@@ -151,7 +154,7 @@ class PathFit:
 
     @property
     def rate_basis(self) -> str:
-        return self.rate_fit.basis if self.rate_fit else "largest goodput over a 10 s window"
+        return self.rate_fit.basis if self.rate_fit else "largest goodput over a window"
 
     @property
     def loss_rate(self) -> float:
@@ -261,12 +264,7 @@ def fit_path(capture: Path, drops: Path | None = None, *, rtt_s: float | None = 
     if len(rtt) == 0 or len(conn.seq["seq"]) == 0:
         raise ValueError(f"{capture}: connection {conn.name} has no RTT samples or no data")
     rtt, rtt_method = _path_rtt(capture, conn, rtt, rtt_method, bool(own), rtt_s)
-    windows = conn.goodput.get(10.0, np.array([]))
-    if len(windows):
-        goodput, goodput_basis = float(windows.max()), "largest goodput over a 10 s window"
-    else:
-        goodput = 8 * conn.delivered_bytes / conn.duration_s
-        goodput_basis = "mean goodput (the connection lasted under 10 s)"
+    goodput, goodput_basis = _goodput_bound(conn, rtt)
     rate_fit = fitted_rate(conn, goodput, goodput_basis)
     rate = rate_fit.rate_bps
     beta = ci = verdict = None
@@ -326,6 +324,26 @@ def fit_path(capture: Path, drops: Path | None = None, *, rtt_s: float | None = 
         bucket=bucket,
         tap=conn.tap,
         timeouts=len(conn.timeouts_s) + conn.timeouts_unseen,
+    )
+
+
+def _goodput_bound(conn: Connection, rtt_s: np.ndarray) -> tuple[float, str]:
+    """The goodput a bottleneck must at least carry, and what it is: the largest over a
+    complete window of the shortest length in GOODPUT_WINDOWS_S that spans
+    :data:`GOODPUT_WINDOW_RTTS` of the connection's median RTT (a path that holds data and hands
+    it on in bursts, a bundle's reassembly after a call drop, delivers a window's worth within
+    one RTT: over a 10 s window behind a 19 s RTT, 2.5 times its rate); the mean goodput of a
+    connection shorter than that window. ``rtt_s``: the path's RTT samples."""
+    span_s = GOODPUT_WINDOW_RTTS * float(np.median(rtt_s))
+    for window_s in GOODPUT_WINDOWS_S:
+        windows = conn.goodput.get(window_s, np.array([]))
+        if window_s >= span_s and len(windows):
+            return float(windows.max()), f"largest goodput over a {window_s:g} s window"
+        if window_s >= span_s:
+            break
+    return (
+        8 * conn.delivered_bytes / conn.duration_s,
+        "mean goodput (the connection lasted under one goodput window)",
     )
 
 

@@ -1,7 +1,7 @@
 """The link manager's Python side: the front of its daemon and simulated modems, readers of its
 event log and its web dashboard.
 
-The daemon itself (crates/farlink-emu) writes the event log of docs/linkmgr.md;
+The daemon itself (crates/farlink-linkmgr) writes the event log of docs/linkmgr.md;
 :mod:`~farlink.linkmgr.run` starts it and the simulated modems (``farlink linkmgr run``,
 ``farlink linkmgr modem-sim``); here are
 :mod:`~farlink.linkmgr.eventlog` (read-only access), :mod:`~farlink.linkmgr.tracker` (the log

@@ -1,6 +1,6 @@
 """Write event logs of the link manager's schema: a writer, and synthetic bundles for tests.
 
-The daemon (crates/farlink-emu) is the log's real writer; this module writes the same schema
+The daemon (crates/farlink-linkmgr) is the log's real writer; this module writes the same schema
 (docs/linkmgr.md, "The event log") so that the readers can be tested and shown without a daemon:
 :class:`LogWriter` appends events one transaction each, as the daemon does, and
 :func:`synthetic_log` draws a whole run of a bundle with the state machine of seed 000 Figure 7.2

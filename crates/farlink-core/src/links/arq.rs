@@ -785,7 +785,11 @@ mod tests {
     }
 
     fn pkt(id: u64, size_bytes: u32) -> Packet {
-        Packet { id, size_bytes }
+        Packet {
+            id,
+            size_bytes,
+            ..Packet::default()
+        }
     }
 
     /// The Iridium member of the presets: 2400 bit/s, 0.5 s one way, 27-byte frames (90 ms).

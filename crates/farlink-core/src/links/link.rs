@@ -1,4 +1,5 @@
-//! A point-to-point link as a sans-I/O component: a finite drop-tail queue, a serializer of
+//! A point-to-point link as a sans-I/O component: a finite queue (drop-tail, or an AQM of
+//! [`crate::links::queue`]), a serializer of
 //! fixed rate (or a token-bucket shaper), a propagation delay, and an error model applied at
 //! the receiving end.
 //!
@@ -12,6 +13,7 @@
 //! ```text
 //!  offer ──▶ [ queue (drop-tail) ] ──▶ serializer (rate) ──▶ wire (delay) ──▶ loss model ──▶ poll
 //!              │ full: QueueOverflow                                     │ lost: Corruption
+//!              │ AQM: Aqm (or a CE mark)
 //! ```
 //!
 //! # Semantics
@@ -49,18 +51,26 @@
 //!   departure ([`Departure::at`]) is `ready`, and serialization stays back to back: when one
 //!   packet ends, the next starts then or when its tokens are there, whichever is later.
 //!   Without a bucket the link is exactly the serializer above (one branch per packet).
+//! * **Queue discipline** ([`Link::with_queue`]): the queue is a [`Queue`]; drop-tail by
+//!   default (the rules above). An AQM decides at enqueue (its verdict is `offer`'s) or at
+//!   dequeue, when the serializer frees; packets it drops other than the one offered are
+//!   reported by `poll` at the instant of the decision, in time order with the wire's events,
+//!   and a packet it marks leaves with [`Packet::ecn`] set to [`Ecn::Ce`]. A packet offered to
+//!   an idle serializer never waits, so no discipline sees it.
 //! * **Conservation**: at every moment, every packet offered is delivered, dropped with a cause,
 //!   or inside the link (waiting, serializing or on the wire); [`Link::conservation_holds`]
 //!   checks it.
 //!
 //! # Memory
 //!
-//! The queue and the wire are `VecDeque`s of `Copy` handles with capacity reserved at
-//! construction (the queue's limit in packets, or the byte limit over 40-byte packets; the wire
+//! The queue (drop-tail's: see [`crate::links::queue`]) and the wire are `VecDeque`s of `Copy`
+//! handles with capacity reserved at construction (the queue's limit in packets, or the byte
+//! limit over 40-byte packets; the wire
 //! for the packets of 40 bytes that fit in the delay at the serializer's rate, plus those of a
 //! full bucket; both capped at 65,536). They grow only if that is ever exceeded, and never
 //! shrink, so the steady state allocates nothing.
 
+use super::queue::{DropTail, Queue, Verdict};
 use crate::error::ConfigError;
 use crate::loss::{LossModel, NoLoss};
 use crate::time::{BitRate, SimDuration, SimTime};
@@ -68,15 +78,43 @@ use std::collections::VecDeque;
 
 /// The smallest packet assumed when reserving capacity: a bare TCP/IPv4 header, 20 + 20 bytes
 /// (RFC 791 section 3.1, RFC 9293 section 3.1).
-const MIN_PACKET_BYTES_FOR_RESERVE: u64 = 40;
+pub(crate) const MIN_PACKET_BYTES_FOR_RESERVE: u64 = 40;
 /// Upper bound on the capacity reserved up front for the queue and for the wire.
-const MAX_RESERVED_PKTS: u64 = 65_536;
+pub(crate) const MAX_RESERVED_PKTS: u64 = 65_536;
 
-/// A packet as the link sees it: an opaque id chosen by the caller and a size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A packet as the link sees it: an opaque id chosen by the caller, a size, the flow it belongs
+/// to (for per-flow queueing) and its IP ECN field (for marking). 16 bytes, like the id and
+/// size alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Packet {
     pub id: u64,
     pub size_bytes: u32,
+    /// The caller's flow label (the engine's flow index, wrapped to 16 bits); FQ-CoDel
+    /// classifies by it.
+    pub flow: u16,
+    pub ecn: Ecn,
+}
+
+/// The IP header's ECN field (RFC 3168 section 5; codepoints as on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum Ecn {
+    /// Not ECN-capable transport.
+    #[default]
+    NotEct = 0b00,
+    /// ECN-capable transport, ECT(1) (RFC 9331: L4S).
+    Ect1 = 0b01,
+    /// ECN-capable transport, ECT(0) (RFC 3168).
+    Ect0 = 0b10,
+    /// Congestion experienced.
+    Ce = 0b11,
+}
+
+impl Ecn {
+    /// ECT(0) or ECT(1): a queue may mark it instead of dropping it.
+    pub fn is_ect(self) -> bool {
+        matches!(self, Ecn::Ect0 | Ecn::Ect1)
+    }
 }
 
 /// How the drop-tail queue is bounded.
@@ -163,6 +201,8 @@ pub enum DropCause {
     /// MLPPP reassembly gave up waiting for a fragment that was still on its way
     /// ([`crate::links::mlppp`]).
     ReassemblyTimeout,
+    /// An active queue manager dropped it ([`crate::links::queue`]).
+    Aqm,
 }
 
 /// Drop-cause codes, as [`crate::trace::DropTrace::cause`] and the per-cause counters index
@@ -172,8 +212,9 @@ pub const DROP_CAUSE_CORRUPTION: u8 = 1;
 pub const DROP_CAUSE_ARQ_GIVE_UP: u8 = 2;
 pub const DROP_CAUSE_CALL_DROP: u8 = 3;
 pub const DROP_CAUSE_REASSEMBLY_TIMEOUT: u8 = 4;
+pub const DROP_CAUSE_AQM: u8 = 5;
 /// Number of drop causes.
-pub const N_DROP_CAUSES: usize = 5;
+pub const N_DROP_CAUSES: usize = 6;
 /// The names of the drop causes, as the summary's maps spell them, by code.
 pub const DROP_CAUSE_NAMES: [&str; N_DROP_CAUSES] = [
     "queue_overflow",
@@ -181,6 +222,7 @@ pub const DROP_CAUSE_NAMES: [&str; N_DROP_CAUSES] = [
     "arq_give_up",
     "call_drop",
     "reassembly_timeout",
+    "aqm",
 ];
 
 /// The code of a drop cause.
@@ -191,17 +233,19 @@ pub fn drop_cause_code(cause: DropCause) -> u8 {
         DropCause::ArqGiveUp => DROP_CAUSE_ARQ_GIVE_UP,
         DropCause::CallDrop => DROP_CAUSE_CALL_DROP,
         DropCause::ReassemblyTimeout => DROP_CAUSE_REASSEMBLY_TIMEOUT,
+        DropCause::Aqm => DROP_CAUSE_AQM,
     }
 }
 
 impl DropCause {
     /// Every cause, in the order of their trace codes.
-    pub const ALL: [DropCause; 5] = [
+    pub const ALL: [DropCause; N_DROP_CAUSES] = [
         DropCause::QueueOverflow,
         DropCause::Corruption,
         DropCause::ArqGiveUp,
         DropCause::CallDrop,
         DropCause::ReassemblyTimeout,
+        DropCause::Aqm,
     ];
 }
 
@@ -287,6 +331,11 @@ pub struct LinkStats {
     pub dropped_overflow_bytes: u64,
     pub dropped_corruption_pkts: u64,
     pub dropped_corruption_bytes: u64,
+    /// Dropped by the queue's AQM.
+    pub dropped_aqm_pkts: u64,
+    pub dropped_aqm_bytes: u64,
+    /// Marked CE by the queue's AQM instead of dropped.
+    pub ce_marked_pkts: u64,
     /// How many times the number of waiting packets changed (each enqueue and each dequeue).
     pub queue_changes: u64,
     /// Largest number of packets ever waiting.
@@ -301,6 +350,7 @@ impl LinkStats {
         match cause {
             DropCause::QueueOverflow => self.dropped_overflow_pkts,
             DropCause::Corruption => self.dropped_corruption_pkts,
+            DropCause::Aqm => self.dropped_aqm_pkts,
             // A plain link never drops for these.
             DropCause::ArqGiveUp | DropCause::CallDrop | DropCause::ReassemblyTimeout => 0,
         }
@@ -312,8 +362,10 @@ impl LinkStats {
 pub struct Link<L: LossModel = NoLoss> {
     cfg: LinkConfig,
     loss: L,
-    queue: VecDeque<Packet>,
-    queue_bytes: u64,
+    queue: Queue,
+    /// Packets the queue dropped other than the one offered, not yet reported by `poll`
+    /// (empty on a drop-tail link).
+    evicted: VecDeque<LinkEvent>,
     /// The packet being serialized (or waiting for its tokens) and the instant its last bit
     /// leaves.
     in_service: Option<(Packet, SimTime)>,
@@ -330,8 +382,14 @@ pub struct Link<L: LossModel = NoLoss> {
 }
 
 impl<L: LossModel> Link<L> {
-    /// A link with configuration `cfg` and error model `loss`.
+    /// A link with configuration `cfg` and error model `loss`, its queue drop-tail.
     pub fn new(cfg: LinkConfig, loss: L) -> Result<Self, ConfigError> {
+        let queue = Queue::DropTail(DropTail::new(cfg.queue_limit));
+        Self::with_queue(cfg, loss, queue)
+    }
+
+    /// A link whose queue is `queue` (made for `cfg.queue_limit`: [`Queue::new`]).
+    pub fn with_queue(cfg: LinkConfig, loss: L, queue: Queue) -> Result<Self, ConfigError> {
         if cfg.rate.bps() == 0 {
             return Err(ConfigError::new(
                 "rate_bps",
@@ -352,11 +410,6 @@ impl<L: LossModel> Link<L> {
                 ));
             }
         }
-        let queue_cap = match cfg.queue_limit {
-            QueueLimit::Packets(n) => u64::from(n),
-            QueueLimit::Bytes(b) => b / MIN_PACKET_BYTES_FOR_RESERVE + 1,
-        }
-        .min(MAX_RESERVED_PKTS);
         // A bucket's burst leaves at the peak rate (in no time without one) on top of what the
         // token rate puts on the wire.
         let (serial_rate, burst_pkts) = match cfg.bucket {
@@ -374,8 +427,8 @@ impl<L: LossModel> Link<L> {
         Ok(Link {
             cfg,
             loss,
-            queue: VecDeque::with_capacity(queue_cap as usize),
-            queue_bytes: 0,
+            queue,
+            evicted: VecDeque::new(),
             in_service: None,
             shaper: cfg.bucket.map(|b| Box::new(Shaper::new(b, cfg.rate))),
             wire: VecDeque::with_capacity(wire_cap as usize),
@@ -403,17 +456,21 @@ impl<L: LossModel> Link<L> {
 
     /// Packets waiting in the queue (not counting the one being serialized).
     pub fn queue_len_pkts(&self) -> usize {
-        self.queue.len()
+        self.queue.len_pkts()
     }
 
     /// Bytes waiting in the queue (not counting the packet being serialized).
     pub fn queue_len_bytes(&self) -> u64 {
-        self.queue_bytes
+        self.queue.len_bytes()
     }
 
-    /// Packets inside the link: waiting, being serialized, or on the wire.
+    /// Packets inside the link: waiting, being serialized, on the wire, or dropped by the
+    /// queue and not yet reported.
     pub fn in_flight_pkts(&self) -> u64 {
-        (self.queue.len() + usize::from(self.in_service.is_some()) + self.wire.len()) as u64
+        (self.queue.len_pkts()
+            + usize::from(self.in_service.is_some())
+            + self.wire.len()
+            + self.evicted.len()) as u64
     }
 
     /// Whether every packet offered is delivered, dropped with a cause, or inside the link.
@@ -423,57 +480,81 @@ impl<L: LossModel> Link<L> {
             == s.delivered_pkts
                 + s.dropped_overflow_pkts
                 + s.dropped_corruption_pkts
+                + s.dropped_aqm_pkts
                 + self.in_flight_pkts()
     }
 
-    /// The earliest instant at which the link has something to do (end of a serialization or
-    /// a packet reaching the far end), or `None` if it is empty.
+    /// The earliest instant at which the link has something to do (end of a serialization,
+    /// a packet reaching the far end, or a drop by the queue to report), or `None` if it is
+    /// empty.
     pub fn next_wakeup(&self) -> Option<SimTime> {
         let tx = self.in_service.map(|(_, done)| done);
         let rx = self.wire.front().map(|&(at, _)| at);
-        match (tx, rx) {
+        let first = match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        if self.evicted.is_empty() {
+            return first;
         }
+        earliest([first, self.evicted.front().map(LinkEvent::at)])
     }
 
-    /// Offers `pkt` to the link at `now`. `Ok` if it was queued or went straight to the
-    /// serializer; `Err(DropCause::QueueOverflow)` if the queue was full (the packet is then
-    /// dropped at `now` and counted). Call [`Link::next_wakeup`] afterwards: it may have moved
-    /// earlier.
+    /// Offers `pkt` to the link at `now`. `Ok` if it was queued (perhaps marked CE) or went
+    /// straight to the serializer; `Err(cause)` if the queue dropped it
+    /// ([`DropCause::QueueOverflow`] when full, [`DropCause::Aqm`]; the packet is then dropped
+    /// at `now` and counted). Call [`Link::next_wakeup`] afterwards: it may have moved earlier.
     pub fn offer(&mut self, now: SimTime, pkt: Packet) -> Result<(), DropCause> {
         let now = self.observe(now);
         self.advance_serializer(now);
         self.stats.offered_pkts += 1;
         self.stats.offered_bytes += u64::from(pkt.size_bytes);
         if self.in_service.is_none() {
-            debug_assert!(self.queue.is_empty());
+            debug_assert!(self.queue.len_pkts() == 0);
             self.start(now, pkt);
             return Ok(());
         }
-        let fits = match self.cfg.queue_limit {
-            QueueLimit::Packets(n) => self.queue.len() < n as usize,
-            QueueLimit::Bytes(b) => self.queue_bytes + u64::from(pkt.size_bytes) <= b,
-        };
-        if !fits {
-            self.stats.dropped_overflow_pkts += 1;
-            self.stats.dropped_overflow_bytes += u64::from(pkt.size_bytes);
-            return Err(DropCause::QueueOverflow);
+        match self.queue.enqueue(now, pkt, &mut self.evicted) {
+            Verdict::Queued => {}
+            Verdict::Marked => self.stats.ce_marked_pkts += 1,
+            Verdict::Dropped(cause) => {
+                self.count_drop(cause, pkt.size_bytes);
+                return Err(cause);
+            }
         }
-        self.queue.push_back(pkt);
-        self.queue_bytes += u64::from(pkt.size_bytes);
         self.stats.queue_changes += 1;
-        self.stats.max_queue_pkts = self.stats.max_queue_pkts.max(self.queue.len() as u64);
-        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue_bytes);
+        let (pkts, bytes) = (self.queue.len_pkts() as u64, self.queue.len_bytes());
+        self.stats.max_queue_pkts = self.stats.max_queue_pkts.max(pkts);
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(bytes);
         Ok(())
+    }
+
+    /// Counts a drop by the queue.
+    #[cold]
+    fn count_drop(&mut self, cause: DropCause, size_bytes: u32) {
+        let size = u64::from(size_bytes);
+        if cause == DropCause::Aqm {
+            self.stats.dropped_aqm_pkts += 1;
+            self.stats.dropped_aqm_bytes += size;
+        } else {
+            self.stats.dropped_overflow_pkts += 1;
+            self.stats.dropped_overflow_bytes += size;
+        }
     }
 
     /// The next event due at or before `now`, in time order, or `None` when nothing more is
     /// due. Call repeatedly until `None`. Each packet reaching the far end is judged by the
     /// loss model at its own arrival instant.
+    #[inline]
     pub fn poll(&mut self, now: SimTime) -> Option<LinkEvent> {
         let now = self.observe(now);
         self.advance_serializer(now);
+        // One branch on a drop-tail link, whose outbox stays empty.
+        if !self.evicted.is_empty() {
+            if let Some(e) = self.poll_evicted(now) {
+                return Some(e);
+            }
+        }
         let &(at, pkt) = self.wire.front()?;
         if at > now {
             return None;
@@ -493,6 +574,22 @@ impl<L: LossModel> Link<L> {
             self.stats.delivered_bytes += size;
             Some(LinkEvent::Delivered { at, pkt })
         }
+    }
+
+    /// The oldest drop by the queue not yet reported, counted now, if it is due at or
+    /// before `now` and no earlier than the wire's first event.
+    #[cold]
+    #[inline(never)]
+    fn poll_evicted(&mut self, now: SimTime) -> Option<LinkEvent> {
+        let at = self.evicted.front()?.at();
+        if at > now || self.wire.front().is_some_and(|&(w, _)| w < at) {
+            return None;
+        }
+        let e = self.evicted.pop_front()?;
+        if let LinkEvent::Dropped { pkt, cause, .. } = e {
+            self.count_drop(cause, pkt.size_bytes);
+        }
+        Some(e)
     }
 
     /// Turns the departure log on or off (off discards what it held). While on, every
@@ -545,10 +642,10 @@ impl<L: LossModel> Link<L> {
             }
             self.wire.push_back((done + self.cfg.delay, pkt));
             self.in_service = None;
-            if let Some(next) = self.queue.pop_front() {
-                self.queue_bytes -= u64::from(next.size_bytes);
+            if let Some(next) = self.queue.dequeue(done, &mut self.evicted) {
                 self.stats.queue_changes += 1;
-                self.start(done, next);
+                self.stats.ce_marked_pkts += u64::from(next.marked);
+                self.start(done, next.pkt);
             }
         }
     }
@@ -566,7 +663,11 @@ mod tests {
     }
 
     fn pkt(id: u64, size_bytes: u32) -> Packet {
-        Packet { id, size_bytes }
+        Packet {
+            id,
+            size_bytes,
+            ..Packet::default()
+        }
     }
 
     fn cfg(rate_bps: u64, delay_ms: u64, queue_limit: QueueLimit) -> LinkConfig {
@@ -609,6 +710,7 @@ mod tests {
             pkt: Packet {
                 id: 0,
                 size_bytes: 100,
+                ..Packet::default()
             },
             cause: DropCause::QueueOverflow,
         });
@@ -1028,6 +1130,7 @@ mod tests {
     fn steady_state_does_not_grow_buffers() {
         let mut link = Link::new(cfg(1_000_000, 10, QueueLimit::Packets(50)), NoLoss).unwrap();
         let (qcap, wcap) = (link.queue.capacity(), link.wire.capacity());
+        assert!(qcap >= 50);
         let mut now = SimTime::ZERO;
         for i in 0..20_000u64 {
             let _ = link.offer(now, pkt(i, 100));

@@ -867,6 +867,7 @@ impl<L: LossModel> BundleDir<L> {
             let unit = Packet {
                 id: first + j as u64,
                 size_bytes: size,
+                ..pkt
             };
             self.unit_stats.units_sent += 1;
             let m = &mut self.members[i];

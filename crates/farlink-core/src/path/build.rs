@@ -5,6 +5,7 @@ use super::dir::LinkDir;
 use crate::links::arq::ArqLink;
 use crate::links::link::{Link, LinkConfig};
 use crate::links::mlppp::{BundleDir, BundleDirConfig, MemberDirConfig};
+use crate::links::queue::Queue;
 use crate::links::rlp::{RlpLink, SharedChannel};
 use crate::loss::AnyLoss;
 use crate::rng::StreamRng;
@@ -70,16 +71,17 @@ fn plain_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDir
         .loss
         .build(rng)
         .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))?;
-    let link = Link::new(
-        LinkConfig {
-            rate: spec.rate,
-            delay: spec.delay,
-            queue_limit: spec.queue,
-            bucket: spec.bucket,
-        },
-        loss,
-    )
-    .map_err(|e| ScenarioError::new(format!("links[{i}].{d}"), e.to_string()))?;
+    let cfg = LinkConfig {
+        rate: spec.rate,
+        delay: spec.delay,
+        queue_limit: spec.queue,
+        bucket: spec.bucket,
+    };
+    // The queue's own stream (PIE's and RED's draws), apart from the loss model's.
+    let queue_rng = StreamRng::derive(seed, &format!("link:{}:{d}:queue", l.name));
+    let queue = Queue::new(spec.discipline, spec.queue, spec.rate, queue_rng);
+    let link = Link::with_queue(cfg, loss, queue)
+        .map_err(|e| ScenarioError::new(format!("links[{i}].{d}"), e.to_string()))?;
     Ok(LinkDir::Link(link))
 }
 
@@ -208,7 +210,14 @@ mod tests {
         let mut lost = Vec::new();
         let mut now = SimTime::ZERO;
         for id in 0..n {
-            link.offer(now, Packet { id, size_bytes: 27 });
+            link.offer(
+                now,
+                Packet {
+                    id,
+                    size_bytes: 27,
+                    ..Packet::default()
+                },
+            );
             while lost.len() as u64 <= id {
                 now = link.next_wakeup().unwrap();
                 while let Some(e) = link.poll(now) {

@@ -94,6 +94,14 @@ impl LinkDir {
         }
     }
 
+    /// Packets the queue marked CE (only a plain link's queue runs an AQM).
+    pub fn ce_marked_pkts(&self) -> u64 {
+        match self {
+            LinkDir::Link(l) => l.stats().ce_marked_pkts,
+            LinkDir::Bundle(_) | LinkDir::Rlp(_) => 0,
+        }
+    }
+
     /// Packets dropped, by drop-cause code ([`crate::links::link::drop_cause_code`]).
     pub fn drops_by_cause(&self) -> [u64; N_DROP_CAUSES] {
         match self {

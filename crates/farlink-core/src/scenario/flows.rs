@@ -9,7 +9,7 @@ use super::raw::{RawApp, RawFlow, RawTcp};
 use super::routes::{shortest_path, Adjacency, Hop};
 use super::split::{self, RelaySpec, SegmentSpec};
 use super::tcp::{tcp_spec, TcpSpec};
-use super::traffic::{self, PoissonSpec, RequestResponseSpec, UdpSpec};
+use super::traffic::{self, Carrier, PoissonSpec, RequestResponseSpec, UdpSpec};
 use crate::time::{SimDuration, SimTime};
 
 /// Default telnet message size: one keystroke.
@@ -74,6 +74,14 @@ impl AppSpec {
     /// The flow carries UDP datagrams (no TCP connection, no `[flows.tcp]`).
     pub fn is_udp(&self) -> bool {
         matches!(self, AppSpec::Udp(_))
+    }
+
+    fn carrier(&self) -> Carrier {
+        match self {
+            AppSpec::Udp(_) => Carrier::Udp,
+            AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_) => Carrier::Connections,
+            _ => Carrier::Stream,
+        }
     }
 }
 
@@ -267,7 +275,7 @@ fn flow(
     let empty = RawTcp::default();
     let mut tcp = tcp_spec(&at(p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
     let app = app_spec(&at(p, "app"), &f.app)?;
-    traffic::check_flow(p, f, &app, &mut tcp)?;
+    traffic::check_flow(p, f, app.kind(), app.carrier(), &mut tcp)?;
     let (relays, segments, path) = split::plan(p, f, &tcp, from, to, nodes.names, adjacency, path)?;
     Ok(FlowSpec {
         name,

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::aqm;
 use super::bundles::{self, BundleSpec};
 use super::errors::{at, err, ScenarioError};
 use super::loss::LossSpec;
@@ -10,6 +11,7 @@ use super::quantity::{check_name, one_of, opt_bytes, opt_duration, rate_from};
 use super::raw::{Bare, BitRate, Duration, RawDir, RawLink, RawLoss, Size, UnitText};
 use super::rlp::{self, RlpSpec};
 use crate::links::link::{QueueLimit, TokenBucket};
+use crate::links::queue::Discipline;
 use crate::time::{self, SimDuration};
 
 /// The default queue bound when a link gives none (ns-3's default `MaxSize` of 100 packets).
@@ -51,6 +53,8 @@ pub struct DirectionSpec {
     pub queue: QueueLimit,
     /// A token-bucket shaper in front of the serializer (plain links only).
     pub bucket: Option<TokenBucket>,
+    /// The queue's discipline (plain links only; drop-tail by default).
+    pub discipline: Discipline,
     pub loss: LossSpec,
 }
 
@@ -60,6 +64,8 @@ pub(super) struct DirParts {
     pub queue: Option<QueueLimit>,
     /// Filled per direction, from its own bucket fields and the link's.
     pub bucket: Option<TokenBucket>,
+    /// Filled per direction, from its own `queue_discipline` and `aqm` and the link's.
+    pub discipline: Discipline,
 }
 
 /// A token bucket's fields as written on a link or in one direction, each with its path.
@@ -129,6 +135,7 @@ pub(super) fn dir_parts(
         delay,
         queue,
         bucket: None,
+        discipline: Discipline::DropTail,
     })
 }
 
@@ -276,6 +283,8 @@ fn link<'r>(
     let common_bucket =
         BucketParts::read(p, &l.burst, l.burst_bytes, &l.peak_rate, &l.peak_rate_bps)?;
     let shared = Shared {
+        path: p,
+        raw: l,
         parts: &common,
         bucket: &common_bucket,
         bundle: bundle.as_ref(),
@@ -301,6 +310,8 @@ fn link<'r>(
 
 /// What a link's directions inherit from it.
 struct Shared<'a> {
+    path: &'a str,
+    raw: &'a RawLink,
     parts: &'a DirParts,
     bucket: &'a BucketParts,
     bundle: Option<&'a BundleSpec>,
@@ -359,10 +370,18 @@ fn direction<'r>(
         &raw.peak_rate_bps,
     )?;
     let bucket = token_bucket(key, &own_bucket, shared, rate)?;
+    let discipline = aqm::discipline(
+        shared.path,
+        (&shared.raw.queue_discipline, &shared.raw.aqm),
+        &dp,
+        (&raw.queue_discipline, &raw.aqm),
+        shared.no_bucket,
+    )?;
     let parts = DirParts {
         rate,
         delay,
         bucket,
+        discipline,
         queue: Some(
             own.queue
                 .or(common.queue)

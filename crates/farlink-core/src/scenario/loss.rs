@@ -218,6 +218,7 @@ pub(super) fn attach(
                 delay,
                 queue,
                 bucket: parts.bucket,
+                discipline: parts.discipline,
                 loss,
             });
         }

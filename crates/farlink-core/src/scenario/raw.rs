@@ -180,6 +180,8 @@ pub(super) struct RawLink {
     pub(super) peak_rate_bps: Option<Bare>,
     pub(super) fwd: Option<RawDir>,
     pub(super) rev: Option<RawDir>,
+    pub(super) queue_discipline: Option<String>,
+    pub(super) aqm: Option<RawAqm>,
     pub(super) bundle: Option<RawBundle>,
     pub(super) rlp: Option<RawRlp>,
 }
@@ -360,6 +362,71 @@ pub(super) struct RawDir {
     pub(super) peak_rate: Option<UnitText<BitRate>>,
     pub(super) peak_rate_bps: Option<Bare>,
     pub(super) loss: Option<RawLoss>,
+    pub(super) queue_discipline: Option<String>,
+    pub(super) aqm: Option<RawAqm>,
+}
+
+/// A queue discipline's parameters (`scenario/aqm.rs` says which each takes).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAqm {
+    pub(super) target: Option<UnitText<Duration>>,
+    pub(super) target_s: Option<Bare>,
+    pub(super) interval: Option<UnitText<Duration>>,
+    pub(super) interval_s: Option<Bare>,
+    pub(super) ecn: Option<bool>,
+    pub(super) flows: Option<u32>,
+    pub(super) quantum: Option<UnitText<Size>>,
+    pub(super) quantum_bytes: Option<u64>,
+    pub(super) tupdate: Option<UnitText<Duration>>,
+    pub(super) tupdate_s: Option<Bare>,
+    pub(super) alpha: Option<f64>,
+    pub(super) beta: Option<f64>,
+    pub(super) max_burst: Option<UnitText<Duration>>,
+    pub(super) max_burst_s: Option<Bare>,
+    pub(super) mark_ecn_threshold: Option<f64>,
+    pub(super) min_th_pkts: Option<f64>,
+    pub(super) max_th_pkts: Option<f64>,
+    pub(super) max_p: Option<f64>,
+    pub(super) weight: Option<f64>,
+    pub(super) gentle: Option<bool>,
+    pub(super) adaptive: Option<bool>,
+    pub(super) mean_packet_bytes: Option<u32>,
+}
+
+impl RawAqm {
+    /// Each parameter's name (either spelling's) and whether it was given.
+    pub(super) fn given(&self) -> Vec<(&'static str, bool)> {
+        vec![
+            ("target", self.target.is_some() || self.target_s.is_some()),
+            (
+                "interval",
+                self.interval.is_some() || self.interval_s.is_some(),
+            ),
+            ("ecn", self.ecn.is_some()),
+            ("flows", self.flows.is_some()),
+            ("quantum", self.quantum.is_some()),
+            ("quantum_bytes", self.quantum_bytes.is_some()),
+            (
+                "tupdate",
+                self.tupdate.is_some() || self.tupdate_s.is_some(),
+            ),
+            ("alpha", self.alpha.is_some()),
+            ("beta", self.beta.is_some()),
+            (
+                "max_burst",
+                self.max_burst.is_some() || self.max_burst_s.is_some(),
+            ),
+            ("mark_ecn_threshold", self.mark_ecn_threshold.is_some()),
+            ("min_th_pkts", self.min_th_pkts.is_some()),
+            ("max_th_pkts", self.max_th_pkts.is_some()),
+            ("max_p", self.max_p.is_some()),
+            ("weight", self.weight.is_some()),
+            ("gentle", self.gentle.is_some()),
+            ("adaptive", self.adaptive.is_some()),
+            ("mean_packet_bytes", self.mean_packet_bytes.is_some()),
+        ]
+    }
 }
 
 #[derive(Deserialize)]

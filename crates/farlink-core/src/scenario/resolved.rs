@@ -140,6 +140,12 @@ pub struct RDirection {
     /// A token bucket's peak rate; absent without a bucket or without a peak.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_rate_bps: Option<u64>,
+    /// The queue's discipline; absent for drop-tail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_discipline: Option<&'static str>,
+    /// Its parameters, every default filled; absent for drop-tail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<Value>,
     pub loss: Value,
     pub loss_rate: f64,
     pub loss_unit: &'static str,
@@ -477,6 +483,7 @@ fn direction(s: &Scenario, i: usize, l: &LinkSpec, forward: bool) -> RDirection 
         }
         (None, None) => ("packet", q),
     };
+    let discipline = super::aqm::resolved(&d.discipline);
     let (queue_pkts, queue_bytes) = match d.queue {
         QueueLimit::Packets(n) => (Some(n), None),
         QueueLimit::Bytes(n) => (None, Some(n)),
@@ -488,6 +495,8 @@ fn direction(s: &Scenario, i: usize, l: &LinkSpec, forward: bool) -> RDirection 
         queue_bytes,
         burst_bytes: d.bucket.map(|b| b.burst_bytes),
         peak_rate_bps: d.bucket.and_then(|b| b.peak).map(|p| p.bps()),
+        queue_discipline: discipline.as_ref().map(|x| x.0),
+        aqm: discipline.map(|x| x.1),
         loss: loss_value(&d.loss),
         loss_rate: q,
         loss_unit,

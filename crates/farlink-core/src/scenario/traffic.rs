@@ -3,7 +3,6 @@
 //! Checked here into the specs `crate::apps` runs.
 
 use super::errors::{at, err, ScenarioError};
-use super::flows::AppSpec;
 use super::quantity::{duration_from, one_of, rate_from};
 use super::raw::{Bare, RawApp, RawAppSize, RawFlow, RawSizeDist, Size, UnitText};
 use super::tcp::TcpSpec;
@@ -475,21 +474,32 @@ pub(super) fn fixed_size<'a>(
     }
 }
 
-/// What a competing-traffic flow may not have: a UDP flow no `[flows.tcp]` and no relays; a
-/// short-flow class no relays, and each of its connections opens with a handshake
-/// (`tcp.handshake` set, refused if the flow's settings turn it off).
+/// How a flow's application uses TCP, for [`check_flow`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Carrier {
+    /// One connection (or one per relay segment): bulk, unbounded, telnet.
+    Stream,
+    /// UDP datagrams, no connection.
+    Udp,
+    /// Several connections side by side (a short-flow class, request/response).
+    Connections,
+}
+
+/// What a competing-traffic flow (application `kind`) may not have: a UDP flow no
+/// `[flows.tcp]` and no relays; one of several connections no relays, and each of its
+/// connections opens with a handshake (`tcp.handshake` set, refused if the flow's settings turn
+/// it off).
 pub(super) fn check_flow(
     p: &str,
     f: &RawFlow,
-    app: &AppSpec,
+    kind: &str,
+    carrier: Carrier,
     tcp: &mut TcpSpec,
 ) -> Result<(), ScenarioError> {
-    let udp = app.is_udp();
-    let poisson = matches!(app, AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_));
-    if !(udp || poisson) {
+    let (udp, poisson) = (carrier == Carrier::Udp, carrier == Carrier::Connections);
+    if carrier == Carrier::Stream {
         return Ok(());
     }
-    let kind = app.kind();
     if udp && f.tcp.is_some() {
         return err(
             at(p, "tcp"),

@@ -1115,6 +1115,14 @@ impl<'s> World<'s> {
         let pkt = Packet {
             id,
             size_bytes: p.wire_bytes(),
+            // FQ-CoDel's classifier: the flow index, wrapped (flows beyond 65,536 share); a
+            // UDP flow's follows the connections', as in the traces.
+            flow: if p.udp {
+                self.flows.len() as u32 + p.flow
+            } else {
+                p.flow
+            } as u16,
+            ..Packet::default()
         };
         let result = self.dirs[d].link.offer(self.now, pkt);
         self.take_departures(d);
@@ -1562,6 +1570,7 @@ impl<'s> World<'s> {
                 delivered_pkts: st.delivered_pkts,
                 delivered_bytes: st.delivered_bytes,
                 drops: cause_map(link.drops_by_cause()),
+                ce_marked: link.ce_marked_pkts(),
                 utilization: if sim_s > 0.0 {
                     st.delivered_bytes as f64 * 8.0 / (spec.rate.as_bps_f64() * sim_s)
                 } else {

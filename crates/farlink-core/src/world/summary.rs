@@ -426,6 +426,8 @@ pub struct DirectionSummary {
     pub delivered_pkts: u64,
     pub delivered_bytes: u64,
     pub drops: BTreeMap<String, u64>,
+    /// Packets the queue's AQM marked CE instead of dropping them.
+    pub ce_marked: u64,
     /// Delivered bits over the rate times the run's simulated time.
     pub utilization: f64,
     pub max_queue_pkts: u64,

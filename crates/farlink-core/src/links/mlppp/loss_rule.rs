@@ -2,7 +2,7 @@
 //! sequence numbers, and a staleness timer for when that rule cannot fire.
 //!
 //! One implementation for the simulator's [`super::Reassembly`] and the link manager's wire
-//! reassembly ([`crate::ppp::mp::Reassembler`]).
+//! reassembly (`farlink_linkmgr::ppp::mp::Reassembler`).
 //!
 //! * **Floors**: each member delivers in sequence order, so once every member that may still
 //!   deliver something has delivered a number above a missing fragment, it cannot come. A

@@ -15,7 +15,11 @@ fn t_ms(ms: u64) -> SimTime {
 }
 
 fn pkt(id: u64, size_bytes: u32) -> Packet {
-    Packet { id, size_bytes }
+    Packet {
+        id,
+        size_bytes,
+        ..Packet::default()
+    }
 }
 
 fn ids(events: &[LinkEvent]) -> Vec<(u64, Option<DropCause>)> {
