@@ -142,3 +142,16 @@ def test_udp_and_short_flows_in_the_result_document():
     rr = result.summary["flows"][4]
     assert rr["app"] == "request_response" and rr["exchanges_completed"] > 0
     assert rr["response_time_s"]["p50"] > 0.04  # at least the path's round trip
+
+
+def test_simulate_prints_the_traffic_tables(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps headings to the terminal's width
+    code = main(["simulate", "iridium-4-mixed", "--duration", "3min", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    # The UDP telemetry's and the request/response flow's tables, by their headings and rows.
+    assert "UDP flow" in out and "telemetry" in out
+    assert "request/response" in out and "exchanges" in out
+    code = main(["simulate", "geo-web", "--duration", "30s", "--out", str(tmp_path / "g")])
+    out = capsys.readouterr().out
+    assert code == 0 and "short flows" in out and "slowdown p50" in out
