@@ -138,6 +138,26 @@ def test_a_controller_the_kernel_lacks_is_one_line_naming_those_it_has(capsys):
     assert "stpd" in err and "reno" in err
 
 
+@pytest.mark.parametrize(
+    ("sets", "field"),
+    [
+        (['flows[0].transport="mptcp"'], "flows[0].transport"),
+        (
+            [
+                'flows[0].app={kind="flows_poisson", rate=1, size={distribution="exponential", '
+                'mean="1kB"}}'
+            ],
+            "flows[0].app",
+        ),
+    ],
+)
+def test_what_the_emulator_cannot_run_yet_is_one_line_naming_the_field(capsys, sets, field):
+    args = ["emulate", "iridium-4", "--size", "10KB"]
+    assert main([*args, *(a for s in sets for a in ("--set", s))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("farlink: error:") and "\n" not in err and field in err, err
+
+
 def test_without_cap_net_admin_it_says_so_in_one_line_and_exits_2():
     proc = subprocess.run(
         ["setpriv", "--inh-caps=-net_admin", "--bounding-set=-net_admin", "--",

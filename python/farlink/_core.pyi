@@ -28,6 +28,7 @@ __all__ = [
     "resolve_scenario",
     "run_scenario",
     "send",
+    "short_flow_plan",
     "toml_line",
 ]
 
@@ -232,6 +233,14 @@ def run_scenario(
         BudgetError: the run's estimate is over its budget; nothing was run.
         ConservationError: the engine lost track of a packet or a byte (an engine bug).
         RuntimeError: the core panicked (an engine bug; the message is the panic's).
+    """
+
+def short_flow_plan(scenario_json: str, flow: int) -> list[tuple[float, int]]:
+    """The arrivals of short-flow class ``flow`` (``app.kind = "flows_poisson"``) as the
+    simulator runs them: ``(instant_s, size_bytes)`` per connection, in order (docs/traffic.md).
+
+    Raises:
+        ScenarioError: the scenario is invalid, or flow ``flow`` is no short-flow class.
     """
 
 def resolve_scenario(scenario_json: str) -> str:

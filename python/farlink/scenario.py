@@ -21,6 +21,7 @@ from typing import Any
 
 from farlink._core import DERIVED_FIELDS, ScenarioError
 from farlink.schedules import inline_files
+from farlink.traffic import read_size_cdfs
 
 __all__ = [
     "RECOVERY_NAMES",
@@ -90,7 +91,8 @@ _TOML_POSITION = re.compile(r"^(?P<message>.*) \(at line (?P<line>\d+), column (
 def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
     """Read a scenario from a TOML file, or a preset by name (``farlink presets`` lists them).
 
-    A TOML syntax error reads ``FILE:LINE:COLUMN: message``.
+    A TOML syntax error reads ``FILE:LINE:COLUMN: message``. A size CDF file
+    (``size = { cdf = "FILE" }``) is read into its points (:mod:`farlink.traffic`).
     """
     source, text = scenario_source(name_or_path)
     try:
@@ -102,8 +104,10 @@ def load_scenario(name_or_path: str | Path) -> dict[str, Any]:
         raise ScenarioError(
             f"{source}:{found['line']}:{found['column']}: {found['message']}"
         ) from None
-    # Schedule files and mahimahi traces it names, relative to its own folder.
-    return inline_files(doc, Path(source).parent)
+    # Schedule files and mahimahi traces it names, and a short-flow class's size CDF file,
+    # relative to its own folder (docs/schedules.md, docs/traffic.md).
+    doc = inline_files(doc, Path(source).parent)
+    return read_size_cdfs(doc, Path(source).parent)
 
 
 def describe_error(name_or_path: str | Path, err: Exception, *, sets: Sequence[str] = ()) -> str:

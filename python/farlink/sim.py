@@ -270,8 +270,9 @@ def flow_rows(result: Result) -> list[dict[str, Any]]:
     the time counted (``limited_by`` and ``limited_s`` of the flow summary)."""
     rows = []
     for f in result.summary["flows"]:
-        limited = f.get("limited_s", {})
-        total = sum(limited.values())
+        # A UDP flow or a short-flow class has no sender state to say what limited it.
+        limited = f.get("limited_s") or {}
+        total = sum(v for v in limited.values() if v is not None)
         cause = f.get("limited_by")
         rows.append(
             {
@@ -286,6 +287,52 @@ def flow_rows(result: Result) -> list[dict[str, Any]]:
     return rows
 
 
+def traffic_rows(result: Result) -> tuple[list[tuple[Any, ...]], ...]:
+    """The competing-traffic figures as ``farlink simulate`` prints them (docs/traffic.md):
+    per UDP flow its goodput, loss rate, one-way delay and jitter (p50, p99); per short-flow
+    class its connections arrived and finished, completion times (p50, p90, p99) and slowdown
+    (p50, p99); per request/response flow its exchanges begun and completed and response times
+    (p50, p90, p99). Empty lists for a run without them."""
+    udp, short, exchanges = [], [], []
+
+    def p(stats: dict[str, float] | None, key: str) -> float | None:
+        return None if stats is None else stats[key]
+
+    for f in result.summary["flows"]:
+        if "loss_rate" in f:
+            owd, jit = f["one_way_delay_s"], f["jitter_s"]
+            udp.append(
+                (
+                    f["name"],
+                    f["goodput_bps"],
+                    f["loss_rate"],
+                    *(p(owd, "p50"), p(owd, "p99"), p(jit, "p50"), p(jit, "p99")),
+                )
+            )
+        if "fct_s" in f:
+            fct, slow = f["fct_s"], f["slowdown"]
+            short.append(
+                (
+                    f["name"],
+                    f["flows_arrived"],
+                    f["flows_finished"],
+                    *(p(fct, "p50"), p(fct, "p90"), p(fct, "p99")),
+                    *(p(slow, "p50"), p(slow, "p99")),
+                )
+            )
+        if "response_time_s" in f:
+            rt = f["response_time_s"]
+            exchanges.append(
+                (
+                    f["name"],
+                    f["exchanges"],
+                    f["exchanges_completed"],
+                    *(p(rt, "p50"), p(rt, "p90"), p(rt, "p99")),
+                )
+            )
+    return udp, short, exchanges
+
+
 def interval_rows(result: Result) -> list[dict[str, Any]]:
     """Per flow and per interval of the scenario's ``trace.goodput_interval``: the goodput in
     the interval and the congestion window at its end (of the source's connection for a flow
@@ -296,6 +343,8 @@ def interval_rows(result: Result) -> list[dict[str, Any]]:
     rows = []
     for index, f in enumerate(result.summary["flows"]):
         conns = result.connections_of(index)
+        if not conns or f["app"] in ("flows_poisson", "request_response"):
+            continue  # a UDP flow has no connection; the others, several (docs/traffic.md)
         # A Multipath TCP flow's goodput is its connection level's, under its own id (the
         # first); a split flow's, its last connection's.
         at_dest = goodput["flow"] == (conns[0] if f.get("subflows") else conns[-1])

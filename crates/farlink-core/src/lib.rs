@@ -5,6 +5,7 @@
 //! and the time they next want to be woken. The engine drives them with simulated time; the
 //! emulator drives the same code with the wall clock.
 
+pub mod apps;
 pub mod error;
 pub mod links;
 pub mod loss;

@@ -186,6 +186,7 @@ mod schedule;
 mod split;
 mod tcp;
 mod trace;
+mod traffic;
 
 pub use bundles::{
     BundleSpec, MemberSpec, DEFAULT_ARQ_MAX_TRIES, DEFAULT_DETECTION_DELAY,
@@ -204,6 +205,10 @@ pub use routes::{Hop, LossyLink};
 pub use split::{RelaySpec, SegmentSpec, DEFAULT_RELAY_BUFFER_BYTES};
 pub use tcp::{TcpSpec, DEFAULT_MSS_BYTES, MAX_RECEIVE_BUFFER_BYTES, MSS_RANGE_BYTES};
 pub use trace::{Tap, TapSite, TraceConfig, DEFAULT_GOODPUT_INTERVAL};
+pub use traffic::{
+    Arrivals, OnOffSpec, PoissonSpec, RequestResponseSpec, SizeDist, Sojourn, UdpSpec,
+    MAX_UDP_PAYLOAD_BYTES, UDP_HEADER_BYTES,
+};
 
 use crate::time::SimDuration;
 use errors::err;

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 
 use farlink_core::path;
 use farlink_core::pcap::NodeAddresses;
-use farlink_core::scenario::{AppSpec, FlowSpec, Scenario};
+use farlink_core::scenario::{AppSpec, FlowSpec, Scenario, Transport};
 use farlink_core::tcp::receiver::DelayedAck;
 use farlink_core::ScenarioError;
 
@@ -59,6 +59,28 @@ pub(crate) fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
             return Err(ScenarioError::new(
                 format!("flows[{i}].relays"),
                 "the emulator does not split connections at relays",
+            )
+            .into());
+        }
+        if matches!(f.transport, Transport::Mptcp(_)) {
+            return Err(ScenarioError::new(
+                format!("flows[{i}].transport"),
+                "the emulator does not run Multipath TCP yet (the simulator does: farlink \
+                 simulate --transport mptcp)",
+            )
+            .into());
+        }
+        if matches!(
+            f.app,
+            AppSpec::Udp(_) | AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_)
+        ) {
+            return Err(ScenarioError::new(
+                format!("flows[{i}].app"),
+                format!(
+                    "the emulator does not generate {} traffic yet (the simulator does: \
+                     docs/traffic.md)",
+                    f.app.kind()
+                ),
             )
             .into());
         }

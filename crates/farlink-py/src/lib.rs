@@ -470,6 +470,28 @@ fn resolve_scenario(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
     outcome.map_err(|f| f.into_py_err(py))
 }
 
+/// The arrivals of a short-flow class (`flows_poisson`, flow `flow` of the scenario) as the
+/// simulator runs them: `(instant_s, size_bytes)` in order; see `_core.pyi`.
+#[pyfunction]
+fn short_flow_plan(py: Python<'_>, scenario_json: &str, flow: usize) -> PyResult<Vec<(f64, u64)>> {
+    let outcome = py.detach(|| {
+        let sc = farlink_core::parse_scenario_json(scenario_json).map_err(Failure::Scenario)?;
+        farlink_core::apps::short_flows::plan_of(&sc, flow)
+            .map(|plan| {
+                plan.iter()
+                    .map(|a| (a.at.as_secs_f64(), a.size_bytes))
+                    .collect()
+            })
+            .ok_or_else(|| {
+                Failure::Scenario(farlink_core::ScenarioError::new(
+                    format!("flows[{flow}]"),
+                    "not a short-flow class (app.kind = \"flows_poisson\")",
+                ))
+            })
+    });
+    outcome.map_err(|f| f.into_py_err(py))
+}
+
 /// Every TCP profile as Python reads it: its fields (key, value, resolved key, part, kernel
 /// source), the models it runs for Linux's modules, its growth rules and its loss recovery;
 /// see `_core.pyi`.
@@ -534,6 +556,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(short_flow_plan, m)?)?;
     m.add_function(wrap_pyfunction!(toml_line, m)?)?;
     // The `member_state` trace's codes by name, so that Python reads them from here only.
     m.add(

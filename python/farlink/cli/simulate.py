@@ -210,6 +210,14 @@ def _trace_folder(target: Path, force: bool, names: list[str]) -> Callable[..., 
     return folder
 
 
+SLOWDOWN = ("slowdown p50", "p99")
+
+
+def _brief(row: tuple) -> tuple:
+    """A traffic row for the terminal: four significant digits, ``-`` for none."""
+    return tuple("-" if v is None else f"{v:.4g}" if isinstance(v, float) else v for v in row)
+
+
 def _print_simulation(
     name: str,
     result: Any,
@@ -221,7 +229,7 @@ def _print_simulation(
     """The text output of ``simulate``: the headline figures, one row per flow, the intervals,
     the files written."""
     from farlink.reports.terminal import print_rows
-    from farlink.sim import flow_rows, headline
+    from farlink.sim import flow_rows, headline, traffic_rows
 
     payload = {**headline(result), "scenario": name, "out": str(folder)}
     if partial is not None:
@@ -241,6 +249,22 @@ def _print_simulation(
             for r in flow_rows(result)
         ],
     )
+    udp, short, exchanges = traffic_rows(result)
+    if udp:
+        print_rows(
+            ["UDP flow", "goodput_bps", "loss", "delay p50_s", "p99_s", "jitter p50_s", "p99_s"],
+            [_brief(r) for r in udp],
+        )
+    if short:
+        print_rows(
+            ["short flows", "arrived", "finished", "FCT p50_s", "p90_s", "p99_s", *SLOWDOWN],
+            [_brief(r) for r in short],
+        )
+    if exchanges:
+        print_rows(
+            ["request/response", "exchanges", "completed", "response p50_s", "p90_s", "p99_s"],
+            [_brief(r) for r in exchanges],
+        )
     if intervals is not None:
         print_rows(
             ["flow", "start_s", "end_s", "goodput_bps", "cwnd_bytes"],

@@ -8,7 +8,8 @@ them; ``engine`` says which engine produced it. The shape is versioned (``schema
 published as a JSON Schema, docs/result.schema.json, described in docs/results.md.
 
 Version 1 was the core's own summary with the aggregate nested under ``aggregate`` and no
-``transfer_time_s``; version 2 is this flat document.
+``transfer_time_s``; version 2 is this flat document; version 3 adds ``jain_index`` at the top
+level (with two long-lived flows or more).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ __all__ = [
     "write_document",
 ]
 
-RESULT_SCHEMA_VERSION = 2
+RESULT_SCHEMA_VERSION = 3
 """Version of the result document (docs/results.md, docs/result.schema.json): its
 ``schema_version``."""
 
@@ -41,8 +42,10 @@ AGGREGATE_FIELDS = (
     "fast_retransmits",
     "data_segments_delivered",
     "drops",
+    "jain_index",
 )
-"""The figures of all flows together, at the document's top level."""
+"""The figures of all flows together, at the document's top level (``jain_index`` only with
+two long-lived flows or more)."""
 
 
 def _transfer_time_s(flows: list[dict[str, Any]]) -> float | None:

@@ -10,6 +10,7 @@ use super::raw::{RawApp, RawFlow, RawTcp};
 use super::routes::{shortest_path, Adjacency, Hop};
 use super::split::{self, RelaySpec, SegmentSpec};
 use super::tcp::{tcp_spec, TcpSpec};
+use super::traffic::{self, Carrier, PoissonSpec, RequestResponseSpec, UdpSpec};
 use crate::time::{SimDuration, SimTime};
 
 /// Default telnet message size: one keystroke.
@@ -41,7 +42,7 @@ pub struct FlowSpec {
 }
 
 /// What the application at the sender does.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum AppSpec {
     /// `size_bytes` written at the start; the transfer time runs to the last byte delivered.
     Bulk { size_bytes: u64 },
@@ -52,6 +53,12 @@ pub enum AppSpec {
         mean_interval: SimDuration,
         message_bytes: u32,
     },
+    /// UDP datagrams at a constant rate, or at a rate while on (`scenario/traffic.rs`).
+    Udp(UdpSpec),
+    /// Short TCP connections arriving as a Poisson process, each of a drawn size.
+    FlowsPoisson(PoissonSpec),
+    /// A client's requests and a server's responses, with think times between them.
+    RequestResponse(RequestResponseSpec),
 }
 
 impl AppSpec {
@@ -60,6 +67,23 @@ impl AppSpec {
             AppSpec::Bulk { .. } => "bulk",
             AppSpec::Unbounded => "unbounded",
             AppSpec::Telnet { .. } => "telnet",
+            AppSpec::Udp(UdpSpec { on_off: None, .. }) => "udp_cbr",
+            AppSpec::Udp(_) => "udp_onoff",
+            AppSpec::FlowsPoisson(_) => "flows_poisson",
+            AppSpec::RequestResponse(_) => "request_response",
+        }
+    }
+
+    /// The flow carries UDP datagrams (no TCP connection, no `[flows.tcp]`).
+    pub fn is_udp(&self) -> bool {
+        matches!(self, AppSpec::Udp(_))
+    }
+
+    fn carrier(&self) -> Carrier {
+        match self {
+            AppSpec::Udp(_) => Carrier::Udp,
+            AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_) => Carrier::Connections,
+            _ => Carrier::Stream,
         }
     }
 }
@@ -76,6 +100,26 @@ const APP_KINDS: &[Variant] = &[
             "message_bytes",
         ],
     ),
+    ("udp_cbr", &["rate", "rate_bps", "packet_bytes"]),
+    (
+        "udp_onoff",
+        &[
+            "rate",
+            "rate_bps",
+            "packet_bytes",
+            "on",
+            "on_s",
+            "off",
+            "off_s",
+            "distribution",
+            "shape",
+        ],
+    ),
+    ("flows_poisson", &["rate", "rate_per_s", "load", "size"]),
+    (
+        "request_response",
+        &["request", "response", "think", "think_s"],
+    ),
 ];
 
 pub(super) fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
@@ -87,12 +131,32 @@ pub(super) fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
         ("mean_interval_s", a.mean_interval_s.is_some()),
         ("message", a.message.is_some()),
         ("message_bytes", a.message_bytes.is_some()),
+        ("rate", a.rate.is_some()),
+        ("rate_bps", a.rate_bps.is_some()),
+        ("rate_per_s", a.rate_per_s.is_some()),
+        ("packet_bytes", a.packet_bytes.is_some()),
+        ("on", a.on.is_some()),
+        ("on_s", a.on_s.is_some()),
+        ("off", a.off.is_some()),
+        ("off_s", a.off_s.is_some()),
+        ("distribution", a.distribution.is_some()),
+        ("shape", a.shape.is_some()),
+        ("load", a.load.is_some()),
+        ("request", a.request.is_some()),
+        ("response", a.response.is_some()),
+        ("think", a.think.is_some()),
+        ("think_s", a.think_s.is_some()),
     ];
     only_its_params(p, "application", kind, allowed, &given)?;
     Ok(match kind {
+        "udp_cbr" => AppSpec::Udp(traffic::udp_spec(p, a, false)?),
+        "udp_onoff" => AppSpec::Udp(traffic::udp_spec(p, a, true)?),
+        "flows_poisson" => AppSpec::FlowsPoisson(traffic::poisson_spec(p, a)?),
+        "request_response" => AppSpec::RequestResponse(traffic::request_response_spec(p, a)?),
         "bulk" => {
+            let size = traffic::fixed_size(p, &a.size)?.cloned();
             let Some((size_bytes, path)) =
-                opt_bytes(p, ("size", &a.size), ("size_bytes", a.size_bytes))?
+                opt_bytes(p, ("size", &size), ("size_bytes", a.size_bytes))?
             else {
                 return err(
                     at(p, "size"),
@@ -212,8 +276,9 @@ fn flow(
         }
     }
     let empty = RawTcp::default();
-    let tcp = tcp_spec(&at(p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
+    let mut tcp = tcp_spec(&at(p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
     let app = app_spec(&at(p, "app"), &f.app)?;
+    traffic::check_flow(p, f, app.kind(), app.carrier(), &mut tcp)?;
     let transport = transport(p, f, &app)?;
     let (relays, segments, path) = split::plan(p, f, &tcp, from, to, nodes.names, adjacency, path)?;
     Ok(FlowSpec {

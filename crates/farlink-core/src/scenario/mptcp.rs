@@ -40,10 +40,13 @@ pub(super) fn transport(p: &str, f: &RawFlow, app: &AppSpec) -> Result<Transport
             Ok(Transport::Tcp)
         }
         "mptcp" => {
-            if matches!(app, AppSpec::Telnet { .. }) {
+            if !matches!(app, AppSpec::Bulk { .. } | AppSpec::Unbounded) {
                 return err(
                     at(p, "transport"),
-                    "Multipath TCP carries bulk and unbounded applications, not telnet",
+                    format!(
+                        "Multipath TCP carries bulk and unbounded applications, not {}",
+                        app.kind()
+                    ),
                 );
             }
             if f.relays.is_some() || f.segments.is_some() {

@@ -523,12 +523,75 @@ pub(super) struct RawTcp {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawApp {
     pub(super) kind: String,
-    pub(super) size: Option<UnitText<Size>>,
+    pub(super) size: Option<RawAppSize>,
     pub(super) size_bytes: Option<u64>,
     pub(super) mean_interval: Option<UnitText<Duration>>,
     pub(super) mean_interval_s: Option<Bare>,
     pub(super) message: Option<UnitText<Size>>,
     pub(super) message_bytes: Option<u32>,
+    /// The competing-traffic kinds' fields (`scenario/traffic.rs`): a bit rate for UDP, an
+    /// arrival rate for `flows_poisson`, so read by the kind.
+    pub(super) rate: Option<serde_json::Value>,
+    pub(super) rate_bps: Option<Bare>,
+    pub(super) rate_per_s: Option<Bare>,
+    pub(super) packet_bytes: Option<u32>,
+    pub(super) on: Option<UnitText<Duration>>,
+    pub(super) on_s: Option<Bare>,
+    pub(super) off: Option<UnitText<Duration>>,
+    pub(super) off_s: Option<Bare>,
+    pub(super) distribution: Option<String>,
+    pub(super) shape: Option<Bare>,
+    pub(super) load: Option<Bare>,
+    pub(super) request: Option<RawAppSize>,
+    pub(super) response: Option<RawAppSize>,
+    pub(super) think: Option<UnitText<Duration>>,
+    pub(super) think_s: Option<Bare>,
+}
+
+/// A bulk transfer's `size = "1MB"`, or a short-flow class's size distribution
+/// (`size = { distribution = "exponential", mean = "50kB" }`).
+pub(super) enum RawAppSize {
+    Fixed(UnitText<Size>),
+    Drawn(RawSizeDist),
+}
+
+impl<'de> Deserialize<'de> for RawAppSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawAppSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a size as a string with its unit, such as \"64KiB\", or a size \
+                     distribution table such as { distribution = \"exponential\", mean = \"50kB\" }",
+                )
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawAppSize, E> {
+                Size::parse(s)
+                    .map(|v| RawAppSize::Fixed(UnitText(v, PhantomData)))
+                    .map_err(|e| E::custom(e.message))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawAppSize, A::Error> {
+                RawSizeDist::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawAppSize::Drawn)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A size distribution as written (`scenario/traffic.rs` checks it).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSizeDist {
+    pub(super) distribution: Option<String>,
+    pub(super) mean: Option<UnitText<Size>>,
+    pub(super) mean_bytes: Option<Bare>,
+    pub(super) shape: Option<Bare>,
+    pub(super) sigma: Option<Bare>,
+    /// `[[size_bytes, cumulative_probability], ...]`; the front end reads a `cdf = "FILE"`
+    /// into this list.
+    pub(super) cdf: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize, Default)]

@@ -718,6 +718,9 @@ fn app(a: &AppSpec) -> Value {
             "mean_interval_s": secs(mean_interval),
             "message_bytes": message_bytes,
         }),
+        AppSpec::Udp(ref u) => crate::apps::resolved_udp(a.kind(), u),
+        AppSpec::FlowsPoisson(ref f) => crate::apps::resolved_poisson(f),
+        AppSpec::RequestResponse(ref c) => crate::apps::resolved_request_response(c),
     }
 }
 

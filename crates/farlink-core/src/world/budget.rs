@@ -184,6 +184,8 @@ pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> 
     let mut rows = 0.0;
     let mut tap_bytes = 0.0;
     let mut tap_disk_bytes = 0.0;
+    // What the applications hold: a UDP flow's samples, a short-flow class's connections.
+    let mut app_memory = 0.0;
     // Trace rows per data packet and per hop it crosses (with its ACK).
     let per_packet_rows = [tr.seq, tr.ack, tr.cwnd, tr.rtt, tr.rto, tr.drops]
         .iter()
@@ -216,6 +218,7 @@ pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> 
         if tr.goodput {
             rows += active_s / tr.goodput_interval.as_secs_f64().max(1e-9) + 1.0;
         }
+        app_memory += crate::apps::budget_memory_bytes(&flow.app, packets, messages);
     }
     for link in sc.links() {
         if let Some(b) = &link.bundle {
@@ -255,14 +258,14 @@ pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> 
         Estimate {
             events,
             trace_rows: rows,
-            memory_bytes: BASE_MEMORY_BYTES + tables * TRACE_BUFFER_BYTES + tap_memory,
+            memory_bytes: BASE_MEMORY_BYTES + tables * TRACE_BUFFER_BYTES + tap_memory + app_memory,
             disk_bytes: rows * TRACE_ROW_DISK_BYTES + tap_disk,
         }
     } else {
         Estimate {
             events,
             trace_rows: rows,
-            memory_bytes: BASE_MEMORY_BYTES + rows * TRACE_ROW_BYTES + tap_bytes,
+            memory_bytes: BASE_MEMORY_BYTES + rows * TRACE_ROW_BYTES + tap_bytes + app_memory,
             disk_bytes: 0.0,
         }
     }
@@ -286,6 +289,9 @@ fn data_packets(sc: &Scenario, flow: &FlowSpec, duration_s: f64) -> (f64, f64, f
     let by_rate = rate_bps * window_s / pkt_bits;
     match flow.app {
         AppSpec::Unbounded => (by_rate, window_s, 0.0),
+        AppSpec::Udp(ref u) => crate::apps::budget_packets(u, window_s),
+        AppSpec::FlowsPoisson(ref c) => crate::apps::short_flow_packets(c, rate_bps, mss, window_s),
+        AppSpec::RequestResponse(ref c) => crate::apps::exchange_packets(c, by_rate, mss, window_s),
         AppSpec::Bulk { size_bytes } => {
             let packets = 2.0 * (size_bytes as f64 / mss).ceil() + 10.0;
             // Four times the time it takes at the bottleneck, and a minute for recovery: a

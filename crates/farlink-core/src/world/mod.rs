@@ -43,7 +43,6 @@
 //! events.
 
 pub mod address_map;
-mod app;
 pub mod budget;
 mod bundles;
 pub mod capture;
@@ -52,6 +51,7 @@ mod mptcp;
 mod relay;
 mod sink;
 mod summary;
+mod traffic;
 
 pub use address_map::{address_map, address_map_json, AddressMap};
 pub use budget::{Budget, Estimate, OverBudget};
@@ -71,6 +71,8 @@ pub use summary::{
 };
 
 use bundles::BundleRt;
+
+use crate::apps::stream::App;
 
 use crate::links::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
@@ -212,6 +214,8 @@ enum Event {
     Stop { flow: u32 },
     /// A telnet application writes a message.
     Message { flow: u32 },
+    /// A UDP source sends (`traffic.rs`; `flow` indexes `World::udp`).
+    Udp { flow: u32 },
     /// A bundle's control plane has something due (a drop noticed, a modem timer).
     BundleTimer { bundle: u32, gen: u32 },
     /// A call drop a bundle's driver scheduled ([`BundleEvent::CallDrop`]).
@@ -311,6 +315,18 @@ struct InFlight {
     /// Index into the flow's data path (or ACK path) of the link it is on.
     hop: u32,
     ack: bool,
+    /// A UDP datagram (`apps::udp::datagram_segment`): `flow` indexes `World::udp`.
+    udp: bool,
+}
+
+impl InFlight {
+    fn wire_bytes(&self) -> u32 {
+        if self.udp {
+            crate::apps::udp::wire_bytes(self.seg.payload_bytes)
+        } else {
+            self.seg.wire_bytes()
+        }
+    }
 }
 
 /// The packets in flight, by slot; slots are reused, so the slab stops growing at the largest
@@ -360,8 +376,8 @@ struct Flow {
     /// the one that reads from its receiver.
     relay_in: Option<u32>,
     relay_out: Option<u32>,
-    /// The applications at its two ends (`app.rs`).
-    app: app::App,
+    /// The applications at its two ends (`apps/stream.rs`).
+    app: App,
     sender: Sender,
     receiver: Receiver,
     negotiated: Negotiated,
@@ -405,6 +421,9 @@ struct World<'s> {
     sim_end: SimTime,
     dirs: Vec<Dir>,
     flows: Vec<Flow>,
+    /// The UDP flows and the request/response flows (`traffic.rs`).
+    udp: Vec<traffic::UdpRt>,
+    exchanges: Vec<traffic::ExchangeRt>,
     slab: Slab,
     tr: TraceConfig,
     traces: Traces,
@@ -497,7 +516,10 @@ impl<'s> World<'s> {
             let tcp = c.tcp;
             let negotiated =
                 Negotiated::without_handshake(&tcp.options, &tcp.options, tcp.receive_buffer_bytes);
-            let (app, source) = app::App::new(f, c.first, seed);
+            let (app, source) = match c.arrival {
+                Some(a) => App::short_flow(f, a.at, a.size_bytes),
+                None => App::new(f, c.first, seed),
+            };
             let sender_config = SenderConfig {
                 // A relay writes its outgoing connection in pieces; a real stack coalesces
                 // them (Nagle).
@@ -514,7 +536,7 @@ impl<'s> World<'s> {
                 (
                     Sender::new(&sender_config, &negotiated),
                     Receiver::new(&receiver_config, &negotiated)
-                        .with_handshake_round_trip(tcp.rtt, sc.round_trip(c.path)),
+                        .with_handshake_round_trip(tcp.rtt, sc.round_trip(&c.path)),
                 )
             };
             let path: Vec<u32> = c.path.iter().map(|&h| dir_index(h)).collect();
@@ -524,9 +546,10 @@ impl<'s> World<'s> {
                 .rev()
                 .map(|&h| dir_index(h.reversed()))
                 .collect();
-            let bottleneck_bps = flow_bottleneck_bps(sc, c.path);
-            queue.push(f.start, Event::Start { flow: i as u32 });
-            if let (Some(stop), true) = (f.stop, c.first) {
+            let bottleneck_bps = flow_bottleneck_bps(sc, &c.path);
+            let start = app.start;
+            queue.push(start, Event::Start { flow: i as u32 });
+            if let (Some(stop), true, None) = (f.stop, c.first, c.arrival) {
                 if stop <= end {
                     queue.push(stop, Event::Stop { flow: i as u32 });
                 }
@@ -551,12 +574,14 @@ impl<'s> World<'s> {
                     una: 0,
                     rtt_samples: 0,
                     rto: 0,
-                    goodput_next: grid_at_or_after(f.start, sc.trace().goodput_interval),
+                    goodput_next: grid_at_or_after(start, sc.trace().goodput_interval),
                 },
                 sub: None,
             });
         }
 
+        let udp = traffic::build_udp(sc, &mut queue, end);
+        let exchanges = traffic::build_exchanges(sc, &flow_conns);
         let mut world = World {
             sc,
             queue,
@@ -564,8 +589,10 @@ impl<'s> World<'s> {
             end,
             sim_end: end,
             dirs,
-            unfinished: flows.len(),
+            unfinished: flows.len() + udp.len(),
             flows,
+            udp,
+            exchanges,
             slab: Slab::default(),
             tr: *sc.trace(),
             traces: Traces::default(),
@@ -851,6 +878,7 @@ impl<'s> World<'s> {
             Event::Start { flow } => self.start_flow(flow as usize),
             Event::Stop { flow } => self.stop_flow(flow as usize),
             Event::Message { flow } => self.write_message(flow as usize),
+            Event::Udp { flow } => self.on_udp_timer(flow as usize),
             Event::BundleTimer { bundle, gen } => self.on_bundle_timer(bundle as usize, gen),
             Event::CallDrop {
                 bundle,
@@ -891,6 +919,7 @@ impl<'s> World<'s> {
         if interactive {
             self.schedule_message(f);
         }
+        self.request_at_start(f);
     }
 
     fn stop_flow(&mut self, f: usize) {
@@ -902,9 +931,13 @@ impl<'s> World<'s> {
         if fl.app.stop(&mut fl.sender) {
             self.check_finished(f);
         }
+        self.stop_requests(f);
     }
 
     fn write_message(&mut self, f: usize) {
+        if self.send_request(f) {
+            return;
+        }
         let fl = &mut self.flows[f];
         if fl.app.write_message(&mut fl.sender) {
             self.transmit(f);
@@ -1064,6 +1097,9 @@ impl<'s> World<'s> {
         self.flows[f].app.on_read(now, after - before);
         self.check_finished(f);
         self.mptcp_delivered(f, before, after);
+        if !self.exchanges.is_empty() {
+            self.on_exchange_read(f, after);
+        }
     }
 
     /// An ACK reaches the sender.
@@ -1094,6 +1130,7 @@ impl<'s> World<'s> {
             flow: f as u32,
             hop: 0,
             ack,
+            udp: false,
         });
         self.injected += 1;
         self.offer(first as usize, u64::from(id));
@@ -1108,9 +1145,14 @@ impl<'s> World<'s> {
         };
         let pkt = Packet {
             id,
-            size_bytes: p.seg.wire_bytes(),
-            // FQ-CoDel's classifier: the flow index, wrapped (flows beyond 65,536 share).
-            flow: p.flow as u16,
+            size_bytes: p.wire_bytes(),
+            // FQ-CoDel's classifier: the flow index, wrapped (flows beyond 65,536 share); a
+            // UDP flow's follows the connections', as in the traces.
+            flow: if p.udp {
+                self.flows.len() as u32 + p.flow
+            } else {
+                p.flow
+            } as u16,
             ..Packet::default()
         };
         let result = self.dirs[d].link.offer(self.now, pkt);
@@ -1186,6 +1228,10 @@ impl<'s> World<'s> {
         let Some(p) = self.slab.get(id) else {
             return false;
         };
+        if p.udp {
+            // The captures are of TCP: a datagram is not written.
+            return true;
+        }
         let taps = if arrival {
             &dir.arrive_taps
         } else {
@@ -1217,8 +1263,11 @@ impl<'s> World<'s> {
             return;
         };
         let f = p.flow as usize;
-        let fl = &self.flows[f];
-        let path = if p.ack { &fl.ack_path } else { &fl.path };
+        let path = match (p.udp, p.ack) {
+            (true, _) => &self.udp[f].path,
+            (false, true) => &self.flows[f].ack_path,
+            (false, false) => &self.flows[f].path,
+        };
         let next = p.hop as usize + 1;
         if let Some(&d) = path.get(next) {
             p.hop = next as u32;
@@ -1229,7 +1278,9 @@ impl<'s> World<'s> {
             return;
         };
         self.arrived += 1;
-        if p.ack {
+        if p.udp {
+            self.on_udp_arrival(f, &p.seg);
+        } else if p.ack {
             self.mptcp_ack_arrives(f, id);
             self.on_ack_arrival(f, &p.seg);
         } else {
@@ -1244,7 +1295,15 @@ impl<'s> World<'s> {
         };
         let c = cause_index(cause);
         self.dropped[c] += 1;
-        self.flows[p.flow as usize].counts.drops[c] += 1;
+        // A UDP flow's rows in the traces follow the connections'.
+        let flow = if p.udp {
+            self.udp[p.flow as usize].drops[c] += 1;
+            self.check_udp_finished(p.flow as usize);
+            self.flows.len() as u32 + p.flow
+        } else {
+            self.flows[p.flow as usize].counts.drops[c] += 1;
+            p.flow
+        };
         if self.tr.drops {
             let dir = &self.dirs[d];
             let seq = if p.ack { p.seg.ack } else { p.seg.seq };
@@ -1253,7 +1312,7 @@ impl<'s> World<'s> {
                 at,
                 dir.link_index,
                 dir.forward,
-                p.flow,
+                flow,
                 p.ack,
                 seq,
                 syn,
@@ -1351,6 +1410,7 @@ impl<'s> World<'s> {
         }
         self.check_relays();
         self.check_mptcp();
+        self.check_udp();
     }
 
     // ----- results -----
@@ -1365,9 +1425,18 @@ impl<'s> World<'s> {
         // Complete the goodput grid to the end of the run.
         if self.tr.goodput {
             for f in 0..self.flows.len() {
-                if let Some(delivered) = self.goodput_delivered(f) {
-                    self.fill_goodput(f, sim_end, true, delivered);
-                }
+                let Some(delivered) = self.goodput_delivered(f) else {
+                    continue;
+                };
+                // A short flow's grid ends with it: thousands of them, each to the run's end,
+                // would fill the table with rows that say nothing.
+                let app = &self.flows[f].app;
+                let until = if app.is_short_flow() {
+                    app.finish().unwrap_or(sim_end)
+                } else {
+                    sim_end
+                };
+                self.fill_goodput(f, until, true, delivered);
             }
             if let Some(why) = self.halted.take() {
                 self.stopped
@@ -1508,6 +1577,7 @@ impl<'s> World<'s> {
             min_rtt_s: rtt.min_rtt().map(SimDuration::as_secs_f64),
             limited_s: Some(limited_s),
             limited_by,
+            traffic: None,
             handshake: self.conn_ends(c).2.handshake.then(|| {
                 let r = fl.receiver.stats();
                 HandshakeSummary {
@@ -1693,6 +1763,7 @@ mod tests {
             flow: 0,
             hop: 0,
             ack: false,
+            udp: false,
         };
         let a = s.insert(p);
         let b = s.insert(p);

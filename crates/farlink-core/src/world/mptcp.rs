@@ -25,9 +25,10 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use super::{
-    app, cause_map, goodput_bps, grid_at_or_after, normalized_goodput, ConnCounts, Dir, Flow,
+    cause_map, goodput_bps, grid_at_or_after, normalized_goodput, ConnCounts, Dir, Flow,
     FlowSummary, RunError, Timer, Traced, World,
 };
+use crate::apps::stream::App;
 use crate::links::mlppp::{BundleDir, BundleDirConfig};
 use crate::mptcp::coupled::{Coupled, Coupling, CouplingGroup};
 use crate::mptcp::{DataReceiver, DataSender, Pick, Scheduler, SubflowMap, SubflowView};
@@ -141,10 +142,11 @@ impl World<'_> {
             let (size_bytes, writing) = match f.app {
                 AppSpec::Bulk { size_bytes } => (size_bytes, false),
                 AppSpec::Unbounded => (u64::MAX, true),
-                AppSpec::Telnet { .. } => {
+                // The scenario refuses the others (`scenario/mptcp.rs`).
+                _ => {
                     return Err(ScenarioError::new(
                         format!("flows[{i}].transport"),
-                        "Multipath TCP carries bulk and unbounded applications, not telnet",
+                        "Multipath TCP carries bulk and unbounded applications only",
                     )
                     .into())
                 }
@@ -265,7 +267,7 @@ impl World<'_> {
         let f = &sc.flows()[i];
         let tcp = &f.tcp;
         // Written by the connection level chunk by chunk, as a relay writes.
-        let (app, source) = app::App::new(f, false, sc.seed());
+        let (app, source) = App::new(f, false, sc.seed());
         let sender_config = tcp.sender_config(source);
         let receiver_config = tcp.receiver_config(false);
         let negotiated =
@@ -712,7 +714,7 @@ impl World<'_> {
         let start = rt.start;
         // As a TCP flow's (`App::active_end_with`): a bulk source to its last byte, an
         // unbounded one to its stop at least.
-        let active_end = match (rt.finish, spec.app) {
+        let active_end = match (rt.finish, &spec.app) {
             (Some(t), AppSpec::Bulk { .. }) => t,
             (Some(t), _) => t.max(spec.stop.unwrap_or(t)),
             (None, _) => self.sim_end,

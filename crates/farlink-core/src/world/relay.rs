@@ -15,10 +15,12 @@
 //! Conservation across a relay: every byte read upstream was written downstream exactly once,
 //! never more than the buffer is held, and the receiver read no byte it had not delivered.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::{cause_map, goodput_bps, normalized_goodput, FlowSummary, RelaySummary, World};
-use crate::scenario::{Hop, Scenario, TcpSpec};
+use crate::apps::short_flows::{self, Arrival};
+use crate::scenario::{AppSpec, Hop, Scenario, TcpSpec};
 use crate::time::SimTime;
 
 /// A relay between connection `upstream` (whose receiver it reads) and `downstream` (whose
@@ -43,9 +45,12 @@ pub(super) struct ConnPlan<'s> {
     /// The flow's own connection (its application writes into it).
     pub first: bool,
     pub tcp: &'s TcpSpec,
-    pub path: &'s [Hop],
+    /// Its route (a request/response flow's response connection: the flow's, reversed).
+    pub path: Cow<'s, [Hop]>,
     pub relay_in: Option<u32>,
     pub relay_out: Option<u32>,
+    /// A connection of a short-flow class: its arrival and size (`apps::short_flows`).
+    pub arrival: Option<Arrival>,
 }
 
 /// The connections of every flow, the relays joining them, and each flow's connections.
@@ -55,15 +60,51 @@ pub(super) fn plan(sc: &Scenario) -> (Vec<ConnPlan<'_>>, Vec<Relay>, Vec<Range<u
     let mut ranges = Vec::with_capacity(sc.flows().len());
     for (i, f) in sc.flows().iter().enumerate() {
         let first_conn = conns.len();
-        if f.segments.is_empty() {
+        if f.app.is_udp() {
+            // No TCP connection: `traffic.rs` runs it.
+        } else if let AppSpec::RequestResponse(_) = f.app {
+            // Requests from the flow's source, responses back on a connection of their own.
+            let back: Vec<Hop> = f.path.iter().rev().map(|h| h.reversed()).collect();
+            for (k, path) in [Cow::Borrowed(&f.path[..]), Cow::Owned(back)]
+                .into_iter()
+                .enumerate()
+            {
+                conns.push(ConnPlan {
+                    spec: i,
+                    segment: k as u32,
+                    // The server's connection is written by the engine as requests arrive
+                    // (as a relay's is), and ends when the client stops.
+                    first: k == 0,
+                    tcp: &f.tcp,
+                    path,
+                    relay_in: None,
+                    relay_out: None,
+                    arrival: None,
+                });
+            }
+        } else if let Some(plan) = short_flows::plan_of(sc, i) {
+            for (k, a) in plan.into_iter().enumerate() {
+                conns.push(ConnPlan {
+                    spec: i,
+                    segment: k as u32,
+                    first: true,
+                    tcp: &f.tcp,
+                    path: Cow::Borrowed(&f.path),
+                    relay_in: None,
+                    relay_out: None,
+                    arrival: Some(a),
+                });
+            }
+        } else if f.segments.is_empty() {
             conns.push(ConnPlan {
                 spec: i,
                 segment: 0,
                 first: true,
                 tcp: &f.tcp,
-                path: &f.path,
+                path: Cow::Borrowed(&f.path),
                 relay_in: None,
                 relay_out: None,
+                arrival: None,
             });
         } else {
             let n = f.segments.len();
@@ -90,9 +131,10 @@ pub(super) fn plan(sc: &Scenario) -> (Vec<ConnPlan<'_>>, Vec<Relay>, Vec<Range<u
                     segment: k as u32,
                     first: k == 0,
                     tcp: &seg.tcp,
-                    path: &seg.path,
+                    path: Cow::Borrowed(&seg.path),
                     relay_in,
                     relay_out,
+                    arrival: None,
                 });
             }
         }
@@ -196,7 +238,11 @@ impl World<'_> {
         }
         let fl = &self.flows[c];
         let spec = &self.sc.flows()[fl.spec as usize];
-        if spec.segments.is_empty() {
+        let several = matches!(
+            spec.app,
+            AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_)
+        );
+        if spec.segments.is_empty() && !several {
             spec.name.clone()
         } else {
             format!("{}#{}", spec.name, fl.segment)
@@ -209,6 +255,10 @@ impl World<'_> {
         let spec = &self.sc.flows()[fl.spec as usize];
         match spec.segments.get(fl.segment as usize) {
             Some(seg) => (seg.from, seg.to, &seg.tcp),
+            // A request/response flow's responses go back from its destination.
+            None if matches!(spec.app, AppSpec::RequestResponse(_)) && fl.segment == 1 => {
+                (spec.to, spec.from, &spec.tcp)
+            }
             None => (spec.from, spec.to, &spec.tcp),
         }
     }
@@ -219,11 +269,21 @@ impl World<'_> {
         if let Some(s) = self.mptcp_flow_summary(i) {
             return s;
         }
+        let spec = &self.sc.flows()[i];
+        if spec.app.is_udp() {
+            let u = self.udp.iter().position(|rt| rt.spec as usize == i);
+            return self.udp_summary(u.unwrap_or_default());
+        }
+        if let AppSpec::FlowsPoisson(_) = spec.app {
+            return self.short_flows_summary(i);
+        }
+        if let AppSpec::RequestResponse(_) = spec.app {
+            return self.exchanges_summary(i);
+        }
         let range = self.flow_conns[i].clone();
         if range.len() == 1 {
             return self.conn_summary(range.start);
         }
-        let spec = &self.sc.flows()[i];
         let nodes = self.sc.nodes();
         let segments: Vec<FlowSummary> = range.clone().map(|c| self.conn_summary(c).0).collect();
         let (first, last) = (&self.flows[range.start], &self.flows[range.end - 1]);

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::apps::metrics::{jain_index, TrafficSummary};
 use crate::links::link::{DROP_CAUSE_NAMES, N_DROP_CAUSES};
 use crate::links::mlppp::ControlStats;
 use crate::scenario::{Hop, Scenario};
@@ -132,6 +133,10 @@ pub struct FlowSummary {
     pub subflows: Vec<super::SubflowSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mptcp: Option<super::MptcpSummary>,
+    /// A UDP flow's or a short-flow class's own figures (`crate::apps::metrics`), at the
+    /// flow's level beside the others; nothing for a TCP application.
+    #[serde(flatten)]
+    pub traffic: Option<TrafficSummary>,
 }
 
 /// The three-way handshake of a connection (of the source's connection for a split flow).
@@ -191,6 +196,10 @@ pub struct AggregateSummary {
     pub data_segments_delivered: u64,
     /// Every packet dropped on any link, by cause.
     pub drops: BTreeMap<String, u64>,
+    /// Jain's fairness index of the long-lived flows' (`bulk`, `unbounded`) goodputs; absent
+    /// with fewer than two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jain_index: Option<f64>,
 }
 
 impl AggregateSummary {
@@ -214,13 +223,19 @@ impl AggregateSummary {
             fast_retransmits,
             data_segments_delivered: 0,
             drops: cause_map(drops),
+            jain_index: None,
         };
+        let mut long_lived = Vec::new();
         for f in flows {
+            if matches!(f.app, "bulk" | "unbounded") {
+                long_lived.push(f.goodput_bps);
+            }
             sums.delivered_bytes += f.delivered_bytes;
             sums.retransmissions += f.retransmissions;
             sums.timeouts += f.timeouts;
             sums.data_segments_delivered += f.data_segments_delivered;
         }
+        sums.jain_index = jain_index(&long_lived);
         sums.goodput_bps = goodput_bps(sums.delivered_bytes, span.nanos());
         sums.normalized_goodput = sums
             .bottleneck_bps

@@ -192,6 +192,7 @@ fn summary(
         segments: Vec::new(),
         subflows: Vec::new(),
         mptcp: None,
+        traffic: None,
     }
 }
 

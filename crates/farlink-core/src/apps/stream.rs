@@ -12,12 +12,14 @@ use crate::tcp::sender::{AppSource, Sender};
 use crate::time::{SimDuration, SimTime};
 
 #[derive(Debug)]
-pub(super) struct App {
+pub(crate) struct App {
     spec: AppSpec,
-    pub(super) start: SimTime,
+    pub(crate) start: SimTime,
     /// When the application stops writing (a split flow's first connection only: the relays
     /// stop when the connection before them has finished).
     stop: Option<SimTime>,
+    /// A connection of a short-flow class (`flows_poisson`).
+    short: bool,
     started: bool,
     /// The application may still write.
     writing: bool,
@@ -36,13 +38,41 @@ impl App {
     /// The application of one connection of flow `f` (`first`: the flow's own source; any
     /// later connection is written by a relay, from nothing at the start), and the source its
     /// sender is built with.
-    pub(super) fn new(f: &FlowSpec, first: bool, seed: u64) -> (Self, AppSource) {
+    pub(crate) fn new(f: &FlowSpec, first: bool, seed: u64) -> (Self, AppSource) {
         let spec = if first {
-            f.app
+            f.app.clone()
         } else {
             AppSpec::Bulk { size_bytes: 0 }
         };
+        Self::build(f, spec, f.start, first, seed)
+    }
+
+    /// The application of one connection of a short-flow class (`flows_poisson`): a bulk
+    /// transfer of `size_bytes` from `start`, its arrival.
+    pub(crate) fn short_flow(f: &FlowSpec, start: SimTime, size_bytes: u64) -> (Self, AppSource) {
+        let (mut app, source) = Self::build(f, AppSpec::Bulk { size_bytes }, start, true, 0);
+        // The class's stop ends its arrivals, not a transfer already under way.
+        app.stop = None;
+        app.short = true;
+        (app, source)
+    }
+
+    fn build(
+        f: &FlowSpec,
+        spec: AppSpec,
+        start: SimTime,
+        first: bool,
+        seed: u64,
+    ) -> (Self, AppSource) {
         let (source, writing, written_bytes, rng) = match spec {
+            // A UDP flow has no connection, and a short-flow class's connections are built by
+            // `short_flow`: neither writes into a TCP sender from here.
+            AppSpec::Udp(_) | AppSpec::FlowsPoisson(_) => {
+                (AppSource::Bulk { total_bytes: 0 }, false, 0, None)
+            }
+            // Either end of a request/response flow: the engine writes each request and
+            // response (`write_bytes`) until the flow stops.
+            AppSpec::RequestResponse(_) => (AppSource::Bulk { total_bytes: 0 }, true, 0, None),
             AppSpec::Bulk { size_bytes } => (
                 AppSource::Bulk {
                     total_bytes: size_bytes,
@@ -61,8 +91,9 @@ impl App {
         };
         let app = App {
             spec,
-            start: f.start,
+            start,
             stop: f.stop.filter(|_| first),
+            short: false,
             started: false,
             // The relay writes until the connection before it has finished.
             writing: writing || !first,
@@ -76,18 +107,23 @@ impl App {
     }
 
     /// The application starts; true if it then writes keystrokes (`next_message_at`).
-    pub(super) fn start(&mut self) -> bool {
+    pub(crate) fn start(&mut self) -> bool {
         self.started = true;
         matches!(self.spec, AppSpec::Telnet { .. })
     }
 
-    pub(super) fn started(&self) -> bool {
+    /// A connection of a short-flow class (built by `short_flow`).
+    pub(crate) fn is_short_flow(&self) -> bool {
+        self.short
+    }
+
+    pub(crate) fn started(&self) -> bool {
         self.started
     }
 
     /// The application stops writing; false if it already had. An unbounded source's stream
     /// ends at what it had handed to the sender.
-    pub(super) fn stop(&mut self, sender: &mut Sender) -> bool {
+    pub(crate) fn stop(&mut self, sender: &mut Sender) -> bool {
         if !self.writing {
             return false;
         }
@@ -100,7 +136,7 @@ impl App {
     }
 
     /// A telnet keystroke: its bytes go to the sender; false if this application writes none.
-    pub(super) fn write_message(&mut self, sender: &mut Sender) -> bool {
+    pub(crate) fn write_message(&mut self, sender: &mut Sender) -> bool {
         let AppSpec::Telnet { message_bytes, .. } = self.spec else {
             return false;
         };
@@ -114,8 +150,8 @@ impl App {
 
     /// When the next telnet keystroke comes, after an exponential gap (rounded to the
     /// nanosecond, at least 1) from `now`; none past `end` or from the instant it stops.
-    pub(super) fn next_message_at(&mut self, now: SimTime, end: SimTime) -> Option<SimTime> {
-        let (AppSpec::Telnet { mean_interval, .. }, Some(rng)) = (self.spec, self.rng.as_mut())
+    pub(crate) fn next_message_at(&mut self, now: SimTime, end: SimTime) -> Option<SimTime> {
+        let (AppSpec::Telnet { mean_interval, .. }, Some(rng)) = (&self.spec, self.rng.as_mut())
         else {
             return None;
         };
@@ -127,19 +163,25 @@ impl App {
     }
 
     /// How many bytes a relay writing this stream holds unacknowledged.
-    pub(super) fn held_bytes(&self, sender: &Sender) -> u64 {
+    pub(crate) fn held_bytes(&self, sender: &Sender) -> u64 {
         self.written_bytes - sender.snd_una()
     }
 
+    /// A request or a response of `bytes` is written.
+    pub(crate) fn write_bytes(&mut self, sender: &mut Sender, bytes: u64) {
+        sender.push_bytes(bytes);
+        self.written_bytes += bytes;
+    }
+
     /// A relay writes `bytes` it moved from the connection before.
-    pub(super) fn relay_write(&mut self, sender: &mut Sender, bytes: u64) {
+    pub(crate) fn relay_write(&mut self, sender: &mut Sender, bytes: u64) {
         sender.push_bytes(bytes);
         self.written_bytes += bytes;
     }
 
     /// A relay ends the stream: the connection before it finished and was drained. False if it
     /// had already.
-    pub(super) fn relay_end(&mut self, sender: &mut Sender) -> bool {
+    pub(crate) fn relay_end(&mut self, sender: &mut Sender) -> bool {
         if !self.writing {
             return false;
         }
@@ -149,14 +191,14 @@ impl App {
     }
 
     /// The receiving application read `bytes` more at `now`.
-    pub(super) fn on_read(&mut self, now: SimTime, bytes: u64) {
+    pub(crate) fn on_read(&mut self, now: SimTime, bytes: u64) {
         self.read_bytes += bytes;
         self.last_read = Some(now);
     }
 
     /// A connection is finished when its application wrote its last byte and that byte reached
     /// the receiving application; true the one time it becomes so.
-    pub(super) fn try_finish(&mut self, now: SimTime) -> bool {
+    pub(crate) fn try_finish(&mut self, now: SimTime) -> bool {
         if self.finish.is_none() && !self.writing && self.read_bytes >= self.written_bytes {
             self.finish = Some(self.last_read.unwrap_or(now));
             return true;
@@ -164,24 +206,24 @@ impl App {
         false
     }
 
-    pub(super) fn writing(&self) -> bool {
+    pub(crate) fn writing(&self) -> bool {
         self.writing
     }
 
-    pub(super) fn written_bytes(&self) -> u64 {
+    pub(crate) fn written_bytes(&self) -> u64 {
         self.written_bytes
     }
 
-    pub(super) fn read_bytes(&self) -> u64 {
+    pub(crate) fn read_bytes(&self) -> u64 {
         self.read_bytes
     }
 
-    pub(super) fn finish(&self) -> Option<SimTime> {
+    pub(crate) fn finish(&self) -> Option<SimTime> {
         self.finish
     }
 
     /// The end of the span the application was active in (see `active_end_with`).
-    pub(super) fn active_end(&self, sim_end: SimTime) -> SimTime {
+    pub(crate) fn active_end(&self, sim_end: SimTime) -> SimTime {
         self.active_end_with(self.finish, sim_end)
     }
 
@@ -189,8 +231,8 @@ impl App {
     /// `finish` (a split flow's: at the end of its last connection): a bulk source wrote
     /// everything at its start, so its stop (if any) means nothing; an interactive or
     /// unbounded source was active until it stopped. An unfinished one, to `sim_end`.
-    pub(super) fn active_end_with(&self, finish: Option<SimTime>, sim_end: SimTime) -> SimTime {
-        match (finish, self.spec) {
+    pub(crate) fn active_end_with(&self, finish: Option<SimTime>, sim_end: SimTime) -> SimTime {
+        match (finish, &self.spec) {
             (Some(t), AppSpec::Bulk { .. }) => t,
             (Some(t), _) => t.max(self.stop.unwrap_or(t)),
             (None, _) => sim_end,
@@ -198,8 +240,8 @@ impl App {
     }
 
     /// The bytes the application wrote, as reported: none for an unbounded source still writing.
-    pub(super) fn reported_bytes(&self) -> Option<u64> {
-        match (self.spec, self.writing) {
+    pub(crate) fn reported_bytes(&self) -> Option<u64> {
+        match (&self.spec, self.writing) {
             (AppSpec::Unbounded, true) => None,
             _ => Some(self.written_bytes),
         }
