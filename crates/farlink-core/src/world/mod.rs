@@ -78,7 +78,7 @@ use crate::links::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
 use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
 use crate::sched::EventQueue;
-use crate::tcp::receiver::Receiver;
+use crate::tcp::receiver::{Receiver, ReceiverConfig};
 use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{Sender, SenderConfig, Transmission, TransmissionKind};
 use crate::tcp::{Negotiated, TcpOptions};
@@ -527,18 +527,13 @@ impl<'s> World<'s> {
                 ..tcp.sender_config(source)
             };
             let receiver_config = tcp.receiver_config(c.relay_out.is_some());
-            let (sender, receiver) = if tcp.handshake {
-                (
-                    Sender::connect(&sender_config),
-                    Receiver::listen(&receiver_config, tcp.rtt),
-                )
-            } else {
-                (
-                    Sender::new(&sender_config, &negotiated),
-                    Receiver::new(&receiver_config, &negotiated)
-                        .with_handshake_round_trip(tcp.rtt, sc.round_trip(&c.path)),
-                )
-            };
+            let (sender, receiver) = endpoints(
+                tcp,
+                &negotiated,
+                (&sender_config, &receiver_config),
+                tcp.handshake,
+                sc.round_trip(&c.path),
+            );
             let path: Vec<u32> = c.path.iter().map(|&h| dir_index(h)).collect();
             let ack_path: Vec<u32> = c
                 .path
@@ -1679,6 +1674,26 @@ impl<'s> World<'s> {
             links,
             lossy_link,
         }
+    }
+}
+
+/// A connection's two ends: with `handshake`, a sender that opens with a SYN and a receiver
+/// listening for it; else both as if the handshake had happened (`negotiated`), the receiver
+/// given the `round_trip` it would have measured.
+pub(super) fn endpoints(
+    tcp: &crate::scenario::TcpSpec,
+    negotiated: &Negotiated,
+    (sender, receiver): (&SenderConfig, &ReceiverConfig),
+    handshake: bool,
+    round_trip: SimDuration,
+) -> (Sender, Receiver) {
+    if handshake {
+        (Sender::connect(sender), Receiver::listen(receiver, tcp.rtt))
+    } else {
+        (
+            Sender::new(sender, negotiated),
+            Receiver::new(receiver, negotiated).with_handshake_round_trip(tcp.rtt, round_trip),
+        )
     }
 }
 

@@ -35,8 +35,6 @@ use crate::mptcp::{DataReceiver, DataSender, Pick, Scheduler, SubflowMap, Subflo
 use crate::path::{dir_index, member_dir_config, member_loss, LinkDir, MemberChange};
 use crate::scenario::{AppSpec, ScenarioError, Transport};
 use crate::tcp::cc::ControllerInit;
-use crate::tcp::receiver::Receiver;
-use crate::tcp::sender::Sender;
 use crate::tcp::{Negotiated, State};
 use crate::time::SimTime;
 
@@ -272,18 +270,13 @@ impl World<'_> {
         let receiver_config = tcp.receiver_config(false);
         let negotiated =
             Negotiated::without_handshake(&tcp.options, &tcp.options, tcp.receive_buffer_bytes);
-        let (sender, receiver) = if handshake || tcp.handshake {
-            (
-                Sender::connect(&sender_config),
-                Receiver::listen(&receiver_config, tcp.rtt),
-            )
-        } else {
-            (
-                Sender::new(&sender_config, &negotiated),
-                Receiver::new(&receiver_config, &negotiated)
-                    .with_handshake_round_trip(tcp.rtt, sc.round_trip(&f.path)),
-            )
-        };
+        let (sender, receiver) = super::endpoints(
+            tcp,
+            &negotiated,
+            (&sender_config, &receiver_config),
+            handshake || tcp.handshake,
+            sc.round_trip(&f.path),
+        );
         let member = self.member_links[links].dirs[k];
         let dir_of = |h: crate::scenario::Hop, at: usize| {
             if at == bundle_hop {
