@@ -173,6 +173,14 @@ pub fn olia_alpha(subs: &[SubflowWindow], i: usize) -> f64 {
     }
 }
 
+/// The subflows' summed rate, sum of w / rtt (packets per second), over those with an RTT.
+fn summed_rate(subs: &[SubflowWindow]) -> f64 {
+    subs.iter()
+        .filter(|s| s.has_rtt())
+        .map(|s| s.w_pkts() / s.srtt_s)
+        .sum()
+}
+
 /// OLIA's increase of subflow `i`'s window, in bytes, for `acked` bytes acknowledged.
 pub fn olia_increase_bytes(subs: &[SubflowWindow], i: usize, acked: u64) -> f64 {
     let me = subs[i];
@@ -181,11 +189,7 @@ pub fn olia_increase_bytes(subs: &[SubflowWindow], i: usize, acked: u64) -> f64 
     if !me.has_rtt() {
         return pkts * mss / me.w_pkts();
     }
-    let sum: f64 = subs
-        .iter()
-        .filter(|s| s.has_rtt())
-        .map(|s| s.w_pkts() / s.srtt_s)
-        .sum();
+    let sum = summed_rate(subs);
     let w = me.w_pkts();
     let per_pkt = (w / (me.srtt_s * me.srtt_s)) / (sum * sum) + olia_alpha(subs, i) / w;
     per_pkt * pkts * mss
@@ -210,11 +214,7 @@ pub fn balia_increase_bytes(subs: &[SubflowWindow], i: usize, acked: u64) -> f64
     if !me.has_rtt() {
         return pkts * mss / me.w_pkts();
     }
-    let sum_x: f64 = subs
-        .iter()
-        .filter(|s| s.has_rtt())
-        .map(|s| s.w_pkts() / s.srtt_s)
-        .sum();
+    let sum_x = summed_rate(subs);
     let x_r = me.w_pkts() / me.srtt_s;
     let a = balia_alpha(subs, i);
     let per_pkt = x_r / (me.srtt_s * sum_x * sum_x) * (1.0 + a) / 2.0 * (4.0 + a) / 5.0;
