@@ -33,6 +33,7 @@ pub mod detection;
 pub mod gso;
 pub mod handshake;
 pub mod limits;
+pub mod pacer;
 pub mod payload;
 pub mod prr;
 pub mod rack;
@@ -42,6 +43,7 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod segment;
 pub mod sender;
+pub mod timers;
 pub mod wire;
 pub mod wire_client;
 

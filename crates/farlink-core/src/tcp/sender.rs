@@ -29,6 +29,7 @@ use super::cc::{
 use super::detection::{AckOutcome, BeforeAck, LossDetector};
 use super::handshake::{self, RTO_AFTER_SYN_LOSS};
 use super::limits::{Limit, LimitClock};
+use super::pacer::Pacer;
 use super::prr::{Prr, PrrAck, WindowReduction};
 use super::rack;
 use super::recovery::{
@@ -38,8 +39,9 @@ use super::recovery::{
 use super::rtt::{RttConfig, RttEstimator};
 use super::scoreboard::Scoreboard;
 use super::segment::{timestamp_clock, Flags, Options, Segment, Timestamps};
+use super::timers::{Timer, Timers};
 use super::{Negotiated, State, TcpOptions};
-use crate::time::{BitRate, SimDuration, SimTime};
+use crate::time::{SimDuration, SimTime};
 
 /// RFC 6928 section 2: an initial window of up to ten segments (IW10), the default of Linux
 /// and ns-3. RFC 5681 3.1 (RFC 3390) allows 2 to 4; 1 is the original.
@@ -241,9 +243,6 @@ pub struct Sender {
     send_buffer_bytes: u64,
     /// [`SenderConfig::nagle`], until the application closes its stream.
     nagle: bool,
-    /// The persist timer (RFC 9293 3.8.6.1): runs while the peer's window holds back new data
-    /// and nothing is outstanding, so a lost window update cannot stall the connection.
-    persist_deadline: Option<SimTime>,
     /// Persist expiries since the window last opened: the probe interval doubles each time.
     persist_backoff: u32,
     /// The persist timer expired: the next `poll_transmit` sends a probe.
@@ -266,15 +265,15 @@ pub struct Sender {
     prr: Option<Prr>,
     cc: Box<dyn CongestionController>,
     rtt: RttEstimator,
-    /// The retransmission timer (RFC 6298 section 5).
-    rto_deadline: Option<SimTime>,
-    /// RACK-TLP (`rack` recovery only): the probe timer (RFC 8985 7.2), the probe it asks
-    /// for, the end of the outstanding probe's episode (`TLP.end_seq`), and RACK's
-    /// reordering timer (6.3).
-    pto_deadline: Option<SimTime>,
+    /// Every deadline: the retransmission timer (RFC 6298 section 5), the persist timer
+    /// (RFC 9293 3.8.6.1: runs while the peer's window holds back new data and nothing is
+    /// outstanding, so a lost window update cannot stall the connection), RACK-TLP's probe
+    /// (RFC 8985 7.2) and reordering (6.3) timers, the pacing release.
+    timers: Timers,
+    /// RACK-TLP (`rack` recovery only): the probe the probe timer asks for, and the end of the
+    /// outstanding probe's episode (`TLP.end_seq`).
     loss_probe_due: bool,
     tlp_end_seq: Option<u64>,
-    reo_deadline: Option<SimTime>,
     /// The first unacknowledged segment must go out next, whatever the window (fast
     /// retransmit, partial ACK, RFC 6298 (5.4)), and why.
     retransmit_head: Option<Retransmit>,
@@ -285,12 +284,10 @@ pub struct Sender {
     /// The end of the segment the last ACK was matched to ([`AckEcho`]): a duplicate ACK
     /// answers the next segment above it.
     echo_end: u64,
-    /// Pacing: the earliest time the next segment may leave, when the controller paces
-    /// ([`CongestionController::pacing_rate`]).
-    next_send_at: SimTime,
-    /// The last `poll_transmit` held a segment back for pacing: the world must wake the
-    /// sender at `next_send_at`.
-    pacing_blocked: bool,
+    /// Pacing: when the next segment may leave, when the controller paces
+    /// ([`CongestionController::pacing_rate`]). While the last `poll_transmit` held a
+    /// segment back for it, [`Timer::Pacing`] runs to its release instant.
+    pacer: Pacer,
     /// Loss detection: what each ACK and timeout told, and the per-ACK lists of segments
     /// newly acknowledged and newly lost that the controller's batch hands on.
     detection: LossDetector,
@@ -345,7 +342,6 @@ impl Sender {
             app_limit_bytes,
             send_buffer_bytes: config.send_buffer_bytes.unwrap_or(u64::MAX),
             nagle: config.nagle,
-            persist_deadline: None,
             persist_backoff: 0,
             probe_due: false,
             ts_recent: 0,
@@ -358,17 +354,14 @@ impl Sender {
             prr: None,
             cc,
             rtt: RttEstimator::new(config.rtt),
-            rto_deadline: None,
-            pto_deadline: None,
+            timers: Timers::default(),
             loss_probe_due: false,
             tlp_end_seq: None,
-            reo_deadline: None,
             retransmit_head: None,
             timeouts_without_progress: 0,
             last_reduction: None,
             echo_end: 0,
-            next_send_at: SimTime::ZERO,
-            pacing_blocked: false,
+            pacer: Pacer::default(),
             detection: {
                 let d = LossDetector::new(
                     recovery.is_sack_based(),
@@ -504,25 +497,19 @@ impl Sender {
         &self.stats
     }
     /// The earliest of the retransmission, persist, probe and reordering timers' deadlines.
-    // Pairwise rather than `[..].into_iter().flatten().min()`: the world asks after every
-    // transmission, and the iterator's loop cost some 60 instructions a call where this costs
-    // a few (cachegrind on `examples/stpd_wireless.rs`).
     pub fn next_timeout(&self) -> Option<SimTime> {
-        earliest(
-            earliest(self.rto_deadline, self.persist_deadline),
-            earliest(self.pto_deadline, self.reo_deadline),
-        )
+        self.timers.next_timeout()
     }
     /// When a segment held back by pacing may leave: `Some` only while the last
     /// [`Sender::poll_transmit`] returned `None` because of the pacing rate. The world wakes
     /// the sender then (as for [`Sender::next_timeout`]); controllers that do not pace never
     /// set it.
     pub fn next_send_time(&self) -> Option<SimTime> {
-        self.pacing_blocked.then_some(self.next_send_at)
+        self.timers.get(Timer::Pacing)
     }
-    /// The earlier of the retransmission timer and the pacing deadline.
+    /// The earliest of every timer: [`Sender::next_timeout`] and the pacing release.
     pub fn next_wakeup(&self) -> Option<SimTime> {
-        earliest(self.next_timeout(), self.next_send_time())
+        self.timers.next_deadline()
     }
     /// A bulk transfer whose every byte is acknowledged.
     pub fn is_complete(&self) -> bool {
@@ -588,9 +575,7 @@ impl Sender {
             }
             let syn = handshake::syn(&open.config.options, now);
             // RFC 6298 (5.1), the SYN being timed like data.
-            if self.rto_deadline.is_none() {
-                self.rto_deadline = Some(now + self.rtt.rto());
-            }
+            self.start_rto_if_stopped(now);
             return Some(Transmission {
                 segment: syn,
                 kind: TransmissionKind::Syn { retransmission },
@@ -636,11 +621,11 @@ impl Sender {
             self.probe_due = false;
             return self.window_probe(now);
         }
-        self.pacing_blocked = false;
-        // Pacing: a pacing controller's segments leave no earlier than `next_send_at`,
+        // Pacing: a pacing controller's segments leave no earlier than the pacer allows,
         // whatever they are (retransmissions included).
-        if self.cc.pacing_rate().is_some() && now < self.next_send_at {
-            self.pacing_blocked = true;
+        let held = self.pacer.holds_until(self.cc.pacing_rate(), now);
+        self.timers.set_or_stop(Timer::Pacing, held);
+        if held.is_some() {
             return None;
         }
         // RFC 5681 3.2 (3), RFC 6582 3.2 step 3, RFC 6675 (4.3) and RFC 6298 (5.4): "Retransmit
@@ -716,10 +701,10 @@ impl Sender {
         if self.state != State::Established {
             return None;
         }
-        if self.pacing_blocked {
+        if self.timers.is_running(Timer::Pacing) {
             return Some(Limit::CongestionWindow);
         }
-        if self.persist_deadline.is_some() {
+        if self.timers.is_running(Timer::Persist) {
             return Some(Limit::ReceiveWindow);
         }
         let remaining = self.app_limit_bytes - self.snd_max;
@@ -777,18 +762,19 @@ impl Sender {
     /// the maximum RTO (RFC 9293 3.8.6.1, RFC 1122 4.2.2.17).
     fn update_persist(&mut self, now: SimTime) {
         if !self.window_blocked() {
-            self.persist_deadline = None;
+            self.timers.stop(Timer::Persist);
             self.persist_backoff = 0;
             return;
         }
-        if self.persist_deadline.is_none() {
+        if !self.timers.is_running(Timer::Persist) {
             let rto = self.rtt.rto().as_nanos();
             let max = self.rtt.config().max_rto.as_nanos();
             let interval = rto
                 .checked_shl(self.persist_backoff.min(32))
                 .unwrap_or(u64::MAX)
                 .min(max.max(rto));
-            self.persist_deadline = Some(now + SimDuration::from_nanos(interval));
+            self.timers
+                .set(Timer::Persist, now + SimDuration::from_nanos(interval));
         }
     }
 
@@ -865,10 +851,10 @@ impl Sender {
         self.stats.retransmitted_bytes += seg.len_bytes();
         let segment = self.on_data_sent(now, seg.start, seg.len_bytes(), true);
         if seg.start == self.snd_una
-            && self.reo_deadline.is_none()
+            && !self.timers.is_running(Timer::Reordering)
             && self.rtt.config().rule.restarts_on_head_retransmission()
         {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.restart_rto(now);
         }
         Transmission {
             segment,
@@ -892,9 +878,7 @@ impl Sender {
         // RFC 6298 (5.1): "Every time a packet containing data is sent (including a
         // retransmission), if the timer is not running, start it running so that it will
         // expire after RTO seconds (for the current value of RTO)."
-        if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now + self.rtt.rto());
-        }
+        self.start_rto_if_stopped(now);
         let seg = Segment {
             seq,
             ack: 0,
@@ -910,15 +894,7 @@ impl Sender {
                 ..Options::default()
             },
         };
-        // Pacing: the next segment may leave once this one's wire bytes have gone out at the
-        // pacing rate, `next = now + wire bytes × 8 / rate` (rounded up to the nanosecond).
-        if let Some(rate) = self.cc.pacing_rate() {
-            let gap = rate
-                .max(BitRate::from_bps(1))
-                .transmission_time(seg.wire_bytes());
-            let gap_ns = gap.as_nanos().min(u64::MAX / 4);
-            self.next_send_at = SimTime::from_nanos(now.as_nanos().saturating_add(gap_ns));
-        }
+        self.pacer.on_sent(self.cc.pacing_rate(), now, &seg);
         seg
     }
 
@@ -997,12 +973,12 @@ impl Sender {
         if self.snd_una == self.snd_max {
             // RFC 6298 (5.2): "When all outstanding data has been acknowledged, turn off the
             // retransmission timer."
-            self.rto_deadline = None;
+            self.timers.stop(Timer::Retransmission);
         } else if outcome.newly_acked_bytes > 0 && !decision.hold_timer {
             // RFC 6298 (5.3): "When an ACK is received that acknowledges new data, restart the
             // retransmission timer so that it will expire after RTO seconds (for the current
             // value of RTO)."
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.restart_rto(now);
         }
         if self.detection.uses_rack() {
             self.after_ack_rack(now, ack, outcome.newly_acked_bytes, outcome.rack_wait);
@@ -1030,7 +1006,8 @@ impl Sender {
         newly_acked_bytes: u64,
         rack_wait: Option<SimDuration>,
     ) {
-        self.reo_deadline = rack_wait.map(|w| now + w);
+        self.timers
+            .set_or_stop(Timer::Reordering, rack_wait.map(|w| now + w));
         if self.tlp_end_seq.is_some_and(|end| ack >= end)
             || self.recovery.state() != RecoveryState::Open
         {
@@ -1047,7 +1024,7 @@ impl Sender {
     /// for its retransmission. The probe never waits past the retransmission timer: it takes
     /// its place (Linux's `tcp_schedule_loss_probe`), and the RTO is rearmed when it leaves.
     fn arm_probe_timer(&mut self, now: SimTime) {
-        self.pto_deadline = None;
+        self.timers.stop(Timer::Probe);
         let Some(srtt) = self.rtt.srtt() else {
             return;
         };
@@ -1064,10 +1041,11 @@ impl Sender {
         }
         let one_segment = self.flight_size_bytes() <= self.smss_bytes;
         let at = now + rack::probe_timeout(srtt, one_segment);
-        self.pto_deadline = Some(match self.rto_deadline {
+        let at = match self.timers.get(Timer::Retransmission) {
             Some(rto) => at.min(rto),
             None => at,
-        });
+        };
+        self.timers.set(Timer::Probe, at);
     }
 
     /// RFC 8985 7.3 `TLP_send_probe()`: one segment of new data if the receiver's window
@@ -1092,7 +1070,7 @@ impl Sender {
         self.stats.loss_probes += 1;
         self.tlp_end_seq = Some(self.snd_max);
         // 7.3: "TCP_RTO_restart()".
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.restart_rto(now);
         Some(t)
     }
 
@@ -1286,26 +1264,27 @@ impl Sender {
             self.on_syn_timeout(now);
             return;
         }
-        if matches!(self.persist_deadline, Some(d) if now >= d) {
-            self.persist_deadline = None;
+        // In `Timer`'s order; each looked up after the one before has acted (RACK's timer may
+        // stop the probe timer).
+        if self.timers.is_expired(Timer::Persist, now) {
+            self.timers.stop(Timer::Persist);
             self.persist_backoff = self.persist_backoff.saturating_add(1);
             self.probe_due = true;
         }
-        if matches!(self.reo_deadline, Some(d) if now >= d) {
+        if self.timers.is_expired(Timer::Reordering, now) {
             self.on_rack_timer(now);
         }
-        if matches!(self.pto_deadline, Some(d) if now >= d) {
+        if self.timers.is_expired(Timer::Probe, now) {
             // RFC 8985 7.3: the probe leaves with the next `poll_transmit`.
-            self.pto_deadline = None;
+            self.timers.stop(Timer::Probe);
             self.loss_probe_due = true;
             return;
         }
-        match self.rto_deadline {
-            Some(deadline) if now >= deadline => {}
-            _ => return,
+        if !self.timers.is_expired(Timer::Retransmission, now) {
+            return;
         }
-        self.pto_deadline = None;
-        self.reo_deadline = None;
+        self.timers.stop(Timer::Probe);
+        self.timers.stop(Timer::Reordering);
         self.tlp_end_seq = None;
         self.stats.timeouts += 1;
         self.limited_transmit_sent_bytes = 0;
@@ -1360,23 +1339,24 @@ impl Sender {
         self.rtt.back_off();
         // (5.6) "Start the retransmission timer, such that it expires after RTO seconds (for
         // the value of RTO after the doubling operation outlined in 5.5)."
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.restart_rto(now);
         // (5.7), the SYN case: `on_syn_ack`.
     }
 
     /// RACK's reordering timer (RFC 8985 6.3): losses found with no ACK start recovery as
     /// an ACK's would.
     fn on_rack_timer(&mut self, now: SimTime) {
-        self.reo_deadline = None;
+        self.timers.stop(Timer::Reordering);
         let before = self.before_ack(false);
         let (lost_bytes, wait) = self
             .detection
             .on_rack_timer(now, before, &mut self.scoreboard);
-        self.reo_deadline = wait.map(|w| now + w);
+        self.timers
+            .set_or_stop(Timer::Reordering, wait.map(|w| now + w));
         if lost_bytes == 0 {
             return;
         }
-        self.pto_deadline = None;
+        self.timers.stop(Timer::Probe);
         let decision = self.recovery.on_ack(
             &AckInfo {
                 ack: self.snd_una,
@@ -1403,22 +1383,28 @@ impl Sender {
 
     /// The SYN's timer in SYN-SENT: (5.4)-(5.6) applied to the SYN; not a data timeout.
     fn on_syn_timeout(&mut self, now: SimTime) {
-        match (self.rto_deadline, self.opening.as_mut()) {
-            (Some(deadline), Some(open)) if now >= deadline => {
-                open.syn_due = true;
-                self.rtt.back_off();
-                self.rto_deadline = Some(now + self.rtt.rto());
-            }
-            _ => {}
+        if !self.timers.is_expired(Timer::Retransmission, now) {
+            return;
+        }
+        if let Some(open) = self.opening.as_mut() {
+            open.syn_due = true;
+            self.rtt.back_off();
+            self.restart_rto(now);
         }
     }
-}
 
-/// The earlier of two deadlines, either of which may be unset.
-fn earliest(a: Option<SimTime>, b: Option<SimTime>) -> Option<SimTime> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+    /// (Re)starts the retransmission timer to expire after RTO (RFC 6298 (5.3), (5.6)).
+    #[inline]
+    fn restart_rto(&mut self, now: SimTime) {
+        self.timers.set(Timer::Retransmission, now + self.rtt.rto());
+    }
+
+    /// RFC 6298 (5.1): starts the retransmission timer if it is not running.
+    #[inline]
+    fn start_rto_if_stopped(&mut self, now: SimTime) {
+        if !self.timers.is_running(Timer::Retransmission) {
+            self.restart_rto(now);
+        }
     }
 }
 
@@ -2190,5 +2176,30 @@ mod tests {
         assert!(drain(&mut s, at(2)).is_empty());
         s.end_of_data();
         assert_eq!(drain(&mut s, at(3))[0].payload_bytes, 300, "closed: pushed");
+    }
+
+    #[test]
+    fn a_probe_and_a_retransmission_timer_due_together_send_the_probe_first() {
+        // `arm_probe_timer` caps the probe at the retransmission timer, so the two are often
+        // due at one instant: the probe goes, and no timeout is taken (RFC 8985 7.3 restarts
+        // the retransmission timer when the probe leaves), as `Timer`'s order says.
+        let mut s = sender(LossRecovery::Rack, false);
+        drain(&mut s, at(0));
+        s.on_ack(at(100), &ack_of(seg(1), &s));
+        assert!(s.timers.is_running(Timer::Probe), "RACK-TLP arms the probe");
+        let due = at(700);
+        s.timers.set(Timer::Probe, due);
+        s.timers.set(Timer::Retransmission, due);
+        assert_eq!(s.next_timeout(), Some(due));
+        s.on_timeout(due);
+        assert_eq!(s.stats().timeouts, 0, "the retransmission timer waits");
+        assert_eq!(
+            kinds(&mut s, due)[..1],
+            [TransmissionKind::LossProbe {
+                retransmission: false
+            }]
+        );
+        assert_eq!(s.stats().loss_probes, 1);
+        assert_eq!(s.next_timeout(), Some(due + s.rtt().rto()), "restarted");
     }
 }
