@@ -46,6 +46,10 @@ def test_kernel_cubic_with_ecn_is_marked_not_dropped_by_codel():
     # With ECN the kernel's data leaves ECT(0): CoDel marks, and the kernel, reading CE in the
     # header the emulator rewrote, reduces; unanswered marks would fill the 1000 packets.
     assert fwd_on["ce_marked"] > 0
+    # The receiver's kernel counted them arriving CE (IpExt InCEPkts), so the mark was in the
+    # real header it read.
+    assert on["flows"][0]["ce_marked"] == fwd_on["ce_marked"]
+    assert "ce_marked" not in off["flows"][0]
     assert on["drops"]["aqm"] == 0 and on["drops"]["queue_overflow"] == 0
     assert on["retransmissions"] == 0
     # Without, the same queue drops instead, and marks nothing.

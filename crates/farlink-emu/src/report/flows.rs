@@ -179,8 +179,8 @@ fn summary(
         acks_sent: stats.flow_acks_sent.get(k).copied().unwrap_or(0),
         acks_delivered: None,
         drops: cause_map(stats.flow_drops.get(k).copied().unwrap_or_default()),
-        // The kernel's ECN counters: step 5 of issue 29 (not yet read back).
-        ce_marked: None,
+        ce_marked: o.ce_received.get(k).copied().flatten(),
+        // The kernel counts no reductions for ECN echoes.
         ecn_reductions: None,
         final_cwnd_bytes: last.map(|i| u64::from(i.snd_cwnd_pkts) * mss),
         final_srtt_s: last.map(|i| f64::from(i.rtt_us) / 1e6),
