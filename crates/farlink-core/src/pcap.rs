@@ -58,12 +58,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
+use crate::links::link::Ecn;
+
 use crate::tcp::segment::{
     encode_window, timestamp_clock, Flags, Options, Segment, Timestamps, IPV4_HEADER_BYTES,
     MAX_OPTIONS_BYTES, TCP_HEADER_BYTES,
 };
 use crate::tcp::wire::{
-    checksum_of, ones_complement_add, write_ipv4_header, write_tcp_header, TcpHeader, PROTO_TCP,
+    checksum_of, ones_complement_add, set_ipv4_ecn, write_ipv4_header, write_tcp_header, TcpHeader,
+    PROTO_TCP,
 };
 use crate::tcp::{Negotiated, TcpOptions};
 use crate::time::SimTime;
@@ -291,6 +294,9 @@ impl<W: Write> PcapWriter<W> {
 
         let (ip, tcp) = packet.split_at_mut(IPV4_HEADER_BYTES as usize);
         write_ipv4_header(ip, endpoints.src_ip, endpoints.dst_ip, PROTO_TCP, total, id);
+        if seg.ecn != Ecn::NotEct {
+            set_ipv4_ecn(ip, seg.ecn as u8);
+        }
         let header = TcpHeader::from_segment(
             seg,
             endpoints.src_port,
@@ -837,6 +843,7 @@ mod tests {
                 timestamps: ts(1234, 5678),
                 ..Options::default()
             },
+            ..Segment::default()
         }
     }
 
@@ -1374,6 +1381,7 @@ mod tests {
                     } else {
                         other
                     },
+                    ..Segment::default()
                 },
             )
     }

@@ -184,3 +184,103 @@ fn queue_disciplines_are_validated_with_their_paths() {
     );
     assert_eq!(l.rev.discipline, Discipline::DropTail);
 }
+
+/// Of what the bottleneck's 10 Mbit/s carries of payload (see the CoDel test above).
+fn goodput_share(r: &RunResult) -> f64 {
+    let fwd = &r.summary.links[0].fwd;
+    let wire_bytes = fwd.delivered_bytes as f64 / fwd.delivered_pkts as f64;
+    steady_goodput_bps(r, 0) / (10e6 * MSS_BYTES as f64 / wire_bytes)
+}
+
+#[test]
+fn with_ecn_codel_marks_instead_of_dropping() {
+    let tail = run_json(&bottleneck("droptail", json!({}), &[1], tcp()));
+    let mut ecn_tcp = tcp();
+    ecn_tcp["ecn"] = json!(true);
+    let codel = run_json(&bottleneck(
+        "codel",
+        json!({"target": "5ms"}),
+        &[1],
+        ecn_tcp,
+    ));
+    let (med, p95) = queue_delay_ms(&codel);
+    let flow = &codel.summary.flows[0];
+    let marks = codel.summary.links[0].fwd.ce_marked;
+    eprintln!(
+        "codel with ECN: median {med:.1} ms, p95 {p95:.1} ms, goodput {:.3} (drop-tail {:.3}), \
+         CE marks {marks} on the link, {:?} at the receiver, {:?} reductions, drops {:?}",
+        goodput_share(&codel),
+        goodput_share(&tail),
+        flow.ce_marked,
+        flow.ecn_reductions,
+        codel.summary.aggregate.drops,
+    );
+    assert_eq!(drops(&codel, "aqm"), 0);
+    assert_eq!(drops(&codel, "queue_overflow"), 0);
+    assert!(marks > 0);
+    // Every mark reached the receiver: nothing is lost after the bottleneck.
+    assert_eq!(flow.ce_marked, Some(marks));
+    assert!(flow.ecn_reductions.unwrap() > 0);
+    assert_eq!(flow.retransmissions, 0, "no loss, so nothing resent");
+    assert!(med < 10.0, "CoDel median queue delay {med} ms");
+    assert!(goodput_share(&codel) >= goodput_share(&tail));
+}
+
+#[test]
+fn accurate_ecn_keeps_the_queue_short_at_high_goodput() {
+    let mut dctcp = tcp();
+    dctcp["cc"] = json!("reno");
+    dctcp["ecn"] = json!("accurate");
+    let r = run_json(&bottleneck("codel", json!({"target": "5ms"}), &[1], dctcp));
+    let (med, p95) = queue_delay_ms(&r);
+    let flow = &r.summary.flows[0];
+    eprintln!(
+        "codel with accurate ECN (reno, DCTCP's response): median {med:.1} ms, p95 {p95:.1} ms, \
+         goodput {:.3}, CE marks {:?}, reductions {:?}, drops {:?}",
+        goodput_share(&r),
+        flow.ce_marked,
+        flow.ecn_reductions,
+        r.summary.aggregate.drops,
+    );
+    assert_eq!(drops(&r, "aqm") + drops(&r, "queue_overflow"), 0);
+    assert!(flow.ce_marked.unwrap() > 0);
+    assert!(med < 10.0, "median queue delay {med} ms");
+    assert!(goodput_share(&r) >= 0.9, "goodput {}", goodput_share(&r));
+}
+
+#[test]
+fn ecn_is_negotiated_on_a_simulated_handshake_and_validated() {
+    let mut ecn_tcp = tcp();
+    ecn_tcp["ecn"] = json!(true);
+    ecn_tcp["handshake"] = json!(true);
+    let r = run_json(&bottleneck("codel", json!({}), &[1], ecn_tcp.clone()));
+    let flow = &r.summary.flows[0];
+    assert!(flow.ce_marked.unwrap() > 0 && flow.ecn_reductions.unwrap() > 0);
+    assert_eq!(drops(&r, "aqm"), 0);
+    // Off: nothing is ECT, so CoDel drops, and the flow reports no ECN figures.
+    let off = run_json(&bottleneck("codel", json!({}), &[1], tcp()));
+    assert_eq!(off.summary.flows[0].ce_marked, None);
+    assert_eq!(off.summary.links[0].fwd.ce_marked, 0);
+    assert!(drops(&off, "aqm") > 0);
+
+    let error = |ecn: Value, cc: &str| {
+        let mut t = tcp();
+        t["ecn"] = ecn;
+        t["cc"] = json!(cc);
+        let v = bottleneck("codel", json!({}), &[1], t);
+        farlink_core::parse_scenario_json(&v.to_string())
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert_eq!(error(json!("accurate"), "reno"), None);
+    let e = error(json!("yes"), "cubic").unwrap();
+    assert!(
+        e.starts_with("flows[0].tcp.ecn: expected true, false or \"accurate\""),
+        "{e}"
+    );
+    let e = error(json!("accurate"), "cubic").unwrap();
+    assert!(
+        e.starts_with("flows[0].tcp.ecn:") && e.contains("reno"),
+        "{e}"
+    );
+}

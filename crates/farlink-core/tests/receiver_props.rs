@@ -95,6 +95,7 @@ impl Harness {
             },
             max_ooo_ranges: setup.max_ooo_ranges,
             reads_on_demand: false,
+            ecn: Default::default(),
         };
         let negotiated =
             Negotiated::without_handshake(&options, &options, setup.receive_buffer_bytes);

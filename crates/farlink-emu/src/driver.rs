@@ -23,9 +23,10 @@ use std::io::BufWriter;
 use std::os::fd::AsFd;
 
 use farlink_core::link::{drop_cause_code, N_DROP_CAUSES};
-use farlink_core::link::{DropCause, LinkEvent, Packet};
+use farlink_core::link::{DropCause, Ecn, LinkEvent, Packet};
 use farlink_core::path::{BundleEvent, BundleOutput, LinkDir, PathLinks};
 use farlink_core::pcap::{PcapConfig, PcapWriter};
+use farlink_core::tcp::wire::set_ipv4_ecn;
 use farlink_core::time::SimTime;
 use hdrhistogram::Histogram;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
@@ -484,10 +485,14 @@ impl Driver {
 
     /// Offers the packet in `slot` to link direction `d` at `at`.
     fn offer(&mut self, d: usize, slot: u32, at: SimTime) {
+        let meta = *self.slab.meta_mut(slot);
         let pkt = Packet {
             id: u64::from(slot),
-            size_bytes: self.slab.meta_mut(slot).len,
-            ..Packet::default()
+            size_bytes: meta.len,
+            // FQ-CoDel's classifier: the flow, 0 for a packet of none.
+            flow: meta.flow.map_or(0, |f| f.wrapping_add(1)),
+            // The real header's ECN field, which the queue may mark CE.
+            ecn: ecn_field(self.slab.packet(slot)),
         };
         if let Err(cause) = self.links.dirs[d].offer(at, pkt) {
             self.dropped(slot, cause);
@@ -573,6 +578,9 @@ impl Driver {
             match event {
                 LinkEvent::Delivered { at, pkt } => {
                     self.outcomes[d] += 1;
+                    if pkt.ecn == Ecn::Ce {
+                        mark_ce(self.slab.packet_mut(pkt.id as u32));
+                    }
                     self.delivered(pkt.id as u32, at);
                 }
                 LinkEvent::Dropped { pkt, cause, .. } => {
@@ -710,9 +718,54 @@ pub(crate) fn segment_kind(pkt: &[u8], receiver_port: u16) -> Segment {
     }
 }
 
+/// The ECN field of the IPv4 packet `ip` (RFC 3168 section 5); not ECT if it is no IPv4
+/// packet.
+fn ecn_field(ip: &[u8]) -> Ecn {
+    if ip.len() < 20 || ip[0] >> 4 != 4 {
+        return Ecn::NotEct;
+    }
+    match ip[1] & 0b11 {
+        0b01 => Ecn::Ect1,
+        0b10 => Ecn::Ect0,
+        0b11 => Ecn::Ce,
+        _ => Ecn::NotEct,
+    }
+}
+
+/// Marks the IPv4 packet `ip` CE in its real header, the checksum updated (RFC 1624), as a
+/// router's queue does; the queue marks only ECT packets, so CE is never set on another.
+fn mark_ce(ip: &mut [u8]) {
+    if ip.len() >= 20 && ip[0] >> 4 == 4 && ip[1] & 0b11 != Ecn::Ce as u8 {
+        set_ipv4_ecn(ip, Ecn::Ce as u8);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mark_sets_ce_in_the_real_header_and_keeps_its_checksum() {
+        let mut ip = [0u8; 40];
+        farlink_core::tcp::wire::write_ipv4_header(&mut ip, [10, 0, 0, 1], [10, 0, 0, 2], 6, 40, 7);
+        assert_eq!(ecn_field(&ip), Ecn::NotEct);
+        farlink_core::tcp::wire::set_ipv4_ecn(&mut ip, Ecn::Ect0 as u8);
+        assert_eq!(ecn_field(&ip), Ecn::Ect0);
+        mark_ce(&mut ip);
+        assert_eq!(ecn_field(&ip), Ecn::Ce);
+        let mut fresh = ip;
+        farlink_core::tcp::wire::write_ipv4_header(
+            &mut fresh,
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            6,
+            40,
+            7,
+        );
+        farlink_core::tcp::wire::set_ipv4_ecn(&mut fresh, Ecn::Ce as u8);
+        assert_eq!(ip[..20], fresh[..20], "the same header as one written CE");
+        assert_eq!(ecn_field(&[0x60; 40]), Ecn::NotEct, "not IPv4");
+    }
 
     /// An IPv4 TCP packet from `sport` to `dport` with `flags` and `payload` bytes of data.
     fn segment(sport: u16, dport: u16, flags: u8, payload: usize) -> Vec<u8> {

@@ -16,7 +16,12 @@ fn tcp_ext() -> std::io::Result<BTreeMap<String, u64>> {
 
 /// The `TcpExt:` name line and the value line after it, as a map.
 fn parse_tcp_ext(text: &str) -> BTreeMap<String, u64> {
-    let mut rows = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    parse_group(text, "TcpExt:")
+}
+
+/// The name line of group `prefix` (`TcpExt:`, `IpExt:`) and the value line after it.
+fn parse_group(text: &str, prefix: &str) -> BTreeMap<String, u64> {
+    let mut rows = text.lines().filter(|l| l.starts_with(prefix));
     let (Some(names), Some(values)) = (rows.next(), rows.next()) else {
         return BTreeMap::new();
     };
@@ -39,6 +44,15 @@ pub(crate) fn recoveries(ns: &Netns) -> Result<Option<u64>, EmuError> {
     Ok(recoveries_of(&counters))
 }
 
+/// IPv4 packets the namespace received marked CE (`IpExt` `InCEPkts`, counted by
+/// `ip_rcv_core` from the header's ECN field); `None` if the kernel does not say.
+pub(crate) fn ce_received(ns: &Netns) -> Result<Option<u64>, EmuError> {
+    let text = ns
+        .run(|| std::fs::read_to_string("/proc/thread-self/net/netstat"))?
+        .map_err(|e| EmuError::sys("/proc/net/netstat", e))?;
+    Ok(parse_group(&text, "IpExt:").get("InCEPkts").copied())
+}
+
 fn recoveries_of(counters: &BTreeMap<String, u64>) -> Option<u64> {
     let sack = counters.get("TCPSackRecovery")?;
     let reno = counters.get("TCPRenoRecovery")?;
@@ -58,5 +72,7 @@ mod tests {
         assert_eq!(c.get("TCPFastRetrans"), Some(&31));
         assert_eq!(recoveries_of(&c), Some(7));
         assert_eq!(recoveries_of(&parse_tcp_ext("IpExt: A\nIpExt: 1\n")), None);
+        let ip = parse_group(text, "IpExt:");
+        assert_eq!(ip.get("InNoRoutes"), Some(&0));
     }
 }

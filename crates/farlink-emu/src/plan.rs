@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 use farlink_core::path;
 use farlink_core::pcap::NodeAddresses;
 use farlink_core::scenario::{AppSpec, FlowSpec, Scenario, Transport};
+use farlink_core::tcp::ecn::EcnMode;
 use farlink_core::tcp::receiver::DelayedAck;
 use farlink_core::ScenarioError;
 
@@ -274,7 +275,7 @@ impl Plan {
 fn sysctls(first: &FlowSpec) -> Vec<(&'static str, String)> {
     let (o, t) = (first.tcp.options, &first.tcp);
     let flag = |b: bool| String::from(if b { "1" } else { "0" });
-    vec![
+    let mut sysctls = vec![
         ("net.ipv4.tcp_sack", flag(o.sack)),
         ("net.ipv4.tcp_timestamps", flag(o.timestamps)),
         ("net.ipv4.tcp_window_scaling", flag(o.window_scaling)),
@@ -284,7 +285,14 @@ fn sysctls(first: &FlowSpec) -> Vec<(&'static str, String)> {
         // Only the scenario's IPv4 packets cross the links.
         ("net.ipv6.conf.all.disable_ipv6", flag(true)),
         ("net.ipv6.conf.default.disable_ipv6", flag(true)),
-    ]
+    ];
+    // `tcp.ecn`: the kernel requests ECN on its SYNs (RFC 3168); otherwise its default (2:
+    // accept when asked) stays, as before the key existed. The kernel's own response is
+    // RFC 3168's whatever the mode: "accurate" asks for DCTCP's in farlink's TCP only.
+    if t.ecn != EcnMode::Off {
+        sysctls.push(("net.ipv4.tcp_ecn", flag(true)));
+    }
+    sysctls
 }
 
 /// Whose sender each flow gets; a command refuses farlink's.

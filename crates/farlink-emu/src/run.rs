@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use farlink_core::scenario::Scenario;
+use farlink_core::tcp::ecn::EcnMode;
 use farlink_core::time::SimTime;
 
 use crate::bulk::{SenderOutcome, SinkOutcome};
@@ -17,6 +18,7 @@ use crate::clock::monotonic_ns;
 use crate::command::{self, CommandReport};
 use crate::connections;
 use crate::error::EmuError;
+use crate::netns::Netns;
 use crate::netns::{self, RunLock};
 use crate::options::EmuOptions;
 use crate::parity::{self, Recoveries};
@@ -86,6 +88,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             spin_us: opts.spin_us,
             kernel: made.kernel.clone(),
             recoveries: measured.recoveries,
+            ce_received: &measured.ce_received,
             program: measured.command.is_some(),
         },
     );
@@ -103,6 +106,9 @@ struct Measured {
     farlink: Vec<bool>,
     expected_digests: Vec<Option<u64>>,
     recoveries: Recoveries,
+    /// Per flow with `tcp.ecn` on: CE-marked packets its receiver's namespace took in, where
+    /// it is the only flow received there (`nstat::ce_received`).
+    ce_received: Vec<Option<u64>>,
     /// The program that was the workload, and how it ended.
     command: Option<CommandReport>,
 }
@@ -170,6 +176,7 @@ fn run_command(
         farlink: Vec::new(),
         expected_digests: Vec::new(),
         recoveries,
+        ce_received: Vec::new(),
         command: Some(report_of_command),
     })
 }
@@ -209,6 +216,27 @@ fn run_builtin(
         farlink,
         expected_digests: wire_sender::expected_digests(sc),
         recoveries,
+        ce_received: ce_received(sc, plan, &made.namespaces),
         command: None,
     })
+}
+
+/// Each flow's CE-marked packets received, from its receiver's namespace where it is the only
+/// flow received there and its `tcp.ecn` is on (pure ACKs are never ECT, so only data is
+/// marked); `None` elsewhere.
+fn ce_received(sc: &Scenario, plan: &Plan, namespaces: &[Netns]) -> Vec<Option<u64>> {
+    let receiver_ns: Vec<usize> = sc.flows().iter().map(|f| plan.tun_of(f.to)).collect();
+    sc.flows()
+        .iter()
+        .zip(&receiver_ns)
+        .map(|(f, &ns)| {
+            let alone = receiver_ns.iter().filter(|&&n| n == ns).count() == 1;
+            if f.tcp.ecn == EcnMode::Off || !alone {
+                return None;
+            }
+            namespaces
+                .get(ns)
+                .and_then(|n| crate::nstat::ce_received(n).ok().flatten())
+        })
+        .collect()
 }

@@ -88,6 +88,13 @@ impl Slab {
         &self.bytes[start..start + m.len as usize]
     }
 
+    /// The packet in slot `i`, to change in place (a queue's CE mark).
+    pub(crate) fn packet_mut(&mut self, i: u32) -> &mut [u8] {
+        let m = &self.meta[i as usize];
+        let start = i as usize * self.slot_bytes;
+        &mut self.bytes[start..start + m.len as usize]
+    }
+
     pub(crate) fn release(&mut self, i: u32) {
         self.live -= 1;
         self.free.push(i);

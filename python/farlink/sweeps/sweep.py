@@ -69,9 +69,10 @@ __all__ = [
     "sweep_from_options",
 ]
 
-SWEEP_SCHEMA_VERSION = 1
+SWEEP_SCHEMA_VERSION = 2
 """Version of the dataset (columns and their meaning), in the ``schema_version`` column and the
-manifest. Readers refuse a newer version than theirs."""
+manifest. Readers refuse a newer version than theirs. Version 2 added ``drops_aqm`` (packets a
+queue discipline's AQM dropped)."""
 
 
 MANIFEST = "manifest.json"
@@ -91,7 +92,14 @@ OPTION_AXES = ("tcp", "loss", "duration", "size", "profile")
 """``farlink simulate`` options that can be an axis or a fixed option (besides ``--set`` paths)."""
 
 
-DROP_CAUSES = ("queue_overflow", "corruption", "arq_give_up", "call_drop", "reassembly_timeout")
+DROP_CAUSES = (
+    "queue_overflow",
+    "corruption",
+    "arq_give_up",
+    "call_drop",
+    "reassembly_timeout",
+    "aqm",
+)
 
 
 METRICS = (

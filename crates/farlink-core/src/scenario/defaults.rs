@@ -202,6 +202,15 @@ fn given(input: &Value, path: &[Step]) -> bool {
                 || (matches!(key.as_str(), "rate_bps" | "delay_s")
                     && lookup(input, link).is_some_and(|l| l.get("bundle").is_some()))
         }
+        // A direction's AQM parameters are its link's `aqm` table's, unless the direction
+        // names its own discipline (it then takes none of the link's: `scenario/aqm.rs`).
+        ["links", "[]", "fwd" | "rev", "aqm"] => {
+            let own_discipline =
+                lookup(input, &parent[..3]).is_some_and(|d| d.get("queue_discipline").is_some());
+            let mut link_aqm = parent[..2].to_vec();
+            link_aqm.push(Step::Key("aqm".into()));
+            !own_discipline && at(&link_aqm)
+        }
         // A loss model named in full counts as given, parameters defaulted or not, except
         // `lcg16807`'s seed and `markov_fading`'s frame, which have defaults of their own; a
         // radio hop's channel given in `rlp` is the loss of both directions.
@@ -238,6 +247,23 @@ fn given(input: &Value, path: &[Step]) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_directions_aqm_parameter_given_on_its_link_is_not_a_default() {
+        // `target = "5ms"` equals the default, and was given all the same.
+        let input = json!({"links": [{"queue_discipline": "codel", "aqm": {"target": "5ms"},
+                                      "rev": {"queue_discipline": "codel"}}]});
+        let aqm = json!({"target_s": 0.005, "interval_s": 0.1});
+        let resolved = json!({"links": [{"fwd": {"aqm": aqm}, "rev": {"aqm": aqm}}]});
+        assert_eq!(
+            origins(&input, &resolved, &[]).defaults,
+            [
+                "links[0].fwd.aqm.interval_s",
+                "links[0].rev.aqm.interval_s",
+                "links[0].rev.aqm.target_s",
+            ]
+        );
+    }
 
     #[test]
     fn a_field_given_in_either_spelling_or_inherited_is_not_a_default() {

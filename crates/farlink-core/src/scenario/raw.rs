@@ -517,6 +517,8 @@ pub(super) struct RawTcp {
     pub(super) limited_transmit: Option<bool>,
     pub(super) handshake: Option<bool>,
     pub(super) max_ooo_ranges: Option<CountOrName<OooRanges>>,
+    /// `true`, `false` or `"accurate"` (checked in `scenario/tcp.rs`).
+    pub(super) ecn: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]

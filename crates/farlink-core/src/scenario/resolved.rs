@@ -55,6 +55,7 @@ use crate::links::link::QueueLimit;
 use crate::links::rlp::IdlePolicy;
 use crate::links::schedule::{DelayShape, Schedule};
 use crate::tcp::cc::{CcConfig, WindowGrowth};
+use crate::tcp::ecn::EcnMode;
 use crate::tcp::receiver::DelayedAck;
 use crate::tcp::segment::{IPV4_HEADER_BYTES, TCP_HEADER_BYTES, TIMESTAMPS_OPTION_BYTES};
 use crate::tcp::Negotiated;
@@ -353,6 +354,10 @@ pub struct RTcp {
     pub handshake: bool,
     /// A number, or `"window"`: no count, the receive window bounds the out-of-order data.
     pub max_ooo_ranges: Value,
+    /// `true` or `"accurate"`; printed only where on, so resolved scenarios without it (and
+    /// their hashes) are as before it existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -702,6 +707,11 @@ fn tcp(t: &TcpSpec) -> RTcp {
         max_ooo_ranges: t
             .max_ooo_ranges
             .map_or_else(|| Value::from("window"), Value::from),
+        ecn: match t.ecn {
+            EcnMode::Off => None,
+            EcnMode::Classic => Some(Value::Bool(true)),
+            EcnMode::Accurate => Some(Value::from("accurate")),
+        },
     }
 }
 

@@ -8,6 +8,7 @@ use super::quantity::{opt_bytes, opt_duration};
 use super::raw::{CountOrName, RawTcp};
 use crate::tcp::cc::reno::ABC_LIMIT_SEGMENTS;
 use crate::tcp::cc::{CcConfig, WindowGrowth};
+use crate::tcp::ecn::EcnMode;
 use crate::tcp::prr::WindowReduction;
 use crate::tcp::receiver::{
     DelayedAck, ReceiverConfig, ACK_EVERY_SEGMENTS, DEFAULT_MAX_OOO_RANGES,
@@ -62,6 +63,8 @@ pub struct TcpSpec {
     /// (see [`ReceiverConfig::max_ooo_ranges`]); `None`: no count, the receive window alone
     /// bounds what it holds (`"window"`).
     pub max_ooo_ranges: Option<usize>,
+    /// ECN at both ends (`ecn`; [`crate::tcp::ecn`]).
+    pub ecn: EcnMode,
 }
 
 impl TcpSpec {
@@ -80,6 +83,7 @@ impl TcpSpec {
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
             send_buffer_bytes: self.send_buffer_bytes,
             nagle: false,
+            ecn: self.ecn,
         }
     }
 
@@ -95,6 +99,7 @@ impl TcpSpec {
                 usize::try_from(self.receive_buffer_bytes).unwrap_or(usize::MAX)
             }),
             reads_on_demand,
+            ecn: self.ecn,
         }
     }
 
@@ -200,7 +205,39 @@ pub(super) fn tcp_spec(p: &str, given: &RawTcp) -> Result<TcpSpec, ScenarioError
         limited_transmit: t.limited_transmit.unwrap_or(true),
         handshake: t.handshake.unwrap_or(false),
         max_ooo_ranges,
+        ecn: ecn_mode(p, &t.ecn, &cc)?,
     })
+}
+
+/// `ecn = true | false | "accurate"`; `"accurate"` needs a controller with DCTCP's
+/// proportional response.
+fn ecn_mode(
+    p: &str,
+    given: &Option<serde_json::Value>,
+    cc: &CcConfig,
+) -> Result<EcnMode, ScenarioError> {
+    use serde_json::Value;
+    let mode = match given {
+        None | Some(Value::Bool(false)) => EcnMode::Off,
+        Some(Value::Bool(true)) => EcnMode::Classic,
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("accurate") => EcnMode::Accurate,
+        Some(other) => {
+            return err(
+                at(p, "ecn"),
+                format!("expected true, false or \"accurate\", got {other}"),
+            )
+        }
+    };
+    if mode == EcnMode::Accurate && !cc.has_proportional_reduction() {
+        return err(
+            at(p, "ecn"),
+            format!(
+                "\"accurate\" answers marks with DCTCP's reduction (RFC 8257), which farlink models on reno's window; cc \"{}\" has none (set cc = \"reno\", or ecn = true)",
+                cc.name()
+            ),
+        );
+    }
+    Ok(mode)
 }
 
 /// The receive buffer (at least the MSS; default the receiver's, raised to one MSS) and the
@@ -478,5 +515,6 @@ pub(super) fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         limited_transmit: one(&over.limited_transmit, &base.limited_transmit),
         handshake: one(&over.handshake, &base.handshake),
         max_ooo_ranges: one(&over.max_ooo_ranges, &base.max_ooo_ranges),
+        ecn: one(&over.ecn, &base.ecn),
     }
 }

@@ -48,6 +48,8 @@ fn syn_options(offer: &TcpOptions, window_shift: u8, timestamps: Option<Timestam
 /// shift of 0 and announces the largest unscaled window, as its data segments do.
 pub fn syn(offer: &TcpOptions, now: SimTime) -> Segment {
     Segment {
+        ecn: Default::default(),
+        ace: 0,
         seq: 0,
         ack: 0,
         flags: Flags::SYN,
@@ -113,6 +115,8 @@ pub fn syn_ack(
         _ => None,
     };
     Segment {
+        ecn: Default::default(),
+        ace: 0,
         seq: 0,
         ack: 0,
         flags: Flags::SYN | Flags::ACK,

@@ -30,6 +30,7 @@
 
 pub mod cc;
 pub mod detection;
+pub mod ecn;
 pub mod gso;
 pub mod handshake;
 pub mod limits;

@@ -43,6 +43,7 @@
 
 use std::collections::VecDeque;
 
+use super::ecn::{EcnMode, ReceiverEcn};
 use super::handshake;
 use super::rtt::{RttConfig, RttEstimator};
 use super::segment::{
@@ -102,6 +103,8 @@ pub struct ReceiverConfig {
     /// The application reads with [`Receiver::read`] (a relay), rather than every in-order
     /// byte at once; unread bytes shrink the advertised window.
     pub reads_on_demand: bool,
+    /// ECN ([`crate::tcp::ecn`]); off by default.
+    pub ecn: EcnMode,
 }
 
 impl Default for ReceiverConfig {
@@ -112,6 +115,7 @@ impl Default for ReceiverConfig {
             delayed_ack: DelayedAck::default(),
             max_ooo_ranges: DEFAULT_MAX_OOO_RANGES,
             reads_on_demand: false,
+            ecn: EcnMode::Off,
         }
     }
 }
@@ -206,6 +210,7 @@ pub struct Receiver {
     /// This end's own RTO, which a silence must exceed to restart quick-ACK mode.
     own_rto: SimDuration,
     stats: ReceiverStats,
+    ecn: ReceiverEcn,
 }
 
 impl Receiver {
@@ -242,6 +247,7 @@ impl Receiver {
             // Linux's RTO before any sample (TCP_TIMEOUT_INIT).
             own_rto: RttEstimator::new(RttConfig::default()).rto(),
             stats: ReceiverStats::default(),
+            ecn: ReceiverEcn::new(config.ecn, true),
         }
     }
 
@@ -265,6 +271,7 @@ impl Receiver {
         );
         let mut r = Receiver::new(config, &provisional);
         r.state = State::Listen;
+        r.ecn = ReceiverEcn::new(config.ecn, false);
         r.opening = Some(Box::new(PassiveOpen {
             config: *config,
             rtt: RttEstimator::new(syn_ack_rto),
@@ -404,6 +411,8 @@ impl Receiver {
                 *self = Receiver::new(&open.config, &agreed);
                 self.stats = stats;
                 self.state = State::SynReceived;
+                self.ecn = ReceiverEcn::new(open.config.ecn, false);
+                self.ecn.on_syn(seg);
                 if let (true, Some(ts)) = (agreed.timestamps, seg.options.timestamps) {
                     self.ts_recent = ts.tsval;
                 }
@@ -448,13 +457,15 @@ impl Receiver {
         self.stats.syn_acks_sent += 1;
         open.deadline = Some(now + open.rtt.rto());
         open.sent_at = now;
-        Some(handshake::syn_ack(
+        let mut syn_ack = handshake::syn_ack(
             &open.config.options,
             open.config.receive_buffer_bytes,
             &negotiated,
             &open.syn,
             now,
-        ))
+        );
+        self.ecn.on_syn_ack(&mut syn_ack);
+        Some(syn_ack)
     }
 
     /// `on_segment` of an established connection.
@@ -470,6 +481,7 @@ impl Receiver {
             return None;
         }
         self.stats.bytes_received += u64::from(seg.payload_bytes);
+        self.ecn.on_data_segment(seg);
 
         // RFC 7323 4.3 (2): "If SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent then
         // SEG.TSval is copied to TS.Recent". So with delayed ACKs the earliest unacknowledged
@@ -695,7 +707,9 @@ impl Receiver {
             tsval: timestamp_clock(now),
             tsecr: self.ts_recent,
         });
-        Segment {
+        let mut ack = Segment {
+            ecn: Default::default(),
+            ace: 0,
             seq: 0,
             ack: self.rcv_nxt,
             flags: Flags::ACK,
@@ -706,7 +720,14 @@ impl Receiver {
                 sack: self.sack_blocks(),
                 ..Options::default()
             },
-        }
+        };
+        self.ecn.on_ack(&mut ack);
+        ack
+    }
+
+    /// The connection's ECN state (and the count of CE marks received).
+    pub fn ecn(&self) -> &ReceiverEcn {
+        &self.ecn
     }
 }
 

@@ -11,6 +11,7 @@
 
 use std::ops::BitOr;
 
+use crate::links::link::Ecn;
 use crate::time::{SimDuration, SimTime};
 
 /// IPv4 header without options (RFC 791 section 3.1).
@@ -49,6 +50,10 @@ impl Flags {
     /// Push; only on the wire.
     pub const PSH: Flags = Flags(0x08);
     pub const ACK: Flags = Flags(0x10);
+    /// ECN-Echo (RFC 3168 section 6.1).
+    pub const ECE: Flags = Flags(0x40);
+    /// Congestion Window Reduced (RFC 3168 section 6.1).
+    pub const CWR: Flags = Flags(0x80);
 
     /// The flags of a header's flags byte, as read off the wire.
     pub const fn from_bits(bits: u8) -> Flags {
@@ -224,6 +229,12 @@ pub struct Segment {
     /// (RFC 7323 section 2.3); see [`Segment::window_bytes`].
     pub window_field: u16,
     pub options: Options,
+    /// The IP header's ECN field (RFC 3168 section 5): ECT as the sender set it, CE once a
+    /// queue marked it ([`crate::tcp::ecn`]).
+    pub ecn: Ecn,
+    /// AccECN's ACE counter (CE-marked packets received, modulo 8), on ACKs of an
+    /// `"accurate"` connection; 0 otherwise. On the wire it takes the AE, CWR and ECE bits.
+    pub ace: u8,
 }
 
 impl Segment {

@@ -27,6 +27,7 @@ use super::cc::{
     Detection, Reduction, SentPacket,
 };
 use super::detection::{AckOutcome, BeforeAck, LossDetector};
+use super::ecn::{EcnMode, EcnResponse, SenderEcn};
 use super::handshake::{self, RTO_AFTER_SYN_LOSS};
 use super::limits::{Limit, LimitClock};
 use super::pacer::Pacer;
@@ -89,6 +90,8 @@ pub struct SenderConfig {
     /// (a bulk source writes everything at once; the interactive source sends each message);
     /// on for a relay's outgoing connection, which is written in pieces.
     pub nagle: bool,
+    /// ECN ([`crate::tcp::ecn`]); off by default.
+    pub ecn: EcnMode,
 }
 
 impl Default for SenderConfig {
@@ -106,6 +109,7 @@ impl Default for SenderConfig {
             scoreboard_capacity_segments: DEFAULT_SCOREBOARD_CAPACITY_SEGMENTS,
             send_buffer_bytes: None,
             nagle: false,
+            ecn: EcnMode::Off,
         }
     }
 }
@@ -294,6 +298,7 @@ pub struct Sender {
     /// Time spent limited by each cause (summaries: what limited the flow).
     limits: LimitClock,
     stats: SenderStats,
+    ecn: SenderEcn,
 }
 
 impl Sender {
@@ -378,6 +383,7 @@ impl Sender {
             },
             limits: LimitClock::default(),
             stats: SenderStats::default(),
+            ecn: SenderEcn::new(config.ecn, true),
         }
     }
 
@@ -392,6 +398,7 @@ impl Sender {
         let provisional = Negotiated::without_handshake(&config.options, &config.options, 0);
         let mut s = Sender::new(config, &provisional);
         s.state = State::SynSent;
+        s.ecn = SenderEcn::new(config.ecn, false);
         s.opening = Some(Box::new(ActiveOpen {
             config: *config,
             first_sent: None,
@@ -573,7 +580,8 @@ impl Sender {
             if retransmission {
                 self.stats.syn_retransmissions += 1;
             }
-            let syn = handshake::syn(&open.config.options, now);
+            let mut syn = handshake::syn(&open.config.options, now);
+            self.ecn.on_syn(&mut syn);
             // RFC 6298 (5.1), the SYN being timed like data.
             self.start_rto_if_stopped(now);
             return Some(Transmission {
@@ -599,6 +607,8 @@ impl Sender {
     /// no data, so it has no use for this side's window.
     fn pure_ack(&self, now: SimTime, seq: u64) -> Segment {
         Segment {
+            ecn: Default::default(),
+            ace: 0,
             seq,
             ack: 0,
             flags: Flags::ACK,
@@ -879,7 +889,9 @@ impl Sender {
         // retransmission), if the timer is not running, start it running so that it will
         // expire after RTO seconds (for the current value of RTO)."
         self.start_rto_if_stopped(now);
-        let seg = Segment {
+        let mut seg = Segment {
+            ecn: Default::default(),
+            ace: 0,
             seq,
             ack: 0,
             flags: Flags::ACK,
@@ -894,6 +906,7 @@ impl Sender {
                 ..Options::default()
             },
         };
+        self.ecn.on_data_segment(&mut seg, retransmission);
         self.pacer.on_sent(self.cc.pacing_rate(), now, &seg);
         seg
     }
@@ -945,6 +958,7 @@ impl Sender {
             &self.scoreboard,
         );
         self.act_on(now, &decision);
+        self.respond_to_ecn(now, seg, &outcome);
 
         // The controller hears which segment the ACK answers, then about the ACK in one batch.
         if let Some(echo) = self.ack_echo(now, ack, outcome.newly_acked_bytes, outcome.duplicate) {
@@ -1154,6 +1168,43 @@ impl Sender {
         }
     }
 
+    /// The ACK's congestion echo ([`crate::tcp::ecn`]): the controller reduces without
+    /// entering recovery, at most once per window of data.
+    fn respond_to_ecn(&mut self, now: SimTime, seg: &Segment, outcome: &AckOutcome) {
+        let Some(response) = self.ecn.on_ack(
+            seg,
+            self.snd_una,
+            self.snd_max,
+            outcome.newly_acked_bytes + outcome.newly_sacked_bytes,
+            self.smss_bytes,
+            self.recovery.state() != RecoveryState::Open,
+        ) else {
+            return;
+        };
+        let classic = CongestionEvent {
+            detection: Detection::Ecn,
+            flight_size_bytes: self.flight_size_bytes(),
+            lost_bytes: 0,
+            smss_bytes: self.smss_bytes,
+            restart_slow_start: false,
+            repeated_timeout: false,
+            during_fast_recovery: false,
+        };
+        let reduction = match response {
+            EcnResponse::Classic => None,
+            EcnResponse::Proportional { fraction } => {
+                self.cc.on_proportional_reduction(now, fraction)
+            }
+        }
+        .unwrap_or_else(|| self.cc.on_congestion_event(now, &classic));
+        self.last_reduction = Some(reduction);
+    }
+
+    /// The connection's ECN state.
+    pub fn ecn(&self) -> &SenderEcn {
+        &self.ecn
+    }
+
     /// PRR takes in what an ACK delivered (Linux's `tcp_cwnd_reduction`, after the recovery
     /// decision); it ends with the recovery.
     fn reduce_window(&mut self, ack: PrrAck) {
@@ -1208,6 +1259,8 @@ impl Sender {
         }
         established.established_at = Some(now);
         established.ack_owed = true;
+        established.ecn = SenderEcn::new(config.ecn, false);
+        established.ecn.on_syn_ack(seg);
         *self = established;
     }
 

@@ -250,6 +250,22 @@ pub fn write_ipv4_header(
     ip[10..12].copy_from_slice(&checksum.to_be_bytes());
 }
 
+/// Sets the ECN field (the low two bits of the second byte, RFC 3168 section 5) of the IPv4
+/// header at the start of `ip` to `ecn`, updating the header checksum incrementally (RFC 1624
+/// equation 3: HC' = ~(~HC + ~m + m'), m the 16-bit word holding the field). A queue marking
+/// CE on a packet in flight does this, as a router does.
+pub fn set_ipv4_ecn(ip: &mut [u8], ecn: u8) {
+    let old_word = u16::from_be_bytes([ip[0], ip[1]]);
+    ip[1] = (ip[1] & !0b11) | (ecn & 0b11);
+    let new_word = u16::from_be_bytes([ip[0], ip[1]]);
+    let old_checksum = u16::from_be_bytes([ip[10], ip[11]]);
+    let mut sum = u32::from(!old_checksum) + u32::from(!old_word) + u32::from(new_word);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+}
+
 /// The TCP pseudo-header's sum (RFC 9293 3.1): addresses, protocol, TCP length.
 fn pseudo_header_sum(src: [u8; 4], dst: [u8; 4], tcp_len: u32) -> u32 {
     let mut pseudo = [0u8; 12];
@@ -708,6 +724,22 @@ impl fmt::Display for Quoted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ecn_set_in_place_keeps_the_checksum_right() {
+        let mut ip = [0u8; 20];
+        write_ipv4_header(&mut ip, [10, 0, 0, 1], [10, 0, 0, 2], 6, 1500, 0x1234);
+        for ecn in [0b10, 0b11, 0b01, 0b00] {
+            set_ipv4_ecn(&mut ip, ecn);
+            assert_eq!(ip[1] & 0b11, ecn);
+            // A header with its checksum sums to all ones (RFC 791 3.1), as one written anew.
+            assert_eq!(checksum_of(ones_complement_add(0, &ip)), 0, "ecn {ecn:#b}");
+            let mut fresh = ip;
+            fresh[10..12].fill(0);
+            let c = checksum_of(ones_complement_add(0, &fresh));
+            assert_eq!(c.to_be_bytes(), [ip[10], ip[11]]);
+        }
+    }
 
     fn header() -> TcpHeader {
         let mut options = WireOptions {

@@ -335,6 +335,8 @@ impl WireClient {
     ) -> Option<usize> {
         let negotiated = *self.sender.negotiated();
         let seg = Segment {
+            ecn: Default::default(),
+            ace: 0,
             seq,
             ack: 0,
             flags,
@@ -543,6 +545,8 @@ impl WireClient {
     /// The SYN-ACK in the sender's numbering: both first data bytes are 0.
     fn syn_ack_segment(&self, tcp: &TcpHeader) -> Segment {
         Segment {
+            ecn: Default::default(),
+            ace: 0,
             seq: 0,
             ack: 0,
             flags: Flags::SYN | Flags::ACK,
@@ -602,6 +606,8 @@ impl WireClient {
         options.sack_permitted = false;
         options.sack = sack;
         Segment {
+            ecn: Default::default(),
+            ace: 0,
             seq: 0,
             ack,
             flags: Flags::from_bits(flags.bits() & (Flags::ACK | Flags::FIN).bits()),

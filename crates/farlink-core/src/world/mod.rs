@@ -74,10 +74,11 @@ use bundles::BundleRt;
 
 use crate::apps::stream::App;
 
-use crate::links::link::{DropCause, LinkEvent, Packet, N_DROP_CAUSES};
+use crate::links::link::{DropCause, Ecn, LinkEvent, Packet, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
 use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
 use crate::sched::EventQueue;
+use crate::tcp::ecn::EcnMode;
 use crate::tcp::receiver::{Receiver, ReceiverConfig};
 use crate::tcp::segment::{Flags, Segment};
 use crate::tcp::sender::{Sender, SenderConfig, Transmission, TransmissionKind};
@@ -1148,7 +1149,7 @@ impl<'s> World<'s> {
             } else {
                 p.flow
             } as u16,
-            ..Packet::default()
+            ecn: p.seg.ecn,
         };
         let result = self.dirs[d].link.offer(self.now, pkt);
         self.take_departures(d);
@@ -1168,6 +1169,7 @@ impl<'s> World<'s> {
             match event {
                 None => break,
                 Some(LinkEvent::Delivered { at, pkt }) => {
+                    self.carry_ecn(pkt);
                     self.tap_arrival(d, pkt.id, at);
                     self.on_link_delivered(pkt.id, at)
                 }
@@ -1175,6 +1177,16 @@ impl<'s> World<'s> {
             }
         }
         self.after_link(d);
+    }
+
+    /// A queue's CE mark stays on the segment for the hops after (RFC 3168 section 5: a
+    /// router never clears CE).
+    fn carry_ecn(&mut self, pkt: Packet) {
+        if pkt.ecn == Ecn::Ce {
+            if let Some(p) = self.slab.get_mut(pkt.id) {
+                p.seg.ecn = Ecn::Ce;
+            }
+        }
     }
 
     /// Queue trace and wake-up of link direction `d` after anything touched it.
@@ -1566,6 +1578,10 @@ impl<'s> World<'s> {
             acks_sent: fl.counts.acks_sent,
             acks_delivered: Some(fl.counts.acks_delivered),
             drops: cause_map(fl.counts.drops),
+            ce_marked: (fl.sender.ecn().mode() != EcnMode::Off)
+                .then(|| fl.receiver.ecn().ce_pkts()),
+            ecn_reductions: (fl.sender.ecn().mode() != EcnMode::Off)
+                .then(|| fl.sender.ecn().reductions()),
             final_cwnd_bytes: Some(fl.sender.cwnd_bytes()),
             final_srtt_s: rtt.srtt().map(SimDuration::as_secs_f64),
             final_rto_s: Some(rtt.rto().as_secs_f64()),

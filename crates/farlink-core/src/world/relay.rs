@@ -317,6 +317,12 @@ impl World<'_> {
         s.data_segments_delivered = sum(|g| g.data_segments_delivered);
         s.acks_sent = sum(|g| g.acks_sent);
         s.acks_delivered = sum_of(|g| g.acks_delivered);
+        // Over the connections with ECN on; absent if none has it.
+        let sum_present = |get: fn(&FlowSummary) -> Option<u64>| {
+            segments.iter().filter_map(get).reduce(|a, b| a + b)
+        };
+        s.ce_marked = sum_present(|g| g.ce_marked);
+        s.ecn_reductions = sum_present(|g| g.ecn_reductions);
         let mut drops = [0u64; crate::links::link::N_DROP_CAUSES];
         for c in range.clone() {
             for (d, n) in drops.iter_mut().zip(self.flows[c].counts.drops) {

@@ -100,6 +100,13 @@ pub struct FlowSummary {
     pub acks_delivered: Option<u64>,
     /// Packets of this flow (data and ACKs) dropped, by cause.
     pub drops: BTreeMap<String, u64>,
+    /// With `tcp.ecn` on: the flow's data packets that reached the receiver marked CE, and
+    /// the reductions its sender made for ECN echoes (`tcp/ecn.rs`); absent when ECN is off,
+    /// so results without it are as before it existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ce_marked: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_reductions: Option<u64>,
     /// The sender's state at the end of the run (`None`: never sampled).
     pub final_cwnd_bytes: Option<u64>,
     pub final_srtt_s: Option<f64>,

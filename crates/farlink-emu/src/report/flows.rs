@@ -179,6 +179,9 @@ fn summary(
         acks_sent: stats.flow_acks_sent.get(k).copied().unwrap_or(0),
         acks_delivered: None,
         drops: cause_map(stats.flow_drops.get(k).copied().unwrap_or_default()),
+        ce_marked: o.ce_received.get(k).copied().flatten(),
+        // The kernel counts no reductions for ECN echoes.
+        ecn_reductions: None,
         final_cwnd_bytes: last.map(|i| u64::from(i.snd_cwnd_pkts) * mss),
         final_srtt_s: last.map(|i| f64::from(i.rtt_us) / 1e6),
         final_rto_s: last.map(|i| f64::from(i.rto_us) / 1e6),

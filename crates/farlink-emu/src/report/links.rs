@@ -14,6 +14,8 @@ pub struct Direction {
     pub delivered_pkts: u64,
     pub delivered_bytes: u64,
     pub drops: BTreeMap<String, u64>,
+    /// Packets the queue's AQM marked CE (in their real IPv4 header) instead of dropping.
+    pub ce_marked: u64,
     pub max_queue_pkts: u64,
     /// Packets inside the link when the run ended.
     pub in_flight_pkts: u64,
@@ -57,6 +59,7 @@ fn direction(dir: &LinkDir, lost: Option<&Vec<u64>>) -> Direction {
         delivered_pkts: st.delivered_pkts,
         delivered_bytes: st.delivered_bytes,
         drops: cause_map(dir.drops_by_cause()),
+        ce_marked: dir.ce_marked_pkts(),
         max_queue_pkts: st.max_queue_pkts,
         in_flight_pkts: dir.in_flight_pkts(),
         lost_ordinals: lost.cloned(),

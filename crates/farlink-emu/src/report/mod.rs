@@ -61,6 +61,8 @@ pub(crate) struct Outcomes<'a> {
     pub(crate) kernel: Kernel,
     /// Entries into fast recovery, per flow and in all (`parity.rs`).
     pub(crate) recoveries: Recoveries,
+    /// Per flow: CE-marked packets its receiver took in, where the kernel says (`run.rs`).
+    pub(crate) ce_received: &'a [Option<u64>],
     /// The first flow is a program's (`-- COMMAND`): what it wrote is what its connections
     /// moved, whatever the scenario's application says.
     pub(crate) program: bool,

@@ -131,6 +131,9 @@ pub enum Detection {
     Sack,
     /// The retransmission timer expired (RFC 6298 section 5).
     RetransmissionTimeout,
+    /// No loss: the receiver echoed a CE mark (RFC 3168 section 6.1.2: the sender reacts "as
+    /// it would to a dropped packet", without retransmitting; see [`crate::tcp::ecn`]).
+    Ecn,
 }
 
 /// A loss the recovery role decided the controller must respond to.
@@ -200,6 +203,13 @@ pub trait CongestionController: Send + fmt::Debug {
     fn on_ack_batch(&mut self, now: SimTime, batch: &AckBatch<'_>, rtt: &RttEstimator);
     /// A loss the recovery role says to respond to; returns the reduction applied.
     fn on_congestion_event(&mut self, now: SimTime, event: &CongestionEvent) -> Reduction;
+    /// DCTCP's response to ECN marks (RFC 8257 section 3.3): the window times (1 −
+    /// `fraction`), ssthresh the same, as Linux's `dctcp_ssthresh`. `None`: the controller has
+    /// no such response (the scenario then refuses `tcp.ecn = "accurate"`; see
+    /// [`CcConfig::has_proportional_reduction`]).
+    fn on_proportional_reduction(&mut self, _now: SimTime, _fraction: f64) -> Option<Reduction> {
+        None
+    }
     /// A previous congestion event turned out spurious (undo; F-RTO, Eifel later).
     fn on_spurious_congestion(&mut self, _now: SimTime) {}
     /// The congestion window in bytes; `u64::MAX` for a rate-only controller.
@@ -296,6 +306,14 @@ impl CcConfig {
             CcConfig::Stpd(_) => "stpd",
             CcConfig::Bbr(_) => "bbr",
         }
+    }
+
+    /// The controller answers ECN marks in proportion to their fraction
+    /// ([`CongestionController::on_proportional_reduction`]): Reno, which with it is DCTCP
+    /// (RFC 8257 keeps Reno's growth; Linux's `dctcp` module is Reno's window with this
+    /// reduction).
+    pub fn has_proportional_reduction(&self) -> bool {
+        matches!(self, CcConfig::Reno(_))
     }
 
     pub fn build(&self, init: &ControllerInit) -> Box<dyn CongestionController> {

@@ -187,6 +187,19 @@ impl CongestionController for Reno {
         }
     }
 
+    /// RFC 8257 3.3: `cwnd = cwnd * (1 - DCTCP.Alpha / 2)`; ssthresh follows it (Linux's
+    /// `dctcp_ssthresh`), at least 2 SMSS as RFC 5681's.
+    fn on_proportional_reduction(&mut self, _now: SimTime, fraction: f64) -> Option<Reduction> {
+        let kept = self.cwnd_bytes as f64 * (1.0 - fraction.clamp(0.0, 1.0));
+        self.ssthresh_bytes = (kept as u64).max(MIN_SSTHRESH_SEGMENTS * self.smss_bytes);
+        self.cwnd_bytes = self.ssthresh_bytes;
+        self.bytes_acked = 0;
+        Some(Reduction {
+            ssthresh_bytes: self.ssthresh_bytes,
+            cwnd_bytes: self.cwnd_bytes,
+        })
+    }
+
     fn window(&self) -> u64 {
         self.cwnd_bytes
     }

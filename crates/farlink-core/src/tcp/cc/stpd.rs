@@ -384,8 +384,9 @@ impl CongestionController for Stpd {
     fn on_congestion_event(&mut self, _now: SimTime, event: &CongestionEvent) -> Reduction {
         match event.detection {
             // Seed 003 section 4.2: error control is independent of congestion control; a loss
-            // repaired on duplicate ACKs leaves the window to the PD controller.
-            Detection::DupAcks | Detection::Sack => {}
+            // repaired on duplicate ACKs leaves the window to the PD controller (and so does
+            // an ECN echo: the PD controller reads the queue from the delay).
+            Detection::DupAcks | Detection::Sack | Detection::Ecn => {}
             // "If no acknowledgment is received before the retransmission timer expires, the
             // ST-PD TCP sender shuts its congestion window size to one segment."
             Detection::RetransmissionTimeout => self.cwnd_segments = LOSS_WINDOW_SEGMENTS,
