@@ -143,10 +143,7 @@ def test_a_controller_the_kernel_lacks_is_one_line_naming_those_it_has(capsys):
     [
         (['flows[0].transport="mptcp"'], "flows[0].transport"),
         (
-            [
-                'flows[0].app={kind="flows_poisson", rate=1, size={distribution="exponential", '
-                'mean="1kB"}}'
-            ],
+            ['flows[0].app={kind="request_response", request="200B", response="1kB", think="1s"}'],
             "flows[0].app",
         ),
     ],

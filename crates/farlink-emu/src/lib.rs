@@ -82,6 +82,8 @@ mod sockdiag;
 #[cfg(target_os = "linux")]
 mod tcpinfo;
 #[cfg(target_os = "linux")]
+mod traffic;
+#[cfg(target_os = "linux")]
 pub mod tun;
 #[cfg(target_os = "linux")]
 mod wire_sender;

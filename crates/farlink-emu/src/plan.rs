@@ -70,10 +70,8 @@ pub(crate) fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
             )
             .into());
         }
-        if matches!(
-            f.app,
-            AppSpec::Udp(_) | AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_)
-        ) {
+        crate::traffic::check_flow(i, f)?;
+        if matches!(f.app, AppSpec::RequestResponse(_)) {
             return Err(ScenarioError::new(
                 format!("flows[{i}].app"),
                 format!(
@@ -263,6 +261,8 @@ impl Plan {
             .iter()
             .zip(&self.choices)
             .map(|(f, c)| match c {
+                // A UDP flow has no TCP to set.
+                _ if matches!(f.app, AppSpec::Udp(_)) => FlowSettings::default(),
                 SenderChoice::Kernel(name) => kernel::flow_settings(f, first, name, self.mtu),
                 SenderChoice::Farlink(tcp) => wire_sender::flow_settings(tcp),
             })
@@ -289,7 +289,7 @@ fn sysctls(first: &FlowSpec) -> Vec<(&'static str, String)> {
 
 /// Whose sender each flow gets; a command refuses farlink's.
 pub(crate) fn senders(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>, EmuError> {
-    let choices = wire_sender::plan(sc, opts)?;
+    let choices = crate::traffic::choices(sc, wire_sender::plan(sc, opts)?)?;
     if opts.command.is_some() {
         refuse_farlink_sender(sc, opts, &choices)?;
     }

@@ -24,6 +24,7 @@ use crate::plan::{self, Plan};
 use crate::report::{self, EmuResult};
 use crate::setup::{self, Made};
 use crate::signals::Signals;
+use crate::traffic::TrafficOutcome;
 use crate::wire_sender::{self, SenderChoice};
 use crate::workload;
 
@@ -87,6 +88,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             kernel: made.kernel.clone(),
             recoveries: measured.recoveries,
             program: measured.command.is_some(),
+            traffic: &measured.traffic,
         },
     );
     result.command = measured.command;
@@ -105,6 +107,8 @@ struct Measured {
     recoveries: Recoveries,
     /// The program that was the workload, and how it ended.
     command: Option<CommandReport>,
+    /// Per flow, what a UDP flow's or short-flow class's ends saw (`traffic.rs`).
+    traffic: Vec<TrafficOutcome>,
 }
 
 /// The workload is a program (and perhaps its server) on the first flow (`command.rs`); its
@@ -171,6 +175,7 @@ fn run_command(
         expected_digests: Vec::new(),
         recoveries,
         command: Some(report_of_command),
+        traffic: Vec::new(),
     })
 }
 
@@ -197,7 +202,11 @@ fn run_builtin(
     let end_ns = monotonic_ns().saturating_sub(t0);
     driver.finish_captures();
     stop.store(true, Ordering::Relaxed);
-    let (senders, sinks) = w.finish(&plan.choices, driver, t0);
+    let workload::Finished {
+        senders,
+        sinks,
+        traffic,
+    } = w.finish(&plan.choices, driver, t0);
     ran?;
     let farlink: Vec<bool> = plan.choices.iter().map(SenderChoice::is_farlink).collect();
     let sender_ns = sc.flows().iter().map(|f| plan.tun_of(f.from));
@@ -210,5 +219,6 @@ fn run_builtin(
         expected_digests: wire_sender::expected_digests(sc),
         recoveries,
         command: None,
+        traffic,
     })
 }
