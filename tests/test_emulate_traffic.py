@@ -32,6 +32,8 @@ def test_a_cbr_flow_beside_the_bulk_transfer_gets_its_rate_and_the_links_loss():
     flows = emulate(doc, sender="kernel").summary["flows"]
     udp = flows[1]
     assert flows[0]["delivered_bytes"] > 500_000, "the bulk transfer ran beside it"
+    # The UDP flow's default [flows.tcp] leaves the TCP flow its 1000-byte packets.
+    assert "TUN MTU 1000:" in flows[0]["kernel_settings"]["applied"]["mss_bytes"]
     # Datagram k leaves at k/60 s, k = 0 .. 899, the run's last instant being 15 s.
     assert udp["packets_sent"] in (900, 901)
     lost = sum(udp["drops"].values())
@@ -125,3 +127,18 @@ def test_an_on_off_source_sends_the_simulators_datagrams_and_the_run_waits_for_t
     assert e["packets_received"] + sum(e["drops"].values()) == e["packets_sent"]
     # It ends with its last datagram's arrival, not at the run's duration.
     assert emu["sim_time_s"] < 6.5
+
+
+def test_a_datagram_larger_than_the_tcp_flows_packets_is_refused_naming_the_field():
+    # stpd-wireless's TCP flow sets a 1000-byte MTU; the kernel would fragment a 1028-byte
+    # datagram, which the simulator carries whole.
+    doc = load_scenario("stpd-wireless")
+    doc["flows"].append(
+        {
+            "from": "S",
+            "to": "D",
+            "app": {"kind": "udp_cbr", "rate": "64kbps", "packet_bytes": 1000},
+        }
+    )
+    with pytest.raises(ScenarioError, match=r"flows\[1\]\.app\.packet_bytes.*at most 972"):
+        emulate(doc)

@@ -154,12 +154,7 @@ impl Plan {
         // Nodes where only farlink's senders send have no namespace (`wire_sender.rs`).
         let users = wire_sender::user_nodes(sc, &choices)?;
         let ends: BTreeSet<usize> = sc.flows().iter().flat_map(|f| [f.from, f.to]).collect();
-        let mtu = sc
-            .flows()
-            .iter()
-            .map(|f| f.tcp.full_packet_bytes())
-            .max()
-            .unwrap_or(1500);
+        let mtu = crate::traffic::tun_mtu(sc)?;
         let mut plan = Plan {
             congestion: choices.iter().map(SenderChoice::congestion).collect(),
             choices,

@@ -461,6 +461,35 @@ pub(crate) fn check_flow(i: usize, f: &FlowSpec) -> Result<(), EmuError> {
     }
 }
 
+/// The TUN devices' MTU: the largest full packet of the TCP flows (a UDP flow's `[flows.tcp]`
+/// is the defaults', which must not change the TCP flows' MSS), 1500 without any; a UDP
+/// flow's datagram must fit it whole, as the simulator carries it (the kernel would fragment
+/// it, and the links would see pieces).
+pub(crate) fn tun_mtu(sc: &Scenario) -> Result<u32, EmuError> {
+    let is_udp = |f: &&FlowSpec| matches!(f.app, AppSpec::Udp(_));
+    let tcp = sc.flows().iter().filter(|f| !is_udp(f));
+    let mtu = tcp.map(|f| f.tcp.full_packet_bytes()).max().unwrap_or(1500);
+    for (i, f) in sc.flows().iter().enumerate() {
+        if let AppSpec::Udp(u) = f.app {
+            let wire_bytes = farlink_core::apps::udp::wire_bytes(u.packet_bytes);
+            if wire_bytes > mtu {
+                return Err(ScenarioError::new(
+                    format!("flows[{i}].app.packet_bytes"),
+                    format!(
+                        "{} bytes of payload make {wire_bytes}-byte datagrams, more than the \
+                         emulator's {mtu}-byte MTU (the TCP flows' largest packet), which the \
+                         kernel would fragment: at most {}",
+                        u.packet_bytes,
+                        mtu - farlink_core::scenario::UDP_HEADER_BYTES
+                    ),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(mtu)
+}
+
 /// The senders' choices with the traffic flows': a UDP flow has no TCP (its source is
 /// `udp_sender`, whatever `--sender` says); a short-flow class's connections are the
 /// kernel's (farlink's sender runs one bulk transfer per flow).
