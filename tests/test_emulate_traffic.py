@@ -142,3 +142,29 @@ def test_a_datagram_larger_than_the_tcp_flows_packets_is_refused_naming_the_fiel
     )
     with pytest.raises(ScenarioError, match=r"flows\[1\]\.app\.packet_bytes.*at most 972"):
         emulate(doc)
+
+
+def test_request_response_exchanges_the_simulators_sizes_and_answers_as_fast():
+    # A 200-byte request, an exponential answer of mean 8 kB, 0.5 s of thinking, for 20 s on
+    # stpd-wireless: about 30 exchanges of a round trip (160 ms) and the answer's
+    # serialisation at 1.5 Mbit/s (40 ms for 8 kB) each. The same seed draws the same sizes
+    # and think times in both engines; the response times differ by what the kernel's TCP and
+    # the links' losses of different packets make of them (a retransmission timeout costs a
+    # second), and with them how many exchanges fit before the stop.
+    doc = load_scenario("stpd-wireless")
+    doc["duration"] = "25s"
+    doc["trace"] = {}
+    flow = doc["flows"][0]
+    flow["app"] = {
+        "kind": "request_response",
+        "request": "200B",
+        "response": {"distribution": "exponential", "mean": "8kB"},
+        "think": "0.5s",
+    }
+    flow["stop"] = "20s"
+    sim = simulate(doc).summary["flows"][0]
+    emu = emulate(doc, sender="kernel").summary["flows"][0]
+    assert emu["finished"] and emu["exchanges"] == emu["exchanges_completed"]
+    assert sim["exchanges"] > 20
+    assert emu["exchanges"] == pytest.approx(sim["exchanges"], rel=0.25)
+    assert emu["response_time_s"]["p50"] == pytest.approx(sim["response_time_s"]["p50"], rel=0.15)

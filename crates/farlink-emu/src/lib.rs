@@ -83,6 +83,9 @@ mod sockdiag;
 mod tcpinfo;
 #[cfg(target_os = "linux")]
 mod traffic;
+// A request/response flow's two ends (issue 30).
+#[cfg(target_os = "linux")]
+mod exchange;
 #[cfg(target_os = "linux")]
 pub mod tun;
 #[cfg(target_os = "linux")]

@@ -71,22 +71,12 @@ pub(crate) fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
             .into());
         }
         crate::traffic::check_flow(i, f)?;
-        if matches!(f.app, AppSpec::RequestResponse(_)) {
-            return Err(ScenarioError::new(
-                format!("flows[{i}].app"),
-                format!(
-                    "the emulator does not generate {} traffic yet (the simulator does: \
-                     docs/traffic.md)",
-                    f.app.kind()
-                ),
-            )
-            .into());
-        }
         if matches!(f.app, AppSpec::Telnet { .. }) {
             return Err(ScenarioError::new(
                 format!("flows[{i}].app"),
-                "the emulator's built-in workload is a bulk transfer (app.kind = \"bulk\" or \
-                 \"unbounded\")",
+                "the emulator does not run telnet flows (it runs app.kind = \"bulk\", \
+                 \"unbounded\", \"udp_cbr\", \"udp_onoff\", \"flows_poisson\" and \
+                 \"request_response\")",
             )
             .into());
         }
@@ -286,6 +276,7 @@ fn sysctls(first: &FlowSpec) -> Vec<(&'static str, String)> {
 pub(crate) fn senders(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>, EmuError> {
     let choices = crate::traffic::choices(sc, wire_sender::plan(sc, opts)?)?;
     if opts.command.is_some() {
+        crate::traffic::refuse_with_command(sc)?;
         refuse_farlink_sender(sc, opts, &choices)?;
     }
     Ok(choices)

@@ -20,10 +20,11 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use farlink_core::apps::exchange::Exchanges;
 use farlink_core::apps::short_flows::{self, Arrival, Completed};
 use farlink_core::apps::udp::{UdpSink, UdpSource};
 use farlink_core::rng::StreamRng;
@@ -35,6 +36,7 @@ use nix::sys::time::TimeVal;
 
 use crate::clock::monotonic_ns;
 use crate::error::EmuError;
+use crate::exchange;
 use crate::netns::Netns;
 use crate::wire_sender::SenderChoice;
 
@@ -58,7 +60,7 @@ fn is_timeout(e: &std::io::Error) -> bool {
 }
 
 /// Sleeps until monotonic `at_ns`; false if the run was stopped first.
-fn wait_until(at_ns: u64, stop: &AtomicBool) -> bool {
+pub(crate) fn wait_until(at_ns: u64, stop: &AtomicBool) -> bool {
     loop {
         if stop.load(Ordering::Relaxed) {
             return false;
@@ -282,37 +284,8 @@ fn short_flow(size_bytes: u64, settings: &ShortFlowSettings, stop: &AtomicBool) 
         ..ConnSent::default()
     };
     let result = (|| -> std::io::Result<()> {
-        let fd = socket::socket(
-            AddressFamily::Inet,
-            SockType::Stream,
-            SockFlag::SOCK_CLOEXEC,
-            None,
-        )?;
-        if let Some(b) = settings.send_buffer_bytes {
-            socket::setsockopt(&fd, sockopt::SndBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
-        }
-        socket::setsockopt(
-            &fd,
-            sockopt::TcpCongestion,
-            &std::ffi::OsString::from(&settings.congestion),
-        )?;
-        socket::setsockopt(&fd, sockopt::SendTimeout, &timeval(WRITE_POLL))?;
-        let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-        loop {
-            match socket::connect(raw, &SockaddrIn::from(settings.peer)) {
-                Ok(()) | Err(nix::errno::Errno::EISCONN) => break,
-                Err(nix::errno::Errno::EINPROGRESS | nix::errno::Errno::EALREADY) => {
-                    if stop.load(Ordering::Relaxed) {
-                        return Ok(());
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let local: SockaddrIn = socket::getsockname(raw)?;
-        out.local_port = Some(local.port());
-        let mut conn = TcpStream::from(fd);
+        let mut conn = connect(settings, stop)?;
+        out.local_port = Some(conn.local_addr()?.port());
         conn.set_read_timeout(Some(POLL))?;
         let chunk = vec![0u8; 64 * 1024];
         while out.written_bytes < size_bytes {
@@ -342,6 +315,47 @@ fn short_flow(size_bytes: u64, settings: &ShortFlowSettings, stop: &AtomicBool) 
         out.error = Some(format!("short flow: {e}"));
     }
     out
+}
+
+/// A kernel TCP connection to `settings.peer` with its controller and send buffer, writes
+/// bounded by 10 ms; an error if the run stops before it is up.
+pub(crate) fn connect(
+    settings: &ShortFlowSettings,
+    stop: &AtomicBool,
+) -> std::io::Result<TcpStream> {
+    let fd = socket::socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    if let Some(b) = settings.send_buffer_bytes {
+        socket::setsockopt(&fd, sockopt::SndBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
+    }
+    socket::setsockopt(
+        &fd,
+        sockopt::TcpCongestion,
+        &std::ffi::OsString::from(&settings.congestion),
+    )?;
+    // Bounds connect() and every write, so the stop flag is looked at.
+    socket::setsockopt(&fd, sockopt::SendTimeout, &timeval(WRITE_POLL))?;
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    loop {
+        match socket::connect(raw, &SockaddrIn::from(settings.peer)) {
+            Ok(()) | Err(nix::errno::Errno::EISCONN) => break,
+            Err(nix::errno::Errno::EINPROGRESS | nix::errno::Errno::EALREADY) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::Interrupted,
+                        "the run stopped during the handshake",
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(TcpStream::from(fd))
 }
 
 /// A short-flow class's listener on `at`, its receive buffer set before any connection's
@@ -490,6 +504,23 @@ pub(crate) fn tun_mtu(sc: &Scenario) -> Result<u32, EmuError> {
     Ok(mtu)
 }
 
+/// A program as the workload (`-- COMMAND`) runs beside the scenario's bulk sinks only: the
+/// traffic flows' ends are the built-in workload's.
+pub(crate) fn refuse_with_command(sc: &Scenario) -> Result<(), EmuError> {
+    match sc
+        .flows()
+        .iter()
+        .position(|f| crate::workload::is_traffic(&f.app))
+    {
+        Some(i) => Err(EmuError::Usage(format!(
+            "flows[{i}].app: a {} flow runs in the built-in workload only, not beside a \
+             command (-- COMMAND, --shell)",
+            sc.flows()[i].app.kind()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The senders' choices with the traffic flows': a UDP flow has no TCP (its source is
 /// `udp_sender`, whatever `--sender` says); a short-flow class's connections are the
 /// kernel's (farlink's sender runs one bulk transfer per flow).
@@ -500,13 +531,14 @@ pub(crate) fn choices(
     for (k, (f, c)) in sc.flows().iter().zip(choices.iter_mut()).enumerate() {
         match f.app {
             AppSpec::Udp(_) => *c = SenderChoice::Kernel("none".into()),
-            AppSpec::FlowsPoisson(_) if c.is_farlink() => {
+            AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_) if c.is_farlink() => {
                 return Err(ScenarioError::new(
                     format!("flows[{k}].tcp.cc"),
                     format!(
-                        "the emulator runs a flows_poisson class on the kernel's TCP only, and \
-                         \"{}\" is farlink's sender's (drop --sender farlink, or give a \
-                         controller the kernel has)",
+                        "the emulator runs a {} flow on the kernel's TCP only, and \"{}\" is \
+                         farlink's sender's (drop --sender farlink, or give a controller the \
+                         kernel has)",
+                        f.app.kind(),
                         c.congestion()
                     ),
                 )
@@ -532,6 +564,12 @@ pub(crate) enum TrafficOutcome {
         sent: Vec<ConnSent>,
         read: Vec<ConnRead>,
     },
+    Exchanges {
+        ex: Box<Exchanges>,
+        /// Bytes read by the server (requests) and the client (responses).
+        delivered_bytes: u64,
+        error: Option<String>,
+    },
 }
 
 /// A traffic flow's threads while the run goes on.
@@ -547,6 +585,11 @@ pub(crate) enum Running {
         sender: JoinHandle<Option<Vec<ConnSent>>>,
         sink: JoinHandle<Vec<ConnRead>>,
     },
+    Exchanges {
+        client: JoinHandle<Option<exchange::Ended>>,
+        server: JoinHandle<Option<exchange::Ended>>,
+        ex: Arc<Mutex<Exchanges>>,
+    },
 }
 
 impl Running {
@@ -556,7 +599,7 @@ impl Running {
         sc: &Scenario,
         k: usize,
         (from_ns, to_ns): (&Netns, &Netns),
-        peer: SocketAddrV4,
+        (client_at, peer): (SocketAddrV4, SocketAddrV4),
         congestion: &str,
         t0_ns: u64,
         stop: &Arc<AtomicBool>,
@@ -623,6 +666,36 @@ impl Running {
                 })?;
                 Ok(Some(Running::ShortFlows { sender, sink }))
             }
+            AppSpec::RequestResponse(spec) => {
+                let rcvbuf = f.tcp.receive_buffer_bytes;
+                let bind = |ns: &Netns, at: SocketAddrV4| {
+                    ns.spawn("farlink-rr-bind", move || exchange::listener(at, rcvbuf))?
+                        .join()
+                        .ok()
+                        .flatten()
+                        .ok_or_else(|| EmuError::Internal("request/response: bind thread".into()))?
+                        .map_err(|e| EmuError::sys(format!("request/response listen {at}"), e))
+                };
+                let requests = bind(to_ns, peer)?;
+                let responses = bind(from_ns, client_at)?;
+                let ex = Arc::new(Mutex::new(Exchanges::new(spec.clone(), sc.seed(), &f.name)));
+                let settings = |to| ShortFlowSettings {
+                    peer: to,
+                    congestion: congestion.to_owned(),
+                    send_buffer_bytes: f.tcp.send_buffer_bytes,
+                };
+                let (back, to) = (settings(client_at), settings(peer));
+                let (s, e) = (Arc::clone(stop), Arc::clone(&ex));
+                let server = to_ns.spawn("farlink-rr-server", move || {
+                    exchange::server(requests, back, e, s)
+                })?;
+                let (s, e) = (Arc::clone(stop), Arc::clone(&ex));
+                let span = (f.start, f.stop);
+                let client = from_ns.spawn("farlink-rr-client", move || {
+                    exchange::client(to, responses, e, span, t0_ns, s)
+                })?;
+                Ok(Some(Running::Exchanges { client, server, ex }))
+            }
             _ => Ok(None),
         }
     }
@@ -641,6 +714,10 @@ impl Running {
                 sender.is_finished() && (!ended || progress.drained(*quiet_ns))
             }
             Running::ShortFlows { sender, .. } => sender.is_finished(),
+            // The client ended at its stop; done once its last exchange is answered.
+            Running::Exchanges { client, ex, .. } => {
+                client.is_finished() && ex.lock().map_or(true, |e| e.idle())
+            }
         }
     }
 
@@ -657,6 +734,24 @@ impl Running {
                 sent: sender.join().ok().flatten().unwrap_or_default(),
                 read: sink.join().unwrap_or_default(),
             },
+            Running::Exchanges { client, server, ex } => {
+                let ends: Vec<exchange::Ended> = [client, server]
+                    .into_iter()
+                    .map(|h| h.join().ok().flatten().unwrap_or_default())
+                    .collect();
+                let errors: Vec<String> = ends.iter().filter_map(|e| e.error.clone()).collect();
+                // Both ends joined: this is the last handle (a panicked end's mutex is
+                // poisoned, its exchanges still what they were).
+                let Ok(ex) = Arc::try_unwrap(ex) else {
+                    return TrafficOutcome::None;
+                };
+                let ex = ex.into_inner().unwrap_or_else(|p| p.into_inner());
+                TrafficOutcome::Exchanges {
+                    ex: Box::new(ex),
+                    delivered_bytes: ends.iter().map(|e| e.read_bytes).sum(),
+                    error: (!errors.is_empty()).then(|| errors.join("; ")),
+                }
+            }
         }
     }
 }

@@ -49,9 +49,12 @@ impl Workload {
                 &namespaces[plan.tun_of(f.from)],
                 &namespaces[plan.tun_of(f.to)],
             );
-            let peer = SocketAddrV4::new(plan.addr(f.to), plan.ports[k]);
+            // Each end's address with the flow's port (a request/response client listens
+            // there for the responses' connection).
+            let at = |n: usize| SocketAddrV4::new(plan.addr(n), plan.ports[k]);
+            let addrs = (at(f.from), at(f.to));
             let congestion = &plan.congestion[k];
-            if let Some(r) = Running::start(sc, k, ends, peer, congestion, t0_ns, stop)? {
+            if let Some(r) = Running::start(sc, k, ends, addrs, congestion, t0_ns, stop)? {
                 self.traffic.push((k, r));
             }
         }
@@ -161,5 +164,8 @@ pub(crate) struct Finished {
 
 /// A flow whose ends are `traffic.rs`'s rather than a bulk transfer's.
 pub(crate) fn is_traffic(app: &AppSpec) -> bool {
-    matches!(app, AppSpec::Udp(_) | AppSpec::FlowsPoisson(_))
+    matches!(
+        app,
+        AppSpec::Udp(_) | AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_)
+    )
 }

@@ -85,6 +85,29 @@ pub(super) fn summary(
             }
             Some((s, span, (!error.is_empty()).then(|| error.join("; "))))
         }
+        TrafficOutcome::Exchanges {
+            ex,
+            delivered_bytes,
+            error,
+        } => {
+            // Finished as the simulator says: the client stopped and its last exchange was
+            // answered.
+            let finished = ex.stopped() && ex.idle();
+            s.finished = finished;
+            s.finish_s = finished.then(|| active_end_ns as f64 / 1e9);
+            s.transfer_time_s = finished.then(|| active_ns as f64 / 1e9);
+            s.delivered_bytes = *delivered_bytes;
+            s.goodput_bps = goodput_bps(*delivered_bytes, active_ns);
+            s.normalized_goodput = normalized_goodput(s.goodput_bps, bottleneck_bps);
+            s.data_segments_delivered = stats.flow_data_delivered.get(k).copied().unwrap_or(0);
+            s.traffic = Some(TrafficSummary {
+                exchanges: Some(ex.started()),
+                exchanges_completed: Some(ex.response_times_ns().len() as u64),
+                response_time_s: Percentiles::of_nanos(ex.response_times_ns()),
+                ..TrafficSummary::default()
+            });
+            Some((s, span, error.clone()))
+        }
         TrafficOutcome::ShortFlows { sent, read } => {
             let completed = traffic::completions(sent, read);
             let summary = short_flows::summarize(&completed, &unloaded_path(sc, f));
