@@ -142,13 +142,7 @@ def test_a_controller_the_kernel_lacks_is_one_line_naming_those_it_has(capsys):
     ("sets", "field"),
     [
         (['flows[0].transport="mptcp"'], "flows[0].transport"),
-        (
-            [
-                'flows[0].app={kind="flows_poisson", rate=1, size={distribution="exponential", '
-                'mean="1kB"}}'
-            ],
-            "flows[0].app",
-        ),
+        (['flows[0].app={kind="telnet", mean_interval="1s"}'], "flows[0].app"),
     ],
 )
 def test_what_the_emulator_cannot_run_yet_is_one_line_naming_the_field(capsys, sets, field):

@@ -470,7 +470,8 @@ impl Driver {
             .iter()
             .position(|r| r.from_tun == t && r.to_addr == dst)?;
         let ihl = usize::from(buf[0] & 0x0f) * 4;
-        let flow = if buf[9] == 6 && len >= ihl + 4 {
+        // TCP, and UDP (`traffic.rs`'s datagrams, to their flow's port).
+        let flow = if (buf[9] == 6 || buf[9] == 17) && len >= ihl + 4 {
             let sport = u16::from_be_bytes([buf[ihl], buf[ihl + 1]]);
             let dport = u16::from_be_bytes([buf[ihl + 2], buf[ihl + 3]]);
             self.flow_ports

@@ -82,6 +82,11 @@ mod sockdiag;
 #[cfg(target_os = "linux")]
 mod tcpinfo;
 #[cfg(target_os = "linux")]
+mod traffic;
+// A request/response flow's two ends (issue 30).
+#[cfg(target_os = "linux")]
+mod exchange;
+#[cfg(target_os = "linux")]
 pub mod tun;
 #[cfg(target_os = "linux")]
 mod wire_sender;

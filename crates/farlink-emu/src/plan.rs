@@ -71,25 +71,13 @@ pub(crate) fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
             )
             .into());
         }
-        if matches!(
-            f.app,
-            AppSpec::Udp(_) | AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_)
-        ) {
-            return Err(ScenarioError::new(
-                format!("flows[{i}].app"),
-                format!(
-                    "the emulator does not generate {} traffic yet (the simulator does: \
-                     docs/traffic.md)",
-                    f.app.kind()
-                ),
-            )
-            .into());
-        }
+        crate::traffic::check_flow(i, f)?;
         if matches!(f.app, AppSpec::Telnet { .. }) {
             return Err(ScenarioError::new(
                 format!("flows[{i}].app"),
-                "the emulator's built-in workload is a bulk transfer (app.kind = \"bulk\" or \
-                 \"unbounded\")",
+                "the emulator does not run telnet flows (it runs app.kind = \"bulk\", \
+                 \"unbounded\", \"udp_cbr\", \"udp_onoff\", \"flows_poisson\" and \
+                 \"request_response\")",
             )
             .into());
         }
@@ -157,12 +145,7 @@ impl Plan {
         // Nodes where only farlink's senders send have no namespace (`wire_sender.rs`).
         let users = wire_sender::user_nodes(sc, &choices)?;
         let ends: BTreeSet<usize> = sc.flows().iter().flat_map(|f| [f.from, f.to]).collect();
-        let mtu = sc
-            .flows()
-            .iter()
-            .map(|f| f.tcp.full_packet_bytes())
-            .max()
-            .unwrap_or(1500);
+        let mtu = crate::traffic::tun_mtu(sc)?;
         let mut plan = Plan {
             congestion: choices.iter().map(SenderChoice::congestion).collect(),
             choices,
@@ -264,6 +247,8 @@ impl Plan {
             .iter()
             .zip(&self.choices)
             .map(|(f, c)| match c {
+                // A UDP flow has no TCP to set.
+                _ if matches!(f.app, AppSpec::Udp(_)) => FlowSettings::default(),
                 SenderChoice::Kernel(name) => kernel::flow_settings(f, first, name, self.mtu),
                 SenderChoice::Farlink(tcp) => wire_sender::flow_settings(tcp),
             })
@@ -297,8 +282,9 @@ fn sysctls(first: &FlowSpec) -> Vec<(&'static str, String)> {
 
 /// Whose sender each flow gets; a command refuses farlink's.
 pub(crate) fn senders(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>, EmuError> {
-    let choices = wire_sender::plan(sc, opts)?;
+    let choices = crate::traffic::choices(sc, wire_sender::plan(sc, opts)?)?;
     if opts.command.is_some() {
+        crate::traffic::refuse_with_command(sc)?;
         refuse_farlink_sender(sc, opts, &choices)?;
     }
     Ok(choices)

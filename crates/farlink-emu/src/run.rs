@@ -26,6 +26,7 @@ use crate::plan::{self, Plan};
 use crate::report::{self, EmuResult};
 use crate::setup::{self, Made};
 use crate::signals::Signals;
+use crate::traffic::TrafficOutcome;
 use crate::wire_sender::{self, SenderChoice};
 use crate::workload;
 
@@ -90,6 +91,7 @@ pub fn emulate(sc: &Scenario, opts: &EmuOptions) -> Result<EmuResult, EmuError> 
             recoveries: measured.recoveries,
             ce_received: &measured.ce_received,
             program: measured.command.is_some(),
+            traffic: &measured.traffic,
         },
     );
     result.command = measured.command;
@@ -111,6 +113,8 @@ struct Measured {
     ce_received: Vec<Option<u64>>,
     /// The program that was the workload, and how it ended.
     command: Option<CommandReport>,
+    /// Per flow, what a UDP flow's or short-flow class's ends saw (`traffic.rs`).
+    traffic: Vec<TrafficOutcome>,
 }
 
 /// The workload is a program (and perhaps its server) on the first flow (`command.rs`); its
@@ -178,6 +182,7 @@ fn run_command(
         recoveries,
         ce_received: Vec::new(),
         command: Some(report_of_command),
+        traffic: Vec::new(),
     })
 }
 
@@ -204,7 +209,11 @@ fn run_builtin(
     let end_ns = monotonic_ns().saturating_sub(t0);
     driver.finish_captures();
     stop.store(true, Ordering::Relaxed);
-    let (senders, sinks) = w.finish(&plan.choices, driver, t0);
+    let workload::Finished {
+        senders,
+        sinks,
+        traffic,
+    } = w.finish(&plan.choices, driver, t0);
     ran?;
     let farlink: Vec<bool> = plan.choices.iter().map(SenderChoice::is_farlink).collect();
     let sender_ns = sc.flows().iter().map(|f| plan.tun_of(f.from));
@@ -218,6 +227,7 @@ fn run_builtin(
         recoveries,
         ce_received: ce_received(sc, plan, &made.namespaces),
         command: None,
+        traffic,
     })
 }
 

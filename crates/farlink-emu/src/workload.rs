@@ -16,13 +16,16 @@ use crate::error::EmuError;
 use crate::netns::Netns;
 use crate::options::EmuOptions;
 use crate::plan::Plan;
+use crate::traffic::{Running, TrafficOutcome};
 use crate::wire_sender::{self, SenderChoice};
 
-/// The threads of the built-in workload while it runs.
+/// The threads of the built-in workload while it runs, each with its flow's index.
 #[derive(Default)]
 pub(crate) struct Workload {
-    sinks: Vec<JoinHandle<Option<SinkOutcome>>>,
-    senders: Vec<JoinHandle<Option<SenderOutcome>>>,
+    sinks: Vec<(usize, JoinHandle<Option<SinkOutcome>>)>,
+    senders: Vec<(usize, JoinHandle<Option<SenderOutcome>>)>,
+    /// The UDP flows and short-flow classes (`traffic.rs`).
+    traffic: Vec<(usize, Running)>,
 }
 
 impl Workload {
@@ -37,13 +40,33 @@ impl Workload {
         t0_ns: u64,
         stop: &Arc<AtomicBool>,
     ) -> Result<(), EmuError> {
+        for (k, f) in sc.flows().iter().enumerate() {
+            // Only a traffic flow's ends are sure to be namespaces (`traffic::choices`).
+            if !is_traffic(&f.app) {
+                continue;
+            }
+            let ends = (
+                &namespaces[plan.tun_of(f.from)],
+                &namespaces[plan.tun_of(f.to)],
+            );
+            // Each end's address with the flow's port (a request/response client listens
+            // there for the responses' connection).
+            let at = |n: usize| SocketAddrV4::new(plan.addr(n), plan.ports[k]);
+            let addrs = (at(f.from), at(f.to));
+            let congestion = &plan.congestion[k];
+            if let Some(r) = Running::start(sc, k, ends, addrs, congestion, t0_ns, stop)? {
+                self.traffic.push((k, r));
+            }
+        }
         if opts.listen {
             for k in 0..sc.flows().len() {
-                self.start_sink(sc, plan, namespaces, k, stop)?;
+                if !is_traffic(&sc.flows()[k].app) {
+                    self.start_sink(sc, plan, namespaces, k, stop)?;
+                }
             }
         }
         for (k, f) in sc.flows().iter().enumerate() {
-            if plan.choices[k].is_farlink() {
+            if plan.choices[k].is_farlink() || is_traffic(&f.app) {
                 continue;
             }
             let size_bytes = match f.app {
@@ -61,11 +84,12 @@ impl Workload {
                     .then(|| wire_sender::payload_seed(sc, k)),
             };
             let s = Arc::clone(stop);
-            self.senders.push(
+            self.senders.push((
+                k,
                 namespaces[plan.tun_of(f.from)].spawn("farlink-sender", move || {
                     bulk::sender(sender, s, monotonic_ns)
                 })?,
-            );
+            ));
         }
         Ok(())
     }
@@ -94,41 +118,54 @@ impl Workload {
         while !ready.load(Ordering::Acquire) && !sink.is_finished() {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        self.sinks.push(sink);
+        self.sinks.push((k, sink));
         Ok(())
     }
 
-    /// Every kernel sender has ended.
+    /// Every kernel sender and traffic source has ended.
     pub(crate) fn senders_done(&self) -> bool {
-        self.senders.iter().all(JoinHandle::is_finished)
+        self.senders.iter().all(|(_, h)| h.is_finished())
+            && self.traffic.iter().all(|(_, r)| r.sender_done())
     }
 
-    /// What each flow's sender (the kernel's thread, or farlink's in the driver) and sink
-    /// saw, once the run is told to stop.
-    pub(crate) fn finish(
-        self,
-        choices: &[SenderChoice],
-        driver: &Driver,
-        t0_ns: u64,
-    ) -> (Vec<SenderOutcome>, Vec<SinkOutcome>) {
-        let sinks = self
-            .sinks
-            .into_iter()
-            .map(|h| h.join().ok().flatten().unwrap_or_default())
-            .collect();
-        let mut kernel = self
-            .senders
-            .into_iter()
-            .map(|h| h.join().ok().flatten().unwrap_or_default());
-        let mut wire: Vec<_> = choices.iter().map(|_| None).collect();
-        for w in driver.wire_flows() {
-            wire[w.flow] = Some(w.outcome(t0_ns));
+    /// What each flow's sender (the kernel's thread, or farlink's in the driver), sink and
+    /// traffic ends saw, once the run is told to stop; defaults where a flow has none.
+    pub(crate) fn finish(self, choices: &[SenderChoice], driver: &Driver, t0_ns: u64) -> Finished {
+        let n = choices.len();
+        let mut out = Finished {
+            senders: (0..n).map(|_| SenderOutcome::default()).collect(),
+            sinks: (0..n).map(|_| SinkOutcome::default()).collect(),
+            traffic: (0..n).map(|_| TrafficOutcome::None).collect(),
+        };
+        for (k, h) in self.sinks {
+            out.sinks[k] = h.join().ok().flatten().unwrap_or_default();
         }
-        let senders = choices
-            .iter()
-            .zip(wire)
-            .map(|(c, w)| if c.is_farlink() { w } else { kernel.next() }.unwrap_or_default())
-            .collect();
-        (senders, sinks)
+        for (k, h) in self.senders {
+            out.senders[k] = h.join().ok().flatten().unwrap_or_default();
+        }
+        for (k, r) in self.traffic {
+            out.traffic[k] = r.finish();
+        }
+        for w in driver.wire_flows() {
+            if choices.get(w.flow).is_some_and(SenderChoice::is_farlink) {
+                out.senders[w.flow] = w.outcome(t0_ns);
+            }
+        }
+        out
     }
+}
+
+/// What the built-in workload saw, per flow.
+pub(crate) struct Finished {
+    pub(crate) senders: Vec<SenderOutcome>,
+    pub(crate) sinks: Vec<SinkOutcome>,
+    pub(crate) traffic: Vec<TrafficOutcome>,
+}
+
+/// A flow whose ends are `traffic.rs`'s rather than a bulk transfer's.
+pub(crate) fn is_traffic(app: &AppSpec) -> bool {
+    matches!(
+        app,
+        AppSpec::Udp(_) | AppSpec::FlowsPoisson(_) | AppSpec::RequestResponse(_)
+    )
 }

@@ -62,6 +62,7 @@ pub use capture_stream::{
 };
 pub use mptcp::{MptcpSummary, SubflowSummary};
 pub use sink::TraceSink;
+pub use traffic::unloaded_path;
 
 pub use summary::{
     aggregate_capacity_bps, cause_map, flow_bottleneck_bps, goodput_bps, limit_fields,

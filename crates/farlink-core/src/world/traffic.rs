@@ -64,8 +64,9 @@ pub(super) fn build_udp(sc: &Scenario, queue: &mut EventQueue<Event>, end: SimTi
     out
 }
 
-/// What [`short_flows::unloaded_fct_s`] needs of flow `f`'s route and settings.
-pub(super) fn unloaded_path(sc: &Scenario, f: &FlowSpec) -> UnloadedPath {
+/// What [`short_flows::unloaded_fct_s`] needs of flow `f`'s route and settings (public: the
+/// emulator computes its slowdowns against the same path).
+pub fn unloaded_path(sc: &Scenario, f: &FlowSpec) -> UnloadedPath {
     let per_byte = |hops: &mut dyn Iterator<Item = Hop>| -> f64 {
         hops.map(|h| 8.0 / sc.links()[h.link].direction(h.forward).rate.as_bps_f64())
             .sum()

@@ -118,6 +118,15 @@ pub(super) fn flows(
     for (k, f) in sc.flows().iter().enumerate() {
         let (snd, sink) = (o.senders.get(k), o.sinks.get(k));
         let t = Timeline::of(f, snd, sink, o);
+        if let Some((summary, active, error)) = super::traffic::summary(sc, k, stats, o) {
+            if let Some((a, b)) = active {
+                span.include(a, b);
+            }
+            let mut emulation = emulation(k, &t, o);
+            emulation.error = error;
+            flows.push(Flow { summary, emulation });
+            continue;
+        }
         if let Some((a, b)) = t.active(o) {
             span.include(a, b);
         }

@@ -8,6 +8,7 @@
 mod emulator;
 mod flows;
 mod links;
+mod traffic;
 
 use farlink_core::scenario::Scenario;
 use farlink_core::world::AggregateSummary;
@@ -18,6 +19,7 @@ use crate::command::CommandReport;
 use crate::driver::Driver;
 use crate::parity::Recoveries;
 use crate::settings::{FlowSettings, Kernel};
+use crate::traffic::TrafficOutcome;
 
 pub use emulator::Emulator;
 pub use flows::{Flow, TcpInfoTrace};
@@ -66,6 +68,8 @@ pub(crate) struct Outcomes<'a> {
     /// The first flow is a program's (`-- COMMAND`): what it wrote is what its connections
     /// moved, whatever the scenario's application says.
     pub(crate) program: bool,
+    /// Per flow, what a UDP flow's or short-flow class's ends saw (`report/traffic.rs`).
+    pub(crate) traffic: &'a [TrafficOutcome],
 }
 
 /// The result of a run of `sc` that `driver` drove and `o` tells the rest of.
