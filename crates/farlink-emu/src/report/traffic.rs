@@ -189,6 +189,8 @@ fn blank(sc: &Scenario, k: usize, bottleneck_bps: u64) -> FlowSummary {
         handshake: None,
         relays: Vec::new(),
         segments: Vec::new(),
+        ce_marked: None,
+        ecn_reductions: None,
         subflows: Vec::new(),
         mptcp: None,
         traffic: None,
