@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures validate-captures-heavy validate-fit-loop bench-emu validate-emu compare-emu-tbf bench-linkmgr validate-linkmgr clean
+	validate-captures validate-captures-heavy validate-fit-loop leo-figure leo-compare bench-emu validate-emu compare-emu-tbf bench-linkmgr validate-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -152,6 +152,13 @@ validate-fit-loop: setup
 # docs/leo.md's figure: RTT over 10 minutes of both `farlink leo` presets.
 leo-figure: setup
 	$(PY) tools/leo_figure.py docs/leo-rtt.png
+
+# docs/leo.md's comparison: farlink's reno, cubic, cubic-linux, bbr in the simulator and kernel
+# cubic, bbr in the emulator across 10-minute starlink-like and iridium-leo schedules; writes
+# its table in docs/leo.md and docs/leo-compare.png. Root (namespaces, TUN); the four emulator
+# runs are real time, about 41 minutes. Runs kept in farlink-out/leo-compare/600s are not run again.
+leo-compare: setup
+	$(PY) tools/leo_compare.py $(LEO_COMPARE_ARGS)
 
 clean:
 	rm -rf $(VENV) target farlink-out
