@@ -15,7 +15,9 @@ from support import REAL_TIME, needs_namespaces
 
 SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "leo_compare.py"
 
-pytestmark = [REAL_TIME, needs_namespaces("leo-compare emulates kernel TCP")]
+# About 90 s of emulation (four 20 s runs): with `make validate`, beside `make leo-compare`
+# itself, not in `make test`.
+pytestmark = [REAL_TIME, pytest.mark.slow, needs_namespaces("leo-compare emulates kernel TCP")]
 
 
 @pytest.fixture(scope="module")
