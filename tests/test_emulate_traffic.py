@@ -144,6 +144,7 @@ def test_a_datagram_larger_than_the_tcp_flows_packets_is_refused_naming_the_fiel
         emulate(doc)
 
 
+@pytest.mark.slow  # 20 s of exchanges: with make validate, to keep make test within its time
 def test_request_response_exchanges_the_simulators_sizes_and_answers_as_fast():
     # A 200-byte request, an exponential answer of mean 8 kB, 0.5 s of thinking, for 20 s on
     # stpd-wireless: about 30 exchanges of a round trip (160 ms) and the answer's
