@@ -18,7 +18,7 @@ use farlink_core::apps::exchange::Exchanges;
 use farlink_core::time::SimTime;
 
 use crate::clock::monotonic_ns;
-use crate::traffic::{short_flow_listener, ShortFlowSettings};
+use crate::sockets::{connect, short_flow_listener, wait_until, ShortFlowSettings};
 
 const POLL: Duration = Duration::from_millis(100);
 const WRITE_POLL: Duration = Duration::from_millis(10);
@@ -92,7 +92,7 @@ pub(crate) fn server(
         let Some(mut req) = accept_one(&requests, &stop)? else {
             return Ok(());
         };
-        let mut resp = crate::traffic::connect(&back, &stop)?;
+        let mut resp = connect(&back, &stop)?;
         req.set_read_timeout(Some(POLL))?;
         let mut buf = vec![0u8; 64 * 1024];
         while !stop.load(Ordering::Relaxed) {
@@ -131,10 +131,10 @@ pub(crate) fn client(
 ) -> Ended {
     let mut read_bytes = 0u64;
     let result = (|| -> std::io::Result<()> {
-        if !crate::traffic::wait_until(t0_ns + start.as_nanos(), &stop) {
+        if !wait_until(t0_ns + start.as_nanos(), &stop) {
             return Ok(());
         }
-        let mut req = crate::traffic::connect(&to, &stop)?;
+        let mut req = connect(&to, &stop)?;
         let Some(mut resp) = accept_one(&responses, &stop)? else {
             return Ok(());
         };

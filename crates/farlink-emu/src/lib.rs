@@ -80,6 +80,8 @@ mod slab;
 #[cfg(target_os = "linux")]
 mod sockdiag;
 #[cfg(target_os = "linux")]
+mod sockets;
+#[cfg(target_os = "linux")]
 mod tcpinfo;
 #[cfg(target_os = "linux")]
 mod traffic;

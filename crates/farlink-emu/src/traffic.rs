@@ -22,7 +22,6 @@ use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use farlink_core::apps::exchange::Exchanges;
 use farlink_core::apps::short_flows::{self, Arrival, Completed};
@@ -31,47 +30,19 @@ use farlink_core::rng::StreamRng;
 use farlink_core::scenario::{AppSpec, FlowSpec, Scenario};
 use farlink_core::time::SimTime;
 use farlink_core::ScenarioError;
-use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
-use nix::sys::time::TimeVal;
 
 use crate::clock::monotonic_ns;
 use crate::error::EmuError;
 use crate::exchange;
 use crate::netns::Netns;
+use crate::sockets::{
+    connect, is_timeout, short_flow_listener, wait_until, ShortFlowSettings, POLL,
+};
 use crate::wire_sender::SenderChoice;
 
-const POLL: Duration = Duration::from_millis(100);
-const WRITE_POLL: Duration = Duration::from_millis(10);
 /// What each datagram carries first: its number and its send instant (monotonic ns), both
 /// big-endian u64.
 pub(crate) const DATAGRAM_HEADER_BYTES: u32 = 16;
-
-fn timeval(d: Duration) -> TimeVal {
-    TimeVal::new(d.as_secs() as _, d.subsec_micros() as _)
-}
-
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
-}
-
-/// Sleeps until monotonic `at_ns`; false if the run was stopped first.
-pub(crate) fn wait_until(at_ns: u64, stop: &AtomicBool) -> bool {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = monotonic_ns();
-        if now >= at_ns {
-            return true;
-        }
-        std::thread::sleep(Duration::from_nanos((at_ns - now).min(10_000_000)));
-    }
-}
 
 /// What a UDP flow's ends share while it runs, for the run to tell when its datagrams are
 /// all in: the source's count once it ended, the highest number the sink read and when it
@@ -231,14 +202,6 @@ pub(crate) struct ConnRead {
     pub(crate) eof: bool,
 }
 
-/// What a class's connections need besides their arrival.
-#[derive(Clone, Debug)]
-pub(crate) struct ShortFlowSettings {
-    pub(crate) peer: SocketAddrV4,
-    pub(crate) congestion: String,
-    pub(crate) send_buffer_bytes: Option<u64>,
-}
-
 /// A short-flow class's sender: at each arrival's instant a connection of its own (a thread,
 /// in this namespace) writing the drawn size; returns once every connection ended.
 pub(crate) fn short_flow_sender(
@@ -315,71 +278,6 @@ fn short_flow(size_bytes: u64, settings: &ShortFlowSettings, stop: &AtomicBool) 
         out.error = Some(format!("short flow: {e}"));
     }
     out
-}
-
-/// A kernel TCP connection to `settings.peer` with its controller and send buffer, writes
-/// bounded by 10 ms; an error if the run stops before it is up.
-pub(crate) fn connect(
-    settings: &ShortFlowSettings,
-    stop: &AtomicBool,
-) -> std::io::Result<TcpStream> {
-    let fd = socket::socket(
-        AddressFamily::Inet,
-        SockType::Stream,
-        SockFlag::SOCK_CLOEXEC,
-        None,
-    )?;
-    if let Some(b) = settings.send_buffer_bytes {
-        socket::setsockopt(&fd, sockopt::SndBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
-    }
-    socket::setsockopt(
-        &fd,
-        sockopt::TcpCongestion,
-        &std::ffi::OsString::from(&settings.congestion),
-    )?;
-    // Bounds connect() and every write, so the stop flag is looked at.
-    socket::setsockopt(&fd, sockopt::SendTimeout, &timeval(WRITE_POLL))?;
-    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    loop {
-        match socket::connect(raw, &SockaddrIn::from(settings.peer)) {
-            Ok(()) | Err(nix::errno::Errno::EISCONN) => break,
-            Err(nix::errno::Errno::EINPROGRESS | nix::errno::Errno::EALREADY) => {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::Interrupted,
-                        "the run stopped during the handshake",
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(TcpStream::from(fd))
-}
-
-/// A short-flow class's listener on `at`, its receive buffer set before any connection's
-/// window is advertised.
-pub(crate) fn short_flow_listener(
-    at: SocketAddrV4,
-    receive_buffer_bytes: u64,
-) -> std::io::Result<TcpListener> {
-    let fd = socket::socket(
-        AddressFamily::Inet,
-        SockType::Stream,
-        SockFlag::SOCK_CLOEXEC,
-        None,
-    )?;
-    socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
-    let rcvbuf = receive_buffer_bytes.min(i32::MAX as u64 / 2) as usize;
-    socket::setsockopt(&fd, sockopt::RcvBuf, &rcvbuf)?;
-    socket::setsockopt(&fd, sockopt::ReceiveTimeout, &timeval(POLL))?;
-    socket::bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrIn::from(at))?;
-    socket::listen(
-        &fd,
-        socket::Backlog::new(512).map_err(std::io::Error::from)?,
-    )?;
-    Ok(TcpListener::from(fd))
 }
 
 /// A short-flow class's sink: every connection accepted until the run stops, each read to
