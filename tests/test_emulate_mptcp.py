@@ -95,3 +95,19 @@ def test_an_mptcp_flow_on_farlink_s_sender_is_one_line_naming_the_field(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("farlink: error:") and "\n" not in err, err
     assert "flows[0].tcp.cc" in err and "cubic" in err, err
+
+
+def test_compare_bonding_emulate_fills_the_kernel_side_for_both_bondings():
+    from farlink.bonding import compare_bonding
+
+    doc = faster_iridium_4(20)
+    doc["seed"] = 2
+    result = compare_bonding(doc, size="50KB", seeds=1, emulate=True, tcp="cubic")
+    assert result["emulate"].startswith("run:") and "cubic" in result["emulate"]
+    for bonding in ("mlppp", "mptcp"):
+        (run,) = result[bonding]["emulate"]["runs"]
+        assert run["seed"] == 2 and run["finished"] and run["verified"], run
+        assert run["call_drops"] == 0 and run["stall_after_drop_s"] is None
+        assert result[bonding]["emulate"]["mean"]["transfer_time_s"] == run["transfer_time_s"]
+    assert result["mlppp"]["emulate"]["runs"][0]["subflows"] == []
+    assert len(result["mptcp"]["emulate"]["runs"][0]["subflows"]) == 4
