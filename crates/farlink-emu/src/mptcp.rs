@@ -479,7 +479,7 @@ pub(crate) struct PathCount {
     carried: bool,
     pub(crate) bytes_sent: u64,
     pub(crate) retransmissions: u64,
-    /// New payload bytes that reached the receiver's device (beyond the highest before).
+    /// Payload bytes up to the highest sequence that reached the receiver's device.
     pub(crate) bytes: u64,
     high_sent: Option<u32>,
     high_delivered: Option<u32>,
@@ -545,9 +545,9 @@ impl PathCount {
             return;
         };
         if after(end, h) {
-            // Only what is new: from the highest delivered before or the segment's start.
-            let from = if after(seq, h) { seq } else { h };
-            self.bytes += u64::from(end.wrapping_sub(from));
+            // The subflow's bytes up to the highest that arrived: a hole below it is filled
+            // by a retransmission, which is not counted again.
+            self.bytes += u64::from(end.wrapping_sub(h));
             self.high_delivered = Some(end);
         }
     }
@@ -633,4 +633,76 @@ pub(crate) fn refuse_farlink_sender(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 TCP segment with sequence number `seq`, `flags` and `payload` bytes.
+    fn segment(seq: u32, flags: u8, payload: usize) -> Vec<u8> {
+        let mut p = vec![0u8; 40 + payload];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&((40 + payload) as u16).to_be_bytes());
+        p[9] = 6;
+        p[24..28].copy_from_slice(&seq.to_be_bytes());
+        p[32] = 5 << 4;
+        p[33] = flags;
+        p
+    }
+
+    const SYN: u8 = 0x02;
+    const ACK: u8 = 0x10;
+
+    #[test]
+    fn a_path_counts_its_subflows_retransmissions_and_new_bytes_across_a_reopening() {
+        let mut p = PathCount::default();
+        // A subflow whose SYN is sent twice, then three segments, the second sent again.
+        let isn = u32::MAX - 1000; // its sequence space wraps
+        p.sent(&segment(isn, SYN, 0));
+        p.sent(&segment(isn, SYN, 0));
+        assert_eq!(p.established, 0, "not before it carried data");
+        let s = isn.wrapping_add(1);
+        for k in 0..3u32 {
+            p.sent(&segment(s.wrapping_add(k * 1000), ACK, 1000));
+        }
+        p.sent(&segment(s.wrapping_add(1000), ACK, 1000));
+        assert_eq!(
+            (p.established, p.bytes_sent, p.retransmissions),
+            (1, 4000, 1)
+        );
+        // The receiver gets the first and third, then the second again.
+        p.delivered(&segment(s, ACK, 1000));
+        p.delivered(&segment(s.wrapping_add(2000), ACK, 1000));
+        p.delivered(&segment(s.wrapping_add(1000), ACK, 1000));
+        assert_eq!(p.bytes, 3000);
+        // The member came back: a new subflow, a sequence space of its own.
+        p.sent(&segment(7, SYN, 0));
+        p.sent(&segment(8, ACK, 500));
+        p.delivered(&segment(8, ACK, 500));
+        assert_eq!((p.established, p.bytes, p.retransmissions), (2, 3500, 1));
+    }
+
+    #[test]
+    fn a_member_s_intervals_follow_its_usability_to_the_end_of_the_run() {
+        let at = |s: u64| SimTime::from_nanos(s * 1_000_000_000);
+        let log = [
+            (at(0), 0, 1, true),
+            (at(0), 0, 2, true),
+            (at(40), 0, 1, false),
+            (at(40), 0, 1, false),
+            (at(85), 0, 1, true),
+        ];
+        let (up, down) = intervals(&log, 0, 1, 100.0);
+        assert_eq!(up, vec![[0.0, 40.0], [85.0, 100.0]]);
+        assert_eq!(down, vec![[40.0, 85.0]]);
+        assert_eq!(intervals(&log, 0, 2, 100.0), (vec![[0.0, 100.0]], vec![]));
+    }
+
+    #[test]
+    fn member_addresses_are_the_node_s_own_then_one_subnet_per_member() {
+        let base = Ipv4Addr::new(10, 0, 148, 203);
+        assert_eq!(member_addr(base, 0), base);
+        assert_eq!(member_addr(base, 3), Ipv4Addr::new(10, 3, 148, 203));
+    }
 }
