@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures validate-captures-heavy validate-fit-loop leo-figure leo-compare bench-emu validate-emu compare-emu-tbf bench-linkmgr validate-linkmgr clean
+	validate-captures validate-captures-heavy validate-fit-loop leo-figure leo-compare bench-emu validate-emu emulate-mptcp-drop compare-emu-tbf bench-linkmgr validate-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -93,6 +93,12 @@ bench-emu: setup
 # links under kernel TCP: writes its section of docs/validation.md. Root; about an hour and a half.
 validate-emu: setup
 	$(PY) bench/validate_emu.py $(VALIDATE_EMU_ARGS)
+
+# Issue 32's check: a verified 1 MB transfer by the kernel's Multipath TCP over iridium-4's four
+# members, with a call drop during the transfer and the member's subflow opened again after the
+# redial (crates/farlink-emu/tests/mptcp.rs). Root and net.mptcp.enabled; about 15 minutes.
+emulate-mptcp-drop:
+	cargo test -p farlink-emu --test mptcp -- --ignored --nocapture
 
 # Kernel reno, cubic, bbr through the emulator beside a real tbf bottleneck of the same rate,
 # queue and loss (root; about 25 min; COMPARE_TBF_ARGS="--duration 5 --reps 1" for a quick one):

@@ -141,7 +141,6 @@ def test_a_controller_the_kernel_lacks_is_one_line_naming_those_it_has(capsys):
 @pytest.mark.parametrize(
     ("sets", "field"),
     [
-        (['flows[0].transport="mptcp"'], "flows[0].transport"),
         (['flows[0].app={kind="telnet", mean_interval="1s"}'], "flows[0].app"),
     ],
 )

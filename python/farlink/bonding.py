@@ -3,9 +3,10 @@ gives it, one TCP connection) and Multipath TCP (one subflow per member, docs/mu
 
 ``compare_bonding`` runs both on the simulator over several seeds and reports, per run and on
 average, the transfer time, the goodput, the call drops during the transfer and how long the
-receiving application got nothing after each (``stall_after_drop_s``). The emulator's side
-(kernel MPTCP against the emulated MLPPP bundle) is not run here: its key is ``None`` with the
-reason in ``emulate``.
+receiving application got nothing after each (``stall_after_drop_s``). With ``emulate=True``
+it runs both on the emulator too, in real time: kernel TCP through the emulated MLPPP bundle,
+and the kernel's Multipath TCP over the members' own emulated links (``emulate`` says which
+controller); otherwise each bonding's ``emulate`` is ``None`` and ``emulate`` says why.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ BONDINGS = {"mlppp": "tcp", "mptcp": "mptcp"}
 """Each bonding's name in the output and the flows' ``transport`` that gives it."""
 
 EMULATE_NOT_RUN = (
-    "not run: the emulator's kernel Multipath TCP is the other half of issue 32; "
-    "only the simulator's side is compared here"
+    "not run: only the simulator's side is compared (--emulate runs the kernel's too, in real "
+    "time: about the transfer time per seed and bonding)"
 )
 
 #: A ``--set`` of a flow's ``[flows.mptcp]`` table.
@@ -113,12 +114,43 @@ def _run(
     }
 
 
+def _emulated(
+    doc: dict[str, Any],
+    transport: str,
+    seed: int,
+    size: str | None,
+    sets: list[str],
+    tcp: str | None,
+) -> dict[str, Any]:
+    """One emulated run's row, as :func:`_run`'s. The emulator keeps no goodput trace, so the
+    stalls after the drops are ``None``; its drops are the bundle's over the run, which ends
+    when the transfer does."""
+    from farlink.emulate import emulate
+
+    result = emulate(doc, size=size, seed=seed, sets=sets, transport=transport, tcp=tcp)
+    f = result.summary["flows"][0]
+    drops = sum((link.get("bundle") or {}).get("call_drops", 0) for link in result.summary["links"])
+    return {
+        "seed": seed,
+        "finished": f["finished"],
+        "verified": f["verified"],
+        "transfer_time_s": f["transfer_time_s"],
+        "goodput_bps": f["goodput_bps"],
+        "normalized_goodput": f["normalized_goodput"],
+        "retransmissions": f["retransmissions"],
+        "timeouts": f["timeouts"],
+        "call_drops": drops,
+        "stall_after_drop_s": None,
+        "subflows": f.get("subflows", []),
+    }
+
+
 def _mean(runs: list[dict[str, Any]]) -> dict[str, Any]:
     def avg(key: str) -> float | None:
         values = [r[key] for r in runs if r[key] is not None]
         return fmean(values) if values and len(values) == len(runs) else None
 
-    stalls = [s for r in runs for s in r["stall_after_drop_s"]]
+    stalls = [s for r in runs for s in (r["stall_after_drop_s"] or [])]
     return {
         "transfer_time_s": avg("transfer_time_s"),
         "goodput_bps": avg("goodput_bps"),
@@ -136,6 +168,8 @@ def compare_bonding(
     seeds: int = 3,
     sets: list[str] | tuple[str, ...] = (),
     first_runs: dict[str, Result] | None = None,
+    emulate: bool = False,
+    tcp: str | None = None,
 ) -> dict[str, Any]:
     """Run scenario ``doc`` (its first flow over a bundle) bonded by MLPPP and by Multipath TCP
         on the simulator, seeds ``seed``, ``seed + 1``, ... (the scenario's seed first), and return
@@ -143,7 +177,10 @@ def compare_bonding(
         "faster"}``: each ``sim`` holds the runs and their ``mean``; ``faster`` names the bonding
         with the shorter mean transfer time and by how much (``None`` if either did not finish
         every run). ``first_runs``, if given, receives each bonding's run of the first seed (for
-    :func:`figure`). Raises ``ScenarioError`` for a scenario either bonding refuses."""
+    :func:`figure`). ``emulate``: run each bonding and seed on the emulator too (its
+    ``emulate``: the runs, their ``mean``, and per run each Multipath TCP subflow), with every
+    flow's controller ``tcp`` (default the scenario's; the kernel must have it: Multipath TCP
+    runs on the kernel's). Raises ``ScenarioError`` for a scenario either bonding refuses."""
     if seeds < 1:
         raise ValueError("--seeds: expected at least 1")
     checked = apply_overrides(doc, sets=list(sets))
@@ -162,7 +199,15 @@ def compare_bonding(
             first_runs[bonding] = done[0][0]
         runs = [row for _, row in done]
         out[bonding] = {"sim": {"runs": runs, "mean": _mean(runs)}, "emulate": None}
-    out["emulate"] = EMULATE_NOT_RUN
+        if emulate:
+            emulated = [_emulated(doc, transport, s, size, own, tcp) for s in seed_list]
+            out[bonding]["emulate"] = {"runs": emulated, "mean": _mean(emulated)}
+    out["emulate"] = (
+        f"run: kernel TCP through the emulated MLPPP bundle and the kernel's Multipath TCP over "
+        f"the members' emulated links, controller {tcp or 'as the scenario says'}"
+        if emulate
+        else EMULATE_NOT_RUN
+    )
     a = out["mlppp"]["sim"]["mean"]["transfer_time_s"]
     b = out["mptcp"]["sim"]["mean"]["transfer_time_s"]
     if a is None or b is None:

@@ -39,6 +39,7 @@ def emulate(
     seed: int | None = None,
     sets: list[str] | tuple[str, ...] = (),
     profile: str | None = None,
+    transport: str | None = None,
     spin_us: int = 10,
     record_deliveries: bool = False,
     realtime: bool = True,
@@ -66,6 +67,10 @@ def emulate(
     crossed each end node's TUN device, both ways, as ``<pcap_dir>/<node>.pcap`` (LINKTYPE_RAW,
     nanosecond timestamps).
 
+    ``transport``: every flow's transport, as ``simulate``'s: ``"mptcp"`` runs the kernel's
+    Multipath TCP (``IPPROTO_MPTCP`` sockets) over one path per member of the flow's bundle,
+    each member a link of its own (docs/multipath.md); its ``subflows`` say what each carried.
+
     ``command``: a program (argv) run in the first flow's sender namespace in place of the
     built-in bulk transfer, with ``FARLINK_PEER`` and ``FARLINK_PORT`` in its environment; the
     run ends when it exits (or at ``duration``, if given), and ``summary["command"]`` says how
@@ -85,7 +90,14 @@ def emulate(
     """
     doc = scenario if isinstance(scenario, dict) else load_scenario(scenario)
     doc = apply_overrides(
-        doc, loss=loss, duration=duration, size=size, seed=seed, sets=sets, profile=profile
+        doc,
+        loss=loss,
+        duration=duration,
+        size=size,
+        seed=seed,
+        sets=sets,
+        profile=profile,
+        transport=transport,
     )
     options = {
         "tcp": tcp,

@@ -36,6 +36,8 @@ pub(crate) struct SenderPlan {
     /// The seed of the bytes written (`farlink_core::tcp::payload`), which the sink's digest
     /// checks; `None`: zeros (the throughput benchmark, where generating them would cost).
     pub(crate) payload_seed: Option<u64>,
+    /// A Multipath TCP socket (`IPPROTO_MPTCP`) in place of a TCP one.
+    pub(crate) mptcp: bool,
 }
 
 /// One `TCP_INFO` sample.
@@ -90,16 +92,12 @@ pub(crate) fn sink(
     stop: Arc<AtomicBool>,
     now_ns: fn() -> u64,
     digest_bytes: bool,
+    mptcp: bool,
 ) -> SinkOutcome {
     let mut out = SinkOutcome::default();
     let mut digest = Digest::new();
     let result = (|| -> std::io::Result<()> {
-        let fd = socket::socket(
-            AddressFamily::Inet,
-            SockType::Stream,
-            SockFlag::SOCK_CLOEXEC,
-            None,
-        )?;
+        let fd = stream_socket(mptcp)?;
         socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
         if let Some(b) = receive_buffer_bytes {
             socket::setsockopt(&fd, sockopt::RcvBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
@@ -152,6 +150,33 @@ pub(crate) fn sink(
     out
 }
 
+/// An IPv4 stream socket: TCP, or Multipath TCP (which nix does not name).
+fn stream_socket(mptcp: bool) -> std::io::Result<std::os::fd::OwnedFd> {
+    if !mptcp {
+        return Ok(socket::socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )?);
+    }
+    // SAFETY: socket(2) with constant arguments; the descriptor it returns is owned here.
+    #[allow(unsafe_code)]
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            libc::IPPROTO_MPTCP,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a descriptor just opened and not owned elsewhere.
+    #[allow(unsafe_code)]
+    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+}
+
 fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
@@ -179,12 +204,7 @@ pub(crate) fn sender(
     }
     out.connect_started_ns = now_ns();
     let result = (|| -> std::io::Result<()> {
-        let fd = socket::socket(
-            AddressFamily::Inet,
-            SockType::Stream,
-            SockFlag::SOCK_CLOEXEC,
-            None,
-        )?;
+        let fd = stream_socket(plan.mptcp)?;
         if let Some(b) = plan.send_buffer_bytes {
             socket::setsockopt(&fd, sockopt::SndBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
         }

@@ -98,7 +98,7 @@ pub fn reference_transfer(
     let at = SocketAddrV4::new(D_ADDR, PORT);
     let (r, st) = (Arc::clone(&ready), Arc::clone(&stop));
     let sink = d.spawn("farlink-sink", move || {
-        bulk::sink(at, Some(32 << 20), r, st, monotonic_ns, false)
+        bulk::sink(at, Some(32 << 20), r, st, monotonic_ns, false, false)
     })?;
     while !ready.load(Ordering::Acquire) && !sink.is_finished() {
         std::thread::sleep(Duration::from_millis(1));
@@ -112,6 +112,7 @@ pub fn reference_transfer(
         congestion: congestion.to_owned(),
         send_buffer_bytes: None,
         payload_seed: None,
+        mptcp: false,
     };
     let st = Arc::clone(&stop);
     let sender = s.spawn("farlink-sender", move || {

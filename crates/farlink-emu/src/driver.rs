@@ -36,19 +36,12 @@ use nix::time::clock_gettime;
 
 use crate::driver_stats::DriverStats;
 use crate::error::EmuError;
+use crate::mptcp::MemberDirs;
 use crate::offload::{Offload, Read, Tally};
+use crate::route::Route;
 use crate::slab::{Meta, Slab};
 use crate::tun::Tun;
 use crate::wire_sender::WireFlow;
-
-/// Packets from one end node to another, through these link directions.
-#[derive(Clone, Debug)]
-pub(crate) struct Route {
-    pub(crate) from_tun: usize,
-    pub(crate) to_addr: [u8; 4],
-    pub(crate) to_tun: usize,
-    pub(crate) dirs: Vec<usize>,
-}
 
 /// How the driver reads and writes its TUN devices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +113,8 @@ pub(crate) struct Driver {
     t0_unix_ns: u64,
     /// The offload path's buffers and coalescers, when the TUNs were opened with offloads.
     pub(crate) offload: Option<Offload>,
+    /// Multipath TCP's member links and what follows their members (`crate::mptcp`).
+    pub(crate) members: MemberDirs,
 }
 
 // The link manager still reads the clock here; `crate::clock` is where it lives.
@@ -144,6 +139,7 @@ impl Driver {
         spin_ns: u64,
         record_lost: bool,
         io: IoPath,
+        members: MemberDirs,
     ) -> Result<Driver, EmuError> {
         let n_dirs = links.dirs.len();
         let n_flows = flow_ports.len();
@@ -173,6 +169,7 @@ impl Driver {
             pcap: Vec::new(),
             t0_unix_ns: 0,
             offload: None,
+            members,
         };
         if io == IoPath::Offload {
             d.offload = Some(Offload::new(d.tuns.len()));
@@ -414,6 +411,9 @@ impl Driver {
         if let (Some(f), Segment::Ack) = (flow, segment) {
             self.stats.flow_acks_sent[usize::from(f)] += 1;
         }
+        if let Some(p) = self.members.data_path(route) {
+            p.sent(&self.slab.slot(slot)[..len]);
+        }
         self.slab.hold(
             slot,
             Meta {
@@ -464,11 +464,17 @@ impl Driver {
         if len < 20 || buf[0] >> 4 != 4 {
             return None;
         }
+        let src: [u8; 4] = buf[12..16].try_into().ok()?;
         let dst: [u8; 4] = buf[16..20].try_into().ok()?;
+        // A route for this source first (a Multipath TCP member's), else any source's.
+        let matches = |r: &Route, from: Option<[u8; 4]>| {
+            r.from_tun == t && r.to_addr == dst && r.from_addr == from
+        };
         let route = self
             .routes
             .iter()
-            .position(|r| r.from_tun == t && r.to_addr == dst)?;
+            .position(|r| matches(r, Some(src)))
+            .or_else(|| self.routes.iter().position(|r| matches(r, None)))?;
         let ihl = usize::from(buf[0] & 0x0f) * 4;
         // TCP, and UDP (`traffic.rs`'s datagrams, to their flow's port).
         let flow = if (buf[9] == 6 || buf[9] == 17) && len >= ihl + 4 {
@@ -608,6 +614,9 @@ impl Driver {
             return;
         }
         let out = route.to_tun;
+        if let Some(p) = self.members.data_path(usize::from(meta.route)) {
+            p.delivered(&self.slab.slot(slot)[..meta.len as usize]);
+        }
         if let (true, Some(f)) = (meta.data, meta.flow) {
             self.stats.flow_data_delivered[usize::from(f)] += 1;
             self.stats.flow_last_data_at[usize::from(f)] = Some(at);
@@ -671,16 +680,19 @@ impl Driver {
         let link = bundle.link();
         let dirs = both_dirs(&mut self.links.dirs, link);
         let pending = &mut self.pending;
-        let mut out = |o: BundleOutput| {
-            if let BundleOutput::Schedule { at, event } = o {
-                pending.push((at, b, event));
-            }
+        let changes = &mut self.members.changes;
+        changes.clear();
+        let mut out = |o: BundleOutput| match o {
+            BundleOutput::Schedule { at, event } => pending.push((at, b, event)),
+            BundleOutput::Member { member, change } => changes.push((member, change)),
+            _ => {}
         };
         match step {
             Step::Start => bundle.start(now, dirs, &mut out),
             Step::Timer => bundle.on_timer(now, dirs, &mut out),
             Step::Event(event) => bundle.handle(now, event, dirs, &mut out),
         }
+        self.members.apply(link, now, &mut self.links.dirs);
     }
 }
 

@@ -50,6 +50,9 @@ mod histogram;
 #[cfg(target_os = "linux")]
 mod kernel;
 #[cfg(target_os = "linux")]
+// Kernel Multipath TCP over a bundle's members: addresses, routes, endpoints.
+mod mptcp;
+#[cfg(target_os = "linux")]
 pub mod netns;
 #[cfg(target_os = "linux")]
 mod nstat;
@@ -61,6 +64,8 @@ mod parity;
 mod plan;
 #[cfg(target_os = "linux")]
 mod report;
+#[cfg(target_os = "linux")]
+mod route;
 #[cfg(target_os = "linux")]
 mod run;
 #[cfg(target_os = "linux")]

@@ -8,15 +8,16 @@ use std::net::Ipv4Addr;
 
 use farlink_core::path;
 use farlink_core::pcap::NodeAddresses;
-use farlink_core::scenario::{AppSpec, FlowSpec, Scenario, Transport};
+use farlink_core::scenario::{AppSpec, FlowSpec, Scenario};
 use farlink_core::tcp::ecn::EcnMode;
 use farlink_core::tcp::receiver::DelayedAck;
 use farlink_core::ScenarioError;
 
-use crate::driver::Route;
 use crate::error::EmuError;
 use crate::kernel;
+use crate::mptcp::MptcpPlan;
 use crate::options::EmuOptions;
+use crate::route::Route;
 use crate::settings::FlowSettings;
 use crate::wire_sender::{self, SenderChoice};
 
@@ -50,6 +51,10 @@ pub(crate) struct Plan {
     pub(crate) settings: Vec<FlowSettings>,
     /// Each flow's sink port.
     pub(crate) ports: Vec<u16>,
+    /// The Multipath TCP flows' member paths (`mptcp.rs`), and the `ip` commands of each
+    /// namespace for them.
+    pub(crate) mptcp: MptcpPlan,
+    pub(crate) mptcp_commands: Vec<(usize, Vec<String>)>,
     addrs: Vec<Ipv4Addr>,
 }
 
@@ -60,14 +65,6 @@ pub(crate) fn check_scenario(sc: &Scenario) -> Result<(), EmuError> {
             return Err(ScenarioError::new(
                 format!("flows[{i}].relays"),
                 "the emulator does not split connections at relays",
-            )
-            .into());
-        }
-        if matches!(f.transport, Transport::Mptcp(_)) {
-            return Err(ScenarioError::new(
-                format!("flows[{i}].transport"),
-                "the emulator does not run Multipath TCP yet (the simulator does: farlink \
-                 simulate --transport mptcp)",
             )
             .into());
         }
@@ -160,8 +157,11 @@ impl Plan {
             ports: (0..sc.flows().len())
                 .map(|k| BASE_PORT + k as u16)
                 .collect(),
+            mptcp: MptcpPlan::default(),
+            mptcp_commands: Vec::new(),
             addrs,
         };
+        plan.route_mptcp(sc)?;
         plan.route(sc);
         plan.settings = plan.flow_settings(sc);
         Ok(plan)
@@ -184,6 +184,30 @@ impl Plan {
             .unwrap_or(0)
     }
 
+    /// The Multipath TCP flows' routes per member (before the others: the driver takes a
+    /// route for a packet's source first) and their namespaces' commands.
+    fn route_mptcp(&mut self, sc: &Scenario) -> Result<(), EmuError> {
+        self.mptcp = MptcpPlan::new(sc, |n| self.tun_of(n), |n| self.addr(n))?;
+        self.routes.extend(self.mptcp.routes(sc));
+        for m in &self.mptcp.flows {
+            let f = &sc.flows()[m.flow];
+            // The route options of the receiver's routes back to the members' addresses.
+            let opts = self.route_args(f, f.from).split_off(5);
+            self.mptcp_commands
+                .extend(self.mptcp.commands(&self.device, &opts));
+        }
+        Ok(())
+    }
+
+    /// Whether TUNs `a` and `b` are a Multipath TCP flow's two ends.
+    fn mptcp_pair(&self, a: usize, b: usize) -> bool {
+        let ends = |m: &crate::mptcp::MptcpFlow| [m.client_tun, m.server_tun];
+        self.mptcp
+            .flows
+            .iter()
+            .any(|m| ends(m) == [a, b] || ends(m) == [b, a])
+    }
+
     /// Each flow's path and its reverse, once per pair of a TUN and a peer, and a kernel
     /// route to the peer where the TUN is a namespace's.
     fn route(&mut self, sc: &Scenario) {
@@ -197,11 +221,15 @@ impl Plan {
                 .collect();
             for (a, b, dirs) in [(f.from, f.to, fwd), (f.to, f.from, rev)] {
                 let (from_tun, to_addr) = (self.tun_of(a), self.addr(b).octets());
-                if self
-                    .routes
+                let dest = format!("{}/32", self.addr(b));
+                let routed = self.routes.iter().any(|r| {
+                    r.from_tun == from_tun && r.to_addr == to_addr && r.from_addr.is_none()
+                });
+                let kernel_routed = self
+                    .kernel_routes
                     .iter()
-                    .any(|r| r.from_tun == from_tun && r.to_addr == to_addr)
-                {
+                    .any(|k| k.tun == from_tun && k.args[2] == dest);
+                if routed || kernel_routed {
                     continue;
                 }
                 if from_tun < self.ends.len() {
@@ -211,8 +239,13 @@ impl Plan {
                     self.kernel_routes.push(KernelRoute { tun, args, said });
                 }
                 let to_tun = self.tun_of(b);
+                if self.mptcp_pair(from_tun, to_tun) {
+                    // Between a Multipath TCP flow's ends every packet has a member's route.
+                    continue;
+                }
                 self.routes.push(Route {
                     from_tun,
+                    from_addr: None,
                     to_addr,
                     to_tun,
                     dirs,
@@ -283,6 +316,7 @@ fn sysctls(first: &FlowSpec) -> Vec<(&'static str, String)> {
 /// Whose sender each flow gets; a command refuses farlink's.
 pub(crate) fn senders(sc: &Scenario, opts: &EmuOptions) -> Result<Vec<SenderChoice>, EmuError> {
     let choices = crate::traffic::choices(sc, wire_sender::plan(sc, opts)?)?;
+    crate::mptcp::refuse_farlink_sender(sc, opts, &choices)?;
     if opts.command.is_some() {
         crate::traffic::refuse_with_command(sc)?;
         refuse_farlink_sender(sc, opts, &choices)?;

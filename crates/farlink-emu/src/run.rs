@@ -198,6 +198,7 @@ fn run_builtin(
     let stop = Arc::new(AtomicBool::new(false));
     let t0 = made.driver.t0_ns();
     let mut w = workload::Workload::default();
+    let keeper = crate::mptcp::keep_endpoints(sc, plan, made);
     let started = w.start(sc, opts, plan, &made.namespaces, t0, &stop);
     let end = SimTime::ZERO + sc.duration();
     let driver = &mut made.driver;
@@ -214,6 +215,10 @@ fn run_builtin(
         sinks,
         traffic,
     } = w.finish(&plan.choices, driver, t0);
+    driver.members.notes = None;
+    if let Some(k) = keeper {
+        made.kernel.mptcp.extend(k.finish());
+    }
     ran?;
     let farlink: Vec<bool> = plan.choices.iter().map(SenderChoice::is_farlink).collect();
     let sender_ns = sc.flows().iter().map(|f| plan.tun_of(f.from));

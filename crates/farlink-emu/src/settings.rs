@@ -15,6 +15,11 @@ pub struct Kernel {
     pub routes: Vec<String>,
     /// `TCP_CONGESTION` per flow.
     pub congestion: Vec<String>,
+    /// Multipath TCP (`mptcp.rs`): the `ip mptcp` and member address commands run in each
+    /// end node, and the endpoint changes made while the run went on (removed when a
+    /// member's drop was noticed, added when it was back), with what failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mptcp: Vec<String>,
 }
 
 /// Which of a flow's TCP settings the kernel was given (and how), and which it could not take

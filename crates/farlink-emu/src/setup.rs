@@ -10,6 +10,7 @@ use farlink_core::scenario::Scenario;
 
 use crate::driver::{Driver, IoPath};
 use crate::error::EmuError;
+use crate::mptcp::MemberDirs;
 use crate::netns::{self, Netns};
 use crate::options::EmuOptions;
 use crate::plan::Plan;
@@ -55,6 +56,11 @@ pub(crate) fn make(
         let args: Vec<&str> = r.args.iter().map(String::as_str).collect();
         namespaces[r.tun].ip(&args)?;
         kernel.routes.push(r.said.clone());
+    }
+    crate::mptcp::apply(&namespaces, &plan.mptcp_commands)?;
+    for (tun, args) in &plan.mptcp_commands {
+        let node = &sc.nodes()[plan.ends[*tun]];
+        kernel.mptcp.push(format!("{node}: ip {}", args.join(" ")));
     }
     let driver = driver(sc, opts, plan, tuns)?;
     Ok(Made {
@@ -113,7 +119,10 @@ fn driver(
     plan: &Plan,
     tuns: Vec<Tun>,
 ) -> Result<Driver, EmuError> {
-    let links = path::build(sc)?;
+    let mut links = path::build(sc)?;
+    // Multipath TCP's member links, after the scenario's (`mptcp.rs`).
+    links.dirs.extend(plan.mptcp.build_dirs(sc)?);
+    let members = MemberDirs::new(&plan.mptcp);
     let captures = captures(sc, opts, plan)?;
     let addr = |n: usize| plan.addr(n);
     let wire_flows = wire_sender::wire_flows(sc, &plan.choices, &plan.users, &plan.ports, addr);
@@ -132,5 +141,6 @@ fn driver(
         } else {
             IoPath::PerPacket
         },
+        members,
     )
 }

@@ -82,6 +82,7 @@ impl Workload {
                 send_buffer_bytes: f.tcp.send_buffer_bytes,
                 payload_seed: matches!(f.app, AppSpec::Bulk { .. })
                     .then(|| wire_sender::payload_seed(sc, k)),
+                mptcp: plan.mptcp.carries(k),
             };
             let s = Arc::clone(stop);
             self.senders.push((
@@ -112,8 +113,9 @@ impl Workload {
         // sender skip the digest and the payload stream, whose cost at several Gbit/s would
         // be the workload's, not the path's (`make bench-emu`).
         let verify = matches!(f.app, AppSpec::Bulk { .. });
+        let mptcp = plan.mptcp.carries(k);
         let sink = namespaces[plan.tun_of(f.to)].spawn("farlink-sink", move || {
-            bulk::sink(at, rcvbuf, r, s, monotonic_ns, verify)
+            bulk::sink(at, rcvbuf, r, s, monotonic_ns, verify, mptcp)
         })?;
         while !ready.load(Ordering::Acquire) && !sink.is_finished() {
             std::thread::sleep(std::time::Duration::from_millis(1));

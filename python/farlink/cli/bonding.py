@@ -10,6 +10,8 @@ import typer
 
 from farlink.cli.options import JsonFlag, ScenarioNameArg, SetOpt, SizeOpt
 
+EXIT_FAILED = 1
+
 
 def compare_bonding_command(
     scenario: ScenarioNameArg,
@@ -27,15 +29,31 @@ def compare_bonding_command(
             "call drops marked) and the JSON document (bonding.json)."
         ),
     ] = None,
+    emulate: Annotated[
+        bool,
+        typer.Option(
+            "--emulate",
+            help="Run both bondings on the emulator too, in real time (root, namespaces, the "
+            "kernel's Multipath TCP): about the transfer time per seed and bonding.",
+        ),
+    ] = False,
+    tcp: Annotated[
+        str | None,
+        typer.Option(
+            help="The emulated runs' controller (every flow's); default the scenario's. "
+            "Multipath TCP runs on the kernel's, which must have it (e.g. cubic).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Bond a bundle scenario's members two ways on the simulator and print them side by side:
     multilink PPP (the bundle, one TCP connection) and Multipath TCP (one subflow per member,
     docs/multipath.md): transfer time, goodput, call drops during the transfer and the longest
     time the application got nothing after each, averaged over the seeds, and which bonding
-    is faster by how much. The emulator's side (kernel MPTCP) is not run here; the output says
-    so (JSON: `mlppp` and `mptcp`, each with `sim` and `emulate`). Writes into --out, by
-    default farlink-out/compare-bonding/NAME."""
+    is faster by how much. --emulate runs both on the emulator too (kernel TCP through the
+    emulated bundle, the kernel's Multipath TCP over the members' links); without it the output
+    says that side is not run (JSON: `mlppp` and `mptcp`, each with `sim` and `emulate`).
+    Writes into --out, by default farlink-out/compare-bonding/NAME."""
     from farlink import _core
     from farlink.bonding import compare_bonding, figure
     from farlink.cli.options import DEFAULT_OUT, CliError, checked
@@ -50,12 +68,23 @@ def compare_bonding_command(
         doc = load_scenario(scenario)
         first_runs: dict[str, Any] = {}
         result = compare_bonding(
-            doc, size=size, seeds=seeds, sets=list(set_ or ()), first_runs=first_runs
+            doc,
+            size=size,
+            seeds=seeds,
+            sets=list(set_ or ()),
+            first_runs=first_runs,
+            emulate=emulate,
+            tcp=tcp,
         )
     except (ScenarioError, _core.ScenarioError) as err:
         raise CliError(describe_error(scenario, err, sets=set_ or ())) from None
     except ValueError as err:
         raise CliError(str(err)) from None
+    except _core.EmulatorError as err:
+        if err.kind in ("usage", "unsupported"):
+            raise CliError(str(err)) from None
+        typer.echo(f"farlink: error: compare-bonding --emulate: {err}", err=True)
+        raise typer.Exit(EXIT_FAILED) from None
     name = result["scenario"] or Path(scenario).stem
     folder = out if out is not None else DEFAULT_OUT / "compare-bonding" / safe_name(name)
     title = f"{name}: MLPPP and Multipath TCP, seed {result['seeds'][0]}"
@@ -68,9 +97,13 @@ def compare_bonding_command(
         return
     typer.echo(
         f"compare-bonding {result['scenario'] or scenario} "
-        f"(seeds {', '.join(map(str, result['seeds']))}; simulator)"
+        f"(seeds {', '.join(map(str, result['seeds']))}; "
+        f"{'simulator and emulator' if emulate else 'simulator'})"
     )
-    print_rows(["", "mlppp sim", "mptcp sim"], _rows(result))
+    columns = ["", "mlppp sim", "mptcp sim"]
+    if emulate:
+        columns += ["mlppp emulate", "mptcp emulate"]
+    print_rows(columns, _rows(result))
     faster = result["faster"]
     if faster is None:
         typer.echo("faster: not every run finished; see the runs (--json)")
@@ -85,7 +118,8 @@ def compare_bonding_command(
 
 
 def _rows(result: dict[str, Any]) -> list[tuple]:
-    a, b = result["mlppp"]["sim"]["mean"], result["mptcp"]["sim"]["mean"]
+    means = [result[b]["sim"]["mean"] for b in ("mlppp", "mptcp")]
+    means += [result[b]["emulate"]["mean"] for b in ("mlppp", "mptcp") if result[b]["emulate"]]
     keys = [
         ("transfer time (s, mean)", "transfer_time_s"),
         ("goodput (bit/s, mean)", "goodput_bps"),
@@ -94,4 +128,4 @@ def _rows(result: dict[str, Any]) -> list[tuple]:
         ("stall after a drop (s, mean)", "stall_after_drop_s"),
         ("runs finished", "finished"),
     ]
-    return [(label, a[key], b[key]) for label, key in keys]
+    return [(label, *(m[key] for m in means)) for label, key in keys]

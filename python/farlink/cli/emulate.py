@@ -60,6 +60,15 @@ def emulate_command(
         str | None, typer.Option(help="Make every flow a bulk transfer of this size (e.g. 1MB).")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Master seed of the run.")] = None,
+    transport: Annotated[
+        str | None,
+        typer.Option(
+            help="Every flow's transport: tcp (one kernel TCP connection; a bundle stays "
+            "multilink PPP) or mptcp (the kernel's Multipath TCP: one address and path per "
+            "member of the bundle on the route, each member a link of its own; "
+            "docs/multipath.md).",
+        ),
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Set a scenario field: path=value, e.g. links[1].queue_pkts=4."),
@@ -137,6 +146,7 @@ def emulate_command(
             seed=seed,
             sets=set_ or (),
             profile=profile,
+            transport=transport,
             pcap_dir=folder.path if pcap else None,
             command=argv,
             server=server,

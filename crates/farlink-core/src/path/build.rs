@@ -178,6 +178,37 @@ pub fn member_loss(
         .map_err(|e| ScenarioError::new(format!("links[{i}].{d}.loss"), e.to_string()))
 }
 
+/// Member `k` of bundle link `l` (index `i`) alone, in direction `forward`, as a link of its
+/// own (a Multipath TCP subflow's path): its rate, delay, transmit queue and ARQ, the
+/// direction's queue bound (as its own interface's), no multilink header, nothing to
+/// reorder, and [`member_loss`]'s error model, so it draws as that member does under MLPPP.
+/// Both engines build their member links here.
+pub fn member_link_dir(
+    seed: u64,
+    i: usize,
+    l: &LinkSpec,
+    forward: bool,
+    k: usize,
+) -> Result<LinkDir, ScenarioError> {
+    let Some(b) = &l.bundle else {
+        return Err(ScenarioError::new(
+            format!("links[{i}]"),
+            "internal: not a bundle",
+        ));
+    };
+    let cfg = BundleDirConfig {
+        members: vec![member_dir_config(&b.members[k])],
+        queue_limit: l.direction(forward).queue,
+        fragment: false,
+        mp_header_bytes: 0,
+        reassembly_timeout: b.reassembly_timeout,
+    };
+    let loss = member_loss(seed, i, l, forward, k)?;
+    let dir = BundleDir::new(&cfg, vec![loss])
+        .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
+    Ok(LinkDir::Bundle(Box::new(dir)))
+}
+
 /// The frames of member `k` of bundle link `l` (index `i`) in direction `forward` as the
 /// simulator sends them: its rate, delay and ARQ (the last member's for a `k` beyond the
 /// bundle) and [`member_loss`]'s error model, so one seed damages the same frames wherever the

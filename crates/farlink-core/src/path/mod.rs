@@ -16,7 +16,8 @@ mod bundle;
 mod dir;
 
 pub use build::{
-    build, dir_index, direction_name, member_arq_link, member_dir_config, member_loss, PathLinks,
+    build, dir_index, direction_name, member_arq_link, member_dir_config, member_link_dir,
+    member_loss, PathLinks,
 };
 pub use bundle::{
     draw_call_duration, draw_dial_ok, member_stream, BundleDriver, BundleEvent, BundleOutput,

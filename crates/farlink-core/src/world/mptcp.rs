@@ -29,10 +29,9 @@ use super::{
     FlowSummary, RunError, Timer, Traced, World,
 };
 use crate::apps::stream::App;
-use crate::links::mlppp::{BundleDir, BundleDirConfig};
 use crate::mptcp::coupled::{Coupled, Coupling, CouplingGroup};
 use crate::mptcp::{DataReceiver, DataSender, Pick, Scheduler, SubflowMap, SubflowView};
-use crate::path::{dir_index, member_dir_config, member_loss, LinkDir, MemberChange};
+use crate::path::{dir_index, member_link_dir, MemberChange};
 use crate::scenario::{AppSpec, ScenarioError, Transport};
 use crate::tcp::cc::ControllerInit;
 use crate::tcp::{Negotiated, State};
@@ -107,7 +106,9 @@ pub struct SubflowSummary {
     pub bytes_sent: u64,
     pub bytes: u64,
     pub retransmissions: u64,
-    pub timeouts: u64,
+    /// `None` where the engine cannot see them (the emulator: the kernel's subflows are gone
+    /// by the end of the run).
+    pub timeouts: Option<u64>,
     /// When the member was up (carrying a subflow) and down, `[start_s, end_s]`, to the run's
     /// end.
     pub up_intervals_s: Vec<[f64; 2]>,
@@ -221,22 +222,10 @@ impl World<'_> {
         for k in 0..b.members.len() {
             let mut pair = [0u32; 2];
             for (slot, forward) in [(0, true), (1, false)] {
-                // One member alone: its own queue (the direction's bound, as its own
-                // interface's), no multilink header, nothing to reorder.
-                let cfg = BundleDirConfig {
-                    members: vec![member_dir_config(&b.members[k])],
-                    queue_limit: l.direction(forward).queue,
-                    fragment: false,
-                    mp_header_bytes: 0,
-                    reassembly_timeout: b.reassembly_timeout,
-                };
-                let loss = member_loss(sc.seed(), link, l, forward, k)?;
-                let dir = BundleDir::new(&cfg, vec![loss]).map_err(|e| {
-                    ScenarioError::new(format!("links[{link}].bundle"), e.to_string())
-                })?;
+                let dir = member_link_dir(sc.seed(), link, l, forward, k)?;
                 pair[slot] = self.dirs.len() as u32;
                 self.dirs.push(Dir {
-                    link: LinkDir::Bundle(Box::new(dir)),
+                    link: dir,
                     timer: Timer::default(),
                     link_index: link as u32,
                     forward,
@@ -815,7 +804,7 @@ impl World<'_> {
             retransmissions: conns()
                 .map(|fl| fl.sender.stats().retransmitted_segments)
                 .sum(),
-            timeouts: conns().map(|fl| fl.sender.stats().timeouts).sum(),
+            timeouts: Some(conns().map(|fl| fl.sender.stats().timeouts).sum()),
             up_intervals_s: up,
             down_intervals_s: down,
         }

@@ -74,7 +74,9 @@ pub(crate) struct Outcomes<'a> {
 
 /// The result of a run of `sc` that `driver` drove and `o` tells the rest of.
 pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResult {
-    let (flows, span, tcp_info) = flows::flows(sc, &driver.stats, &o);
+    let (mut flows, span, tcp_info) = flows::flows(sc, &driver.stats, &o);
+    let end = farlink_core::time::SimTime::from_nanos(o.end_ns);
+    crate::mptcp::fill_subflows(sc, &driver.members, end, &mut flows);
     let aggregate = AggregateSummary::of(
         sc,
         flows.iter().map(|f| &f.summary),

@@ -1,0 +1,113 @@
+"""The kernel's Multipath TCP in the emulator (``--transport mptcp``): one address and one path
+per member of the bundle, each member a link of its own, ``IPPROTO_MPTCP`` sockets, the bytes
+verified, and each member's subflow in the flow's ``subflows``. These make network namespaces
+and TUN devices, and need the kernel's MPTCP (``net.mptcp.enabled``); without them they are
+skipped, saying which."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from farlink import units
+from farlink.cli.app import main
+from farlink.emulate import emulate
+from farlink.scenario import load_scenario
+from support import REAL_TIME, needs_namespaces
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[1] / "docs" / "result.schema.json").read_text(
+        encoding="utf-8"
+    )
+)
+MPTCP_ENABLED = Path("/proc/sys/net/mptcp/enabled")
+
+
+def _kernel_has_mptcp() -> bool:
+    try:
+        return MPTCP_ENABLED.read_text(encoding="utf-8").strip() == "1"
+    except OSError:
+        return False
+
+
+pytestmark = [
+    REAL_TIME,
+    needs_namespaces("emulator"),
+    pytest.mark.skipif(
+        not _kernel_has_mptcp(), reason="no kernel Multipath TCP (net.mptcp.enabled is not 1)"
+    ),
+]
+
+
+def faster_iridium_4(speedup: float) -> dict:
+    """iridium-4 with every member ``speedup`` times faster and nearer (rates up, delays and the
+    bundle's timers down), BIC's successor CUBIC (BIC is gone from Linux), no call drops."""
+    doc = copy.deepcopy(load_scenario("iridium-4"))
+    bundle = doc["links"][0]["bundle"]
+    bundle["rate"] = f"{units.parse_bitrate_bps(bundle['rate']) * speedup:.0f}bps"
+    for key in ("delay", "detection_delay", "t_d", "dial_time", "t_f", "reassembly_timeout"):
+        bundle[key] = f"{units.parse_duration_s(bundle[key]) / speedup}s"
+    bundle.pop("call_drop_rate")
+    bundle["call_drop_rate_per_s"] = 0
+    doc["flows"][0]["tcp"]["cc"] = "cubic"
+    return doc
+
+
+def test_a_verified_transfer_by_kernel_mptcp_uses_every_member_of_iridium_4():
+    # Seed 2: at seed 1 the kernel resets one member's join (see docs/multipath.md).
+    result = emulate(faster_iridium_4(20), transport="mptcp", size="100KB", seed=2, duration="60s")
+    (flow,) = result.summary["flows"]
+    assert flow["finished"], flow
+    assert flow["delivered_bytes"] == 100_000
+    assert flow["verified"] is True, flow
+    subflows = flow["subflows"]
+    assert [s["route"] for s in subflows] == [f"iridium/member{k}" for k in range(4)]
+    for s in subflows:
+        assert s["established"] == 1 and s["bytes"] > 0, s
+        assert s["down_intervals_s"] == [], s
+        assert s["timeouts"] is None, s
+    # Each byte reached the receiver over some member (copies reinjected by the kernel too).
+    assert sum(s["bytes"] for s in subflows) >= 100_000
+
+
+def test_four_equal_members_carry_at_least_85_percent_of_their_summed_rate():
+    doc = faster_iridium_4(1)
+    bundle = doc["links"][0]["bundle"]
+    # Four equal members of 1 Mbit/s and 50 ms each way, no ARQ, no loss, a transmit queue
+    # of about one round trip: what limits the transfer is MPTCP's use of the four paths.
+    bundle.update(rate="1Mbps", delay="50ms", txqueue_pkts=10)
+    bundle.pop("arq")
+    for d in ("fwd", "rev"):
+        doc["links"][0][d] = {"loss": {"model": "none"}}
+    doc["flows"][0]["tcp"]["receive_buffer"] = "4MB"
+    result = emulate(doc, transport="mptcp", size="3MB", duration="60s")
+    (flow,) = result.summary["flows"]
+    assert flow["finished"] and flow["verified"], flow
+    assert flow["bottleneck_bps"] == 4_000_000
+    assert flow["normalized_goodput"] >= 0.85, flow["normalized_goodput"]
+
+
+def test_an_mptcp_flow_on_farlink_s_sender_is_one_line_naming_the_field(capsys):
+    # iridium-4's controller is BIC, which this kernel lacks: farlink's sender would carry it.
+    args = ["emulate", "iridium-4", "--transport", "mptcp", "--size", "10KB"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("farlink: error:") and "\n" not in err, err
+    assert "flows[0].tcp.cc" in err and "cubic" in err, err
+
+
+def test_compare_bonding_emulate_fills_the_kernel_side_for_both_bondings():
+    from farlink.bonding import compare_bonding
+
+    doc = faster_iridium_4(20)
+    doc["seed"] = 2
+    result = compare_bonding(doc, size="50KB", seeds=1, emulate=True, tcp="cubic")
+    assert result["emulate"].startswith("run:") and "cubic" in result["emulate"]
+    for bonding in ("mlppp", "mptcp"):
+        (run,) = result[bonding]["emulate"]["runs"]
+        assert run["seed"] == 2 and run["finished"] and run["verified"], run
+        assert run["call_drops"] == 0 and run["stall_after_drop_s"] is None
+        assert result[bonding]["emulate"]["mean"]["transfer_time_s"] == run["transfer_time_s"]
+    assert result["mlppp"]["emulate"]["runs"][0]["subflows"] == []
+    assert len(result["mptcp"]["emulate"]["runs"][0]["subflows"]) == 4
