@@ -146,6 +146,57 @@ pub struct FlowSummary {
     pub traffic: Option<TrafficSummary>,
 }
 
+impl FlowSummary {
+    /// Scenario flow `i`'s summary with nothing measured yet: its names, application and start,
+    /// its bottleneck, every count zero, every figure an engine may lack `None`. Each engine
+    /// fills in what it measured (a UDP flow's or a short-flow class's, in the simulator and
+    /// the emulator alike).
+    pub fn unmeasured(sc: &Scenario, i: usize, bottleneck_bps: u64) -> FlowSummary {
+        let f = &sc.flows()[i];
+        let nodes = sc.nodes();
+        FlowSummary {
+            name: f.name.clone(),
+            from: nodes[f.from].clone(),
+            to: nodes[f.to].clone(),
+            app: f.app.kind(),
+            start_s: f.start.as_secs_f64(),
+            finished: false,
+            finish_s: None,
+            transfer_time_s: None,
+            delivered_bytes: 0,
+            app_bytes: None,
+            goodput_bps: 0.0,
+            bottleneck_bps,
+            normalized_goodput: normalized_goodput(0.0, bottleneck_bps),
+            segments_sent: None,
+            bytes_sent: None,
+            retransmissions: 0,
+            retransmitted_bytes: None,
+            timeouts: 0,
+            fast_retransmits: None,
+            window_probes: None,
+            data_segments_delivered: 0,
+            acks_sent: 0,
+            acks_delivered: None,
+            drops: cause_map([0; N_DROP_CAUSES]),
+            final_cwnd_bytes: None,
+            final_srtt_s: None,
+            final_rto_s: None,
+            min_rtt_s: None,
+            limited_s: None,
+            limited_by: None,
+            handshake: None,
+            relays: Vec::new(),
+            segments: Vec::new(),
+            ce_marked: None,
+            ecn_reductions: None,
+            subflows: Vec::new(),
+            mptcp: None,
+            traffic: None,
+        }
+    }
+}
+
 /// The three-way handshake of a connection (of the source's connection for a split flow).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HandshakeSummary {

@@ -156,7 +156,6 @@ impl World<'_> {
     pub(super) fn udp_summary(&self, u: usize) -> (FlowSummary, Option<(SimTime, SimTime)>) {
         let rt = &self.udp[u];
         let f = &self.sc.flows()[rt.spec as usize];
-        let nodes = self.sc.nodes();
         let started = self.now >= f.start || rt.source.sent() > 0;
         let finish = rt
             .finished
@@ -174,47 +173,24 @@ impl World<'_> {
             jitter_s: Percentiles::of(&mut rt.sink.jitters_s()),
             ..TrafficSummary::default()
         };
-        let summary = FlowSummary {
-            name: f.name.clone(),
-            from: nodes[f.from].clone(),
-            to: nodes[f.to].clone(),
-            app: f.app.kind(),
-            start_s: f.start.as_secs_f64(),
-            finished: finish.is_some(),
-            finish_s: finish.map(SimTime::as_secs_f64),
-            transfer_time_s: finish.map(|t| t.saturating_since(f.start).as_secs_f64()),
-            delivered_bytes: delivered,
-            app_bytes: Some(rt.source.sent_bytes()),
-            goodput_bps: goodput,
-            bottleneck_bps: rt.bottleneck_bps,
-            normalized_goodput: normalized_goodput(goodput, rt.bottleneck_bps),
-            segments_sent: Some(rt.source.sent()),
-            bytes_sent: Some(rt.source.sent_bytes()),
-            // UDP retransmits nothing and acknowledges nothing.
-            retransmissions: 0,
-            retransmitted_bytes: Some(0),
-            timeouts: 0,
-            fast_retransmits: Some(0),
-            window_probes: Some(0),
-            data_segments_delivered: rt.sink.received(),
-            acks_sent: 0,
-            acks_delivered: Some(0),
-            drops: cause_map(rt.drops),
-            final_cwnd_bytes: None,
-            final_srtt_s: None,
-            final_rto_s: None,
-            min_rtt_s: None,
-            limited_s: None,
-            limited_by: None,
-            handshake: None,
-            relays: Vec::new(),
-            segments: Vec::new(),
-            ce_marked: None,
-            ecn_reductions: None,
-            subflows: Vec::new(),
-            mptcp: None,
-            traffic: Some(traffic),
-        };
+        let mut summary = FlowSummary::unmeasured(self.sc, rt.spec as usize, rt.bottleneck_bps);
+        summary.finished = finish.is_some();
+        summary.finish_s = finish.map(SimTime::as_secs_f64);
+        summary.transfer_time_s = finish.map(|t| t.saturating_since(f.start).as_secs_f64());
+        summary.delivered_bytes = delivered;
+        summary.app_bytes = Some(rt.source.sent_bytes());
+        summary.goodput_bps = goodput;
+        summary.normalized_goodput = normalized_goodput(goodput, rt.bottleneck_bps);
+        summary.segments_sent = Some(rt.source.sent());
+        summary.bytes_sent = Some(rt.source.sent_bytes());
+        // UDP retransmits nothing and acknowledges nothing.
+        summary.retransmitted_bytes = Some(0);
+        summary.fast_retransmits = Some(0);
+        summary.window_probes = Some(0);
+        summary.data_segments_delivered = rt.sink.received();
+        summary.acks_delivered = Some(0);
+        summary.drops = cause_map(rt.drops);
+        summary.traffic = Some(traffic);
         (summary, started.then_some((f.start, active_end)))
     }
 
@@ -256,7 +232,6 @@ impl World<'_> {
     ) -> (FlowSummary, Option<(SimTime, SimTime)>) {
         let f = &self.sc.flows()[i];
         let range = self.flow_conns[i].clone();
-        let nodes = self.sc.nodes();
         let conns: Vec<FlowSummary> = range.clone().map(|c| self.conn_summary(c).0).collect();
         let mut end = f.start;
         for c in range.clone() {
@@ -276,54 +251,35 @@ impl World<'_> {
         }
         let bottleneck_bps = super::flow_bottleneck_bps(self.sc, &f.path);
         let goodput = goodput_bps(delivered, end.saturating_since(f.start).as_nanos());
-        let summary = FlowSummary {
-            name: f.name.clone(),
-            from: nodes[f.from].clone(),
-            to: nodes[f.to].clone(),
-            app: f.app.kind(),
-            start_s: f.start.as_secs_f64(),
-            finished,
-            finish_s: finished.then(|| end.as_secs_f64()),
-            transfer_time_s: finished.then(|| end.saturating_since(f.start).as_secs_f64()),
-            delivered_bytes: delivered,
-            app_bytes: Some(
-                range
-                    .clone()
-                    .map(|c| self.flows[c].app.written_bytes())
-                    .sum(),
-            ),
-            goodput_bps: goodput,
-            bottleneck_bps,
-            normalized_goodput: normalized_goodput(goodput, bottleneck_bps),
-            segments_sent: sum_of(|g| g.segments_sent),
-            bytes_sent: sum_of(|g| g.bytes_sent),
-            retransmissions: sum(|g| g.retransmissions),
-            retransmitted_bytes: sum_of(|g| g.retransmitted_bytes),
-            timeouts: sum(|g| g.timeouts),
-            fast_retransmits: sum_of(|g| g.fast_retransmits),
-            window_probes: sum_of(|g| g.window_probes),
-            data_segments_delivered: sum(|g| g.data_segments_delivered),
-            acks_sent: sum(|g| g.acks_sent),
-            acks_delivered: sum_of(|g| g.acks_delivered),
-            drops: cause_map(drops),
-            final_cwnd_bytes: None,
-            final_srtt_s: None,
-            final_rto_s: None,
-            min_rtt_s: conns
-                .iter()
-                .filter_map(|g| g.min_rtt_s)
-                .min_by(f64::total_cmp),
-            limited_s: None,
-            limited_by: None,
-            handshake: None,
-            relays: Vec::new(),
-            segments: Vec::new(),
-            ce_marked: None,
-            ecn_reductions: None,
-            subflows: Vec::new(),
-            mptcp: None,
-            traffic: Some(traffic),
-        };
+        let mut summary = FlowSummary::unmeasured(self.sc, i, bottleneck_bps);
+        summary.finished = finished;
+        summary.finish_s = finished.then(|| end.as_secs_f64());
+        summary.transfer_time_s = finished.then(|| end.saturating_since(f.start).as_secs_f64());
+        summary.delivered_bytes = delivered;
+        summary.app_bytes = Some(
+            range
+                .clone()
+                .map(|c| self.flows[c].app.written_bytes())
+                .sum(),
+        );
+        summary.goodput_bps = goodput;
+        summary.normalized_goodput = normalized_goodput(goodput, bottleneck_bps);
+        summary.segments_sent = sum_of(|g| g.segments_sent);
+        summary.bytes_sent = sum_of(|g| g.bytes_sent);
+        summary.retransmissions = sum(|g| g.retransmissions);
+        summary.retransmitted_bytes = sum_of(|g| g.retransmitted_bytes);
+        summary.timeouts = sum(|g| g.timeouts);
+        summary.fast_retransmits = sum_of(|g| g.fast_retransmits);
+        summary.window_probes = sum_of(|g| g.window_probes);
+        summary.data_segments_delivered = sum(|g| g.data_segments_delivered);
+        summary.acks_sent = sum(|g| g.acks_sent);
+        summary.acks_delivered = sum_of(|g| g.acks_delivered);
+        summary.drops = cause_map(drops);
+        summary.min_rtt_s = conns
+            .iter()
+            .filter_map(|g| g.min_rtt_s)
+            .min_by(f64::total_cmp);
+        summary.traffic = Some(traffic);
         let started = self.now >= f.start;
         (summary, started.then_some((f.start, end)))
     }

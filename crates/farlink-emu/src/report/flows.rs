@@ -151,7 +151,6 @@ fn summary(
     o: &Outcomes<'_>,
 ) -> FlowSummary {
     let f = &sc.flows()[k];
-    let nodes = sc.nodes();
     let snd = o.senders.get(k);
     let last: Option<TcpInfo> = snd.and_then(|x| x.last);
     let mss = last.map_or(0, |i| u64::from(i.snd_mss));
@@ -161,11 +160,6 @@ fn summary(
     let (limited_s, limited_by) =
         last.map_or((None, None), |i| crate::parity::limits(&i, t.active_ns));
     FlowSummary {
-        name: f.name.clone(),
-        from: nodes[f.from].clone(),
-        to: nodes[f.to].clone(),
-        app: f.app.kind(),
-        start_s: f.start.as_secs_f64(),
         finished: t.finish_ns.is_some(),
         finish_s: t.finish_ns.map(|b| secs(b.saturating_sub(o.t0_ns))),
         transfer_time_s: t
@@ -199,12 +193,9 @@ fn summary(
             .map(|us| f64::from(us) / 1e6),
         limited_s,
         limited_by,
-        handshake: None,
-        relays: Vec::new(),
-        segments: Vec::new(),
-        subflows: Vec::new(),
-        mptcp: None,
-        traffic: None,
+        // The names, the start and what only the simulator fills (a split flow's segments,
+        // the handshake's figures) as the core leaves them unmeasured.
+        ..FlowSummary::unmeasured(sc, k, bottleneck_bps)
     }
 }
 

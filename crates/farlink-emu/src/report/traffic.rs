@@ -60,7 +60,7 @@ pub(super) fn summary(
         span: (f.start.as_nanos() < run_end_ns)
             .then(|| (o.t0_ns + f.start.as_nanos(), o.t0_ns + active_end_ns)),
     };
-    let mut s = blank(sc, k, c.bottleneck_bps);
+    let mut s = FlowSummary::unmeasured(sc, k, c.bottleneck_bps);
     s.drops = cause_map(drops);
     match o.traffic.get(k)? {
         TrafficOutcome::None => None,
@@ -195,50 +195,4 @@ fn short_flows_class(
     });
     let span = c.span.map(|(a, _)| (a, c.o.t0_ns + end_ns));
     Some((s, span, error))
-}
-
-/// Flow `k`'s summary with nothing measured yet.
-fn blank(sc: &Scenario, k: usize, bottleneck_bps: u64) -> FlowSummary {
-    let f = &sc.flows()[k];
-    let nodes = sc.nodes();
-    FlowSummary {
-        name: f.name.clone(),
-        from: nodes[f.from].clone(),
-        to: nodes[f.to].clone(),
-        app: f.app.kind(),
-        start_s: f.start.as_secs_f64(),
-        finished: false,
-        finish_s: None,
-        transfer_time_s: None,
-        delivered_bytes: 0,
-        app_bytes: None,
-        goodput_bps: 0.0,
-        bottleneck_bps,
-        normalized_goodput: normalized_goodput(0.0, bottleneck_bps),
-        segments_sent: None,
-        bytes_sent: None,
-        retransmissions: 0,
-        retransmitted_bytes: None,
-        timeouts: 0,
-        fast_retransmits: None,
-        window_probes: None,
-        data_segments_delivered: 0,
-        acks_sent: 0,
-        acks_delivered: None,
-        drops: cause_map(Default::default()),
-        final_cwnd_bytes: None,
-        final_srtt_s: None,
-        final_rto_s: None,
-        min_rtt_s: None,
-        limited_s: None,
-        limited_by: None,
-        handshake: None,
-        relays: Vec::new(),
-        segments: Vec::new(),
-        ce_marked: None,
-        ecn_reductions: None,
-        subflows: Vec::new(),
-        mptcp: None,
-        traffic: None,
-    }
 }
