@@ -73,6 +73,9 @@ def test_loss_is_split_where_the_drops_were_made(agree, name):
     assert 0.6 * made - 2 <= a["lost_before_tap_farlink"] <= made + 2
 
 
+# With make validate, as the local shaper's below: reno-rto's count missed the kernel's in one
+# of seven runs of this module on one machine; the module's other tests do not depend on it.
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cubic-drops", "reno-rto"])
 def test_timeouts_are_the_kernels(agree, name):
     a = agree[name]
@@ -244,6 +247,10 @@ def local_shaper_runs(tmp_path_factory):
     return [realcap.run(case, out) for case in LOCAL_SHAPER]
 
 
+# With make validate: beside make test's emulations, which spin a core each, the sender's
+# timers and the tap's stamps drift apart and a capture counted 11 timeouts where the kernel
+# counted 5 (one clean-clone run in five); on a quiet machine the counts agree.
+@pytest.mark.slow
 def test_timeouts_below_a_local_shaper_are_the_kernels(local_shaper_runs):
     # Judged on the sender's clock where the ACKs at the tap are the sender's (farlink.captures.
     # rto, "On the sender's clock"): within 20 % (or 2) of TcpExtTCPTimeouts, capture by capture.
