@@ -5,7 +5,7 @@
 //! a run that is stopped (Ctrl-C, the end of its duration) never waits on a socket.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use farlink_core::tcp::payload::{Digest, PayloadStream};
 use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
-use nix::sys::time::TimeVal;
 
+use crate::sockets::{finish_write, is_timeout, timeval};
 use crate::tcpinfo::TcpInfo;
 
 const POLL: Duration = Duration::from_millis(100);
@@ -76,10 +76,6 @@ pub(crate) struct SinkOutcome {
     pub(crate) error: Option<String>,
     /// The digest of the bytes read, in order (`farlink_core::tcp::payload::Digest`).
     pub(crate) digest: u64,
-}
-
-fn timeval(d: Duration) -> TimeVal {
-    TimeVal::new(d.as_secs() as _, d.subsec_micros() as _)
 }
 
 /// The sink: accepts one connection on `addr`, reads to the end, counts. Runs in the receiver's
@@ -175,15 +171,6 @@ fn stream_socket(mptcp: bool) -> std::io::Result<std::os::fd::OwnedFd> {
     // SAFETY: `fd` is a descriptor just opened and not owned elsewhere.
     #[allow(unsafe_code)]
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
-}
-
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
 }
 
 /// The sender: connects, writes `size_bytes`, closes its side, waits for the sink to close,
@@ -297,16 +284,6 @@ fn transfer(
                 Err(e) => return Err(e),
             }
         }
-        conn.shutdown(Shutdown::Write)?;
-        let mut scratch = [0u8; 512];
-        while !stop.load(Ordering::Relaxed) {
-            match conn.read(&mut scratch) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if is_timeout(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        finish_write(conn, stop)
     }
 }

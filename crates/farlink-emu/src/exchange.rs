@@ -18,7 +18,7 @@ use farlink_core::apps::exchange::Exchanges;
 use farlink_core::time::SimTime;
 
 use crate::clock::monotonic_ns;
-use crate::sockets::{connect, short_flow_listener, wait_until, ShortFlowSettings};
+use crate::sockets::{connect, is_timeout, short_flow_listener, wait_until, ShortFlowSettings};
 
 const POLL: Duration = Duration::from_millis(100);
 const WRITE_POLL: Duration = Duration::from_millis(10);
@@ -26,15 +26,6 @@ const WRITE_POLL: Duration = Duration::from_millis(10);
 /// The run's time line: monotonic ns less its time zero.
 fn run_time(t0_ns: u64) -> SimTime {
     SimTime::from_nanos(monotonic_ns().saturating_sub(t0_ns))
-}
-
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
 }
 
 /// Accepts one connection on `listener` (with its 100 ms timeout) unless the run stops.

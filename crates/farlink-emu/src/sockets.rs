@@ -2,7 +2,8 @@
 //! kernel TCP connection with its controller and send buffer, a listener with its receive
 //! buffer, and the bounded waits that look at the run's stop flag.
 
-use std::net::{SocketAddrV4, TcpListener, TcpStream};
+use std::io::Read;
+use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -111,4 +112,20 @@ pub(crate) fn short_flow_listener(
         socket::Backlog::new(512).map_err(std::io::Error::from)?,
     )?;
     Ok(TcpListener::from(fd))
+}
+
+/// Ends the writing half of `conn` and reads until the peer closes its own (or the run stops):
+/// the bulk transfer's and a short flow's end, each sender then knowing its last byte was read.
+pub(crate) fn finish_write(conn: &mut TcpStream, stop: &AtomicBool) -> std::io::Result<()> {
+    conn.shutdown(Shutdown::Write)?;
+    let mut scratch = [0u8; 512];
+    while !stop.load(Ordering::Relaxed) {
+        match conn.read(&mut scratch) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -36,7 +36,7 @@ use crate::error::EmuError;
 use crate::exchange;
 use crate::netns::Netns;
 use crate::sockets::{
-    connect, is_timeout, short_flow_listener, wait_until, ShortFlowSettings, POLL,
+    connect, finish_write, is_timeout, short_flow_listener, wait_until, ShortFlowSettings, POLL,
 };
 use crate::wire_sender::SenderChoice;
 
@@ -262,17 +262,7 @@ fn short_flow(size_bytes: u64, settings: &ShortFlowSettings, stop: &AtomicBool) 
                 Err(e) => return Err(e),
             }
         }
-        conn.shutdown(Shutdown::Write)?;
-        let mut scratch = [0u8; 64];
-        while !stop.load(Ordering::Relaxed) {
-            match conn.read(&mut scratch) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if is_timeout(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        finish_write(&mut conn, stop)
     })();
     if let Err(e) = result {
         out.error = Some(format!("short flow: {e}"));
