@@ -8,6 +8,7 @@ T_f of 3 s) and the file is small (10 KB, about 4 s at 8 x 2400 bit/s), so a run
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -137,7 +138,7 @@ def test_ground_daemon_killed_and_restarted_mid_transfer(tmp_path: Path) -> None
 def test_a_stopped_demo_leaves_nothing(tmp_path: Path, how: signal.Signals) -> None:
     """SIGTERM: the demo removes its namespaces and parts itself (exit 130). SIGKILL: its parts
     die with it (parent-death signal) and the next start removes its namespaces."""
-    from farlink.linkmgr.netns import remove_stale
+    from farlink.linkmgr.netns import LOCK_DIR, remove_stale
 
     err = tmp_path / "output"
     with err.open("wb") as f:
@@ -161,8 +162,22 @@ def test_a_stopped_demo_leaves_nothing(tmp_path: Path, how: signal.Signals) -> N
             assert time.monotonic() < deadline, "the transfer did not start"
             time.sleep(0.1)
         made = err.read_text().split("namespaces ", 1)[1].split(";")[0].split(" and ")
-        p.send_signal(how)
-        rc = p.wait(timeout=30)
+        # Another farlink starting beside this test (the emulations run beside the link
+        # manager's tests) would clean a killed demo up too: the test takes the demo's lock
+        # as soon as it dies and holds it, as a live run does, until its own next start.
+        with (LOCK_DIR / f"{made[0].split('-')[1]}.lock").open("a") as run_lock:
+            p.send_signal(how)
+            rc = p.wait(timeout=30)
+            if how == signal.SIGKILL:
+                fcntl.flock(run_lock, fcntl.LOCK_EX)
+                deadline = time.monotonic() + 30
+                while any(_pids_in(n) for n in made):
+                    assert time.monotonic() < deadline, "the demo's parts outlived it"
+                    time.sleep(0.2)
+                assert set(made) <= _namespaces(), "a killed demo cannot remove its namespaces"
+                assert not set(made) & set(remove_stale()), "a locked run's namespaces are kept"
+                fcntl.flock(run_lock, fcntl.LOCK_UN)
+                assert set(made) <= set(remove_stale())
     finally:
         if p.poll() is None:
             p.kill()
@@ -170,13 +185,6 @@ def test_a_stopped_demo_leaves_nothing(tmp_path: Path, how: signal.Signals) -> N
     if how == signal.SIGTERM:
         assert rc == 130
         assert "interrupted" in err.read_text()
-    else:
-        deadline = time.monotonic() + 30
-        while any(_pids_in(n) for n in made):
-            assert time.monotonic() < deadline, "the demo's parts outlived it"
-            time.sleep(0.2)
-        removed = remove_stale()
-        assert set(made) <= set(removed)
     assert not set(made) & _namespaces()
 
 
