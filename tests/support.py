@@ -4,6 +4,7 @@ devices (the emulator, the wire senders, the link manager's data plane)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -58,9 +59,9 @@ def namespaces_missing() -> str | None:
 
 REAL_TIME = pytest.mark.real_time
 """The mark of a test that runs an emulation on the wall clock (network namespaces, the
-emulator's driver, kernel TCP, real captures). The driver spins before its deadlines, and these
-tests measure time, so ``make test`` runs them one after another in a pytest process of their
-own, beside the others (Makefile, python-test)."""
+emulator's driver, kernel TCP, real captures). These tests measure time, so ``make test`` runs
+them apart from the CPU-bound rest, two at a time (the driver mostly sleeps on a timerfd and
+spins only the last 10 us before a deadline; Makefile, python-test)."""
 
 WALL_CLOCK = pytest.mark.wall_clock
 """The mark of a test that waits on the wall clock without spinning: the link manager's daemons
@@ -68,8 +69,9 @@ and simulated modems at 2400 bit/s, its dashboard, a browser, kernel TCP through
 (tests/realcap.py: no emulator). ``make test`` runs these in a
 third process beside the other two: they mostly sleep, so they take little of a core."""
 
-REAL_TIME_COMMANDS = ("farlink emulate", "farlink compare", "farlink send")
-"""A documented command that runs an emulation (:data:`REAL_TIME`)."""
+REAL_TIME_COMMANDS = re.compile(r"farlink (emulate|compare|send)\b(?!-)|farlink .*--emulate\b")
+"""A documented command that runs an emulation (:data:`REAL_TIME`): ``farlink compare``, not
+``farlink compare-bonding`` (the simulator alone) unless it is given ``--emulate``."""
 
 WALL_CLOCK_COMMANDS = ("farlink linkmgr",)
 """A documented command that runs the link manager (:data:`WALL_CLOCK`)."""
@@ -79,7 +81,7 @@ def clock_marks(text: str) -> list[pytest.MarkDecorator]:
     """The marks of a test running the documented commands in ``text``: :data:`REAL_TIME` for
     an emulation (it comes first: the emulator wants a core), else :data:`WALL_CLOCK` for the
     link manager, else none."""
-    if any(c in text for c in REAL_TIME_COMMANDS):
+    if REAL_TIME_COMMANDS.search(text):
         return [REAL_TIME]
     if any(c in text for c in WALL_CLOCK_COMMANDS):
         return [WALL_CLOCK]
