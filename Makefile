@@ -61,9 +61,9 @@ lint: setup
 
 # Three pytest runs side by side: the emulations (marked real_time), the link manager's tests
 # (wall_clock) and the rest (tests/support.py says which is which). The emulations mostly wait
-# on the wall clock (the driver sleeps on a timerfd to 10 us before each deadline: about 25 s of
-# CPU in 400 s), so two pytest-xdist workers run them, two emulations at a time. The others'
-# output follows the first's; the target fails if any does.
+# on the wall clock (the driver sleeps on a timerfd until 10 us before each deadline), so two
+# pytest-xdist workers run them, two emulations at a time. The others' output follows the
+# first's; the target fails if any does.
 PYTEST_LOGS := .pytest-real-time.log .pytest-wall-clock.log
 python-test: setup
 	@$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" -n 2 --durations=10 \
