@@ -201,6 +201,7 @@ def entries() -> list[Entry]:
 def _load_all() -> None:
     # Importing a module registers its reproductions.
     from farlink.reproduce import (  # noqa: F401
+        aqm,
         bai,
         far_links,
         marchese,
