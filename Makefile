@@ -191,6 +191,20 @@ $(NS3_STAMP):
 ns3-reference: $(NS3_STAMP)
 	$(NS3_PY) bench/ns3/sweep.py $(NS3_ARGS)
 
+# Issue 30's competing traffic in ns-3 (bench/ns3/traffic.py; bench/ns3/README.md): UDP on-off
+# beside a CUBIC flow, and Poisson arrivals of short NewReno flows at 50 % and 80 % load, on a
+# 10 Mbit/s, 50 ms drop-tail bottleneck; 5 runs of each, one process at a time, niced: about
+# 25 minutes on a busy machine. Writes bench/ns3/results/ns3_traffic.json.
+# NS3_TRAFFIC_ARGS="--runs 2 --duration 50 --arrivals 50" for a short one.
+.PHONY: ns3-traffic validate-traffic-ns3
+ns3-traffic: $(NS3_STAMP)
+	nice -n 10 $(NS3_PY) bench/ns3/traffic.py --grid --jobs 1 $(NS3_TRAFFIC_ARGS)
+
+# farlink's simulator on the same scenarios (20 seeds each, about a minute), beside ns-3's runs
+# of `make ns3-traffic`: writes its section of docs/validation.md. VALIDATE_TRAFFIC_ARGS="--seeds 5".
+validate-traffic-ns3: setup
+	nice -n 10 $(PY) bench/validate_traffic_ns3.py $(VALIDATE_TRAFFIC_ARGS)
+
 # Fuzzing of the scenario parser, the TCP receiver's segment handling and the unit parsers
 # (fuzz/README.md): cargo-fuzz with a nightly toolchain, each target for FUZZ_SECONDS, one job.
 # New inputs go to fuzz/corpus-work/ (ignored); the seeds in fuzz/corpus/ are only read.
