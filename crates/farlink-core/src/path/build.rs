@@ -145,7 +145,13 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
         mp_header_bytes: b.mp_header_bytes,
         reassembly_timeout: b.reassembly_timeout,
     };
-    let dir = BundleDir::new(&cfg, losses)
+    // The MLPPP queue's own stream, named as a plain link's queue is.
+    let rng = StreamRng::derive(
+        seed,
+        &format!("link:{}:{}:queue", l.name, direction_name(forward)),
+    );
+    let queue = Queue::new(spec.discipline, spec.queue, spec.rate, rng);
+    let dir = BundleDir::with_queue(&cfg, losses, queue)
         .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
     Ok(LinkDir::Bundle(Box::new(dir)))
 }
@@ -204,7 +210,12 @@ pub fn member_link_dir(
         reassembly_timeout: b.reassembly_timeout,
     };
     let loss = member_loss(seed, i, l, forward, k)?;
-    let dir = BundleDir::new(&cfg, vec![loss])
+    // The member's own interface queue runs the direction's discipline, on a stream of its own.
+    let d = direction_name(forward);
+    let rng = StreamRng::derive(seed, &format!("link:{}:{d}:member{k}:queue", l.name));
+    let spec = l.direction(forward);
+    let queue = Queue::new(spec.discipline, spec.queue, b.members[k].rate, rng);
+    let dir = BundleDir::with_queue(&cfg, vec![loss], queue)
         .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
     Ok(LinkDir::Bundle(Box::new(dir)))
 }
