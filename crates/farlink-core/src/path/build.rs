@@ -119,7 +119,12 @@ fn rlp_dirs(seed: u64, i: usize, l: &LinkSpec) -> Result<[LinkDir; 2], ScenarioE
     };
     let (fwd, rev) = (channel(true)?, channel(false)?);
     let dir = |forward: bool, data: &SharedChannel<AnyLoss>, naks: &SharedChannel<AnyLoss>| {
-        RlpLink::new(r.config(l.direction(forward)), data.clone(), naks.clone())
+        let spec = l.direction(forward);
+        // The queue's own stream, named as a plain link's queue is.
+        let d = direction_name(forward);
+        let rng = StreamRng::derive(seed, &format!("link:{}:{d}:queue", l.name));
+        let queue = Queue::new(spec.discipline, spec.queue, spec.rate, rng);
+        RlpLink::with_queue(r.config(spec), data.clone(), naks.clone(), queue)
             .map(|link| LinkDir::Rlp(Box::new(link)))
             .map_err(|e| ScenarioError::new(format!("links[{i}].rlp.{}", e.param), e.message))
     };

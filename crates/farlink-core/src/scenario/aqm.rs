@@ -68,14 +68,13 @@ const DISCIPLINES: &[Variant] = &[
 ];
 
 /// The discipline of a direction at `dp` (e.g. `links[0].fwd`) from its own fields, else the
-/// link's at `lp`; drop-tail when neither names one. `plain` is `None` for a plain link, else
-/// why the link takes none (bundles, radio hops queue in their own components).
+/// link's at `lp`; drop-tail when neither names one. It runs a plain link's queue, a bundle's
+/// MLPPP queue and a radio hop's queue alike.
 pub(super) fn discipline(
     lp: &str,
     link: (&Option<String>, &Option<RawAqm>),
     dp: &str,
     dir: (&Option<String>, &Option<RawAqm>),
-    plain: Option<&str>,
 ) -> Result<Discipline, ScenarioError> {
     let (name, name_parent) = match (dir.0, link.0) {
         (Some(n), _) => (n.as_str(), dp),
@@ -96,12 +95,6 @@ pub(super) fn discipline(
         name,
         DISCIPLINES,
     )?;
-    if let (Some(why), true) = (plain, name != "droptail") {
-        return err(
-            at(name_parent, "queue_discipline"),
-            format!("a queue discipline other than droptail applies to a plain link; {why}"),
-        );
-    }
     let ap = at(aqm_parent, "aqm");
     let empty = RawAqm::default();
     let a = aqm.unwrap_or(&empty);

@@ -1,7 +1,9 @@
-"""A queue discipline on a bundle's MLPPP queue: CoDel on iridium-4 cuts the standing queue a
-large window builds there (drop-tail holds it to the 100-packet bound, a minute of delay at
-4 x 2400 bit/s). The preset's own 22 KB window builds almost none there: its 18 s round trip
-sits in the members' three-packet transmit queues (`txqueue_pkts`), which no discipline runs.
+"""Queue disciplines on far links' own queues. A bundle's MLPPP queue: CoDel on iridium-4 cuts
+the standing queue a large window builds there (drop-tail holds it to the 100-packet bound, a
+minute of delay at 4 x 2400 bit/s). The preset's own 22 KB window builds almost none there: its
+18 s round trip sits in the members' three-packet transmit queues (`txqueue_pkts`), which no
+discipline runs. A radio hop's queue: CoDel on is707's IS-707 hop, whose packets wait whole
+before they are framed.
 """
 
 import numpy as np
@@ -51,3 +53,31 @@ def test_the_bundle_queue_marks_ecn_capable_packets():
     assert fwd["drops"]["aqm"] == 0
     # The receiver saw the marks (a marked packet may still be lost on a member after).
     assert 0 < ecn.summary["flows"][0]["ce_marked"] <= fwd["ce_marked"]
+
+
+def test_codel_on_is707s_radio_hop_cuts_the_standing_queue():
+    # A 100-segment window (the preset's is 20, which never fills the queue), 600 s.
+    sets = [
+        "flows[0].tcp.receive_buffer_bytes=53600",
+        "flows[0].tcp.window_scaling=true",
+        'duration="600s"',
+        "trace={rtt=true}",
+    ]
+    tail = simulate("is707", sets=sets)
+    codel = simulate("is707", sets=[*sets, 'links[1].queue_discipline="codel"'])
+    (tail_med, tail_p95), (codel_med, codel_p95) = rtt_s(tail), rtt_s(codel)
+    tail_fwd, codel_fwd = tail.summary["links"][1]["fwd"], codel.summary["links"][1]["fwd"]
+    tail_bps = tail.summary["flows"][0]["goodput_bps"]
+    codel_bps = codel.summary["flows"][0]["goodput_bps"]
+    print(
+        f"is707, 100-segment window: drop-tail RTT median {tail_med:.2f} s p95 {tail_p95:.2f} s, "
+        f"max queue {tail_fwd['max_queue_pkts']}, {tail_bps:.0f} bit/s; CoDel median "
+        f"{codel_med:.2f} s p95 {codel_p95:.2f} s, max queue {codel_fwd['max_queue_pkts']}, "
+        f"{codel_bps:.0f} bit/s, drops {codel_fwd['drops']}"
+    )
+    assert codel_med < 0.25 * tail_med
+    assert codel_fwd["drops"]["aqm"] > 0 and tail_fwd["drops"]["aqm"] == 0
+    assert codel_fwd["max_queue_pkts"] < tail_fwd["max_queue_pkts"]
+    # CoDel's 5 ms target is far below one packet's 0.6 s on the air: it drops more than the
+    # hop needs and costs goodput, but the flow keeps most of it.
+    assert codel_bps > 0.7 * tail_bps
