@@ -353,7 +353,12 @@ proptest! {
         };
         for (i, &(gap, size, flow, ect, deq)) in ops.iter().enumerate() {
             now += SimDuration::from_nanos(gap);
-            let ecn = if ect { Ecn::Ect0 } else { Ecn::NotEct };
+            // Flows 3 to 5 are L4S senders (DualPI2 queues them apart: a flow keeps one class).
+            let ecn = match (flow, ect) {
+                (3.., _) => Ecn::Ect1,
+                (_, true) => Ecn::Ect0,
+                _ => Ecn::NotEct,
+            };
             if let Verdict::Dropped(_) = q.enqueue(now, pkt(i as u64, flow, size, ecn), &mut ev) {
                 prop_assert!(seen.insert(i as u64));
             }
