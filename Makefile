@@ -83,6 +83,7 @@ bench: setup
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_traces.py
 	$(PY) bench/bench_short_flows.py
+	$(PY) bench/bench_aqm.py
 	cargo bench -p farlink-core --bench queue --bench tcp_ack_path -- --quick
 
 # The emulator's clock: departure-time error at 10 and 100 Mbit/s (root: namespaces, TUN).

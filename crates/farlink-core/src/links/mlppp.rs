@@ -28,8 +28,12 @@
 //!
 //! * **Distribution** is round robin over the members MLPPP may use (`usable`) that have room in
 //!   their transmit queue (`txqueue_pkts`, the packet being sent included), as Linux's
-//!   `ppp_mp_explode` does; a packet no member can take waits in the MLPPP queue (drop-tail,
-//!   bounded like a link's queue), and overflows as `QueueOverflow`.
+//!   `ppp_mp_explode` does; a packet no member can take waits in the MLPPP queue (bounded
+//!   like a link's queue, and like a link's run by a [`Queue`] discipline: drop-tail unless
+//!   the link's `queue_discipline` names an AQM, [`BundleDir::with_queue`]), and overflows as
+//!   `QueueOverflow`. This queue is where a loaded bundle's standing queue builds (each
+//!   member's transmit queue holds `txqueue_pkts`), so an AQM here governs the members' delay;
+//!   a packet it drops at dequeue is reported by [`BundleDir::poll`] at that instant.
 //! * **Fragmentation** (optional) splits a packet into as many fragments as there are idle
 //!   members at that instant (one each, sizes differing by at most a byte), if two or more are
 //!   idle; otherwise the packet goes whole, so a loaded bundle sends whole packets, as section
@@ -66,6 +70,7 @@ use crate::links::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqStats};
 use crate::links::link::{
     drop_cause_code, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, N_DROP_CAUSES,
 };
+use crate::links::queue::{DropTail, Queue, Verdict as QueueVerdict};
 use crate::loss::LossModel;
 use crate::modem::{Command, ModemState, Supervisor, SupervisorConfig, SupervisorStats};
 use crate::time::{BitRate, SimDuration, SimTime};
@@ -444,9 +449,10 @@ impl<L: LossModel> Member<L> {
 #[derive(Debug)]
 pub struct BundleDir<L: LossModel> {
     members: Vec<Member<L>>,
-    queue: VecDeque<Packet>,
-    queue_bytes: u64,
-    queue_limit: QueueLimit,
+    /// The MLPPP queue.
+    queue: Queue,
+    /// Packets the queue dropped at dequeue, not yet reported by `poll`.
+    evicted: VecDeque<LinkEvent>,
     fragment: bool,
     mp_header_bytes: u32,
     rr: usize,
@@ -462,8 +468,18 @@ pub struct BundleDir<L: LossModel> {
 }
 
 impl<L: LossModel> BundleDir<L> {
-    /// A direction with `cfg`, member `i` deciding its frames (or packets) with `losses[i]`.
+    /// A direction with `cfg`, member `i` deciding its frames (or packets) with `losses[i]`,
+    /// its MLPPP queue drop-tail.
     pub fn new(cfg: &BundleDirConfig, losses: Vec<L>) -> Result<Self, ConfigError> {
+        Self::with_queue(cfg, losses, Queue::DropTail(DropTail::new(cfg.queue_limit)))
+    }
+
+    /// A direction whose MLPPP queue is `queue` (made for `cfg.queue_limit`: [`Queue::new`]).
+    pub fn with_queue(
+        cfg: &BundleDirConfig,
+        losses: Vec<L>,
+        queue: Queue,
+    ) -> Result<Self, ConfigError> {
         let n = cfg.members.len();
         if n == 0 || n > MAX_MEMBERS as usize {
             return Err(ConfigError::new(
@@ -498,16 +514,10 @@ impl<L: LossModel> BundleDir<L> {
                 void_free_at: SimTime::ZERO,
             });
         }
-        let queue_cap = match cfg.queue_limit {
-            QueueLimit::Packets(p) => p as usize,
-            QueueLimit::Bytes(b) => (b / 40) as usize + 1,
-        }
-        .min(65_536);
         Ok(BundleDir {
             members,
-            queue: VecDeque::with_capacity(queue_cap),
-            queue_bytes: 0,
-            queue_limit: cfg.queue_limit,
+            queue,
+            evicted: VecDeque::new(),
             fragment: cfg.fragment,
             mp_header_bytes: cfg.mp_header_bytes,
             rr: 0,
@@ -571,11 +581,11 @@ impl<L: LossModel> BundleDir<L> {
 
     /// Packets waiting in the MLPPP queue.
     pub fn queue_len_pkts(&self) -> usize {
-        self.queue.len()
+        self.queue.len_pkts()
     }
 
     pub fn queue_len_bytes(&self) -> u64 {
-        self.queue_bytes
+        self.queue.len_bytes()
     }
 
     /// Packets held by member `i`'s transmit queue (the one being sent included).
@@ -592,7 +602,7 @@ impl<L: LossModel> BundleDir<L> {
     /// Packets inside: in the MLPPP queue, on their way, waiting for reassembly, or handed up
     /// or given up but not yet polled.
     pub fn in_flight_pkts(&self) -> u64 {
-        (self.queue.len() + self.reasm.pending_pkts() + self.reasm.queued_events()) as u64
+        (self.queue.len_pkts() + self.reasm.pending_pkts() + self.reasm.queued_events()) as u64
     }
 
     /// Whether every packet offered is delivered, dropped with a cause, or inside, and every
@@ -621,42 +631,63 @@ impl<L: LossModel> BundleDir<L> {
     /// The earliest instant this direction has something to do.
     pub fn next_wakeup(&self) -> Option<SimTime> {
         let members = self.members.iter().filter_map(Member::next_event).min();
-        [self.reasm.next_event_at(), members, self.reasm.deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        let evicted = self.evicted.front().map(LinkEvent::at);
+        [
+            self.reasm.next_event_at(),
+            members,
+            self.reasm.deadline(),
+            evicted,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Offers `pkt` at `now`: to a member at once if one has room and nothing waits, else to the
-    /// MLPPP queue; `Err(QueueOverflow)` if that is full (the packet is then dropped and
-    /// counted).
+    /// MLPPP queue; `Err(cause)` if that refuses it (`QueueOverflow` when full, `Aqm`; the
+    /// packet is then dropped and counted).
     pub fn offer(&mut self, now: SimTime, pkt: Packet) -> Result<(), DropCause> {
         let now = self.advance(now);
         self.stats.offered_pkts += 1;
         self.stats.offered_bytes += u64::from(pkt.size_bytes);
-        if self.queue.is_empty() && self.dispatch(now, pkt) {
+        if self.queue.len_pkts() == 0 && self.dispatch(now, pkt) {
             self.note_quiet();
             return Ok(());
         }
-        let fits = match self.queue_limit {
-            QueueLimit::Packets(n) => self.queue.len() < n as usize,
-            QueueLimit::Bytes(b) => self.queue_bytes + u64::from(pkt.size_bytes) <= b,
-        };
-        if !fits {
-            self.stats.dropped_overflow_pkts += 1;
-            self.stats.dropped_overflow_bytes += u64::from(pkt.size_bytes);
-            self.drops[usize::from(drop_cause_code(DropCause::QueueOverflow))] += 1;
-            return Err(DropCause::QueueOverflow);
+        match self.queue.enqueue(now, pkt, &mut self.evicted) {
+            QueueVerdict::Queued => {}
+            QueueVerdict::Marked => self.stats.ce_marked_pkts += 1,
+            QueueVerdict::Dropped(cause) => {
+                self.count_queue_drop(pkt, cause);
+                return Err(cause);
+            }
         }
-        self.queue.push_back(pkt);
-        self.queue_bytes += u64::from(pkt.size_bytes);
         self.note_queue_change();
         Ok(())
+    }
+
+    /// Counts a packet the MLPPP queue dropped.
+    fn count_queue_drop(&mut self, pkt: Packet, cause: DropCause) {
+        let size = u64::from(pkt.size_bytes);
+        if cause == DropCause::Aqm {
+            self.stats.dropped_aqm_pkts += 1;
+            self.stats.dropped_aqm_bytes += size;
+        } else {
+            self.stats.dropped_overflow_pkts += 1;
+            self.stats.dropped_overflow_bytes += size;
+        }
+        self.drops[usize::from(drop_cause_code(cause))] += 1;
     }
 
     /// The next packet handed up or given up at or before `now`, in time order.
     pub fn poll(&mut self, now: SimTime) -> Option<LinkEvent> {
         let now = self.advance(now);
+        // A packet the queue dropped at dequeue goes first if it is the earliest.
+        if let Some(at) = self.evicted.front().map(LinkEvent::at) {
+            if at <= now && self.reasm.next_event_at().is_none_or(|r| at <= r) {
+                return self.evicted.pop_front();
+            }
+        }
         if self.reasm.next_event_at()? > now {
             return None;
         }
@@ -738,8 +769,9 @@ impl<L: LossModel> BundleDir<L> {
 
     fn note_queue_change(&mut self) {
         self.stats.queue_changes += 1;
-        self.stats.max_queue_pkts = self.stats.max_queue_pkts.max(self.queue.len() as u64);
-        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue_bytes);
+        let (pkts, bytes) = (self.queue.len_pkts() as u64, self.queue.len_bytes());
+        self.stats.max_queue_pkts = self.stats.max_queue_pkts.max(pkts);
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(bytes);
     }
 
     /// Loses every unit member `i` was clocking into the void.
@@ -812,14 +844,24 @@ impl<L: LossModel> BundleDir<L> {
         }
     }
 
-    /// Moves packets from the MLPPP queue to members while any has room.
+    /// Moves packets from the MLPPP queue to members while any has room. The queue's
+    /// discipline decides at each dequeue (an AQM may drop packets on the way: counted here,
+    /// reported by `poll`).
     fn refill(&mut self, t: SimTime) {
-        while let Some(&pkt) = self.queue.front() {
-            if !self.dispatch(t, pkt) {
-                break;
+        while self.queue.len_pkts() > 0 && self.members.iter().any(Member::can_accept) {
+            let before = self.evicted.len();
+            let next = self.queue.dequeue(t, &mut self.evicted);
+            for i in before..self.evicted.len() {
+                if let LinkEvent::Dropped { pkt, cause, .. } = self.evicted[i] {
+                    self.count_queue_drop(pkt, cause);
+                }
             }
-            self.queue.pop_front();
-            self.queue_bytes -= u64::from(pkt.size_bytes);
+            let Some(next) = next else {
+                break;
+            };
+            self.stats.ce_marked_pkts += u64::from(next.marked);
+            let sent = self.dispatch(t, next.pkt);
+            debug_assert!(sent, "a member with room refused a packet");
             self.note_queue_change();
         }
     }

@@ -45,6 +45,10 @@
 //!   direction's data frames cross, a [`SharedChannel`]), and a lost NAK is not heard.
 //! * **Sender.** Each NAK heard queues one retransmission of its frame, unless one is already
 //!   queued. It keeps no timers: there are no acknowledgements.
+//! * **Queue.** Packets wait whole in a [`Queue`] (drop-tail by default; the link's
+//!   `queue_discipline`, [`RlpLink::with_queue`]) and are framed when the sender needs its next
+//!   new data frame, so an AQM decides on each packet as its first frame goes on the air (its
+//!   sojourn the time it waited unframed); a packet it drops then is reported at that slot.
 //! * **Idle frames** (seed 004 section II) carry V(S). [`IdlePolicy::Unlimited`] sends one in
 //!   every slot without data (figures 4, 10-12); [`IdlePolicy::Count`] at most n after the last
 //!   data frame (the paper's proposed extension, figure 9); [`IdlePolicy::None`] never.
@@ -73,6 +77,7 @@ use std::rc::Rc;
 use crate::error::ConfigError;
 use crate::links::arq::Unit;
 use crate::links::link::{Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit};
+use crate::links::queue::{DropTail, Queue, Verdict};
 use crate::loss::LossModel;
 use crate::time::{BitRate, SimDuration, SimTime};
 
@@ -293,9 +298,10 @@ pub struct RlpLink<L: LossModel, N: LossModel> {
     total: u64,
     /// V(S): the next new frame.
     vs: u64,
-    /// Packets offered whose first frame has not been sent, and their bytes.
-    unstarted_pkts: u64,
-    unstarted_bytes: u64,
+    /// Packets offered and not yet framed (none of their frames sent).
+    queue: Queue,
+    /// Packets the queue dropped at dequeue, for `out` (reused).
+    evicted: VecDeque<LinkEvent>,
     retx: VecDeque<u64>,
     /// An intact frame telling the receiver the current V(S) has been sent.
     vs_conveyed: bool,
@@ -333,7 +339,19 @@ pub struct RlpLink<L: LossModel, N: LossModel> {
 }
 
 impl<L: LossModel, N: LossModel> RlpLink<L, N> {
+    /// A direction whose packets wait in a drop-tail queue bounded by `cfg.queue_limit`.
     pub fn new(cfg: RlpConfig, loss: L, nak_loss: N) -> Result<Self, ConfigError> {
+        let queue = Queue::DropTail(DropTail::new(cfg.queue_limit));
+        Self::with_queue(cfg, loss, nak_loss, queue)
+    }
+
+    /// A direction whose packets wait in `queue` (made for `cfg.queue_limit`: [`Queue::new`]).
+    pub fn with_queue(
+        cfg: RlpConfig,
+        loss: L,
+        nak_loss: N,
+        queue: Queue,
+    ) -> Result<Self, ConfigError> {
         cfg.validate()?;
         let slot_ns = cfg.slot().as_nanos().max(1);
         Ok(RlpLink {
@@ -344,8 +362,8 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
             units: VecDeque::with_capacity(64),
             total: 0,
             vs: 0,
-            unstarted_pkts: 0,
-            unstarted_bytes: 0,
+            queue,
+            evicted: VecDeque::new(),
             retx: VecDeque::with_capacity(64),
             vs_conveyed: true,
             idle_since_data: 0,
@@ -394,11 +412,11 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
 
     /// Packets waiting to be framed (none of their frames sent yet).
     pub fn queue_len_pkts(&self) -> usize {
-        self.unstarted_pkts as usize
+        self.queue.len_pkts()
     }
 
     pub fn queue_len_bytes(&self) -> u64 {
-        self.unstarted_bytes
+        self.queue.len_bytes()
     }
 
     /// Packets inside: not yet delivered or dropped.
@@ -410,7 +428,11 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
     pub fn conservation_holds(&self) -> bool {
         let s = &self.link_stats;
         s.offered_pkts
-            == s.delivered_pkts + s.dropped_overflow_pkts + self.stats.units_given_up + self.inside
+            == s.delivered_pkts
+                + s.dropped_overflow_pkts
+                + s.dropped_aqm_pkts
+                + self.stats.units_given_up
+                + self.inside
     }
 
     /// Packets dropped with `cause`.
@@ -418,6 +440,7 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
         match cause {
             DropCause::QueueOverflow => self.link_stats.dropped_overflow_pkts,
             DropCause::ArqGiveUp => self.stats.units_given_up,
+            DropCause::Aqm => self.link_stats.dropped_aqm_pkts,
             _ => 0,
         }
     }
@@ -437,20 +460,54 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
         (self.vs, self.vr, self.vn)
     }
 
-    /// Offers a packet at `now`; a full queue refuses it with `QueueOverflow`.
+    /// Offers a packet at `now`; the queue refuses it with `QueueOverflow` when full, or
+    /// `Aqm`.
     pub fn offer(&mut self, now: SimTime, pkt: Packet) -> Result<(), DropCause> {
         let now = self.advance(now);
         self.link_stats.offered_pkts += 1;
         self.link_stats.offered_bytes += u64::from(pkt.size_bytes);
-        let full = match self.cfg.queue_limit {
-            QueueLimit::Packets(n) => self.unstarted_pkts >= u64::from(n),
-            QueueLimit::Bytes(b) => self.unstarted_bytes + u64::from(pkt.size_bytes) > b,
-        };
-        if full {
-            self.link_stats.dropped_overflow_pkts += 1;
-            self.link_stats.dropped_overflow_bytes += u64::from(pkt.size_bytes);
-            return Err(DropCause::QueueOverflow);
+        match self.queue.enqueue(now, pkt, &mut self.evicted) {
+            Verdict::Queued => {}
+            Verdict::Marked => self.link_stats.ce_marked_pkts += 1,
+            Verdict::Dropped(cause) => {
+                self.count_queue_drop(pkt, cause);
+                return Err(cause);
+            }
         }
+        self.inside += 1;
+        self.note_queue();
+        self.wake_sender(now);
+        Ok(())
+    }
+
+    /// Counts a packet the queue dropped.
+    fn count_queue_drop(&mut self, pkt: Packet, cause: DropCause) {
+        let s = &mut self.link_stats;
+        if cause == DropCause::Aqm {
+            s.dropped_aqm_pkts += 1;
+            s.dropped_aqm_bytes += u64::from(pkt.size_bytes);
+        } else {
+            s.dropped_overflow_pkts += 1;
+            s.dropped_overflow_bytes += u64::from(pkt.size_bytes);
+        }
+    }
+
+    /// Takes the next packet from the queue at `t` and numbers its frames; false if the queue
+    /// had none left (its discipline may have dropped what it held: reported at `t`).
+    fn frame_next(&mut self, t: SimTime) -> bool {
+        let next = self.queue.dequeue(t, &mut self.evicted);
+        while let Some(ev) = self.evicted.pop_front() {
+            if let LinkEvent::Dropped { pkt, cause, .. } = ev {
+                self.count_queue_drop(pkt, cause);
+                self.inside -= 1;
+                self.out.push_back(LinkEvent::Dropped { at: t, pkt, cause });
+            }
+        }
+        let Some(next) = next else {
+            return false;
+        };
+        self.link_stats.ce_marked_pkts += u64::from(next.marked);
+        let pkt = next.pkt;
         let frames = u64::from(pkt.size_bytes.max(1)).div_ceil(u64::from(self.cfg.payload_bytes));
         self.units.push_back(Unit {
             pkt,
@@ -460,12 +517,7 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
             lost: false,
         });
         self.total += frames;
-        self.unstarted_pkts += 1;
-        self.unstarted_bytes += u64::from(pkt.size_bytes);
-        self.inside += 1;
-        self.note_queue();
-        self.wake_sender(now);
-        Ok(())
+        true
     }
 
     /// The next packet delivered or dropped at or before `now`, in time order.
@@ -495,15 +547,20 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
     fn note_queue(&mut self) {
         let s = &mut self.link_stats;
         s.queue_changes += 1;
-        s.max_queue_pkts = s.max_queue_pkts.max(self.unstarted_pkts);
-        s.max_queue_bytes = s.max_queue_bytes.max(self.unstarted_bytes);
+        s.max_queue_pkts = s.max_queue_pkts.max(self.queue.len_pkts() as u64);
+        s.max_queue_bytes = s.max_queue_bytes.max(self.queue.len_bytes());
     }
 
     /// Whether the sender has a frame for a slot now.
     fn sender_has_frame(&self) -> bool {
-        if !self.retx.is_empty() || self.vs < self.total {
+        if !self.retx.is_empty() || self.vs < self.total || self.queue.len_pkts() > 0 {
             return true;
         }
+        self.idle_wanted()
+    }
+
+    /// Whether the idle policy sends an idle frame in a slot without data.
+    fn idle_wanted(&self) -> bool {
         if self.vs_conveyed {
             return false;
         }
@@ -589,7 +646,7 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
         let data = if let Some(f) = self.retx.pop_front() {
             self.stats.frames_resent += 1;
             Some(f)
-        } else if self.vs < self.total {
+        } else if self.vs < self.total || (self.queue.len_pkts() > 0 && self.frame_next(t)) {
             let f = self.vs;
             self.vs += 1;
             self.vs_conveyed = false;
@@ -614,6 +671,9 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
                     self.air.push_back((arrive, Air::Data(f)));
                 }
             }
+            // The queue's discipline dropped every packet left: the slot goes unused unless
+            // the idle policy sends one (the slot was armed for data).
+            None if !self.idle_wanted() => return,
             None => {
                 // An idle frame that may tell the receiver of frames it has not heard of.
                 self.idle_since_data += 1;
@@ -640,8 +700,6 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
             if let Some(log) = self.departures.as_mut() {
                 log.push_back(Departure { at: t, pkt: u.pkt });
             }
-            self.unstarted_pkts -= 1;
-            self.unstarted_bytes -= u64::from(u.pkt.size_bytes);
             self.note_queue();
         }
     }

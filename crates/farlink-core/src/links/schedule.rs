@@ -851,7 +851,7 @@ mod tests {
     #[test]
     fn an_outage_under_drop_empties_whatever_queue_the_link_has() {
         use crate::links::queue::{
-            CoDelParams, Discipline, FqCoDelParams, PieParams, Queue, RedParams,
+            CoDelParams, Discipline, DualPi2Params, FqCoDelParams, PieParams, Queue, RedParams,
         };
         // Offered every 1 ms to a 6 Mbit/s link (2 ms a packet), so the queue stands when the
         // link goes down at 1.001 s: every waiting packet is dropped then, by any discipline.
@@ -866,6 +866,7 @@ mod tests {
             Discipline::FqCoDel(FqCoDelParams::default()),
             Discipline::Pie(PieParams::default()),
             Discipline::Red(RedParams::default()),
+            Discipline::DualPi2(DualPi2Params::default()),
         ];
         for discipline in disciplines {
             let name = discipline.name();

@@ -119,7 +119,12 @@ fn rlp_dirs(seed: u64, i: usize, l: &LinkSpec) -> Result<[LinkDir; 2], ScenarioE
     };
     let (fwd, rev) = (channel(true)?, channel(false)?);
     let dir = |forward: bool, data: &SharedChannel<AnyLoss>, naks: &SharedChannel<AnyLoss>| {
-        RlpLink::new(r.config(l.direction(forward)), data.clone(), naks.clone())
+        let spec = l.direction(forward);
+        // The queue's own stream, named as a plain link's queue is.
+        let d = direction_name(forward);
+        let rng = StreamRng::derive(seed, &format!("link:{}:{d}:queue", l.name));
+        let queue = Queue::new(spec.discipline, spec.queue, spec.rate, rng);
+        RlpLink::with_queue(r.config(spec), data.clone(), naks.clone(), queue)
             .map(|link| LinkDir::Rlp(Box::new(link)))
             .map_err(|e| ScenarioError::new(format!("links[{i}].rlp.{}", e.param), e.message))
     };
@@ -145,7 +150,13 @@ fn bundle_dir(seed: u64, i: usize, l: &LinkSpec, forward: bool) -> Result<LinkDi
         mp_header_bytes: b.mp_header_bytes,
         reassembly_timeout: b.reassembly_timeout,
     };
-    let dir = BundleDir::new(&cfg, losses)
+    // The MLPPP queue's own stream, named as a plain link's queue is.
+    let rng = StreamRng::derive(
+        seed,
+        &format!("link:{}:{}:queue", l.name, direction_name(forward)),
+    );
+    let queue = Queue::new(spec.discipline, spec.queue, spec.rate, rng);
+    let dir = BundleDir::with_queue(&cfg, losses, queue)
         .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
     Ok(LinkDir::Bundle(Box::new(dir)))
 }
@@ -204,7 +215,12 @@ pub fn member_link_dir(
         reassembly_timeout: b.reassembly_timeout,
     };
     let loss = member_loss(seed, i, l, forward, k)?;
-    let dir = BundleDir::new(&cfg, vec![loss])
+    // The member's own interface queue runs the direction's discipline, on a stream of its own.
+    let d = direction_name(forward);
+    let rng = StreamRng::derive(seed, &format!("link:{}:{d}:member{k}:queue", l.name));
+    let spec = l.direction(forward);
+    let queue = Queue::new(spec.discipline, spec.queue, b.members[k].rate, rng);
+    let dir = BundleDir::with_queue(&cfg, vec![loss], queue)
         .map_err(|e| ScenarioError::new(format!("links[{i}].bundle"), e.to_string()))?;
     Ok(LinkDir::Bundle(Box::new(dir)))
 }

@@ -94,12 +94,9 @@ impl LinkDir {
         }
     }
 
-    /// Packets the queue marked CE (only a plain link's queue runs an AQM).
+    /// Packets the queue marked CE.
     pub fn ce_marked_pkts(&self) -> u64 {
-        match self {
-            LinkDir::Link(l) => l.stats().ce_marked_pkts,
-            LinkDir::Bundle(_) | LinkDir::Rlp(_) => 0,
-        }
+        self.stats().ce_marked_pkts
     }
 
     /// Packets dropped, by drop-cause code ([`crate::links::link::drop_cause_code`]).

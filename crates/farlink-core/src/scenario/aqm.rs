@@ -6,7 +6,9 @@
 use super::errors::{at, err, only_its_params, variant, ScenarioError, Variant};
 use super::quantity::{opt_bytes, opt_duration};
 use super::raw::RawAqm;
-use crate::links::queue::{CoDelParams, Discipline, FqCoDelParams, PieParams, RedParams};
+use crate::links::queue::{
+    CoDelParams, Discipline, DualPi2Params, FqCoDelParams, PieParams, RedParams,
+};
 use crate::time::SimDuration;
 
 /// The disciplines and the `aqm` parameters each takes.
@@ -49,17 +51,30 @@ const DISCIPLINES: &[Variant] = &[
             "ecn",
         ],
     ),
+    (
+        "dualpi2",
+        &[
+            "target",
+            "tupdate",
+            "alpha",
+            "beta",
+            "coupling",
+            "step_thresh",
+            "step_min_bytes",
+            "tshift",
+            "ecn",
+        ],
+    ),
 ];
 
 /// The discipline of a direction at `dp` (e.g. `links[0].fwd`) from its own fields, else the
-/// link's at `lp`; drop-tail when neither names one. `plain` is `None` for a plain link, else
-/// why the link takes none (bundles, radio hops queue in their own components).
+/// link's at `lp`; drop-tail when neither names one. It runs a plain link's queue, a bundle's
+/// MLPPP queue and a radio hop's queue alike.
 pub(super) fn discipline(
     lp: &str,
     link: (&Option<String>, &Option<RawAqm>),
     dp: &str,
     dir: (&Option<String>, &Option<RawAqm>),
-    plain: Option<&str>,
 ) -> Result<Discipline, ScenarioError> {
     let (name, name_parent) = match (dir.0, link.0) {
         (Some(n), _) => (n.as_str(), dp),
@@ -80,12 +95,6 @@ pub(super) fn discipline(
         name,
         DISCIPLINES,
     )?;
-    if let (Some(why), true) = (plain, name != "droptail") {
-        return err(
-            at(name_parent, "queue_discipline"),
-            format!("a queue discipline other than droptail applies to a plain link; {why}"),
-        );
-    }
     let ap = at(aqm_parent, "aqm");
     let empty = RawAqm::default();
     let a = aqm.unwrap_or(&empty);
@@ -93,7 +102,7 @@ pub(super) fn discipline(
         return err(
             ap,
             "aqm parameters need an active queue: set queue_discipline (\"codel\", \"fq_codel\", \
-             \"pie\" or \"red\")",
+             \"pie\", \"red\" or \"dualpi2\")",
         );
     }
     only_its_params(&ap, "queue discipline", name, allowed, &a.given())?;
@@ -102,6 +111,7 @@ pub(super) fn discipline(
         "fq_codel" => Discipline::FqCoDel(fq_codel(&ap, a)?),
         "pie" => Discipline::Pie(pie(&ap, a)?),
         "red" => Discipline::Red(red(&ap, a)?),
+        "dualpi2" => Discipline::DualPi2(dualpi2(&ap, a)?),
         _ => Discipline::DropTail,
     })
 }
@@ -116,10 +126,15 @@ fn duration(
         "target" => (&a.target, &a.target_s),
         "interval" => (&a.interval, &a.interval_s),
         "tupdate" => (&a.tupdate, &a.tupdate_s),
+        "step_thresh" => (&a.step_thresh, &a.step_thresh_s),
+        "tshift" => (&a.tshift, &a.tshift_s),
         _ => (&a.max_burst, &a.max_burst_s),
     };
     let bare_name = format!("{field}_s");
-    let d = opt_duration(ap, (field, plain), (&bare_name, bare), field == "max_burst")?;
+    // A zero burst allowance, step threshold or time shift means something (none, mark
+    // every queued L4S packet, a plain FIFO); a zero target or interval does not.
+    let zero_ok = matches!(field, "max_burst" | "step_thresh" | "tshift");
+    let d = opt_duration(ap, (field, plain), (&bare_name, bare), zero_ok)?;
     Ok(d.unwrap_or(default))
 }
 
@@ -203,6 +218,21 @@ fn pie(ap: &str, a: &RawAqm) -> Result<PieParams, ScenarioError> {
     })
 }
 
+fn dualpi2(ap: &str, a: &RawAqm) -> Result<DualPi2Params, ScenarioError> {
+    let d = DualPi2Params::default();
+    Ok(DualPi2Params {
+        target: duration(ap, a, "target", d.target)?,
+        tupdate: duration(ap, a, "tupdate", d.tupdate)?,
+        alpha: number(ap, "alpha", a.alpha, d.alpha, 0.0..=1e3)?,
+        beta: number(ap, "beta", a.beta, d.beta, 0.0..=1e3)?,
+        coupling: number(ap, "coupling", a.coupling, d.coupling, 1.0..=1e3)?,
+        step_thresh: duration(ap, a, "step_thresh", d.step_thresh)?,
+        step_min_bytes: a.step_min_bytes.unwrap_or(d.step_min_bytes),
+        tshift: duration(ap, a, "tshift", d.tshift)?,
+        ecn: a.ecn.unwrap_or(d.ecn),
+    })
+}
+
 fn red(ap: &str, a: &RawAqm) -> Result<RedParams, ScenarioError> {
     let d = RedParams::default();
     let min = number(ap, "min_th_pkts", a.min_th_pkts, d.min_th_pkts, 0.0..=1e9)?;
@@ -257,6 +287,11 @@ pub(super) fn resolved(d: &Discipline) -> Option<(&'static str, serde_json::Valu
             "min_th_pkts": r.min_th_pkts, "max_th_pkts": r.max_th_pkts, "max_p": r.max_p,
             "weight": r.weight, "gentle": r.gentle, "adaptive": r.adaptive,
             "mean_packet_bytes": r.mean_packet_bytes, "ecn": r.ecn,
+        }),
+        Discipline::DualPi2(q) => json!({
+            "target_s": s(q.target), "tupdate_s": s(q.tupdate), "alpha": q.alpha,
+            "beta": q.beta, "coupling": q.coupling, "step_thresh_s": s(q.step_thresh),
+            "step_min_bytes": q.step_min_bytes, "tshift_s": s(q.tshift), "ecn": q.ecn,
         }),
     };
     Some((d.name(), params))

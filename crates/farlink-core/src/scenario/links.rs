@@ -55,7 +55,8 @@ pub struct DirectionSpec {
     pub queue: QueueLimit,
     /// A token-bucket shaper in front of the serializer (plain links only).
     pub bucket: Option<TokenBucket>,
-    /// The queue's discipline (plain links only; drop-tail by default).
+    /// The queue's discipline (a plain link's, a bundle's MLPPP queue, a radio hop's queue;
+    /// drop-tail by default).
     pub discipline: Discipline,
     pub loss: LossSpec,
     /// Rate, delay, loss and up/down over time (plain links only).
@@ -403,7 +404,6 @@ fn direction<'r>(
         (&shared.raw.queue_discipline, &shared.raw.aqm),
         &dp,
         (&raw.queue_discipline, &raw.aqm),
-        shared.no_bucket,
     )?;
     if bucket.is_some() && (sched.is_some() || trace.is_some()) {
         return err(

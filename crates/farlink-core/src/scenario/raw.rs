@@ -395,6 +395,12 @@ pub(super) struct RawAqm {
     pub(super) gentle: Option<bool>,
     pub(super) adaptive: Option<bool>,
     pub(super) mean_packet_bytes: Option<u32>,
+    pub(super) coupling: Option<f64>,
+    pub(super) step_thresh: Option<UnitText<Duration>>,
+    pub(super) step_thresh_s: Option<Bare>,
+    pub(super) step_min_bytes: Option<u64>,
+    pub(super) tshift: Option<UnitText<Duration>>,
+    pub(super) tshift_s: Option<Bare>,
 }
 
 impl RawAqm {
@@ -428,6 +434,13 @@ impl RawAqm {
             ("gentle", self.gentle.is_some()),
             ("adaptive", self.adaptive.is_some()),
             ("mean_packet_bytes", self.mean_packet_bytes.is_some()),
+            ("coupling", self.coupling.is_some()),
+            (
+                "step_thresh",
+                self.step_thresh.is_some() || self.step_thresh_s.is_some(),
+            ),
+            ("step_min_bytes", self.step_min_bytes.is_some()),
+            ("tshift", self.tshift.is_some() || self.tshift_s.is_some()),
         ]
     }
 }

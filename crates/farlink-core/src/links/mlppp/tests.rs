@@ -334,6 +334,95 @@ fn a_full_mlppp_queue_overflows() {
     assert!(d.conservation_holds());
 }
 
+/// One 2400 bit/s member (5 s a 1500-byte packet) whose MLPPP queue runs `queue`, offered 20
+/// packets of `ecn` at once: what came out of it.
+fn standing_queue_through(
+    queue: Queue,
+    ecn: crate::links::link::Ecn,
+) -> (BundleDir<NoLoss>, Vec<LinkEvent>) {
+    let cfg = dir_cfg(1, 2400, 500, None);
+    let mut d = BundleDir::with_queue(&cfg, no_loss(1), queue).unwrap();
+    d.member_up(SimTime::ZERO, 0);
+    d.set_usable(SimTime::ZERO, 0, true);
+    for i in 0..20 {
+        let p = Packet {
+            ecn,
+            ..pkt(i, 1500)
+        };
+        d.offer(SimTime::ZERO, p).unwrap();
+    }
+    let out = run_until(&mut d, t_ms(1_000_000));
+    assert!(d.conservation_holds());
+    assert_eq!(d.in_flight_pkts(), 0);
+    // Every packet comes out once, those delivered in order.
+    let mut seen: Vec<u64> = ids(&out).iter().map(|x| x.0).collect();
+    let delivered: Vec<u64> = ids(&out)
+        .iter()
+        .filter(|x| x.1.is_none())
+        .map(|x| x.0)
+        .collect();
+    assert!(delivered.windows(2).all(|w| w[0] < w[1]), "{delivered:?}");
+    seen.sort_unstable();
+    assert_eq!(seen, (0..20).collect::<Vec<_>>());
+    (d, out)
+}
+
+#[test]
+fn an_aqm_on_the_mlppp_queue_drops_or_marks_the_standing_queue() {
+    use crate::links::link::{drop_cause_code, Ecn};
+    use crate::links::queue::{CoDelParams, Discipline};
+    let codel = || {
+        Queue::new(
+            Discipline::CoDel(CoDelParams::default()),
+            QueueLimit::Packets(100),
+            BitRate::from_bps(2400),
+            StreamRng::derive(1, "test:queue"),
+        )
+    };
+    // Drop-tail: all 20 delivered, the last after 20 x 5 s of clocking.
+    let (_, out) = standing_queue_through(
+        Queue::DropTail(DropTail::new(QueueLimit::Packets(100))),
+        Ecn::NotEct,
+    );
+    assert!(out.iter().all(|e| matches!(e, LinkEvent::Delivered { .. })));
+    // CoDel: the sojourns of seconds are far above its 5 ms target, so it drops at dequeue
+    // (reported at the dequeue's instant, a slot freeing every 5 s) until one packet is left.
+    let (d, out) = standing_queue_through(codel(), Ecn::NotEct);
+    let aqm: Vec<SimTime> = out
+        .iter()
+        .filter_map(|e| match *e {
+            LinkEvent::Dropped {
+                at,
+                cause: DropCause::Aqm,
+                ..
+            } => Some(at),
+            _ => None,
+        })
+        .collect();
+    assert!(!aqm.is_empty());
+    assert!(
+        aqm.iter().all(|at| at.as_nanos() % (5_000 * MS) == 0),
+        "{aqm:?}"
+    );
+    assert_eq!(
+        d.drops_by_cause()[usize::from(drop_cause_code(DropCause::Aqm))],
+        aqm.len() as u64
+    );
+    assert_eq!(d.stats().dropped_aqm_pkts, aqm.len() as u64);
+    // The same packets ECN-capable: marked CE, none dropped, and delivered carrying the mark.
+    let (d, out) = standing_queue_through(codel(), Ecn::Ect0);
+    let ce = out
+        .iter()
+        .filter(|e| matches!(e, LinkEvent::Delivered { pkt, .. } if pkt.ecn == Ecn::Ce))
+        .count() as u64;
+    assert_eq!(out.len(), 20);
+    assert!(out.iter().all(|e| matches!(e, LinkEvent::Delivered { .. })));
+    assert_eq!(d.stats().ce_marked_pkts, ce);
+    // Marked packets stay queued, so the queue stands longer than when they are dropped and
+    // CoDel signals at least as often.
+    assert!(ce >= aqm.len() as u64, "{ce} marks, {} drops", aqm.len());
+}
+
 #[test]
 fn fragmentation_splits_over_free_members_and_not_when_loaded() {
     let mut cfg = dir_cfg(4, 2400, 500, None);

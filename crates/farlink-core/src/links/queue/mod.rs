@@ -17,6 +17,8 @@
 //! * `pie`: PIE (RFC 8033), a drop probability driven by the queue delay, at enqueue.
 //! * `red`: RED (Floyd and Jacobson 1993), with the gentle variant and Adaptive RED (Floyd,
 //!   Gummadi and Shenker 2001).
+//! * `dualpi2`: DualPI2 (RFC 9332), an L4S queue and a Classic queue coupled by one PI2
+//!   controller.
 //!
 //! Every discipline honours the link's [`QueueLimit`] as its hard bound, as Linux's qdiscs and
 //! ns-3's queue discs do (`limit`); an arrival beyond it is a [`DropCause::QueueOverflow`]. An
@@ -27,12 +29,14 @@
 
 mod codel;
 mod droptail;
+mod dualpi2;
 mod fq_codel;
 mod pie;
 mod red;
 
 pub use codel::{CoDel, CoDelParams};
 pub use droptail::DropTail;
+pub use dualpi2::{DualPi2, DualPi2Params};
 pub use fq_codel::{FqCoDel, FqCoDelParams};
 pub use pie::{Pie, PieParams};
 pub use red::{Red, RedParams};
@@ -68,6 +72,7 @@ pub enum Discipline {
     FqCoDel(FqCoDelParams),
     Pie(PieParams),
     Red(RedParams),
+    DualPi2(DualPi2Params),
 }
 
 impl Discipline {
@@ -79,6 +84,7 @@ impl Discipline {
             Discipline::FqCoDel(_) => "fq_codel",
             Discipline::Pie(_) => "pie",
             Discipline::Red(_) => "red",
+            Discipline::DualPi2(_) => "dualpi2",
         }
     }
 }
@@ -91,6 +97,7 @@ pub enum Queue {
     FqCoDel(Box<FqCoDel>),
     Pie(Box<Pie>),
     Red(Box<Red>),
+    DualPi2(Box<DualPi2>),
 }
 
 impl Queue {
@@ -104,6 +111,7 @@ impl Queue {
             Discipline::FqCoDel(p) => Queue::FqCoDel(Box::new(FqCoDel::new(p, limit))),
             Discipline::Pie(p) => Queue::Pie(Box::new(Pie::new(p, limit, rng))),
             Discipline::Red(p) => Queue::Red(Box::new(Red::new(p, limit, rate, rng))),
+            Discipline::DualPi2(p) => Queue::DualPi2(Box::new(DualPi2::new(p, limit, rng))),
         }
     }
 
@@ -121,6 +129,7 @@ impl Queue {
             Queue::FqCoDel(q) => q.enqueue(now, pkt, evicted),
             Queue::Pie(q) => q.enqueue(now, pkt),
             Queue::Red(q) => q.enqueue(now, pkt),
+            Queue::DualPi2(q) => q.enqueue(now, pkt),
         }
     }
 
@@ -134,6 +143,7 @@ impl Queue {
             Queue::FqCoDel(q) => q.dequeue(now, evicted),
             Queue::Pie(q) => q.dequeue(now),
             Queue::Red(q) => q.dequeue(now),
+            Queue::DualPi2(q) => q.dequeue(now, evicted),
         }
     }
 
@@ -146,6 +156,7 @@ impl Queue {
             Queue::FqCoDel(q) => q.len_pkts(),
             Queue::Pie(q) => q.fifo.len_pkts(),
             Queue::Red(q) => q.fifo.len_pkts(),
+            Queue::DualPi2(q) => q.len_pkts(),
         }
     }
 
@@ -158,6 +169,7 @@ impl Queue {
             Queue::FqCoDel(q) => q.len_bytes(),
             Queue::Pie(q) => q.fifo.len_bytes(),
             Queue::Red(q) => q.fifo.len_bytes(),
+            Queue::DualPi2(q) => q.len_bytes(),
         }
     }
 
@@ -176,6 +188,7 @@ impl Queue {
             Queue::FqCoDel(q) => q.drain(take),
             Queue::Pie(q) => q.fifo.drain(take),
             Queue::Red(q) => q.fifo.drain(take),
+            Queue::DualPi2(q) => q.drain(take),
         }
     }
 
@@ -230,6 +243,11 @@ impl TimedFifo {
     pub(crate) fn push(&mut self, now: SimTime, pkt: Packet) {
         self.bytes += u64::from(pkt.size_bytes);
         self.pkts.push_back((pkt, now));
+    }
+
+    /// The instant the head joined, if any.
+    pub(crate) fn head_since(&self) -> Option<SimTime> {
+        self.pkts.front().map(|&(_, at)| at)
     }
 
     /// The head and the instant it joined.

@@ -319,6 +319,7 @@ fn every_discipline() -> Vec<Discipline> {
             weight: 0.2,
             ..RedParams::default()
         }),
+        Discipline::DualPi2(DualPi2Params::default()),
     ]
 }
 
@@ -328,7 +329,7 @@ proptest! {
         ops in proptest::collection::vec(
             (0u64..20_000_000, 1u32..1500, 0u16..6, any::<bool>(), 0u8..3), 1..300),
         limit in 1u32..40,
-        which in 0usize..5,
+        which in 0usize..6,
     ) {
         // Each op: a gap, a packet (size, flow, ECT?) offered, then 0-2 dequeues. Packets
         // dequeued, dropped by verdict, dropped in the outbox and still queued add up to
@@ -352,7 +353,12 @@ proptest! {
         };
         for (i, &(gap, size, flow, ect, deq)) in ops.iter().enumerate() {
             now += SimDuration::from_nanos(gap);
-            let ecn = if ect { Ecn::Ect0 } else { Ecn::NotEct };
+            // Flows 3 to 5 are L4S senders (DualPI2 queues them apart: a flow keeps one class).
+            let ecn = match (flow, ect) {
+                (3.., _) => Ecn::Ect1,
+                (_, true) => Ecn::Ect0,
+                _ => Ecn::NotEct,
+            };
             if let Verdict::Dropped(_) = q.enqueue(now, pkt(i as u64, flow, size, ecn), &mut ev) {
                 prop_assert!(seen.insert(i as u64));
             }
@@ -385,7 +391,7 @@ proptest! {
     fn a_link_with_any_discipline_conserves_and_reports_in_time_order(
         ops in proptest::collection::vec((0u64..2_000_000, 1u32..1500, 0u16..4, any::<bool>()), 1..300),
         limit in 1u32..30,
-        which in 0usize..5,
+        which in 0usize..6,
     ) {
         let cfg = LinkConfig {
             rate: BitRate::from_bps(2_000_000),
