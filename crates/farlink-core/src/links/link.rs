@@ -557,11 +557,8 @@ impl<L: LossModel> Link<L> {
         }
         if self.in_service.is_none() {
             debug_assert!(self.queue.len_pkts() == 0);
-            if let Some(log) = &mut self.sojourns {
-                log.push_back(Sojourn {
-                    at: now,
-                    sojourn: SimDuration::ZERO,
-                });
+            if self.sojourns.is_some() {
+                self.log_sojourn(now, now);
             }
             self.start(now, pkt, false);
             return Ok(());
@@ -682,6 +679,18 @@ impl<L: LossModel> Link<L> {
         self.queue.set_log(sojourns, changes);
     }
 
+    /// Logs a packet leaving the queue at `at`, having joined it at `since`.
+    #[cold]
+    #[inline(never)]
+    fn log_sojourn(&mut self, at: SimTime, since: SimTime) {
+        if let Some(log) = &mut self.sojourns {
+            log.push_back(Sojourn {
+                at,
+                sojourn: at.saturating_since(since),
+            });
+        }
+    }
+
     /// The oldest wait in the queue not yet taken, while the queue log is on.
     #[inline]
     pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
@@ -742,12 +751,8 @@ impl<L: LossModel> Link<L> {
             if let Some(next) = self.queue.dequeue(done, &mut self.evicted) {
                 self.stats.queue_changes += 1;
                 self.stats.ce_marked_pkts += u64::from(next.marked);
-                if let Some(log) = &mut self.sojourns {
-                    let since = next.enqueued_at.unwrap_or(done);
-                    log.push_back(Sojourn {
-                        at: done,
-                        sojourn: done.saturating_since(since),
-                    });
+                if self.sojourns.is_some() {
+                    self.log_sojourn(done, next.enqueued_at.unwrap_or(done));
                 }
                 self.start(done, next.pkt, true);
             }

@@ -428,6 +428,8 @@ struct World<'s> {
     exchanges: Vec<traffic::ExchangeRt>,
     slab: Slab,
     tr: TraceConfig,
+    /// `queue_delay` or `aqm` is on: the links' queue logs are read (one test per touch).
+    queue_log: bool,
     traces: Traces,
     taps: Vec<TapRecord>,
     /// Packets put on a first link, reaching their endpoint, dropped (by cause code).
@@ -593,6 +595,7 @@ impl<'s> World<'s> {
             exchanges,
             slab: Slab::default(),
             tr: *sc.trace(),
+            queue_log: sc.trace().queue_delay || sc.trace().aqm,
             traces: Traces::default(),
             taps: Vec::new(),
             injected: 0,
@@ -1194,7 +1197,7 @@ impl<'s> World<'s> {
     /// Queue traces and wake-up of link direction `d` after anything touched it.
     fn after_link(&mut self, d: usize) {
         let now = self.now;
-        if self.tr.queue_delay || self.tr.aqm {
+        if self.queue_log {
             self.take_queue_log(d);
         }
         let dir = &mut self.dirs[d];
