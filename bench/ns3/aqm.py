@@ -157,6 +157,37 @@ void Hook(Ptr<QueueDisc> q, Ptr<NetDevice> dev, uint32_t flows, double warm) {
     q->TraceConnectWithoutContext("Mark", MakeCallback(&OnMark));
     dev->TraceConnectWithoutContext("PhyTxBegin", MakeCallback(&OnTxBegin));
 }
+// The first flow's sender: its window (a change each ACK) and its entries into ns-3's loss
+// (retransmission timeout) and CWR (ECN reduction) states, to read its recovery by.
+std::vector<double> g_cwnd_t, g_cwnd_segments;
+uint64_t g_loss_entries = 0, g_cwr_entries = 0;
+uint32_t g_segment = 1;
+void OnCwnd(uint32_t, uint32_t n) {
+    g_cwnd_t.push_back(Simulator::Now().GetSeconds());
+    g_cwnd_segments.push_back(double(n) / g_segment);
+}
+void OnCongState(TcpSocketState::TcpCongState_t o, TcpSocketState::TcpCongState_t n) {
+    if (n == TcpSocketState::CA_LOSS && o != TcpSocketState::CA_LOSS) g_loss_entries++;
+    if (n == TcpSocketState::CA_CWR && o != TcpSocketState::CA_CWR) g_cwr_entries++;
+}
+void HookSenderNow(Ptr<Application> app) {
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&OnCwnd));
+    s->TraceConnectWithoutContext("CongState", MakeCallback(&OnCongState));
+}
+void HookSender(Ptr<Application> app, uint32_t segment) {
+    g_segment = segment;
+    // BulkSendApplication makes its socket when it starts (at 0): hook it just after.
+    Simulator::Schedule(NanoSeconds(1), &HookSenderNow, app);
+}
+double CwndAt(double t) {
+    auto it = std::upper_bound(g_cwnd_t.begin(), g_cwnd_t.end(), t);
+    if (it == g_cwnd_t.begin()) return -1;
+    return g_cwnd_segments[(it - g_cwnd_t.begin()) - 1];
+}
+uint64_t LossEntries() { return g_loss_entries; }
+uint64_t CwrEntries() { return g_cwr_entries; }
+
 void HookSink(Ptr<Application> app, uint32_t flow) {
     app->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnRx, flow));
 }
@@ -347,6 +378,8 @@ def run(a: argparse.Namespace) -> dict:
             apps.Start(ns.Seconds(0.0))
             apps.Stop(ns.Seconds(a.duration))
         cpp.HookSink(sink.Get(0), i)
+        if i == 0:
+            cpp.HookSender(send.Get(0), SEGMENT_BYTES)
         sinks.append(sink)
 
     ns.Simulator.Stop(ns.Seconds(a.duration))
@@ -421,6 +454,15 @@ def run(a: argparse.Namespace) -> dict:
             "marked_after_warm": int(cpp.MarksSteady()),
             "dropped_by_reason": parse_reasons(str(cpp.DroppedByReason(disc))),
             "marked_by_reason": parse_reasons(str(cpp.MarkedByReason(disc))),
+        },
+        # the first flow's sender: its window at a few instants (segments) and its entries
+        # into ns-3's loss state (a retransmission timeout) and CWR state (an ECN reduction)
+        "flow0": {
+            "cwnd_segments_at_s": {
+                f"{t:g}": round(float(cpp.CwndAt(t)), 1) for t in (2, 5, 8, 10, 12, 15, 20, 30)
+            },
+            "loss_state_entries": int(cpp.LossEntries()),
+            "cwr_state_entries": int(cpp.CwrEntries()),
         },
         "events": events,
         "wall_import_s": t_import,
