@@ -44,7 +44,8 @@ fn t(ns: u64) -> SimTime {
     SimTime::from_nanos(ns)
 }
 
-/// Offers packet i at `offers[i]` and runs the link dry; the logged waits in order.
+/// Offers packet i at `offers[i]` (an AQM may drop it at once) and runs the link dry; the
+/// logged waits in order.
 fn waits(l: &mut Link, offers: &[u64]) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     for (i, &at) in offers.iter().enumerate() {
@@ -52,7 +53,7 @@ fn waits(l: &mut Link, offers: &[u64]) -> Vec<(u64, u64)> {
             let w = l.next_wakeup().unwrap();
             while l.poll(w).is_some() {}
         }
-        l.offer(t(at), pkt(i as u64)).unwrap();
+        let _ = l.offer(t(at), pkt(i as u64));
         while let Some(s) = l.pop_sojourn() {
             out.push((s.at.as_nanos(), s.sojourn.as_nanos()));
         }
@@ -134,4 +135,50 @@ fn codel_logs_its_dropping_state_entered_and_left() {
         assert_ne!(pair[0].event, pair[1].event);
     }
     assert_eq!(l.pop_sojourn(), None, "the wait log was left off");
+}
+
+#[test]
+fn fq_codel_logs_each_flow_queues_dropping_state_apart() {
+    // The standing queue of the CoDel test, its packets alternating between flows 0 and 1:
+    // each flow queue's CoDel enters (and leaves) its own dropping state, the row naming it.
+    let mut l = link(Discipline::FqCoDel(FqCoDelParams::default()));
+    l.set_queue_log(false, true);
+    let mut offers = vec![0; 30];
+    offers.extend((1..=250).map(|k| k * TX_NS));
+    waits(&mut l, &offers);
+    let changes: Vec<_> = std::iter::from_fn(|| l.pop_aqm_change()).collect();
+    for queue in [0, 1] {
+        let mine: Vec<_> = changes.iter().filter(|c| c.queue == queue).collect();
+        assert_eq!(
+            mine.first().map(|c| c.event),
+            Some(AqmEvent::DroppingEntered),
+            "flow queue {queue}: {changes:?}"
+        );
+        assert!(mine.windows(2).all(|w| w[0].event != w[1].event));
+    }
+    assert!(changes.iter().all(|c| c.queue < 2));
+}
+
+#[test]
+fn pie_and_red_log_their_probability_and_average() {
+    let offers: Vec<u64> = (0..200).map(|k| k * TX_NS / 2).collect(); // twice the rate
+    let mut pie = link(Discipline::Pie(PieParams::default()));
+    pie.set_queue_log(false, true);
+    waits(&mut pie, &offers);
+    let p: Vec<_> = std::iter::from_fn(|| pie.pop_aqm_change()).collect();
+    assert!(!p.is_empty());
+    assert!(p.iter().all(|c| c.event == AqmEvent::DropProbability));
+    // Updates every 15 ms, on its grid, each a change, the probability in [0, 1].
+    assert!(p.iter().all(|c| c.at.as_nanos() % 15_000_000 == 0));
+    assert!(p.iter().all(|c| (0.0..=1.0).contains(&c.value)));
+    assert!(p
+        .windows(2)
+        .all(|w| w[0].value != w[1].value && w[0].at < w[1].at));
+    let mut red = link(Discipline::Red(RedParams::default()));
+    red.set_queue_log(false, true);
+    waits(&mut red, &offers);
+    let r: Vec<_> = std::iter::from_fn(|| red.pop_aqm_change()).collect();
+    assert!(r.iter().all(|c| c.event == AqmEvent::AverageQueue));
+    // The average rises while the queue grows (one arrival in two finds it longer).
+    assert!(r.last().unwrap().value > r[0].value);
 }
