@@ -126,6 +126,13 @@ validate-linkmgr: setup
 validate-ns3: setup
 	$(PY) bench/validate_ns3.py
 
+# farlink's queue disciplines beside ns-3's traffic-control queue discs (issue 29): reads
+# bench/ns3/results/ns3_aqm.json (make ns3-aqm), runs farlink's simulator on the same cells
+# (seconds) and writes its section of docs/validation.md.
+.PHONY: validate-aqm-ns3
+validate-aqm-ns3: setup
+	$(PY) bench/validate_aqm_ns3.py
+
 # farlink's own senders on the wire to the kernel's receiver: every controller through
 # stpd-wireless (p = 0, 1e-2) and iridium-4, and farlink reno/cubic/bbr beside the kernel's;
 # writes the tables of docs/wire.md. Needs root (namespaces, TUN). WIRE_ARGS="--size 1MB" etc.
@@ -205,6 +212,13 @@ ns3-traffic: $(NS3_STAMP)
 # of `make ns3-traffic`: writes its section of docs/validation.md. VALIDATE_TRAFFIC_ARGS="--seeds 5".
 validate-traffic-ns3: setup
 	nice -n 10 $(PY) bench/validate_traffic_ns3.py $(VALIDATE_TRAFFIC_ARGS)
+
+# ns-3's RED, CoDel, FQ-CoDel, PIE and FIFO queue discs at the AQM dumbbell's bottleneck, one
+# and four CUBIC flows, ECN off and on: 18 runs of 40 s, one at a time (bench/ns3/README.md);
+# writes bench/ns3/results/ns3_aqm.json. About 3 minutes of CPU (12 on the shared 2-core machine).
+.PHONY: ns3-aqm
+ns3-aqm: $(NS3_STAMP)
+	nice -n 10 $(NS3_PY) bench/ns3/aqm.py --grid --jobs 1 $(NS3_AQM_ARGS)
 
 # Fuzzing of the scenario parser, the TCP receiver's segment handling and the unit parsers
 # (fuzz/README.md): cargo-fuzz with a nightly toolchain, each target for FUZZ_SECONDS, one job.

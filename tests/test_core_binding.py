@@ -19,6 +19,7 @@ import pytest
 from farlink import _core
 
 U64, U32, U8, BOOL = np.dtype(np.uint64), np.dtype(np.uint32), np.dtype(np.uint8), np.dtype(bool)
+F64 = np.dtype(np.float64)
 
 # Every table and column of the traces, with the dtype the core hands over.
 TRACE_DTYPES: dict[str, dict[str, np.dtype[Any]]] = {
@@ -47,6 +48,15 @@ TRACE_DTYPES: dict[str, dict[str, np.dtype[Any]]] = {
     "goodput": {"time_ns": U64, "flow": U32, "delivered_bytes": U64},
     "member_state": {"time_ns": U64, "link": U32, "member": U32, "state": U8},
     "capacity": {"time_ns": U64, "link": U32, "members_up": U32, "capacity_bps": U64},
+    "queue_delay": {"time_ns": U64, "link": U32, "forward": BOOL, "sojourn_ns": U64},
+    "aqm": {
+        "time_ns": U64,
+        "link": U32,
+        "forward": BOOL,
+        "queue": U32,
+        "event": U8,
+        "value": F64,
+    },
 }
 
 PCAP_MAGIC_NANOS_LE = bytes.fromhex("4d3cb2a1")
@@ -76,7 +86,13 @@ def chain(*, loss_p: float = 0.02, traces: bool = True, pcap: bool = True) -> di
         ],
     }
     if traces:
-        scenario["trace"] = {"all": True, "goodput_interval": "500ms"}
+        # all = true leaves queue_delay and aqm off: they are asked for by name
+        scenario["trace"] = {
+            "all": True,
+            "queue_delay": True,
+            "aqm": True,
+            "goodput_interval": "500ms",
+        }
     if pcap:
         scenario["pcap"] = ["R-D"]
     return scenario
@@ -149,6 +165,9 @@ def test_traces_are_numpy_columns_of_native_dtypes(chain_result: dict[str, Any])
         assert len(lengths) == 1, f"{table}: columns of different lengths {lengths}"
         if table in ("member_state", "capacity"):
             assert lengths.pop() == 0, f"{table}: the chain has no bundle link"
+            continue
+        if table == "aqm":
+            assert lengths.pop() == 0, "the chain's queues are drop-tail: no AQM state"
             continue
         assert lengths.pop() > 0, f"{table} is switched on and should have rows"
     # Values are what the core recorded: times in order, flow ids index "flows".

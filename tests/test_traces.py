@@ -10,7 +10,7 @@ import pytest
 
 import farlink
 from farlink.cli.app import main
-from farlink.results.traces import TRACE_NAMES, TraceNotRecorded, switched_on
+from farlink.results.traces import NOT_IN_ALL, TRACE_NAMES, TraceNotRecorded, switched_on
 
 DOC = Path(__file__).parents[1] / "docs" / "traces.md"
 
@@ -50,6 +50,14 @@ def test_a_trace_not_switched_on_says_how_to_switch_it_on():
     assert len(result.trace("goodput")["time_ns"]) > 0
 
 
+def test_all_leaves_the_queue_delay_and_aqm_traces_off_and_says_how_to_ask(everything):
+    # The presets' `all = true` runs record what they did before these tables existed.
+    assert set(everything.recorded_traces()) == set(TRACE_NAMES) - set(NOT_IN_ALL)
+    with pytest.raises(TraceNotRecorded, match=r"trace.queue_delay=true") as err:
+        everything.trace("queue_delay")
+    assert "all = true" not in str(err.value)
+
+
 def test_a_trace_switched_on_but_empty_is_returned(everything):
     result = farlink.simulate(
         "stpd-wireless", duration="1s", sets=["trace={drops=true}", "links[1].fwd.loss.p=0"]
@@ -63,8 +71,10 @@ def test_a_trace_switched_on_but_empty_is_returned(everything):
     [
         (None, set()),
         ({}, set()),
-        ({"all": True}, set(TRACE_NAMES)),
-        ({"all": True, "cwnd": False}, set(TRACE_NAMES) - {"cwnd"}),
+        ({"all": True}, set(TRACE_NAMES) - set(NOT_IN_ALL)),
+        ({"all": True, "cwnd": False}, set(TRACE_NAMES) - set(NOT_IN_ALL) - {"cwnd"}),
+        ({"all": True, "queue_delay": True}, set(TRACE_NAMES) - {"aqm"}),
+        ({"aqm": True}, {"aqm"}),
         ({"rtt": True}, {"rtt"}),
         ("yes", set()),
     ],

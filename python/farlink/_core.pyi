@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 import numpy.typing as npt
 
 __all__ = [
+    "AQM_EVENT_NAMES",
     "DERIVED_FIELDS",
     "LINUX_MODELS",
     "MEMBER_STATE_NAMES",
@@ -62,6 +63,10 @@ TCP_PROFILES: dict[str, TcpProfile]
 MEMBER_STATE_NAMES: tuple[str, ...]
 """The ``member_state`` trace's state names, indexed by its ``state`` code (the core's
 ``MemberState::NAMES``)."""
+
+AQM_EVENT_NAMES: tuple[str, ...]
+"""The ``aqm`` trace's event names, indexed by its ``event`` code (the core's
+``AqmEvent::NAMES``)."""
 
 def build_info() -> tuple[str, str]:
     """The core's version and its build profile (``"release"`` or ``"debug"``)."""
@@ -143,6 +148,11 @@ class RunOutput(TypedDict):
       index into :data:`MEMBER_STATE_NAMES`), one row per state change of a bundle member;
     - ``capacity``: ``time_ns`` u64, ``link`` u32, ``members_up`` u32, ``capacity_bps`` u64,
       whenever the members a bundle may use change.
+    - ``queue_delay``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``sojourn_ns`` u64, one
+      row per packet leaving a link direction's queue (its wait there).
+    - ``aqm``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``queue`` u32, ``event`` u8 (an
+      index into :data:`AQM_EVENT_NAMES`), ``value`` f64, one row per change of a queue
+      discipline's control state.
 
     ``flow`` indexes ``flows``, ``link`` indexes ``links``; ``forward`` is the link's
     ``a -> b`` direction. Semantics in ``crates/farlink-core/src/trace.rs``."""

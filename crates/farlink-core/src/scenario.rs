@@ -138,7 +138,8 @@
 //!     | {"kind": "telnet", "mean_interval": "1s" | "mean_interval_s",
 //!        "message": "40B" | "message_bytes": 40 (default 1)}
 //! TRACE = {"all", "cwnd", "seq", "ack", "rtt", "rto", "queue", "drops", "goodput",
-//!          "member_state", "capacity": bool, "goodput_interval": "100ms" | "goodput_interval_s"}
+//!          "member_state", "capacity": bool, "goodput_interval": "100ms" | "goodput_interval_s",
+//!          "queue_delay", "aqm": bool (not switched on by "all")}
 //! ```
 //!
 //! # Choices

@@ -83,6 +83,36 @@ pub struct QueueTrace {
     pub bytes: Vec<u64>,
 }
 
+/// Every packet leaving a link direction's queue for the serializer, with its wait there: the
+/// time between joining the queue and leaving it (zero for a packet that found the serializer
+/// idle), for every queue discipline.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QueueDelayTrace {
+    pub time_ns: Vec<u64>,
+    pub link: Vec<u32>,
+    pub forward: Vec<bool>,
+    pub sojourn_ns: Vec<u64>,
+}
+
+/// Names of the events of [`AqmTrace::event`], by code ([`crate::links::queue::AqmEvent`]).
+pub const AQM_EVENT_NAMES: [&str; 4] = crate::links::queue::AqmEvent::NAMES;
+
+/// Every change of a link direction's AQM control state: CoDel's dropping state entered and
+/// left (and each of FQ-CoDel's flow queues'), PIE's drop probability at an update that changed
+/// it, RED's average queue at an arrival that changed it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AqmTrace {
+    pub time_ns: Vec<u64>,
+    pub link: Vec<u32>,
+    pub forward: Vec<bool>,
+    /// FQ-CoDel's flow queue; 0 for the single-queue disciplines.
+    pub queue: Vec<u32>,
+    /// A code of [`AQM_EVENT_NAMES`].
+    pub event: Vec<u8>,
+    /// CoDel's drop count, PIE's drop probability, or RED's average queue in packets.
+    pub value: Vec<f64>,
+}
+
 /// Every packet dropped, with where, whose and why.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DropTrace {
@@ -139,7 +169,7 @@ pub struct CapacityTrace {
 }
 
 /// All traces of a run; those switched off are empty.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Traces {
     pub cwnd: CwndTrace,
     pub seq: SeqTrace,
@@ -151,6 +181,8 @@ pub struct Traces {
     pub goodput: GoodputTrace,
     pub member_state: MemberStateTrace,
     pub capacity: CapacityTrace,
+    pub queue_delay: QueueDelayTrace,
+    pub aqm: AqmTrace,
 }
 
 /// Heap bytes a column holds (its capacity, not its length: what the allocator gave).
@@ -238,6 +270,20 @@ macro_rules! each_column {
                 link,
                 members_up,
                 capacity_bps
+            },
+            queue_delay {
+                time_ns,
+                link,
+                forward,
+                sojourn_ns
+            },
+            aqm {
+                time_ns,
+                link,
+                forward,
+                queue,
+                event,
+                value
             },
         )
     };
@@ -376,6 +422,28 @@ impl QueueTrace {
         self.forward.push(forward);
         self.pkts.push(pkts);
         self.bytes.push(bytes);
+    }
+}
+
+impl QueueDelayTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, at: SimTime, link: u32, forward: bool, sojourn_ns: u64) {
+        self.time_ns.push(at.as_nanos());
+        self.link.push(link);
+        self.forward.push(forward);
+        self.sojourn_ns.push(sojourn_ns);
+    }
+}
+
+impl AqmTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, link: u32, forward: bool, c: &crate::links::queue::AqmChange) {
+        self.time_ns.push(c.at.as_nanos());
+        self.link.push(link);
+        self.forward.push(forward);
+        self.queue.push(c.queue);
+        self.event.push(c.event as u8);
+        self.value.push(c.value);
     }
 }
 

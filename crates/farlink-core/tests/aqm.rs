@@ -3,11 +3,10 @@
 //! it (hundreds of ms of queue), CoDel holds the standing queue near its 5 ms target at full
 //! goodput; FQ-CoDel shares the bottleneck between flows of different round trips.
 //!
-//! The queue delay is read from the sender's RTT samples: a sample less the smallest one
-//! seen is the time the segment and its ACK waited in queues, and only the bottleneck's
-//! queue builds here.
+//! The queue delay is the bottleneck queue's own: the `queue_delay` trace's sojourn of each
+//! packet leaving it (the time between its arrival and the start of its serialization).
 
-use farlink_core::links::queue::Discipline;
+use farlink_core::links::queue::{AqmEvent, Discipline};
 use farlink_core::RunResult;
 use serde_json::{json, Value};
 
@@ -38,7 +37,7 @@ fn bottleneck(discipline: &str, aqm: Value, access_delays_ms: &[u64], tcp: Value
         links[0].as_object_mut().unwrap().remove("aqm");
     }
     json!({"duration": "40s", "seed": 1, "nodes": nodes, "links": links, "flows": flows,
-           "trace": {"rtt": true, "ack": true}})
+           "trace": {"ack": true, "queue_delay": true, "aqm": true}})
 }
 
 const MSS_BYTES: u64 = 1448;
@@ -47,17 +46,13 @@ fn tcp() -> Value {
     json!({"cc": "cubic", "mss_bytes": MSS_BYTES, "receive_buffer": "8MiB"})
 }
 
-/// The median and the 95th percentile of the queueing delay (RTT sample less the smallest
-/// one) after the first 10 s, in ms.
+/// The median and the 95th percentile of the bottleneck's queue delay (link 0 forward: the
+/// data's direction) over the packets leaving it after the first 10 s, in ms.
 fn queue_delay_ms(r: &RunResult) -> (f64, f64) {
-    let t = &r.traces.rtt;
-    let base = *t.rtt_ns.iter().min().unwrap();
-    let mut q: Vec<u64> = t
-        .time_ns
-        .iter()
-        .zip(&t.rtt_ns)
-        .filter(|(at, _)| **at > WARM_NS)
-        .map(|(_, rtt)| rtt - base)
+    let t = &r.traces.queue_delay;
+    let mut q: Vec<u64> = (0..t.time_ns.len())
+        .filter(|&i| t.link[i] == 0 && t.forward[i] && t.time_ns[i] > WARM_NS)
+        .map(|i| t.sojourn_ns[i])
         .collect();
     q.sort_unstable();
     let pick = |f: f64| q[((q.len() - 1) as f64 * f) as usize] as f64 / 1e6;
@@ -122,6 +117,22 @@ fn codel_holds_the_standing_queue_near_target_where_droptail_fills_the_buffer() 
     assert!(drops(&codel, "aqm") > 0);
     assert_eq!(drops(&codel, "queue_overflow"), 0);
     assert_eq!(drops(&tail, "aqm"), 0);
+    // The aqm trace: CoDel's dropping state entered and left on the bottleneck, alternately,
+    // each entry at a count of at least 1; drop-tail has no state to trace.
+    let a = &codel.traces.aqm;
+    let events: Vec<u8> = (0..a.time_ns.len())
+        .filter(|&i| a.link[i] == 0 && a.forward[i])
+        .map(|i| a.event[i])
+        .collect();
+    let (entered, left) = (
+        AqmEvent::DroppingEntered as u8,
+        AqmEvent::DroppingLeft as u8,
+    );
+    assert_eq!(events.first(), Some(&entered), "{events:?}");
+    assert!(events.contains(&left), "{events:?}");
+    assert!(events.windows(2).all(|w| w[0] != w[1]), "{events:?}");
+    assert!((0..a.value.len()).all(|i| a.value[i] >= 1.0));
+    assert_eq!(tail.traces.aqm.time_ns.len(), 0);
 }
 
 #[test]

@@ -21,8 +21,8 @@ mod emulate;
 mod linkmgr;
 
 use farlink_core::trace::{
-    AckTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace, QueueTrace,
-    RtoTrace, RttTrace, SeqTrace, Traces,
+    AckTrace, AqmTrace, CapacityTrace, CwndTrace, DropTrace, GoodputTrace, MemberStateTrace,
+    QueueDelayTrace, QueueTrace, RtoTrace, RttTrace, SeqTrace, Traces,
 };
 use farlink_core::world::{self, Budget, Progress, RunControl, RunError, RunResult, TraceSink};
 use numpy::IntoPyArray;
@@ -263,6 +263,8 @@ fn traces_to_py(py: Python<'_>, traces: Traces) -> PyResult<Bound<'_, PyDict>> {
         goodput: GoodputTrace { time_ns, flow, delivered_bytes },
         member_state: MemberStateTrace { time_ns, link, member, state },
         capacity: CapacityTrace { time_ns, link, members_up, capacity_bps },
+        queue_delay: QueueDelayTrace { time_ns, link, forward, sojourn_ns },
+        aqm: AqmTrace { time_ns, link, forward, queue, event, value },
     ))
 }
 
@@ -562,6 +564,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "MEMBER_STATE_NAMES",
         PyTuple::new(py, farlink_core::trace::MEMBER_STATE_NAMES)?,
+    )?;
+    // The `aqm` trace's event codes by name, likewise.
+    m.add(
+        "AQM_EVENT_NAMES",
+        PyTuple::new(py, farlink_core::trace::AQM_EVENT_NAMES)?,
     )?;
     // The controllers that model a Linux module, (module, controller), so that
     // `farlink.linux_tcp` reads the pairs from here only.

@@ -70,7 +70,7 @@
 //! full bucket; both capped at 65,536). They grow only if that is ever exceeded, and never
 //! shrink, so the steady state allocates nothing.
 
-use super::queue::{DropTail, Queue, Verdict};
+use super::queue::{AqmChange, DropTail, Queue, Verdict};
 use crate::error::ConfigError;
 use crate::links::schedule::Timed;
 use crate::loss::{LossModel, NoLoss};
@@ -321,6 +321,15 @@ pub struct Departure {
     pub pkt: Packet,
 }
 
+/// A packet leaving the queue for the serializer at `at` after waiting `sojourn` (zero for a
+/// packet that found the serializer idle). Recorded only while the queue log is on
+/// ([`Link::set_queue_log`]), for the `queue_delay` trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sojourn {
+    pub at: SimTime,
+    pub sojourn: SimDuration,
+}
+
 /// Counters of a link since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {
@@ -385,6 +394,9 @@ pub struct Link<L: LossModel = NoLoss> {
     /// Serialization starts not yet taken by [`Link::pop_departure`]; `None` while the log is
     /// off, so an untapped link pays one branch per packet.
     departures: Option<VecDeque<Departure>>,
+    /// Every packet's wait in the queue, not yet taken by [`Link::pop_sojourn`]; `None` while
+    /// the queue log is off, so that the link pays one branch per packet for it.
+    sojourns: Option<VecDeque<Sojourn>>,
     /// A schedule or a mahimahi trace ([`crate::links::schedule`]); `None` for a fixed link,
     /// which then pays one branch per packet for it.
     timed: Option<Box<Timed>>,
@@ -444,6 +456,7 @@ impl<L: LossModel> Link<L> {
             stats: LinkStats::default(),
             last_now: SimTime::ZERO,
             departures: None,
+            sojourns: None,
             timed: None,
         })
     }
@@ -544,6 +557,9 @@ impl<L: LossModel> Link<L> {
         }
         if self.in_service.is_none() {
             debug_assert!(self.queue.len_pkts() == 0);
+            if self.sojourns.is_some() {
+                self.log_sojourn(now, now);
+            }
             self.start(now, pkt, false);
             return Ok(());
         }
@@ -654,6 +670,39 @@ impl<L: LossModel> Link<L> {
         log.pop_front()
     }
 
+    /// Turns the queue's logs on or off, before the first packet: `sojourns`, every packet's
+    /// wait in the queue ([`Link::pop_sojourn`]); `changes`, the discipline's control-state
+    /// changes ([`Link::pop_aqm_change`]). Take them after each `offer` and `poll` so that
+    /// the logs stay short.
+    pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
+        self.sojourns = sojourns.then(|| VecDeque::with_capacity(16));
+        self.queue.set_log(sojourns, changes);
+    }
+
+    /// Logs a packet leaving the queue at `at`, having joined it at `since`.
+    #[cold]
+    #[inline(never)]
+    fn log_sojourn(&mut self, at: SimTime, since: SimTime) {
+        if let Some(log) = &mut self.sojourns {
+            log.push_back(Sojourn {
+                at,
+                sojourn: at.saturating_since(since),
+            });
+        }
+    }
+
+    /// The oldest wait in the queue not yet taken, while the queue log is on.
+    #[inline]
+    pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
+        self.sojourns.as_mut()?.pop_front()
+    }
+
+    /// The oldest change of the queue discipline's control state not yet taken.
+    #[inline]
+    pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
+        self.queue.pop_change()
+    }
+
     /// Records `now`, which must not go back in time.
     fn observe(&mut self, now: SimTime) -> SimTime {
         debug_assert!(
@@ -702,6 +751,9 @@ impl<L: LossModel> Link<L> {
             if let Some(next) = self.queue.dequeue(done, &mut self.evicted) {
                 self.stats.queue_changes += 1;
                 self.stats.ce_marked_pkts += u64::from(next.marked);
+                if self.sojourns.is_some() {
+                    self.log_sojourn(done, next.enqueued_at.unwrap_or(done));
+                }
                 self.start(done, next.pkt, true);
             }
         }

@@ -1,8 +1,9 @@
 //! [`LinkDir`]: one direction of a link, whichever kind it is, behind one interface.
 
 use crate::links::link::{drop_cause_code, N_DROP_CAUSES};
-use crate::links::link::{Departure, DropCause, Link, LinkEvent, LinkStats, Packet};
+use crate::links::link::{Departure, DropCause, Link, LinkEvent, LinkStats, Packet, Sojourn};
 use crate::links::mlppp::BundleDir;
+use crate::links::queue::AqmChange;
 use crate::links::rlp::{RlpLink, SharedChannel};
 use crate::loss::AnyLoss;
 use crate::time::SimTime;
@@ -134,6 +135,30 @@ impl LinkDir {
             LinkDir::Link(l) => l.pop_departure(),
             LinkDir::Bundle(b) => b.pop_departure(),
             LinkDir::Rlp(r) => r.pop_departure(),
+        }
+    }
+
+    /// Whether packets' waits in the queue and the discipline's state changes are logged
+    /// (a plain link's queue; a bundle's and a radio hop's are not traced yet).
+    pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
+        if let LinkDir::Link(l) = self {
+            l.set_queue_log(sojourns, changes);
+        }
+    }
+
+    #[inline]
+    pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
+        match self {
+            LinkDir::Link(l) => l.pop_sojourn(),
+            LinkDir::Bundle(_) | LinkDir::Rlp(_) => None,
+        }
+    }
+
+    #[inline]
+    pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
+        match self {
+            LinkDir::Link(l) => l.pop_aqm_change(),
+            LinkDir::Bundle(_) | LinkDir::Rlp(_) => None,
         }
     }
 

@@ -623,6 +623,8 @@ pub(super) struct RawTrace {
     pub(super) goodput: Option<bool>,
     pub(super) member_state: Option<bool>,
     pub(super) capacity: Option<bool>,
+    pub(super) queue_delay: Option<bool>,
+    pub(super) aqm: Option<bool>,
     pub(super) goodput_interval: Option<UnitText<Duration>>,
     pub(super) goodput_interval_s: Option<Bare>,
 }

@@ -379,7 +379,16 @@ pub struct RTrace {
     pub goodput: bool,
     pub member_state: bool,
     pub capacity: bool,
+    /// Written only when on, so that a resolved scenario without them reads as before.
+    #[serde(skip_serializing_if = "is_false")]
+    pub queue_delay: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub aqm: bool,
     pub goodput_interval_s: f64,
+}
+
+fn is_false(on: &bool) -> bool {
+    !*on
 }
 
 fn secs(d: SimDuration) -> f64 {
@@ -430,6 +439,8 @@ impl Resolved {
                 goodput: t.goodput,
                 member_state: t.member_state,
                 capacity: t.capacity,
+                queue_delay: t.queue_delay,
+                aqm: t.aqm,
                 goodput_interval_s: secs(t.goodput_interval),
             },
             pcap: s.pcap.iter().map(|t| tap_value(s, t)).collect(),

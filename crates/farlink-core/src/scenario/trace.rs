@@ -24,6 +24,11 @@ pub struct TraceConfig {
     pub member_state: bool,
     /// Bundle capacity (members MLPPP may use) over time.
     pub capacity: bool,
+    /// Every packet's wait in a link direction's queue; not switched on by `all` (see
+    /// [`trace_config`]).
+    pub queue_delay: bool,
+    /// The queue disciplines' control-state changes; not switched on by `all`.
+    pub aqm: bool,
     pub goodput_interval: SimDuration,
 }
 
@@ -40,6 +45,8 @@ impl Default for TraceConfig {
             goodput: false,
             member_state: false,
             capacity: false,
+            queue_delay: false,
+            aqm: false,
             goodput_interval: DEFAULT_GOODPUT_INTERVAL,
         }
     }
@@ -59,11 +66,16 @@ impl TraceConfig {
             goodput: true,
             member_state: true,
             capacity: true,
+            queue_delay: true,
+            aqm: true,
             goodput_interval: DEFAULT_GOODPUT_INTERVAL,
         }
     }
 }
 
+/// The `trace` table. `all` is the default of every switch but `queue_delay` and `aqm`, which
+/// are asked for by name: a row per packet and hop (or per AQM state change), and the presets'
+/// `all = true` runs stay as they were before these traces existed.
 pub(super) fn trace_config(t: &RawTrace) -> Result<TraceConfig, ScenarioError> {
     let all = t.all.unwrap_or(false);
     let goodput_interval = opt_duration(
@@ -84,6 +96,8 @@ pub(super) fn trace_config(t: &RawTrace) -> Result<TraceConfig, ScenarioError> {
         goodput: t.goodput.unwrap_or(all),
         member_state: t.member_state.unwrap_or(all),
         capacity: t.capacity.unwrap_or(all),
+        queue_delay: t.queue_delay.unwrap_or(false),
+        aqm: t.aqm.unwrap_or(false),
         goodput_interval,
     })
 }

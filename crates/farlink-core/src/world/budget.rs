@@ -191,7 +191,13 @@ pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> 
         .iter()
         .filter(|&&on| on)
         .count() as f64;
-    let per_hop_rows = if tr.queue { 4.0 } else { 0.0 };
+    // The queue trace: a change at each enqueue and dequeue, data and ACK; queue_delay: a
+    // row as each leaves the queue; aqm: at most one per arrival (RED's average).
+    let per_hop_rows = [(tr.queue, 4.0), (tr.queue_delay, 2.0), (tr.aqm, 2.0)]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, rows)| rows)
+        .sum::<f64>();
     for flow in sc.flows() {
         let (packets, active_s, messages) = data_packets(sc, flow, duration_s);
         events += messages;
@@ -247,6 +253,8 @@ pub fn estimate_with(sc: &Scenario, streamed: bool, captures_streamed: bool) -> 
             tr.goodput,
             tr.member_state,
             tr.capacity,
+            tr.queue_delay,
+            tr.aqm,
         ]
         .iter()
         .filter(|&&on| on)

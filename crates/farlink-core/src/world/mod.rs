@@ -428,6 +428,8 @@ struct World<'s> {
     exchanges: Vec<traffic::ExchangeRt>,
     slab: Slab,
     tr: TraceConfig,
+    /// `queue_delay` or `aqm` is on: the links' queue logs are read (one test per touch).
+    queue_log: bool,
     traces: Traces,
     taps: Vec<TapRecord>,
     /// Packets put on a first link, reaching their endpoint, dropped (by cause code).
@@ -497,6 +499,7 @@ impl<'s> World<'s> {
                 let depart_taps = taps_where(Tap::sees_departure);
                 let arrive_taps = taps_where(Tap::sees_arrival);
                 link.set_departure_log(!depart_taps.is_empty());
+                link.set_queue_log(sc.trace().queue_delay, sc.trace().aqm);
                 Dir {
                     link,
                     timer: Timer::default(),
@@ -592,6 +595,7 @@ impl<'s> World<'s> {
             exchanges,
             slab: Slab::default(),
             tr: *sc.trace(),
+            queue_log: sc.trace().queue_delay || sc.trace().aqm,
             traces: Traces::default(),
             taps: Vec::new(),
             injected: 0,
@@ -1190,9 +1194,12 @@ impl<'s> World<'s> {
         }
     }
 
-    /// Queue trace and wake-up of link direction `d` after anything touched it.
+    /// Queue traces and wake-up of link direction `d` after anything touched it.
     fn after_link(&mut self, d: usize) {
         let now = self.now;
+        if self.queue_log {
+            self.take_queue_log(d);
+        }
         let dir = &mut self.dirs[d];
         if self.tr.queue {
             let q = (dir.link.queue_len_pkts() as u32, dir.link.queue_len_bytes());
@@ -1207,6 +1214,21 @@ impl<'s> World<'s> {
             .arm(dir.link.next_wakeup(), now, &mut self.queue, |gen| {
                 Event::Link { dir: d as u32, gen }
             });
+    }
+
+    /// The `queue_delay` and `aqm` rows link direction `d` logged, each at its own instant
+    /// (a dequeue at the end of a serialization may be earlier than now).
+    fn take_queue_log(&mut self, d: usize) {
+        let dir = &mut self.dirs[d];
+        while let Some(s) = dir.link.pop_sojourn() {
+            let sojourn_ns = s.sojourn.as_nanos();
+            self.traces
+                .queue_delay
+                .push(s.at, dir.link_index, dir.forward, sojourn_ns);
+        }
+        while let Some(c) = dir.link.pop_aqm_change() {
+            self.traces.aqm.push(dir.link_index, dir.forward, &c);
+        }
     }
 
     fn take_departures(&mut self, d: usize) {

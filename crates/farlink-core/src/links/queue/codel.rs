@@ -8,7 +8,7 @@
 //! dropped is marked CE and sent instead, and the drop schedule advances as for a drop (as
 //! Linux's `codel_dequeue` does; RFC 8289 section 5 leaves marking to the implementation).
 
-use super::{dropped, fits, signal, Dequeued, TimedFifo, Verdict};
+use super::{dropped, fits, signal, AqmEvent, Dequeued, StateLog, TimedFifo, Verdict};
 use crate::links::link::{DropCause, LinkEvent, Packet, QueueLimit};
 use crate::time::{SimDuration, SimTime};
 use std::collections::VecDeque;
@@ -53,9 +53,11 @@ pub(crate) struct CoDelState {
     max_packet_bytes: u64,
 }
 
-/// The head of a queue and whether CoDel may drop it (RFC 8289 section 5.5, `dodequeue_result`).
+/// The head of a queue and whether CoDel may drop it (RFC 8289 section 5.5, `dodequeue_result`),
+/// with the instant it joined the queue.
 struct Head {
     pkt: Option<Packet>,
+    since: SimTime,
     ok_to_drop: bool,
 }
 
@@ -78,6 +80,26 @@ impl CoDelState {
         self.dropping
     }
 
+    /// Logs the dropping state's change, if it changed from `was_dropping` in a dequeue at
+    /// `now` (one dequeue enters or leaves it at most once), for queue `queue`.
+    #[inline]
+    pub(crate) fn log_change(
+        &self,
+        was_dropping: bool,
+        now: SimTime,
+        queue: u32,
+        log: &mut StateLog,
+    ) {
+        if self.dropping != was_dropping {
+            let event = if self.dropping {
+                AqmEvent::DroppingEntered
+            } else {
+                AqmEvent::DroppingLeft
+            };
+            log.push(now, queue, event, f64::from(self.count));
+        }
+    }
+
     /// Section 5.5, `dodequeue`: takes the head and says whether its sojourn has been above
     /// target for an interval.
     fn do_dequeue(&mut self, now: SimTime, p: &CoDelParams, q: &mut TimedFifo) -> Head {
@@ -85,6 +107,7 @@ impl CoDelState {
             self.first_above_time = None;
             return Head {
                 pkt: None,
+                since: now,
                 ok_to_drop: false,
             };
         };
@@ -102,6 +125,7 @@ impl CoDelState {
         }
         Head {
             pkt: Some(pkt),
+            since,
             ok_to_drop,
         }
     }
@@ -126,7 +150,11 @@ impl CoDelState {
                 self.count += 1;
                 if p.ecn && signal(&mut pkt) {
                     self.drop_next = control_law(self.drop_next, p.interval, self.count);
-                    return Some(Dequeued { pkt, marked: true });
+                    return Some(Dequeued {
+                        pkt,
+                        marked: true,
+                        enqueued_at: Some(r.since),
+                    });
                 }
                 evicted.push_back(dropped(now, pkt, DropCause::Aqm));
                 r = self.do_dequeue(now, p, q);
@@ -160,9 +188,17 @@ impl CoDelState {
             }
             self.drop_next = control_law(now, p.interval, self.count);
             self.last_count = self.count;
-            return r.pkt.map(|pkt| Dequeued { pkt, marked });
+            return r.pkt.map(|pkt| Dequeued {
+                pkt,
+                marked,
+                enqueued_at: Some(r.since),
+            });
         }
-        r.pkt.map(|pkt| Dequeued { pkt, marked: false })
+        r.pkt.map(|pkt| Dequeued {
+            pkt,
+            marked: false,
+            enqueued_at: Some(r.since),
+        })
     }
 }
 
@@ -173,6 +209,7 @@ pub struct CoDel {
     limit: QueueLimit,
     pub(crate) fifo: TimedFifo,
     state: CoDelState,
+    pub(crate) log: StateLog,
 }
 
 impl CoDel {
@@ -182,6 +219,7 @@ impl CoDel {
             limit,
             fifo: TimedFifo::default(),
             state: CoDelState::default(),
+            log: StateLog::default(),
         }
     }
 
@@ -197,8 +235,14 @@ impl CoDel {
     }
 
     pub fn dequeue(&mut self, now: SimTime, evicted: &mut VecDeque<LinkEvent>) -> Option<Dequeued> {
-        self.state
-            .dequeue(now, &self.params, &mut self.fifo, evicted)
+        let was_dropping = self.state.dropping;
+        let out = self
+            .state
+            .dequeue(now, &self.params, &mut self.fifo, evicted);
+        if self.log.is_on() {
+            self.state.log_change(was_dropping, now, 0, &mut self.log);
+        }
+        out
     }
 
     /// Whether CoDel is in its dropping state.

@@ -8,7 +8,7 @@
 //! flows than queues.
 
 use super::codel::{CoDelParams, CoDelState};
-use super::{dropped, fits, Dequeued, TimedFifo, Verdict};
+use super::{dropped, fits, Dequeued, StateLog, TimedFifo, Verdict};
 use crate::links::link::{DropCause, LinkEvent, Packet, QueueLimit};
 use crate::time::SimTime;
 use std::collections::VecDeque;
@@ -59,6 +59,8 @@ pub struct FqCoDel {
     old_flows: VecDeque<usize>,
     pkts: usize,
     bytes: u64,
+    /// Each flow queue's CoDel dropping state, entered and left.
+    pub(crate) log: StateLog,
 }
 
 impl FqCoDel {
@@ -71,6 +73,7 @@ impl FqCoDel {
             old_flows: VecDeque::new(),
             pkts: 0,
             bytes: 0,
+            log: StateLog::default(),
         }
     }
 
@@ -183,9 +186,14 @@ impl FqCoDel {
                 continue;
             }
             let before = (q.fifo.len_pkts(), q.fifo.len_bytes());
+            let was_dropping = q.codel.dropping();
             let out = q
                 .codel
                 .dequeue(now, &self.params.codel, &mut q.fifo, evicted);
+            if self.log.is_on() {
+                q.codel
+                    .log_change(was_dropping, now, i as u32, &mut self.log);
+            }
             let after = (q.fifo.len_pkts(), q.fifo.len_bytes());
             self.pkts -= before.0 - after.0;
             self.bytes -= before.1 - after.1;

@@ -62,6 +62,77 @@ pub enum Verdict {
 pub struct Dequeued {
     pub pkt: Packet,
     pub marked: bool,
+    /// When it joined the queue: every discipline that timestamps its packets says it;
+    /// drop-tail only while its log is on ([`Queue::set_log`]).
+    pub enqueued_at: Option<SimTime>,
+}
+
+/// What a change of a discipline's control state was ([`AqmChange::event`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AqmEvent {
+    /// CoDel (or one of FQ-CoDel's flow queues) entered its dropping state; the value is its
+    /// drop count then.
+    DroppingEntered = 0,
+    /// CoDel left its dropping state; the value is its drop count then.
+    DroppingLeft = 1,
+    /// PIE's drop probability after a periodic update that changed it.
+    DropProbability = 2,
+    /// RED's average queue length, in packets, after an arrival that changed it.
+    AverageQueue = 3,
+}
+
+impl AqmEvent {
+    /// Names by code, for the `aqm` trace's readers.
+    pub const NAMES: [&'static str; 4] = [
+        "dropping_entered",
+        "dropping_left",
+        "drop_probability",
+        "average_queue",
+    ];
+}
+
+/// A change of a discipline's control state, for the `aqm` trace: when, in which of its
+/// queues (FQ-CoDel's flow queue; 0 for the single-queue disciplines), what, and the value
+/// after it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AqmChange {
+    pub at: SimTime,
+    pub queue: u32,
+    pub event: AqmEvent,
+    pub value: f64,
+}
+
+/// The changes of a discipline's control state not yet taken, kept only while the log is on
+/// (off, the default, it holds nothing and each change costs one branch).
+#[derive(Debug, Default)]
+pub(crate) struct StateLog(Option<VecDeque<AqmChange>>);
+
+impl StateLog {
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    fn set(&mut self, on: bool) {
+        self.0 = on.then(|| VecDeque::with_capacity(16));
+    }
+
+    #[cold]
+    pub(crate) fn push(&mut self, at: SimTime, queue: u32, event: AqmEvent, value: f64) {
+        if let Some(log) = &mut self.0 {
+            log.push_back(AqmChange {
+                at,
+                queue,
+                event,
+                value,
+            });
+        }
+    }
+
+    fn pop(&mut self) -> Option<AqmChange> {
+        self.0.as_mut()?.pop_front()
+    }
 }
 
 /// Which discipline a link direction's queue runs, with its parameters.
@@ -124,7 +195,7 @@ impl Queue {
         evicted: &mut VecDeque<LinkEvent>,
     ) -> Verdict {
         match self {
-            Queue::DropTail(q) => q.enqueue(pkt),
+            Queue::DropTail(q) => q.enqueue(now, pkt),
             Queue::CoDel(q) => q.enqueue(now, pkt),
             Queue::FqCoDel(q) => q.enqueue(now, pkt, evicted),
             Queue::Pie(q) => q.enqueue(now, pkt),
@@ -138,7 +209,11 @@ impl Queue {
     #[inline]
     pub fn dequeue(&mut self, now: SimTime, evicted: &mut VecDeque<LinkEvent>) -> Option<Dequeued> {
         match self {
-            Queue::DropTail(q) => q.dequeue().map(|pkt| Dequeued { pkt, marked: false }),
+            Queue::DropTail(q) => q.dequeue().map(|(pkt, enqueued_at)| Dequeued {
+                pkt,
+                marked: false,
+                enqueued_at,
+            }),
             Queue::CoDel(q) => q.dequeue(now, evicted),
             Queue::FqCoDel(q) => q.dequeue(now, evicted),
             Queue::Pie(q) => q.dequeue(now),
@@ -180,7 +255,7 @@ impl Queue {
     pub fn drain(&mut self, mut take: impl FnMut(Packet)) {
         match self {
             Queue::DropTail(q) => {
-                while let Some(pkt) = q.dequeue() {
+                while let Some((pkt, _)) = q.dequeue() {
                     take(pkt);
                 }
             }
@@ -189,6 +264,32 @@ impl Queue {
             Queue::Pie(q) => q.fifo.drain(take),
             Queue::Red(q) => q.fifo.drain(take),
             Queue::DualPi2(q) => q.drain(take),
+        }
+    }
+
+    /// Turns the queue's logs on or off, before the first packet (off, the default, they cost
+    /// one branch where they would record): `times`, each packet's arrival, so that drop-tail too says when a packet
+    /// it hands over joined ([`Dequeued::enqueued_at`]; the other disciplines keep it anyway);
+    /// `changes`, the discipline's control-state changes, taken by [`Queue::pop_change`].
+    pub fn set_log(&mut self, times: bool, changes: bool) {
+        match self {
+            Queue::DropTail(q) => q.set_times(times),
+            Queue::CoDel(q) => q.log.set(changes),
+            Queue::FqCoDel(q) => q.log.set(changes),
+            Queue::Pie(q) => q.log.set(changes),
+            Queue::Red(q) => q.log.set(changes),
+        }
+    }
+
+    /// The oldest control-state change not yet taken, while the log of changes is on.
+    #[inline]
+    pub fn pop_change(&mut self) -> Option<AqmChange> {
+        match self {
+            Queue::DropTail(_) => None,
+            Queue::CoDel(q) => q.log.pop(),
+            Queue::FqCoDel(q) => q.log.pop(),
+            Queue::Pie(q) => q.log.pop(),
+            Queue::Red(q) => q.log.pop(),
         }
     }
 

@@ -9,7 +9,7 @@
 //! ECN-capable arrival chosen for a drop is marked CE instead while the probability is at most
 //! `mark_ecn_threshold` (10 %), and dropped above it.
 
-use super::{fits, signal, Dequeued, TimedFifo, Verdict};
+use super::{fits, signal, AqmEvent, Dequeued, StateLog, TimedFifo, Verdict};
 use crate::links::link::{DropCause, Packet, QueueLimit};
 use crate::rng::StreamRng;
 use crate::time::{SimDuration, SimTime};
@@ -57,6 +57,8 @@ pub struct Pie {
     next_update: SimTime,
     /// Largest packet seen: section 4.1's "2 * MEAN_PKTSIZE" floor uses it.
     max_packet_bytes: u64,
+    /// The drop probability after each update that changed it.
+    pub(crate) log: StateLog,
 }
 
 /// RFC 8033 section 4.2: the proportional-integral step, scaled down while the probability is
@@ -92,6 +94,7 @@ impl Pie {
             burst_allowance: params.max_burst,
             next_update: SimTime::ZERO + params.tupdate,
             max_packet_bytes: 0,
+            log: StateLog::default(),
         }
     }
 
@@ -103,7 +106,12 @@ impl Pie {
     /// Section 4.2, the periodic update, for every `tupdate` boundary up to `now`.
     fn catch_up(&mut self, now: SimTime) {
         while self.next_update <= now {
+            let before = self.drop_prob;
             self.update();
+            if self.log.is_on() && self.drop_prob != before {
+                let (at, p) = (self.next_update, self.drop_prob);
+                self.log.push(at, 0, AqmEvent::DropProbability, p);
+            }
             self.next_update += self.params.tupdate;
         }
     }
@@ -175,6 +183,10 @@ impl Pie {
             // The queue is empty after this one: no standing delay to act on.
             _ => SimDuration::ZERO,
         };
-        out.map(|(pkt, _)| Dequeued { pkt, marked: false })
+        out.map(|(pkt, since)| Dequeued {
+            pkt,
+            marked: false,
+            enqueued_at: Some(since),
+        })
     }
 }

@@ -15,7 +15,7 @@
 //! section 7); in the forced region (above `max_th`, or 2 `max_th` when gentle) it is dropped,
 //! as ns-3's `UseHardDrop` and Linux's `harddrop` do.
 
-use super::{fits, signal, Dequeued, TimedFifo, Verdict};
+use super::{fits, signal, AqmEvent, Dequeued, StateLog, TimedFifo, Verdict};
 use crate::links::link::{DropCause, Packet, QueueLimit};
 use crate::rng::StreamRng;
 use crate::time::{BitRate, SimDuration, SimTime};
@@ -69,6 +69,8 @@ pub struct Red {
     typical_tx_s: f64,
     max_p: f64,
     next_adapt: SimTime,
+    /// The average after each arrival that changed it.
+    pub(crate) log: StateLog,
 }
 
 /// FJ93 section 4: the average after an arrival that finds `q` packets waiting.
@@ -107,6 +109,7 @@ impl Red {
             typical_tx_s,
             max_p: params.max_p,
             next_adapt: SimTime::ZERO + ADAPT_INTERVAL,
+            log: StateLog::default(),
         }
     }
 
@@ -145,7 +148,11 @@ impl Red {
 
     pub fn enqueue(&mut self, now: SimTime, mut pkt: Packet) -> Verdict {
         self.adapt(now);
+        let before = self.avg;
         self.update_average(now);
+        if self.log.is_on() && self.avg != before {
+            self.log.push(now, 0, AqmEvent::AverageQueue, self.avg);
+        }
         let q = &self.fifo;
         if !fits(self.limit, q.len_pkts(), q.len_bytes(), pkt.size_bytes) {
             return Verdict::Dropped(DropCause::QueueOverflow);
@@ -178,10 +185,14 @@ impl Red {
 
     pub fn dequeue(&mut self, now: SimTime) -> Option<Dequeued> {
         self.adapt(now);
-        let (pkt, _) = self.fifo.pop()?;
+        let (pkt, since) = self.fifo.pop()?;
         if self.fifo.len_pkts() == 0 {
             self.idle_since = Some(now);
         }
-        Some(Dequeued { pkt, marked: false })
+        Some(Dequeued {
+            pkt,
+            marked: false,
+            enqueued_at: Some(since),
+        })
     }
 }
