@@ -95,7 +95,7 @@ pub struct QueueDelayTrace {
 }
 
 /// Names of the events of [`AqmTrace::event`], by code ([`crate::links::queue::AqmEvent`]).
-pub const AQM_EVENT_NAMES: [&str; 4] = crate::links::queue::AqmEvent::NAMES;
+pub const AQM_EVENT_NAMES: [&str; 5] = crate::links::queue::AqmEvent::NAMES;
 
 /// Every change of a link direction's AQM control state: CoDel's dropping state entered and
 /// left (and each of FQ-CoDel's flow queues'), PIE's drop probability at an update that changed

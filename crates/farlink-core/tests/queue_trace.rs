@@ -5,7 +5,7 @@
 
 use farlink_core::link::{Link, LinkConfig, Packet, QueueLimit};
 use farlink_core::links::queue::{
-    AqmEvent, CoDelParams, Discipline, FqCoDelParams, PieParams, Queue, RedParams,
+    AqmEvent, CoDelParams, Discipline, DualPi2Params, FqCoDelParams, PieParams, Queue, RedParams,
 };
 use farlink_core::rng::StreamRng;
 use farlink_core::time::{BitRate, SimDuration, SimTime};
@@ -85,6 +85,7 @@ fn each_wait_is_dequeue_less_enqueue_for_every_discipline() {
         Discipline::FqCoDel(FqCoDelParams::default()),
         Discipline::Pie(PieParams::default()),
         Discipline::Red(RedParams::default()),
+        Discipline::DualPi2(DualPi2Params::default()),
     ] {
         let mut l = link(discipline);
         assert_eq!(
@@ -181,4 +182,14 @@ fn pie_and_red_log_their_probability_and_average() {
     assert!(r.iter().all(|c| c.event == AqmEvent::AverageQueue));
     // The average rises while the queue grows (one arrival in two finds it longer).
     assert!(r.last().unwrap().value > r[0].value);
+    let mut dualpi2 = link(Discipline::DualPi2(DualPi2Params::default()));
+    dualpi2.set_queue_log(false, true);
+    waits(&mut dualpi2, &offers);
+    let d: Vec<_> = std::iter::from_fn(|| dualpi2.pop_aqm_change()).collect();
+    assert!(!d.is_empty());
+    assert!(d.iter().all(|c| c.event == AqmEvent::BaseProbability));
+    // p' on its 16 ms grid, each a change, rising while the Classic queue grows past 15 ms.
+    assert!(d.iter().all(|c| c.at.as_nanos() % 16_000_000 == 0));
+    assert!(d.iter().all(|c| (0.0..=1.0).contains(&c.value)));
+    assert!(d.last().unwrap().value > d[0].value);
 }

@@ -40,7 +40,7 @@
 //! Random decisions draw from the queue's own stream (one uniform per decision), so a seed
 //! gives the same marks and drops on every machine.
 
-use super::{dropped, fits, Dequeued, TimedFifo, Verdict};
+use super::{dropped, fits, AqmEvent, Dequeued, StateLog, TimedFifo, Verdict};
 use crate::links::link::{DropCause, Ecn, LinkEvent, Packet, QueueLimit};
 use crate::rng::StreamRng;
 use crate::time::{SimDuration, SimTime};
@@ -122,6 +122,8 @@ pub struct DualPi2 {
     next_update: SimTime,
     /// p_Cmax = min(1/k^2, 1) (A.1 Figure 2).
     p_c_max: f64,
+    /// The changes of p', for the `aqm` trace.
+    pub(crate) log: StateLog,
 }
 
 impl DualPi2 {
@@ -136,6 +138,7 @@ impl DualPi2 {
             q_old: SimDuration::ZERO,
             next_update: SimTime::ZERO + params.tupdate,
             p_c_max: (1.0 / (params.coupling * params.coupling)).min(1.0),
+            log: StateLog::default(),
         }
     }
 
@@ -167,7 +170,12 @@ impl DualPi2 {
                 .head_since()
                 .map_or(SimDuration::ZERO, |since| at.saturating_since(since));
             let (q_s, q_old_s) = (q.as_secs_f64(), self.q_old.as_secs_f64());
+            let before = self.base_prob;
             self.base_prob = pi2_update(&self.params, self.base_prob, q_s, q_old_s);
+            if self.log.is_on() && self.base_prob != before {
+                self.log
+                    .push(at, 0, AqmEvent::BaseProbability, self.base_prob);
+            }
             self.q_old = q;
             self.next_update += self.params.tupdate;
         }
@@ -249,23 +257,35 @@ impl DualPi2 {
         if mark {
             pkt.ecn = Ecn::Ce;
         }
-        Ok(Dequeued { pkt, marked })
+        Ok(Dequeued {
+            pkt,
+            marked,
+            enqueued_at: Some(since),
+        })
     }
 
     /// The Classic head's fate: sent (marked or not), or dropped (`Err`) with p_C.
     fn dequeue_classic(&mut self, p_c: f64, overload: bool) -> Result<Dequeued, Packet> {
-        let (mut pkt, _) = self
+        let (mut pkt, since) = self
             .classic
             .pop()
             .expect("the scheduler chose a busy queue");
         if p_c > 0.0 && self.rng.uniform() < p_c {
             if self.params.ecn && !overload && pkt.ecn == Ecn::Ect0 {
                 pkt.ecn = Ecn::Ce;
-                return Ok(Dequeued { pkt, marked: true });
+                return Ok(Dequeued {
+                    pkt,
+                    marked: true,
+                    enqueued_at: Some(since),
+                });
             }
             return Err(pkt);
         }
-        Ok(Dequeued { pkt, marked: false })
+        Ok(Dequeued {
+            pkt,
+            marked: false,
+            enqueued_at: Some(since),
+        })
     }
 }
 

@@ -80,15 +80,18 @@ pub enum AqmEvent {
     DropProbability = 2,
     /// RED's average queue length, in packets, after an arrival that changed it.
     AverageQueue = 3,
+    /// DualPI2's base probability p' (RFC 9332 A.1) after a periodic update that changed it.
+    BaseProbability = 4,
 }
 
 impl AqmEvent {
     /// Names by code, for the `aqm` trace's readers.
-    pub const NAMES: [&'static str; 4] = [
+    pub const NAMES: [&'static str; 5] = [
         "dropping_entered",
         "dropping_left",
         "drop_probability",
         "average_queue",
+        "base_probability",
     ];
 }
 
@@ -278,6 +281,7 @@ impl Queue {
             Queue::FqCoDel(q) => q.log.set(changes),
             Queue::Pie(q) => q.log.set(changes),
             Queue::Red(q) => q.log.set(changes),
+            Queue::DualPi2(q) => q.log.set(changes),
         }
     }
 
@@ -290,6 +294,7 @@ impl Queue {
             Queue::FqCoDel(q) => q.log.pop(),
             Queue::Pie(q) => q.log.pop(),
             Queue::Red(q) => q.log.pop(),
+            Queue::DualPi2(q) => q.log.pop(),
         }
     }
 
