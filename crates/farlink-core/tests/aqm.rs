@@ -11,7 +11,7 @@ use farlink_core::RunResult;
 use serde_json::{json, Value};
 
 mod support;
-use support::run_json;
+use support::{run_json, steady_goodput_bps};
 
 /// A dumbbell's one bottleneck `S - D`, 10 Mbit/s and 50 ms each way, a 1000-packet buffer
 /// running `discipline` with `aqm`, and `flows` unbounded CUBIC flows (one, or several from
@@ -62,22 +62,6 @@ fn queue_delay_ms(r: &RunResult) -> (f64, f64) {
 /// Steady state starts here, after slow start and its losses.
 const WARM_NS: u64 = 10_000_000_000;
 
-/// Flow `f`'s goodput from 10 s to the end, in bit/s: the bytes its cumulative ACK covered.
-fn steady_goodput_bps(r: &RunResult, f: u32) -> f64 {
-    let t = &r.traces.ack;
-    let acks = || {
-        t.time_ns
-            .iter()
-            .zip(&t.flow)
-            .zip(&t.ack)
-            .filter(move |((_, fl), _)| **fl == f)
-            .map(|((at, _), ack)| (*at, *ack))
-    };
-    let first = acks().find(|(at, _)| *at >= WARM_NS).unwrap();
-    let last = acks().next_back().unwrap();
-    (last.1 - first.1) as f64 * 8.0 / ((r.summary.sim_time_s * 1e9 - first.0 as f64) / 1e9)
-}
-
 fn drops(r: &RunResult, cause: &str) -> u64 {
     r.summary.aggregate.drops[cause]
 }
@@ -93,7 +77,7 @@ fn codel_holds_the_standing_queue_near_target_where_droptail_fills_the_buffer() 
     let goodput = |r: &RunResult| {
         let fwd = &r.summary.links[0].fwd;
         let wire_bytes = fwd.delivered_bytes as f64 / fwd.delivered_pkts as f64;
-        steady_goodput_bps(r, 0) / (10e6 * MSS_BYTES as f64 / wire_bytes)
+        steady_goodput_bps(r, 0, WARM_NS) / (10e6 * MSS_BYTES as f64 / wire_bytes)
     };
     eprintln!(
         "droptail: median {tail_med:.1} ms, p95 {tail_p95:.1} ms, goodput {:.3}, drops {}; \
@@ -143,7 +127,10 @@ fn fq_codel_shares_between_round_trips_where_droptail_does_not() {
     // interval's shortness; drop-tail 3.76.)
     let shares = |discipline: &str| {
         let r = run_json(&bottleneck(discipline, json!({}), &[1, 50], tcp()));
-        let g = [steady_goodput_bps(&r, 0), steady_goodput_bps(&r, 1)];
+        let g = [
+            steady_goodput_bps(&r, 0, WARM_NS),
+            steady_goodput_bps(&r, 1, WARM_NS),
+        ];
         g[0].max(g[1]) / g[0].min(g[1])
     };
     let (tail, fq) = (shares("droptail"), shares("fq_codel"));
@@ -200,7 +187,7 @@ fn queue_disciplines_are_validated_with_their_paths() {
 fn goodput_share(r: &RunResult) -> f64 {
     let fwd = &r.summary.links[0].fwd;
     let wire_bytes = fwd.delivered_bytes as f64 / fwd.delivered_pkts as f64;
-    steady_goodput_bps(r, 0) / (10e6 * MSS_BYTES as f64 / wire_bytes)
+    steady_goodput_bps(r, 0, WARM_NS) / (10e6 * MSS_BYTES as f64 / wire_bytes)
 }
 
 #[test]

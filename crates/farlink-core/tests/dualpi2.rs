@@ -12,7 +12,7 @@ use farlink_core::RunResult;
 use serde_json::{json, Value};
 
 mod support;
-use support::run_json;
+use support::{run_json, steady_goodput_bps};
 
 const MSS_BYTES: u64 = 1448;
 /// Steady state starts here, after slow start.
@@ -71,22 +71,6 @@ fn queue_delay_ms(r: &RunResult, fs: &[u32]) -> (f64, f64, f64) {
     (pick(0.5), pick(0.95), mean)
 }
 
-/// Flow `f`'s goodput from the warm-up to the end, in bit/s.
-fn steady_goodput_bps(r: &RunResult, f: u32) -> f64 {
-    let t = &r.traces.ack;
-    let acks = || {
-        t.time_ns
-            .iter()
-            .zip(&t.flow)
-            .zip(&t.ack)
-            .filter(move |((_, fl), _)| **fl == f)
-            .map(|((at, _), ack)| (*at, *ack))
-    };
-    let first = acks().find(|(at, _)| *at >= WARM_NS).unwrap();
-    let last = acks().next_back().unwrap();
-    (last.1 - first.1) as f64 * 8.0 / ((r.summary.sim_time_s * 1e9 - first.0 as f64) / 1e9)
-}
-
 #[test]
 fn one_l4s_flow_holds_about_1_ms_beside_a_classic_flow_and_both_get_a_share() {
     for classic_cc in ["cubic", "reno"] {
@@ -96,7 +80,10 @@ fn one_l4s_flow_holds_about_1_ms_beside_a_classic_flow_and_both_get_a_share() {
         ]));
         let (l_med, l_p95, l_mean) = queue_delay_ms(&r, &[0]);
         let (c_med, c_p95, c_mean) = queue_delay_ms(&r, &[1]);
-        let (l_bps, c_bps) = (steady_goodput_bps(&r, 0), steady_goodput_bps(&r, 1));
+        let (l_bps, c_bps) = (
+            steady_goodput_bps(&r, 0, WARM_NS),
+            steady_goodput_bps(&r, 1, WARM_NS),
+        );
         let drops = &r.summary.aggregate.drops;
         let l4s = &r.summary.flows[0];
         eprintln!(
@@ -142,8 +129,11 @@ fn with_four_classic_flows_the_classic_queue_averages_near_target_and_shares_are
     let r = run_json(&dumbbell(&tcps));
     let (l_med, l_p95, _) = queue_delay_ms(&r, &[0]);
     let (c_med, c_p95, c_mean) = queue_delay_ms(&r, &[1, 2, 3, 4]);
-    let l_bps = steady_goodput_bps(&r, 0);
-    let c_bps = (1..5).map(|f| steady_goodput_bps(&r, f)).sum::<f64>() / 4.0;
+    let l_bps = steady_goodput_bps(&r, 0, WARM_NS);
+    let c_bps = (1..5)
+        .map(|f| steady_goodput_bps(&r, f, WARM_NS))
+        .sum::<f64>()
+        / 4.0;
     eprintln!(
         "dualpi2, L4S reno/accurate beside four classic reno: L4S queue median {l_med:.2} ms, \
          p95 {l_p95:.2}, {:.2} Mbit/s; classic median {c_med:.1} ms, p95 {c_p95:.1}, mean \

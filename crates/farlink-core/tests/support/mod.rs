@@ -32,3 +32,20 @@ pub fn stpd_wireless(tcp: Value, one_way: &str, p: f64) -> Value {
         "flows": [{"name": "ftp", "from": "S", "to": "D", "tcp": tcp, "app": {"kind": "unbounded"}}]
     })
 }
+
+/// Flow `f`'s goodput from `from_ns` to the end of the run, in bit/s: the bytes its cumulative
+/// ACK covered (the `ack` trace) over that time.
+pub fn steady_goodput_bps(r: &RunResult, f: u32, from_ns: u64) -> f64 {
+    let t = &r.traces.ack;
+    let acks = || {
+        t.time_ns
+            .iter()
+            .zip(&t.flow)
+            .zip(&t.ack)
+            .filter(move |((_, fl), _)| **fl == f)
+            .map(|((at, _), ack)| (*at, *ack))
+    };
+    let first = acks().find(|(at, _)| *at >= from_ns).unwrap();
+    let last = acks().next_back().unwrap();
+    (last.1 - first.1) as f64 * 8.0 / ((r.summary.sim_time_s * 1e9 - first.0 as f64) / 1e9)
+}
