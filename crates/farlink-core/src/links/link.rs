@@ -359,6 +359,20 @@ pub struct LinkStats {
 }
 
 impl LinkStats {
+    /// Counts a packet of `size_bytes` its queue dropped: an AQM's decision or an overflow
+    /// (the queue's two causes, whatever the kind of link).
+    #[cold]
+    pub(crate) fn count_queue_drop(&mut self, cause: DropCause, size_bytes: u32) {
+        let size = u64::from(size_bytes);
+        if cause == DropCause::Aqm {
+            self.dropped_aqm_pkts += 1;
+            self.dropped_aqm_bytes += size;
+        } else {
+            self.dropped_overflow_pkts += 1;
+            self.dropped_overflow_bytes += size;
+        }
+    }
+
     /// Packets dropped with `cause`.
     pub fn dropped_pkts(&self, cause: DropCause) -> u64 {
         match cause {
@@ -567,7 +581,7 @@ impl<L: LossModel> Link<L> {
             Verdict::Queued => {}
             Verdict::Marked => self.stats.ce_marked_pkts += 1,
             Verdict::Dropped(cause) => {
-                self.count_drop(cause, pkt.size_bytes);
+                self.stats.count_queue_drop(cause, pkt.size_bytes);
                 return Err(cause);
             }
         }
@@ -576,19 +590,6 @@ impl<L: LossModel> Link<L> {
         self.stats.max_queue_pkts = self.stats.max_queue_pkts.max(pkts);
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(bytes);
         Ok(())
-    }
-
-    /// Counts a drop by the queue.
-    #[cold]
-    fn count_drop(&mut self, cause: DropCause, size_bytes: u32) {
-        let size = u64::from(size_bytes);
-        if cause == DropCause::Aqm {
-            self.stats.dropped_aqm_pkts += 1;
-            self.stats.dropped_aqm_bytes += size;
-        } else {
-            self.stats.dropped_overflow_pkts += 1;
-            self.stats.dropped_overflow_bytes += size;
-        }
     }
 
     /// The next event due at or before `now`, in time order, or `None` when nothing more is
@@ -648,7 +649,7 @@ impl<L: LossModel> Link<L> {
         }
         let e = self.evicted.pop_front()?;
         if let LinkEvent::Dropped { pkt, cause, .. } = e {
-            self.count_drop(cause, pkt.size_bytes);
+            self.stats.count_queue_drop(cause, pkt.size_bytes);
         }
         Some(e)
     }

@@ -668,14 +668,7 @@ impl<L: LossModel> BundleDir<L> {
 
     /// Counts a packet the MLPPP queue dropped.
     fn count_queue_drop(&mut self, pkt: Packet, cause: DropCause) {
-        let size = u64::from(pkt.size_bytes);
-        if cause == DropCause::Aqm {
-            self.stats.dropped_aqm_pkts += 1;
-            self.stats.dropped_aqm_bytes += size;
-        } else {
-            self.stats.dropped_overflow_pkts += 1;
-            self.stats.dropped_overflow_bytes += size;
-        }
+        self.stats.count_queue_drop(cause, pkt.size_bytes);
         self.drops[usize::from(drop_cause_code(cause))] += 1;
     }
 

@@ -482,14 +482,7 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
 
     /// Counts a packet the queue dropped.
     fn count_queue_drop(&mut self, pkt: Packet, cause: DropCause) {
-        let s = &mut self.link_stats;
-        if cause == DropCause::Aqm {
-            s.dropped_aqm_pkts += 1;
-            s.dropped_aqm_bytes += u64::from(pkt.size_bytes);
-        } else {
-            s.dropped_overflow_pkts += 1;
-            s.dropped_overflow_bytes += u64::from(pkt.size_bytes);
-        }
+        self.link_stats.count_queue_drop(cause, pkt.size_bytes);
     }
 
     /// Takes the next packet from the queue at `t` and numbers its frames; false if the queue
