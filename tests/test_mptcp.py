@@ -182,3 +182,20 @@ def test_a_sped_up_bundle_scales_rates_timers_and_call_drops_together():
     assert b["call_drop_rate_per_s"] == pytest.approx(20 / 3000)
     with pytest.raises(ValueError, match="above 0"):
         speed_up(doc, 0)
+
+
+def test_compare_bonding_speedup_runs_the_bundle_that_many_times_faster(capsys, tmp_path):
+    def mlppp_s(*args: str) -> dict:
+        code, out, err = run(
+            capsys, "compare-bonding", "iridium-4", "--size", "200KB", "--seeds", "1", "--json",
+            "--out", tmp_path, *args,
+        )  # fmt: skip
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["faster_emulate"] is None, "the emulator's side was not run"
+        return doc["mlppp"]["sim"]["mean"]["transfer_time_s"]
+
+    real_s = mlppp_s("--set", 'links[0].bundle.call_drop_rate="0/1h"')
+    fast_s = mlppp_s("--speedup", "20", "--set", "links[0].bundle.call_drop_rate_per_s=0")
+    # MLPPP's one connection scales with its members (the TCP's own clocks do not: not exactly).
+    assert 15 < real_s / fast_s < 25, (real_s, fast_s)
