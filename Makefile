@@ -11,7 +11,7 @@ IN_VENV := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
 
 .PHONY: demo test setup system-deps rust-test python-test lint bench validate validate-ns3 \
-	validate-captures validate-captures-heavy validate-fit-loop leo-figure leo-compare bench-emu validate-emu emulate-mptcp-drop compare-emu-tbf bench-linkmgr validate-linkmgr clean
+	validate-captures validate-captures-heavy validate-fit-loop leo-figure leo-compare bench-emu validate-emu emulate-mptcp-drop validate-mptcp compare-emu-tbf bench-linkmgr validate-linkmgr clean
 
 setup: system-deps $(CORE_STAMP)
 
@@ -101,6 +101,12 @@ validate-emu: setup
 # redial (crates/farlink-emu/tests/mptcp.rs). Root and net.mptcp.enabled; about 15 minutes.
 emulate-mptcp-drop:
 	cargo test -p farlink-emu --test mptcp -- --ignored --nocapture
+
+# docs/multipath.md's validation: farlink's Multipath TCP against the kernel's, and MLPPP beside
+# both, over bundles sped up 20 times (bench/validate_mptcp.py). Root and net.mptcp.enabled;
+# about 25 minutes of emulation. Comparisons kept in farlink-out/validate-mptcp are not run again.
+validate-mptcp: setup
+	nice -n 10 $(PY) bench/validate_mptcp.py $(VALIDATE_MPTCP_ARGS)
 
 # Kernel reno, cubic, bbr through the emulator beside a real tbf bottleneck of the same rate,
 # queue and loss (root; about 25 min; COMPARE_TBF_ARGS="--duration 5 --reps 1" for a quick one):

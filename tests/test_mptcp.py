@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from support import run
 
@@ -162,3 +163,39 @@ def test_without_call_drops_four_members_carry_85_percent_of_their_sum(capsys):
     assert flow["finished"] and flow["bottleneck_bps"] == 9600
     assert flow["normalized_goodput"] >= 0.85, flow["goodput_bps"]
     assert all(s["established"] == 1 and not s["down_intervals_s"] for s in flow["subflows"])
+
+
+def test_a_sped_up_bundle_scales_rates_timers_and_call_drops_together():
+    from farlink.bonding import speed_up
+    from farlink.scenario import load_scenario
+    from farlink.units import parse_bitrate_bps, parse_duration_s
+
+    doc = load_scenario("iridium-4")
+    fast = speed_up(doc, 20)
+    assert doc["links"][0]["bundle"]["rate"] == "2400bps", "the scenario given is left alone"
+    b = fast["links"][0]["bundle"]
+    assert parse_bitrate_bps(b["rate"]) == 48_000
+    for key, real_s in [("delay", 0.5), ("detection_delay", 30), ("t_d", 30), ("dial_time", 14.5)]:
+        assert parse_duration_s(b[key]) == pytest.approx(real_s / 20), key
+    # The preset's 1/50min per member, twenty times as frequent.
+    assert "call_drop_rate" not in b
+    assert b["call_drop_rate_per_s"] == pytest.approx(20 / 3000)
+    with pytest.raises(ValueError, match="above 0"):
+        speed_up(doc, 0)
+
+
+def test_compare_bonding_speedup_runs_the_bundle_that_many_times_faster(capsys, tmp_path):
+    def mlppp_s(*args: str) -> dict:
+        code, out, err = run(
+            capsys, "compare-bonding", "iridium-4", "--size", "200KB", "--seeds", "1", "--json",
+            "--out", tmp_path, *args,
+        )  # fmt: skip
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["faster_emulate"] is None, "the emulator's side was not run"
+        return doc["mlppp"]["sim"]["mean"]["transfer_time_s"]
+
+    real_s = mlppp_s("--set", 'links[0].bundle.call_drop_rate="0/1h"')
+    fast_s = mlppp_s("--speedup", "20", "--set", "links[0].bundle.call_drop_rate_per_s=0")
+    # MLPPP's one connection scales with its members (the TCP's own clocks do not: not exactly).
+    assert 15 < real_s / fast_s < 25, (real_s, fast_s)

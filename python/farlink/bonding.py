@@ -11,6 +11,7 @@ controller); otherwise each bonding's ``emulate`` is ``None`` and ``emulate`` sa
 
 from __future__ import annotations
 
+import copy
 import re
 from itertools import pairwise
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from farlink import units
 from farlink.results.result import Result
 from farlink.scenario import apply_overrides
 
@@ -27,7 +29,9 @@ __all__ = [
     "EMULATE_NOT_RUN",
     "call_drops_s",
     "compare_bonding",
+    "faster",
     "figure",
+    "speed_up",
     "stalls_after_drops",
 ]
 
@@ -46,6 +50,45 @@ _MPTCP_SET = re.compile(r"\s*flows\[\d+\]\.mptcp\b")
 GRID = "1s"
 #: ``member_state`` code of a call that dropped unnoticed (crates/farlink-core trace.rs).
 CALL_LOST = "call_lost"
+
+
+#: A bundle's timers, scaled by :func:`speed_up` with its members' delay.
+_BUNDLE_TIMERS = (
+    "delay",
+    "detection_delay",
+    "t_d",
+    "dial_time",
+    "t_f",
+    "reassembly_timeout",
+    "blocked_for",
+)
+
+
+def speed_up(doc: dict[str, Any], factor: float) -> dict[str, Any]:
+    """Scenario ``doc`` with its first link's bundle ``factor`` times faster: each member's rate
+    multiplied, its delay and the bundle's timers (detection, redial, dial, reassembly) divided,
+    its call drops ``factor`` times as frequent. A window of bytes covers the same share of a
+    round trip, a transfer of the same size meets as many call drops per member, and a run
+    takes ``factor`` times less real time in the emulator; what does not scale is the TCPs' own
+    clocks (the minimum RTO, delayed ACKs), which weigh ``factor`` times more against the
+    round trip. Bundles of members given one by one are refused (``ValueError``)."""
+    if factor <= 0:
+        raise ValueError("speed_up: the factor must be above 0")
+    out = copy.deepcopy(doc)
+    bundle = out["links"][0]["bundle"]
+    if not isinstance(bundle.get("members", 1), int):
+        raise ValueError("speed_up: a bundle of equal members (members = N) only")
+    bundle["rate"] = f"{units.parse_bitrate_bps(bundle['rate']) * factor:.0f}bps"
+    for key in _BUNDLE_TIMERS:
+        if key in bundle:
+            bundle[key] = f"{units.parse_duration_s(bundle[key], allow_zero=True) / factor}s"
+    drops = bundle.pop("call_drop_rate", None)
+    drops_per_s = bundle.get("call_drop_rate_per_s")
+    if drops is not None:
+        drops_per_s = units.parse_event_rate_per_s(drops)
+    if drops_per_s is not None:
+        bundle["call_drop_rate_per_s"] = float(drops_per_s) * factor
+    return out
 
 
 def call_drops_s(result: Result) -> list[float]:
@@ -172,11 +215,12 @@ def compare_bonding(
     tcp: str | None = None,
 ) -> dict[str, Any]:
     """Run scenario ``doc`` (its first flow over a bundle) bonded by MLPPP and by Multipath TCP
-        on the simulator, seeds ``seed``, ``seed + 1``, ... (the scenario's seed first), and return
-        ``{"scenario", "size", "seeds", "mlppp": {"sim", "emulate"}, "mptcp": {...}, "emulate",
-        "faster"}``: each ``sim`` holds the runs and their ``mean``; ``faster`` names the bonding
-        with the shorter mean transfer time and by how much (``None`` if either did not finish
-        every run). ``first_runs``, if given, receives each bonding's run of the first seed (for
+    on the simulator, seeds ``seed``, ``seed + 1``, ... (the scenario's seed first), and return
+    ``{"scenario", "size", "seeds", "mlppp": {"sim", "emulate"}, "mptcp": {...}, "emulate",
+    "faster", "faster_emulate"}``: each ``sim`` holds the runs and their ``mean``; ``faster``
+    names the bonding with the shorter mean transfer time on the simulator and by how much
+    (:func:`faster`), ``faster_emulate`` on the emulator (``None`` when not run).
+    ``first_runs``, if given, receives each bonding's run of the first seed (for
     :func:`figure`). ``emulate``: run each bonding and seed on the emulator too (its
     ``emulate``: the runs, their ``mean``, and per run each Multipath TCP subflow), with every
     flow's controller ``tcp`` (default the scenario's; the kernel must have it: Multipath TCP
@@ -208,19 +252,28 @@ def compare_bonding(
         if emulate
         else EMULATE_NOT_RUN
     )
-    a = out["mlppp"]["sim"]["mean"]["transfer_time_s"]
-    b = out["mptcp"]["sim"]["mean"]["transfer_time_s"]
-    if a is None or b is None:
-        out["faster"] = None
-    else:
-        winner, other = ("mptcp", a) if b < a else ("mlppp", b)
-        best = min(a, b)
-        out["faster"] = {
-            "bonding": winner,
-            "by_s": other - best,
-            "by_fraction": (other - best) / other if other > 0 else 0.0,
-        }
+    out["faster"] = faster(out, "sim")
+    out["faster_emulate"] = faster(out, "emulate") if emulate else None
     return out
+
+
+def faster(compared: dict[str, Any], engine: str) -> dict[str, Any] | None:
+    """Which bonding had the shorter mean transfer time on ``engine`` (``sim`` or
+    ``emulate``) in :func:`compare_bonding`'s ``compared``, and by how much (``by_fraction``:
+    of the slower's time); ``None`` if either did not finish every run."""
+    runs = [compared[b][engine] for b in ("mlppp", "mptcp")]
+    if any(r is None or r["mean"]["finished"] < len(r["runs"]) for r in runs):
+        return None
+    a, b = (r["mean"]["transfer_time_s"] for r in runs)
+    if a is None or b is None:
+        return None
+    winner, other = ("mptcp", a) if b < a else ("mlppp", b)
+    best = min(a, b)
+    return {
+        "bonding": winner,
+        "by_s": other - best,
+        "by_fraction": (other - best) / other if other > 0 else 0.0,
+    }
 
 
 def figure(first_runs: dict[str, Result], path: Path, title: str) -> Path:

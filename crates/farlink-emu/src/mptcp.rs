@@ -14,7 +14,7 @@
 //! down) and when the member is back it is added again, and the path manager opens a new
 //! subflow (`EndpointKeeper`).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -24,6 +24,7 @@ use farlink_core::time::SimTime;
 use farlink_core::world::SubflowSummary;
 use farlink_core::ScenarioError;
 
+use crate::connections::Monitor;
 use crate::error::EmuError;
 use crate::netns::Netns;
 use crate::route::Route;
@@ -360,6 +361,10 @@ pub(crate) struct MemberDirs {
     pub(crate) paths: Vec<(usize, usize, PathCount)>,
     /// Per flow of the plan, its index into `links`.
     plan_links: Vec<usize>,
+    /// Per entry of `paths`: the retransmission timeouts of the subflows the kernel opened
+    /// over it (`tcpi_total_rto` of each, summed), where the kernel said
+    /// ([`SubflowWatch::finish`]).
+    pub(crate) kernel_timeouts: Vec<Option<u64>>,
 }
 
 impl MemberDirs {
@@ -393,8 +398,9 @@ impl MemberDirs {
         let secs = SimTime::as_secs_f64;
         self.paths
             .iter()
-            .filter(|(f, _, _)| *f == i)
-            .map(|(_, k, p)| {
+            .enumerate()
+            .filter(|(_, (f, _, _))| *f == i)
+            .map(|(n, (_, k, p))| {
                 let l = self.links_of(i);
                 let (up, down) = intervals(&self.log, l, *k, secs(end));
                 SubflowSummary {
@@ -404,7 +410,7 @@ impl MemberDirs {
                     bytes_sent: p.bytes_sent,
                     bytes: p.bytes,
                     retransmissions: p.retransmissions,
-                    timeouts: None,
+                    timeouts: self.kernel_timeouts.get(n).copied().flatten(),
                     up_intervals_s: up,
                     down_intervals_s: down,
                 }
@@ -468,35 +474,119 @@ pub(crate) fn keep_endpoints(
     Some(keeper)
 }
 
+/// The kernel's own counters of each Multipath TCP flow's subflows. The subflows are TCP
+/// sockets of the sender's namespace, one from each member address to the receiver: sampled
+/// while they live and read a last time as the kernel destroys them
+/// (`connections::Monitor`), so that a subflow closed by its member's drop keeps its count.
+pub(crate) struct SubflowWatch {
+    /// Per flow of the plan, the watch of its sender's namespace.
+    monitors: Vec<Monitor>,
+}
+
+impl SubflowWatch {
+    /// Starts watching `plan`'s flows' senders (`namespaces` by TUN); `None` without a
+    /// Multipath TCP flow.
+    pub(crate) fn start(
+        plan: &MptcpPlan,
+        namespaces: &[Netns],
+    ) -> Result<Option<SubflowWatch>, EmuError> {
+        if plan.flows.is_empty() {
+            return Ok(None);
+        }
+        let monitors = plan
+            .flows
+            .iter()
+            .map(|m| {
+                Monitor::start(
+                    &namespaces[m.client_tun],
+                    IpAddr::V4(m.server),
+                    crate::clock::monotonic_ns,
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Some(SubflowWatch { monitors }))
+    }
+
+    /// Ends the watch: each member path's timeouts into `members.kernel_timeouts`.
+    pub(crate) fn finish(self, plan: &MptcpPlan, members: &mut MemberDirs) {
+        let seen: Vec<Vec<(IpAddr, Option<u16>)>> = self
+            .monitors
+            .into_iter()
+            .map(|m| {
+                m.finish()
+                    .iter()
+                    .map(|c| (c.local.ip(), c.last.total_rto))
+                    .collect()
+            })
+            .collect();
+        members.kernel_timeouts = members
+            .paths
+            .iter()
+            .map(|&(i, k, _)| {
+                let addr = IpAddr::V4(plan.flows[i].client_addrs[k]);
+                path_timeouts(&seen[i], addr)
+            })
+            .collect();
+    }
+}
+
+/// The retransmission timeouts of the subflows from `addr` among a sender's connections
+/// (local address, `tcpi_total_rto`): their sum; `None` where the kernel does not count them
+/// (before Linux 6.7) or no connection of the flow was seen at all.
+fn path_timeouts(conns: &[(IpAddr, Option<u16>)], addr: IpAddr) -> Option<u64> {
+    if conns.is_empty() || conns.iter().any(|(_, rto)| rto.is_none()) {
+        return None;
+    }
+    Some(
+        conns
+            .iter()
+            .filter(|(a, _)| *a == addr)
+            .filter_map(|(_, rto)| rto.map(u64::from))
+            .sum(),
+    )
+}
+
 /// What crossed one member's path of a Multipath TCP flow, seen by the driver: its subflows'
 /// data segments from the sender's device, and what reached the receiver's.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PathCount {
-    /// Subflows opened over the path that carried data: a SYN from the sender with an initial
-    /// sequence number not seen before, then data (a join the kernel reset carries none).
+    /// Subflows opened over the path that carried data: a SYN from the sender, then data (a
+    /// join the kernel reset carries none).
     pub(crate) established: u32,
-    last_isn: Option<u32>,
-    carried: bool,
     pub(crate) bytes_sent: u64,
     pub(crate) retransmissions: u64,
-    /// Payload bytes up to the highest sequence that reached the receiver's device.
+    /// Payload bytes up to the highest sequence that reached the receiver's device, summed
+    /// over the subflows.
     pub(crate) bytes: u64,
-    high_sent: Option<u32>,
-    high_delivered: Option<u32>,
+    /// Each subflow's sequence space, by the sender's port: a subflow closed at its member's
+    /// drop lingers (FIN-WAIT-1, CLOSING) and may still send after the next one opened.
+    subflows: Vec<SubflowSeq>,
 }
 
-/// A TCP segment's sequence number, payload length and SYN flag (with ACK: a SYN-ACK).
-fn tcp_segment(pkt: &[u8]) -> Option<(u32, u32, bool, bool)> {
+/// One subflow's place in its sequence space.
+#[derive(Clone, Copy, Debug)]
+struct SubflowSeq {
+    port: u16,
+    isn: u32,
+    carried: bool,
+    high_sent: u32,
+    high_delivered: u32,
+}
+
+/// A TCP segment's source port, sequence number, payload length and SYN flag (with ACK: a
+/// SYN-ACK).
+fn tcp_segment(pkt: &[u8]) -> Option<(u16, u32, u32, bool, bool)> {
     let ihl = usize::from(pkt.first()? & 0x0f) * 4;
     if pkt.len() < ihl + 20 || pkt.get(9) != Some(&6) {
         return None;
     }
     let total = usize::from(u16::from_be_bytes([pkt[2], pkt[3]])).min(pkt.len());
     let tcp = &pkt[ihl..];
+    let port = u16::from_be_bytes([tcp[0], tcp[1]]);
     let seq = u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]);
     let header = usize::from(tcp[12] >> 4) * 4;
     let payload = total.saturating_sub(ihl + header) as u32;
-    Some((seq, payload, tcp[13] & 0x02 != 0, tcp[13] & 0x10 != 0))
+    Some((port, seq, payload, tcp[13] & 0x02 != 0, tcp[13] & 0x10 != 0))
 }
 
 /// Whether sequence number `a` is after `b` (modulo 2^32).
@@ -505,50 +595,66 @@ fn after(a: u32, b: u32) -> bool {
 }
 
 impl PathCount {
+    fn subflow(&mut self, port: u16) -> Option<&mut SubflowSeq> {
+        self.subflows.iter_mut().find(|s| s.port == port)
+    }
+
     /// A segment from the sender's device onto this path.
     pub(crate) fn sent(&mut self, pkt: &[u8]) {
-        let Some((seq, len, syn, ack)) = tcp_segment(pkt) else {
+        let Some((port, seq, len, syn, ack)) = tcp_segment(pkt) else {
             return;
         };
         if syn && !ack {
-            if self.last_isn != Some(seq) {
-                self.carried = false;
-                self.last_isn = Some(seq);
-                // A new subflow: a sequence space of its own.
-                self.high_sent = Some(seq.wrapping_add(1));
-                self.high_delivered = Some(seq.wrapping_add(1));
+            let fresh = SubflowSeq {
+                port,
+                isn: seq,
+                carried: false,
+                high_sent: seq.wrapping_add(1),
+                high_delivered: seq.wrapping_add(1),
+            };
+            match self.subflow(port) {
+                // The SYN sent again.
+                Some(s) if s.isn == seq => {}
+                // The port used again by a new subflow: a sequence space of its own.
+                Some(s) => *s = fresh,
+                None => self.subflows.push(fresh),
             }
             return;
         }
         if len == 0 {
             return;
         }
-        if !self.carried {
-            self.carried = true;
-            self.established += 1;
-        }
-        self.bytes_sent += u64::from(len);
+        let Some(s) = self.subflow(port) else {
+            // Data of a subflow whose SYN was not seen: not one of this path's.
+            return;
+        };
+        let opened = !s.carried;
+        s.carried = true;
         let end = seq.wrapping_add(len);
-        match self.high_sent {
-            Some(h) if !after(end, h) => self.retransmissions += 1,
-            _ => self.high_sent = Some(end),
+        let again = !after(end, s.high_sent);
+        if !again {
+            s.high_sent = end;
         }
+        self.established += u32::from(opened);
+        self.bytes_sent += u64::from(len);
+        self.retransmissions += u64::from(again);
     }
 
     /// A segment of this path reached the receiver's device.
     pub(crate) fn delivered(&mut self, pkt: &[u8]) {
-        let Some((seq, len, _, _)) = tcp_segment(pkt) else {
+        let Some((port, seq, len, _, _)) = tcp_segment(pkt) else {
+            return;
+        };
+        let Some(s) = self.subflow(port) else {
             return;
         };
         let end = seq.wrapping_add(len);
-        let Some(h) = self.high_delivered else {
-            return;
-        };
-        if after(end, h) {
+        if after(end, s.high_delivered) {
             // The subflow's bytes up to the highest that arrived: a hole below it is filled
             // by a retransmission, which is not counted again.
-            self.bytes += u64::from(end.wrapping_sub(h));
-            self.high_delivered = Some(end);
+            let new = u64::from(end.wrapping_sub(s.high_delivered));
+            s.high_delivered = end;
+            self.bytes += new;
         }
     }
 }
@@ -639,9 +745,15 @@ pub(crate) fn refuse_farlink_sender(
 mod tests {
     use super::*;
 
-    /// An IPv4 TCP segment with sequence number `seq`, `flags` and `payload` bytes.
+    /// An IPv4 TCP segment from port 40000 with sequence number `seq`, `flags` and `payload`
+    /// bytes.
     fn segment(seq: u32, flags: u8, payload: usize) -> Vec<u8> {
+        from_port(40000, seq, flags, payload)
+    }
+
+    fn from_port(port: u16, seq: u32, flags: u8, payload: usize) -> Vec<u8> {
         let mut p = vec![0u8; 40 + payload];
+        p[20..22].copy_from_slice(&port.to_be_bytes());
         p[0] = 0x45;
         p[2..4].copy_from_slice(&((40 + payload) as u16).to_be_bytes());
         p[9] = 6;
@@ -676,11 +788,23 @@ mod tests {
         p.delivered(&segment(s.wrapping_add(2000), ACK, 1000));
         p.delivered(&segment(s.wrapping_add(1000), ACK, 1000));
         assert_eq!(p.bytes, 3000);
-        // The member came back: a new subflow, a sequence space of its own.
-        p.sent(&segment(7, SYN, 0));
-        p.sent(&segment(8, ACK, 500));
-        p.delivered(&segment(8, ACK, 500));
+        // The member came back: a new subflow from another port, a sequence space of its own.
+        p.sent(&from_port(40001, 7, SYN, 0));
+        p.sent(&from_port(40001, 8, ACK, 500));
+        p.delivered(&from_port(40001, 8, ACK, 500));
         assert_eq!((p.established, p.bytes, p.retransmissions), (2, 3500, 1));
+        // The closed one, lingering, sends its last segment again and it arrives: a
+        // retransmission in its own space, nothing new delivered, the new one's count kept.
+        p.sent(&segment(s.wrapping_add(2000), ACK, 1000));
+        p.delivered(&segment(s.wrapping_add(2000), ACK, 1000));
+        p.sent(&from_port(40001, 508, ACK, 500));
+        p.delivered(&from_port(40001, 508, ACK, 500));
+        assert_eq!((p.established, p.bytes, p.retransmissions), (2, 4000, 2));
+        // A port used again: a new subflow.
+        p.sent(&segment(90, SYN, 0));
+        p.sent(&segment(91, ACK, 100));
+        p.delivered(&segment(91, ACK, 100));
+        assert_eq!((p.established, p.bytes), (3, 4100));
     }
 
     #[test]
@@ -697,6 +821,24 @@ mod tests {
         assert_eq!(up, vec![[0.0, 40.0], [85.0, 100.0]]);
         assert_eq!(down, vec![[40.0, 85.0]]);
         assert_eq!(intervals(&log, 0, 2, 100.0), (vec![[0.0, 100.0]], vec![]));
+    }
+
+    #[test]
+    fn a_member_path_s_timeouts_are_its_subflows_own_summed() {
+        let (a, b) = (
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            IpAddr::V4(Ipv4Addr::new(10, 1, 0, 1)),
+        );
+        // Member 1's subflow closed at its drop (3 timeouts), then its second one (1).
+        let seen = [(a, Some(2)), (b, Some(3)), (b, Some(1))];
+        assert_eq!(path_timeouts(&seen, a), Some(2));
+        assert_eq!(path_timeouts(&seen, b), Some(4));
+        // A member that never carried a subflow had none.
+        let c = IpAddr::V4(Ipv4Addr::new(10, 2, 0, 1));
+        assert_eq!(path_timeouts(&seen, c), Some(0));
+        // A kernel without tcpi_total_rto, or nothing seen: not known.
+        assert_eq!(path_timeouts(&[(a, None), (b, Some(1))], b), None);
+        assert_eq!(path_timeouts(&[], a), None);
     }
 
     #[test]

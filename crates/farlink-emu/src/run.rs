@@ -198,6 +198,7 @@ fn run_builtin(
     let stop = Arc::new(AtomicBool::new(false));
     let t0 = made.driver.t0_ns();
     let mut w = workload::Workload::default();
+    let watch = crate::mptcp::SubflowWatch::start(&plan.mptcp, &made.namespaces)?;
     let keeper = crate::mptcp::keep_endpoints(sc, plan, made);
     let started = w.start(sc, opts, plan, &made.namespaces, t0, &stop);
     let end = SimTime::ZERO + sc.duration();
@@ -218,6 +219,9 @@ fn run_builtin(
     driver.members.notes = None;
     if let Some(k) = keeper {
         made.kernel.mptcp.extend(k.finish());
+    }
+    if let Some(w) = watch {
+        w.finish(&plan.mptcp, &mut made.driver.members);
     }
     ran?;
     let farlink: Vec<bool> = plan.choices.iter().map(SenderChoice::is_farlink).collect();
