@@ -34,6 +34,8 @@ PUBLISHED_KINDS = {
     "measured": "a measurement in the field or on a testbed",
     "predicted": "the paper's closed-form model",
     "simulated": "the paper's own simulation",
+    "none": "no published number: farlink's own study of the seeds' paths, with no counterpart "
+    "in them (every row's published is None)",
 }
 """What a published number is, named in every row that has one."""
 

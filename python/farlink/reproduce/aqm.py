@@ -124,6 +124,7 @@ def _run(path: Path_, discipline: str, seed: int) -> dict[str, float]:
     title="Drop-tail, CoDel, FQ-CoDel and PIE on the seeds' far links (bulk beside a short flow)",
     source="seed 003 sec. 4.4.1 (stpd-wireless), seed 002 (marchese-geo); RFC 8289, 8290, 8033",
     engine="sim",
+    published="none",
 )
 def far_links(out_dir: Path) -> Findings:
     rows = []
