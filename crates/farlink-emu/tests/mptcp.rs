@@ -1,5 +1,5 @@
 //! Kernel Multipath TCP through a bundle's members (`transport = "mptcp"`, `src/mptcp.rs`):
-//! the long check (`make emulate-mptcp-drop`; the short ones are Python's,
+//! the long check (`make emulate-mptcp-drop`; the short ones are Python's,
 //! tests/test_emulate_mptcp.py). It needs CAP_NET_ADMIN, /dev/net/tun and a kernel with MPTCP;
 //! without them it says why and passes without running.
 
@@ -47,7 +47,7 @@ fn seed_with_an_early_drop(from: u64, after_s: f64, before_s: f64) -> (u64, usiz
         .expect("a seed with an early call drop")
 }
 
-/// The check (about 15 minutes of real time: `make emulate-mptcp-drop`): a verified
+/// The long check (about 15 minutes of real time: `make emulate-mptcp-drop`): a verified
 /// 1 MB transfer by kernel Multipath TCP over iridium-4's four members, with a call drop
 /// during the transfer and its member's subflow opened again after the redial.
 #[test]

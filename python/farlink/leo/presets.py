@@ -34,7 +34,7 @@ PRESETS = {
     # Starlink's first shell as filed with the FCC (SAT-MOD-20190830-00087, as commonly cited:
     # 1,584 satellites, 72 planes of 22, 550 km, 53 degrees); Walker phasing F is not published:
     # F = 17 is an assumption. Minimum elevation 25 degrees: the same filing. 15 s slots:
-    # Tanveer et al. (CoNEXT 2023), from the citation, and Huston (APNIC blog, 2024).
+    # Tanveer et al. (CoNEXT 2023, "Making Sense of Constellations") and Huston (APNIC blog, 2024).
     "starlink-like": Preset(
         shell=Shell(550e3, 53.0, 72, 22, 17, name_prefix="SL"),
         terminal=Place("Lawrence, Kansas", 38.9717, -95.2353, 300.0),

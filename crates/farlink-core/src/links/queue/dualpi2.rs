@@ -52,8 +52,8 @@ pub struct DualPi2Params {
     /// The Classic queue's delay target (A.1: 15 ms).
     pub target: SimDuration,
     /// The controller's update interval. A.1 derives `Tupdate = min(target, RTT_max / 3)`
-    /// (15 ms); the default here is 16 ms, the figure (and Linux's), a value of the
-    /// same order.
+    /// (15 ms); the default here is 16 ms, Linux's sch_dualpi2 default, a value of the same
+    /// order.
     pub tupdate: SimDuration,
     /// Integral gain, Hz (A.1: `0.1 Tupdate / RTT_max^2` with RTT_max = 100 ms: 0.16 at a
     /// 16 ms Tupdate).
