@@ -57,6 +57,7 @@ FIGURES = (
     "fast_convergence_share",
     "delay_p50_ms",
     "delay_p95_ms",
+    "delay_high_share",
     "goodput",
 )
 
@@ -143,7 +144,52 @@ def reduction_figures(cwnd, reductions: list[tuple[float, int]], integer: bool) 
     }
 
 
-def summarize(drop_t, drop_flow, cwnd, reductions, timeouts, delay, goodput, integer) -> dict:
+# What the printout adds on request (set from the command line by main).
+WINDOW_LEVELS: list[float] = []  # --window-levels
+WINDOW_SERIES: tuple[float, float] | None = None  # --window-series
+DELAY_WINDOW_S = 3.0  # --delay-windows: the queue delay's p95 over each of these after warm-up
+DELAY_HIGH_MS = 10.0
+
+
+def pick(sorted_ms: np.ndarray, f: float) -> float:
+    """The percentile as bench/aqm_scenario.py and bench/ns3/aqm.py pick it."""
+    return float(sorted_ms[int((len(sorted_ms) - 1) * f)]) if len(sorted_ms) else -1.0
+
+
+def delay_figures(wait_t: np.ndarray, wait_ms: np.ndarray, duration_s: float) -> dict:
+    """The share of waits after the warm-up above DELAY_HIGH_MS, and the p95 of each
+    DELAY_WINDOW_S from the warm-up on."""
+    steady = wait_t >= WARM_S
+    by_window = []
+    for lo in np.arange(WARM_S, duration_s - 1e-9, DELAY_WINDOW_S):
+        mine = steady & (wait_t >= lo) & (wait_t < lo + DELAY_WINDOW_S)
+        by_window.append(round(pick(np.sort(wait_ms[mine]), 0.95), 1))
+    return {
+        "delay_high_share": float(np.mean(wait_ms[steady] > DELAY_HIGH_MS)),
+        "delay_p95_by_window_ms": by_window,
+    }
+
+
+def window_figures(cwnd, duration_s: float) -> dict:
+    """The share of time after the warm-up the flows' windows, added up, are at or above each
+    of WINDOW_LEVELS (segments, sampled every ms), and their sum every 0.25 s in WINDOW_SERIES."""
+    grid = np.arange(WARM_S, duration_s, 0.001)
+    total = np.zeros_like(grid)
+    for times, segments in cwnd:
+        k = np.searchsorted(times, grid, side="right") - 1
+        total += np.where(k >= 0, segments[np.maximum(k, 0)], 0.0)
+    out: dict = {
+        "window_at_or_above": {f"{x:g}": float(np.mean(total >= x)) for x in WINDOW_LEVELS}
+    }
+    if WINDOW_SERIES:
+        ts = np.arange(WINDOW_SERIES[0], WINDOW_SERIES[1] + 1e-9, 0.25)
+        out["window_series"] = [(round(float(t), 2), round(window_at(cwnd, t), 1)) for t in ts]
+    return out
+
+
+def summarize(
+    drop_t, drop_flow, cwnd, reductions, timeouts, delay, goodput, integer, waits, duration_s
+) -> dict:
     n_flows = len(cwnd)
     steady = drop_t >= WARM_S
     eps = episodes(drop_t[steady], drop_flow[steady])
@@ -160,7 +206,9 @@ def summarize(drop_t, drop_flow, cwnd, reductions, timeouts, delay, goodput, int
         "timeouts_after_warm": timeouts,
         "delay_p50_ms": delay["p50"],
         "delay_p95_ms": delay["p95"],
+        **delay_figures(*waits, duration_s),
         "goodput": goodput,
+        **window_figures(cwnd, duration_s),
     }
 
 
@@ -182,6 +230,9 @@ def run_ns3(cell, seed: int, stagger_ms: float, duration_s: float, python: Path,
     drops = [(float(r["time_s"]), int(r["flow"])) for r in rows if r["kind"] == "drop"]
     drop_t = np.array([t for t, _ in drops])
     drop_flow = np.array([f for _, f in drops])
+    waits = np.array(
+        [(float(r["time_s"]), float(r["value"])) for r in rows if r["kind"] == "wait"]
+    ).reshape(-1, 2)
     cwnd = []
     for f in range(flows):
         mine = [r for r in rows if r["kind"] == "cwnd" and int(r["flow"]) == f]
@@ -211,6 +262,8 @@ def run_ns3(cell, seed: int, stagger_ms: float, duration_s: float, python: Path,
         res["queue_delay_ms"],
         res["normalized_goodput"],
         integer=True,
+        waits=(waits[:, 0], waits[:, 1]),
+        duration_s=duration_s,
     )
 
 
@@ -224,6 +277,8 @@ def run_farlink(cell, seed: int, stagger_ms: float, duration_s: float, tcp: dict
         f["tcp"].update(tcp)
     r = farlink.simulate(doc)
     ours = measure(r, duration_s)
+    q = r.trace("queue_delay")
+    at_r = (q["link"] == 0) & q["forward"]
     d = r.trace("drops")
     mine = (
         (d["link"] == 0)
@@ -254,6 +309,8 @@ def run_farlink(cell, seed: int, stagger_ms: float, duration_s: float, tcp: dict
         ours["queue_delay_ms"],
         ours["normalized_goodput"],
         integer=False,
+        waits=(q["time_ns"][at_r] / 1e9, q["sojourn_ns"][at_r] / 1e6),
+        duration_s=duration_s,
     )
 
 
@@ -284,8 +341,26 @@ def line(label: str, fig: dict) -> str:
         f"{fig['window_at_reduction']:5.1f} every {fig['reduction_interval_s']:4.1f} s "
         f"({fig['fast_convergence_share']:.0%} below W_max) "
         f"delay p50 {fig['delay_p50_ms']:6.1f} "
-        f"p95 {fig['delay_p95_ms']:6.1f} ms goodput {fig['goodput']:.3f}"
+        f"p95 {fig['delay_p95_ms']:6.1f} ms ({fig['delay_high_share']:.0%} over "
+        f"{DELAY_HIGH_MS:g} ms) goodput {fig['goodput']:.3f}"
     )
+
+
+def print_extras(fig: dict, a: argparse.Namespace) -> None:
+    if a.episodes:
+        print_episodes(fig)
+    if a.delay_windows:
+        print(
+            f"    delay p95 per {DELAY_WINDOW_S:g} s from {WARM_S:g} s (ms):",
+            fig["delay_p95_by_window_ms"],
+        )
+    for level, share in fig["window_at_or_above"].items():
+        print(f"    windows added up at or above {level} segments {share:.0%} of the time")
+    if "window_series" in fig:
+        print(
+            "    windows added up every 0.25 s:",
+            " ".join(f"{t:g}:{w:.0f}" for t, w in fig["window_series"]),
+        )
 
 
 def print_episodes(fig: dict) -> None:
@@ -333,6 +408,18 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--no-ns3", action="store_true", help="farlink's side only")
     ap.add_argument("--ns3-python", type=Path, default=NS3_PYTHON)
     ap.add_argument("--episodes", action="store_true", help="also print every episode")
+    ap.add_argument(
+        "--delay-windows", action="store_true", help="also print the delay p95 of every 3 s"
+    )
+    ap.add_argument(
+        "--window-levels",
+        default="",
+        help="comma-separated window levels (segments, the flows' added up): print the share "
+        "of time at or above each",
+    )
+    ap.add_argument(
+        "--window-series", metavar="START:END", help="print the windows added up every 0.25 s"
+    )
     ap.add_argument("--json", type=Path, help="also write every run's figures here")
     a = ap.parse_args()
     try:
@@ -352,6 +439,14 @@ def parse_args() -> argparse.Namespace:
         ap.error(f"--duration: expected more than the {WARM_S:g} s warm-up, got {a.duration}")
     if not a.no_ns3 and not a.ns3_python.exists():
         ap.error(f"--ns3-python: no interpreter at {a.ns3_python} (make ns3-env)")
+    global WINDOW_SERIES
+    try:
+        WINDOW_LEVELS.extend(float(x) for x in a.window_levels.split(",") if x)
+        if a.window_series:
+            lo, _, hi = a.window_series.partition(":")
+            WINDOW_SERIES = (float(lo), float(hi))
+    except ValueError:
+        ap.error("--window-levels / --window-series: expected numbers (N,M / START:END)")
     a.staggers, a.tcp = staggers, tcp
     return a
 
@@ -366,13 +461,11 @@ def main() -> int:
                 fig = run_ns3(a.cell, seed, stagger, a.duration, a.ns3_python, a.ns3_set)
                 sides["ns-3"].append({"seed": seed, "stagger_ms": stagger, **fig})
                 print(line(f"ns-3    {label}", fig), flush=True)
-                if a.episodes:
-                    print_episodes(fig)
+                print_extras(fig, a)
             fig = run_farlink(a.cell, seed, stagger, a.duration, a.tcp)
             sides["farlink"].append({"seed": seed, "stagger_ms": stagger, **fig})
             print(line(f"farlink {label}", fig), flush=True)
-            if a.episodes:
-                print_episodes(fig)
+            print_extras(fig, a)
     summary = {side: spread(runs) for side, runs in sides.items() if runs}
     for side, s in summary.items():
         print(f"{side} over {len(sides[side])} runs (mean ± sd [min, max]):")
