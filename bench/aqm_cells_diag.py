@@ -43,6 +43,8 @@ SEGMENT_BYTES = 1436
 EPISODE_GAP_S = 1.5
 # ns-3's TcpSocketState::TcpCongState_t: CA_RECOVERY and CA_LOSS (a retransmission timeout)
 NS3_CA_RECOVERY, NS3_CA_LOSS = 3, 4
+# --ns3-set's name for bench/ns3/aqm.py --prr-sack-delivered (not an ns-3 attribute)
+PRR_SACK_DELIVERED = "prr-sack-delivered"
 CUBIC_BETA = 0.7  # both sides' (ns-3's TcpCubic::Beta, farlink's DEFAULT_BETA)
 
 FIGURES = (
@@ -220,7 +222,8 @@ def run_ns3(cell, seed: int, stagger_ms: float, duration_s: float, python: Path,
         argv += ["--flows", str(flows), "--run", str(seed), "--stagger-ms", f"{stagger_ms:g}"]
         argv += ["--duration", f"{duration_s:g}"]
         argv += ["--trace", str(trace)] + (["--ecn"] if ecn else [])
-        argv += [f"--set={item}" for item in sets]
+        argv += [f"--set={item}" for item in sets if item != PRR_SACK_DELIVERED]
+        argv += ["--prr-sack-delivered"] if PRR_SACK_DELIVERED in sets else []
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"ns-3 {cell} seed {seed} failed:\n{done.stderr[-2000:]}")
@@ -403,7 +406,8 @@ def parse_args() -> argparse.Namespace:
         action="append",
         default=[],
         metavar="ATTR=VALUE",
-        help="diagnosis: an extra ns-3 default (bench/ns3/aqm.py --set); repeatable",
+        help="diagnosis: an extra ns-3 default (bench/ns3/aqm.py --set), or prr-sack-delivered "
+        "(bench/ns3/aqm.py --prr-sack-delivered); repeatable",
     )
     ap.add_argument("--no-ns3", action="store_true", help="farlink's side only")
     ap.add_argument("--ns3-python", type=Path, default=NS3_PYTHON)

@@ -234,6 +234,56 @@ bool WriteDiag(std::string path) {
           << ',' << r.flow << ',' << r.value << '\n';
     return bool(o);
 }
+// Diagnosis (--prr-sack-delivered): Proportional Rate Reduction (RFC 6937) as ns-3 3.44's
+// TcpPrrRecovery computes it but for one rule: ns-3 3.44 adds one segment to DeliveredData on
+// every duplicate ACK although the ACK's SACK blocks already count what it delivered (RFC 6937
+// gives that segment to connections without SACK only); this one counts the SACKed bytes alone.
+class PrrSackDelivered : public TcpClassicRecovery {
+  public:
+    static TypeId GetTypeId() {
+        static TypeId tid = TypeId("farlink_aqm::PrrSackDelivered")
+                                .SetParent<TcpClassicRecovery>()
+                                .AddConstructor<PrrSackDelivered>();
+        return tid;
+    }
+    std::string GetName() const override { return "PrrSackDelivered"; }
+    void EnterRecovery(Ptr<TcpSocketState> tcb, uint32_t, uint32_t, uint32_t delivered) override {
+        m_delivered = 0;
+        m_out = 0;
+        m_recover_fs = tcb->m_bytesInFlight;  // RecoverFS: the pipe as recovery begins
+        DoRecovery(tcb, delivered, true);
+    }
+    void DoRecovery(Ptr<TcpSocketState> tcb, uint32_t delivered, bool) override {
+        if (delivered == 0) return;
+        m_delivered += delivered;
+        int64_t pipe = tcb->m_bytesInFlight, ssthresh = tcb->m_ssThresh;
+        int64_t seg = tcb->m_segmentSize, sndcnt;
+        if (pipe > ssthresh) {  // the proportional part: ceil(prr_delivered ssthresh / RecoverFS)
+            sndcnt = int64_t((m_delivered * ssthresh + m_recover_fs - 1) / m_recover_fs) - m_out;
+        } else {  // the reduction bound, with one segment more on an ACK of retransmitted data
+            int64_t limit = std::max<int64_t>(int64_t(m_delivered) - m_out, delivered);
+            if (tcb->m_isRetransDataAcked) limit += seg;
+            sndcnt = std::min<int64_t>(limit, ssthresh - pipe);
+        }
+        sndcnt = std::max<int64_t>(sndcnt, m_out > 0 ? 0 : seg);  // the fast retransmission
+        tcb->m_cWnd = uint32_t(pipe + sndcnt);
+        tcb->m_cWndInfl = tcb->m_cWnd;
+    }
+    void ExitRecovery(Ptr<TcpSocketState> tcb) override { tcb->m_cWndInfl = tcb->m_cWnd; }
+    void UpdateBytesSent(uint32_t sent) override { m_out += sent; }
+    Ptr<TcpRecoveryOps> Fork() override { return CopyObject<PrrSackDelivered>(this); }
+
+  private:
+    uint64_t m_delivered = 0, m_recover_fs = 1;
+    int64_t m_out = 0;
+};
+void UsePrrSackDeliveredNow(Ptr<Application> app) {
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    DynamicCast<TcpSocketBase>(s)->SetRecoveryAlgorithm(CreateObject<PrrSackDelivered>());
+}
+void UsePrrSackDelivered(Ptr<Application> app, double start_s) {
+    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &UsePrrSackDeliveredNow, app);
+}
 uint64_t LossEntries() { return g_loss_entries; }
 uint64_t CwrEntries() { return g_cwr_entries; }
 
@@ -315,6 +365,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="ATTR=VALUE",
         help="diagnosis: an extra ns-3 default, e.g. ns3::TcpCubic::Beta=0.7 (repeatable)",
+    )
+    ap.add_argument(
+        "--prr-sack-delivered",
+        action="store_true",
+        help="diagnosis: the senders' PRR counts only SACKed bytes as delivered on a duplicate "
+        "ACK (ns-3 3.44's TcpPrrRecovery adds a segment more)",
     )
     ap.add_argument(
         "--trace",
@@ -463,6 +519,8 @@ def run(a: argparse.Namespace) -> dict:
             cpp.HookSender(send.Get(0), SEGMENT_BYTES, start_s)
         if a.trace:
             cpp.HookDiag(disc, send.Get(0), i, start_s)
+        if a.prr_sack_delivered:
+            cpp.UsePrrSackDelivered(send.Get(0), start_s)
         sinks.append(sink)
 
     ns.Simulator.Stop(ns.Seconds(a.duration))
@@ -490,6 +548,7 @@ def run(a: argparse.Namespace) -> dict:
             # only when set (the grid's cells start every flow at 0)
             **({"stagger_ms": a.stagger_ms} if a.stagger_ms else {}),
             **({"set": a.set} if a.set else {}),
+            **({"prr_sack_delivered": True} if a.prr_sack_delivered else {}),
         },
         "topology": {
             "bottleneck": {"rate": BOTTLENECK_RATE, "delay": BOTTLENECK_DELAY},
