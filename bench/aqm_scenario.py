@@ -19,8 +19,16 @@ DROP_CAUSE_QUEUE_OVERFLOW, DROP_CAUSE_AQM = 0, 5
 
 
 def scenario(
-    discipline: str, flows: int, ecn: bool, *, duration_s: float = 40.0, seed: int = 1
+    discipline: str,
+    flows: int,
+    ecn: bool,
+    *,
+    duration_s: float = 40.0,
+    seed: int = 1,
+    stagger_s: float = 0.0,
 ) -> dict[str, Any]:
+    """The cell's scenario; `stagger_s` (a diagnosis, as bench/ns3/aqm.py's --stagger-ms)
+    starts flow i at i times it instead of every flow at 0."""
     nodes = ["R", "D"]
     links: list[dict[str, Any]] = [
         {
@@ -39,9 +47,16 @@ def scenario(
         s = f"S{i}"
         nodes.append(s)
         links.append({"a": s, "b": "R", "rate": "1Gbps", "delay": "1ms", "queue_pkts": 1000})
-        flow_list.append(
-            {"name": f"f{i}", "from": s, "to": "D", "tcp": dict(tcp), "app": {"kind": "unbounded"}}
-        )
+        flow = {
+            "name": f"f{i}",
+            "from": s,
+            "to": "D",
+            "tcp": dict(tcp),
+            "app": {"kind": "unbounded"},
+        }
+        if stagger_s and i:
+            flow["start"] = f"{i * stagger_s * 1e3:g}ms"
+        flow_list.append(flow)
     return {
         "name": f"aqm-{discipline}-{flows}-{'ecn' if ecn else 'noecn'}",
         "duration": f"{duration_s:g}s",

@@ -84,6 +84,7 @@ FQ_CODEL_QUANTUM_BYTES = 1514
 _CPP = r"""
 #include <algorithm>
 #include <deque>
+#include <fstream>
 #include <vector>
 namespace farlink_aqm {
 using namespace ns3;
@@ -104,6 +105,10 @@ uint64_t g_drops_steady = 0, g_marks_steady = 0, g_requeues = 0, g_unmatched = 0
 uint64_t g_dropped_after_dequeue = 0;
 std::vector<uint64_t> g_rx_steady;    // payload bytes each receiver took in after g_warm
 std::vector<uint64_t> g_rx_total;
+// Diagnostics (--trace), filled only when HookDiag was called: see WriteDiag.
+struct DiagRow { double t; char kind; uint32_t flow; double value; };
+std::vector<DiagRow> g_diag;
+bool g_diag_on = false;
 
 bool Steady() { return Simulator::Now().GetSeconds() >= g_warm; }
 void OnSojourn(Time t) {
@@ -138,7 +143,11 @@ void OnMark(Ptr<const QueueDiscItem>, const char*) {
 }
 void OnTxBegin(Ptr<const Packet>) {
     if (g_handed_over.empty()) { g_unmatched++; return; }
-    if (Steady()) g_wait_ns.push_back(Simulator::Now().GetNanoSeconds() - g_handed_over.front());
+    if (Steady()) {
+        int64_t wait = Simulator::Now().GetNanoSeconds() - g_handed_over.front();
+        g_wait_ns.push_back(wait);
+        if (g_diag_on) g_diag.push_back({Simulator::Now().GetSeconds(), 'w', 0, wait / 1e6});
+    }
     g_handed_over.pop_front();
 }
 void OnRx(uint32_t flow, Ptr<const Packet> p, const Address&) {
@@ -175,15 +184,105 @@ void HookSenderNow(Ptr<Application> app) {
     s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&OnCwnd));
     s->TraceConnectWithoutContext("CongState", MakeCallback(&OnCongState));
 }
-void HookSender(Ptr<Application> app, uint32_t segment) {
+void HookSender(Ptr<Application> app, uint32_t segment, double start_s) {
     g_segment = segment;
-    // BulkSendApplication makes its socket when it starts (at 0): hook it just after.
-    Simulator::Schedule(NanoSeconds(1), &HookSenderNow, app);
+    // BulkSendApplication makes its socket when it starts: hook it just after.
+    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &HookSenderNow, app);
 }
 double CwndAt(double t) {
     auto it = std::upper_bound(g_cwnd_t.begin(), g_cwnd_t.end(), t);
     if (it == g_cwnd_t.begin()) return -1;
     return g_cwnd_segments[(it - g_cwnd_t.begin()) - 1];
+}
+// Diagnostics (--trace): every flow's window changes and congestion states, every drop at
+// the bottleneck's disc with the flow it belonged to (by its source address, 10.1.<flow + 1>.1)
+// and its TCP sequence number, and (OnTxBegin) every wait after the warm-up, kept in memory and
+// written as CSV at the end.
+void OnDiagCwnd(uint32_t flow, uint32_t, uint32_t n) {
+    g_diag.push_back({Simulator::Now().GetSeconds(), 'c', flow, double(n) / g_segment});
+}
+void OnDiagState(uint32_t flow, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t n) {
+    g_diag.push_back({Simulator::Now().GetSeconds(), 's', flow, double(n)});
+}
+void OnDiagDrop(Ptr<const QueueDiscItem> item) {
+    Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(item);
+    uint32_t flow = ip ? ((ip->GetHeader().GetSource().Get() >> 8) & 0xff) - 1 : 0xffffffff;
+    TcpHeader tcp;
+    double seq = -1;
+    if (item->GetPacket()->PeekHeader(tcp)) seq = tcp.GetSequenceNumber().GetValue();
+    g_diag.push_back({Simulator::Now().GetSeconds(), 'd', flow, seq});
+}
+void HookDiagSenderNow(Ptr<Application> app, uint32_t flow) {
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    s->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&OnDiagCwnd, flow));
+    s->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnDiagState, flow));
+}
+void HookDiag(Ptr<QueueDisc> q, Ptr<Application> app, uint32_t flow, double start_s) {
+    if (!g_diag_on) {
+        g_diag_on = true;
+        q->TraceConnectWithoutContext("Drop", MakeCallback(&OnDiagDrop));
+    }
+    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &HookDiagSenderNow, app, flow);
+}
+bool WriteDiag(std::string path) {
+    std::ofstream o(path);
+    o << "time_s,kind,flow,value\n";
+    o.precision(9);
+    for (auto& r : g_diag)
+        o << r.t << ','
+          << (r.kind == 'c' ? "cwnd" : r.kind == 's' ? "state" : r.kind == 'w' ? "wait" : "drop")
+          << ',' << r.flow << ',' << r.value << '\n';
+    return bool(o);
+}
+// Diagnosis (--prr-sack-delivered): Proportional Rate Reduction (RFC 6937) as ns-3 3.44's
+// TcpPrrRecovery computes it but for one rule: ns-3 3.44 adds one segment to DeliveredData on
+// every duplicate ACK although the ACK's SACK blocks already count what it delivered (RFC 6937
+// gives that segment to connections without SACK only); this one counts the SACKed bytes alone.
+class PrrSackDelivered : public TcpClassicRecovery {
+  public:
+    static TypeId GetTypeId() {
+        static TypeId tid = TypeId("farlink_aqm::PrrSackDelivered")
+                                .SetParent<TcpClassicRecovery>()
+                                .AddConstructor<PrrSackDelivered>();
+        return tid;
+    }
+    std::string GetName() const override { return "PrrSackDelivered"; }
+    void EnterRecovery(Ptr<TcpSocketState> tcb, uint32_t, uint32_t, uint32_t delivered) override {
+        m_delivered = 0;
+        m_out = 0;
+        m_recover_fs = tcb->m_bytesInFlight;  // RecoverFS: the pipe as recovery begins
+        DoRecovery(tcb, delivered, true);
+    }
+    void DoRecovery(Ptr<TcpSocketState> tcb, uint32_t delivered, bool) override {
+        if (delivered == 0) return;
+        m_delivered += delivered;
+        int64_t pipe = tcb->m_bytesInFlight, ssthresh = tcb->m_ssThresh;
+        int64_t seg = tcb->m_segmentSize, sndcnt;
+        if (pipe > ssthresh) {  // the proportional part: ceil(prr_delivered ssthresh / RecoverFS)
+            sndcnt = int64_t((m_delivered * ssthresh + m_recover_fs - 1) / m_recover_fs) - m_out;
+        } else {  // the reduction bound, with one segment more on an ACK of retransmitted data
+            int64_t limit = std::max<int64_t>(int64_t(m_delivered) - m_out, delivered);
+            if (tcb->m_isRetransDataAcked) limit += seg;
+            sndcnt = std::min<int64_t>(limit, ssthresh - pipe);
+        }
+        sndcnt = std::max<int64_t>(sndcnt, m_out > 0 ? 0 : seg);  // the fast retransmission
+        tcb->m_cWnd = uint32_t(pipe + sndcnt);
+        tcb->m_cWndInfl = tcb->m_cWnd;
+    }
+    void ExitRecovery(Ptr<TcpSocketState> tcb) override { tcb->m_cWndInfl = tcb->m_cWnd; }
+    void UpdateBytesSent(uint32_t sent) override { m_out += sent; }
+    Ptr<TcpRecoveryOps> Fork() override { return CopyObject<PrrSackDelivered>(this); }
+
+  private:
+    uint64_t m_delivered = 0, m_recover_fs = 1;
+    int64_t m_out = 0;
+};
+void UsePrrSackDeliveredNow(Ptr<Application> app) {
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    DynamicCast<TcpSocketBase>(s)->SetRecoveryAlgorithm(CreateObject<PrrSackDelivered>());
+}
+void UsePrrSackDelivered(Ptr<Application> app, double start_s) {
+    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &UsePrrSackDeliveredNow, app);
 }
 uint64_t LossEntries() { return g_loss_entries; }
 uint64_t CwrEntries() { return g_cwr_entries; }
@@ -254,6 +353,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1, help="ns-3 RngSeedManager seed")
     ap.add_argument("--run", type=int, default=1, help="ns-3 RngSeedManager run (substream)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument(
+        "--stagger-ms",
+        type=float,
+        default=0.0,
+        help="diagnosis: flow i starts at i times this (default 0: every flow at 0)",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="ATTR=VALUE",
+        help="diagnosis: an extra ns-3 default, e.g. ns3::TcpCubic::Beta=0.7 (repeatable)",
+    )
+    ap.add_argument(
+        "--prr-sack-delivered",
+        action="store_true",
+        help="diagnosis: the senders' PRR counts only SACKed bytes as delivered on a duplicate "
+        "ACK (ns-3 3.44's TcpPrrRecovery adds a segment more)",
+    )
+    ap.add_argument(
+        "--trace",
+        type=Path,
+        help="diagnosis: write every flow's cwnd (segments) and congestion state changes, "
+        "every drop at the disc (flow, TCP sequence number) and every packet's queue delay "
+        "after the warm-up (ms) to this CSV",
+    )
     ap.add_argument("--grid", action="store_true", help="every cell; writes results/ns3_aqm.json")
     ap.add_argument("--jobs", type=int, default=1, help="cells at a time with --grid")
     ap.add_argument("--out", type=Path, default=RESULTS, help="results file of --grid")
@@ -262,6 +387,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--flows: expected at least 1, got {a.flows}")
     if a.duration <= WARM_S:
         ap.error(f"--duration: expected more than the {WARM_S:g} s warm-up, got {a.duration}")
+    if a.stagger_ms < 0 or (a.flows - 1) * a.stagger_ms / 1e3 >= WARM_S:
+        ap.error(f"--stagger-ms: every flow must start before {WARM_S:g} s, got {a.stagger_ms}")
+    for item in a.set:
+        name, eq, _ = item.partition("=")
+        if not eq or not name.startswith("ns3::") or name.count("::") < 2:
+            ap.error(f"--set: expected ns3::Type::Attribute=VALUE, got {item!r}")
     if a.seed < 1 or a.run < 1 or a.jobs < 1:
         ap.error("--seed, --run and --jobs: expected integers >= 1")
     return a
@@ -358,6 +489,10 @@ def run(a: argparse.Namespace) -> dict:
     for name, value in socket_defaults.items():
         if not ns.Config.SetDefaultFailSafe(name, ns.StringValue(value)):
             raise SystemExit(f"ns-3 has no attribute {name!r} that accepts {value!r}")
+    for item in a.set:
+        name, _, value = item.partition("=")
+        if not ns.Config.SetDefaultFailSafe(name, ns.StringValue(value)):
+            raise SystemExit(f"--set: ns-3 has no attribute {name!r} that accepts {value!r}")
 
     senders, d, neck_devs, neck_if = build(ns, cpp, a.flows)
     disc, disc_settings = install_disc(ns, cpp, a.discipline, a.ecn, neck_devs.Get(0))
@@ -374,12 +509,18 @@ def run(a: argparse.Namespace) -> dict:
         )
         bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))
         send = bulk.Install(senders.Get(i))
+        start_s = i * a.stagger_ms / 1e3
+        sink.Start(ns.Seconds(0.0))
+        send.Start(ns.Seconds(start_s))
         for apps in (sink, send):
-            apps.Start(ns.Seconds(0.0))
             apps.Stop(ns.Seconds(a.duration))
         cpp.HookSink(sink.Get(0), i)
         if i == 0:
-            cpp.HookSender(send.Get(0), SEGMENT_BYTES)
+            cpp.HookSender(send.Get(0), SEGMENT_BYTES, start_s)
+        if a.trace:
+            cpp.HookDiag(disc, send.Get(0), i, start_s)
+        if a.prr_sack_delivered:
+            cpp.UsePrrSackDelivered(send.Get(0), start_s)
         sinks.append(sink)
 
     ns.Simulator.Stop(ns.Seconds(a.duration))
@@ -387,6 +528,8 @@ def run(a: argparse.Namespace) -> dict:
     ns.Simulator.Run()
     t_run = time.perf_counter() - t1
     events = int(ns.Simulator.GetEventCount())
+    if a.trace and not cpp.WriteDiag(str(a.trace)):
+        raise SystemExit(f"--trace: could not write {a.trace}")
 
     steady_s = a.duration - WARM_S
     per_flow = [int(cpp.RxSteady(i)) * 8 / steady_s for i in range(a.flows)]
@@ -402,6 +545,10 @@ def run(a: argparse.Namespace) -> dict:
             "warm_s": WARM_S,
             "seed": a.seed,
             "run": a.run,
+            # only when set (the grid's cells start every flow at 0)
+            **({"stagger_ms": a.stagger_ms} if a.stagger_ms else {}),
+            **({"set": a.set} if a.set else {}),
+            **({"prr_sack_delivered": True} if a.prr_sack_delivered else {}),
         },
         "topology": {
             "bottleneck": {"rate": BOTTLENECK_RATE, "delay": BOTTLENECK_DELAY},
