@@ -17,7 +17,9 @@ has no coupled congestion control), a 1 MB receive buffer and a 64 KB send buffe
 are in docs/multipath.md beside the tables.
 
 Each comparison is kept as JSON in the work folder (``--out``); one whose file exists is not run
-again (``--fresh`` runs everything), so an interrupted run resumes. The tables go into
+again (``--fresh`` runs everything), so an interrupted run resumes. ``--resimulate`` keeps the
+kept comparisons' kernel side and runs their simulator side again (seconds, not the emulator's
+minutes), for a change to farlink's simulator. The tables go into
 docs/multipath.md between the validate-mptcp markers (``--no-doc``: printed only).
 
 Run: ``make validate-mptcp`` (root, namespaces, the kernel's Multipath TCP; about 25 minutes).
@@ -74,19 +76,32 @@ def drop_rate_sets(doc: dict[str, Any], size: str) -> list[str]:
     return [f"links[0].bundle.call_drop_rate_per_s={DROPS_PER_TRANSFER / (members * transfer_s)}"]
 
 
-def compared(name: str, size: str, drops: bool, out: Path, fresh: bool) -> dict[str, Any]:
-    """compare-bonding of preset ``name`` sped up, on both engines (kept in ``out``)."""
-    from farlink.bonding import compare_bonding, speed_up
+def compared(
+    name: str, size: str, drops: bool, out: Path, fresh: bool, resimulate: bool = False
+) -> dict[str, Any]:
+    """compare-bonding of preset ``name`` sped up, on both engines (kept in ``out``); with
+    ``resimulate``, a kept comparison's simulator side is run again and kept with its kernel
+    side."""
+    from farlink.bonding import compare_bonding, faster, speed_up
     from farlink.scenario import load_scenario
 
     path = out / f"{name}-{'drops' if drops else 'no-drops'}.json"
-    if path.exists() and not fresh:
-        return json.loads(path.read_text(encoding="utf-8"))
     doc = speed_up(load_scenario(name), SPEEDUP)
     doc["seed"] = 1
     sets = flow_sets() + (drop_rate_sets(doc, size) if drops else [NO_DROPS])
-    print(f"running {name} x{SPEEDUP:g}, {'with' if drops else 'without'} call drops", flush=True)
-    result = compare_bonding(doc, size=size, seeds=SEEDS, sets=sets, emulate=True, tcp="cubic")
+    if path.exists() and not fresh:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        if not resimulate:
+            return result
+        print(f"simulating {name} x{SPEEDUP:g} again, the kernel's runs kept", flush=True)
+        sim = compare_bonding(doc, size=size, seeds=SEEDS, sets=sets, tcp="cubic")
+        for bonding in ("mlppp", "mptcp"):
+            result[bonding]["sim"] = sim[bonding]["sim"]
+        result["faster"] = faster(result, "sim")
+    else:
+        label = "with" if drops else "without"
+        print(f"running {name} x{SPEEDUP:g}, {label} call drops", flush=True)
+        result = compare_bonding(doc, size=size, seeds=SEEDS, sets=sets, emulate=True, tcp="cubic")
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return result
@@ -244,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "farlink-out" / "validate-mptcp")
     parser.add_argument("--fresh", action="store_true", help="run every comparison again")
+    parser.add_argument(
+        "--resimulate",
+        action="store_true",
+        help="run the simulator side of the kept comparisons again, keeping their kernel side",
+    )
     parser.add_argument("--no-doc", action="store_true", help="print the tables only")
     parser.add_argument(
         "--bundles", nargs="*", default=list(BUNDLES), help="the bundles run with call drops"
@@ -253,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"validate_mptcp: --bundles: not one of {', '.join(BUNDLES)}: {unknown[0]}")
         return 2
-    calm = compared("iridium-4", "1MB", False, args.out, args.fresh)
-    stormy = {b: compared(b, BUNDLES[b], True, args.out, args.fresh) for b in args.bundles}
+    again = args.resimulate
+    calm = compared("iridium-4", "1MB", False, args.out, args.fresh, again)
+    stormy = {b: compared(b, BUNDLES[b], True, args.out, args.fresh, again) for b in args.bundles}
     autotuned = autotuned_run(args.out, args.fresh) if "iridium-4" in stormy else None
     goodput, goodput_ok = goodput_table(calm)
     transfer, transfer_ok = transfer_table(stormy)

@@ -275,3 +275,72 @@ fn a_tcp_flow_cannot_share_the_members_of_multipath_subflows() {
         "{e}"
     );
 }
+
+/// Two members of very different rates, no ARQ and no call drops: a 64 kbit/s member of 50 ms
+/// and a 4800 bit/s member of 300 ms, each behind a queue of 10 packets; 500 KB by Multipath
+/// TCP (minimum RTT first, uncoupled) with a 1 MB connection window and the send buffer
+/// `send_buffer` (`None`: unbounded).
+fn unequal_pair(send_buffer: Option<&str>) -> Value {
+    let mut tcp = json!({"mss_bytes": 1460, "receive_buffer": "1MB", "recovery": "sack",
+                         "cc": "reno"});
+    if let Some(b) = send_buffer {
+        tcp["send_buffer"] = json!(b);
+    }
+    json!({
+        "seed": 1,
+        "duration": "1h",
+        "nodes": ["A", "B"],
+        "links": [{"name": "pair", "a": "A", "b": "B", "queue_pkts": 10,
+                   "bundle": {"members": [{"name": "fast", "rate": "64kbps", "delay": "50ms"},
+                                          {"name": "slow", "rate": "4800bps", "delay": "300ms"}],
+                              "txqueue_pkts": 3, "primary": false, "start": "connected"}}],
+        "flows": [{"name": "ftp", "from": "A", "to": "B", "tcp": tcp,
+                   "app": {"kind": "bulk", "size": "500KB"},
+                   "transport": "mptcp",
+                   "mptcp": {"scheduler": "minrtt", "coupling": "none"}}]
+    })
+}
+
+#[test]
+fn a_shared_send_buffer_starves_the_fast_subflow_behind_the_slow_one() {
+    // Unbounded (the default), the fast member carries what the slow one cannot and the
+    // connection comes near the members' sum.
+    let free = run_json(&unequal_pair(None));
+    let f = &free.summary.flows[0];
+    assert!(f.finished, "{f:?}");
+    assert_eq!(f.bottleneck_bps, 68_800);
+    assert!(
+        f.normalized_goodput > 0.85,
+        "unbounded: {:.3} of the sum",
+        f.normalized_goodput
+    );
+    assert_eq!(f.limited_s.as_ref().unwrap()["send_buffer"], Some(0.0));
+    // 32 KB for the whole connection, as Linux's MPTCP socket keeps one: more than the fast
+    // member's path holds (its queue and round trip, about 16 KB), so minimum RTT first puts
+    // data on the slow member too. A byte leaves the buffer only once the DATA_ACK covers it:
+    // the segments waiting on the slow member hold it full, and the fast member idles (its time
+    // counted against the send buffer) until the slow one delivers. The connection falls far
+    // below the sum.
+    let held = run_json(&unequal_pair(Some("32KB")));
+    let h = &held.summary.flows[0];
+    assert!(h.finished, "{h:?}");
+    assert_eq!(h.delivered_bytes, 500_000);
+    assert!(
+        h.subflows[1].bytes > 10 * 1460,
+        "the slow member carried data: {:?}",
+        h.subflows
+    );
+    assert!(
+        h.normalized_goodput < 0.6 * f.normalized_goodput,
+        "32 KB: {:.3} of the sum, unbounded {:.3}",
+        h.normalized_goodput,
+        f.normalized_goodput
+    );
+    let buffer_s = h.limited_s.as_ref().unwrap()["send_buffer"].unwrap();
+    let transfer_s = h.transfer_time_s.unwrap();
+    assert!(
+        buffer_s > 0.3 * transfer_s,
+        "subflows idle for the send buffer {buffer_s:.1} s of {transfer_s:.1} s: {:?}",
+        h.limited_s
+    );
+}

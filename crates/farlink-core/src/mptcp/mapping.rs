@@ -9,6 +9,12 @@
 //! have at most the receive window's bytes beyond the DATA_ACK outstanding (section 3.3.4:
 //! one window for the connection, shared by its subflows).
 //!
+//! The sender may also hold a send buffer for the whole connection (Linux's: the MPTCP socket's
+//! `sk_sndbuf`, `mptcp_sendmsg` writing while its queued bytes are below it, and
+//! `__mptcp_clean_una` freeing them only once the DATA_ACK covers them): the application's
+//! bytes not yet covered by the DATA_ACK never exceed it, so data waiting on a slow subflow
+//! holds room no other subflow can use.
+//!
 //! In the simulator the receiver reads the mapping from the sender's [`SubflowMap`] rather
 //! than from an option on each segment: a byte reaches the receiver only after its mapping
 //! was made, and the DSS option always travels with the bytes it maps, so both give the same
@@ -142,6 +148,9 @@ pub struct DataSender {
     data_ack: u64,
     /// The connection-level receive window (RFC 8684 3.3.4), from the DATA_ACK.
     window_bytes: u64,
+    /// The connection's send buffer: bytes written and not yet covered by the DATA_ACK;
+    /// `u64::MAX`: unbounded.
+    send_buffer_bytes: u64,
     reinject: ReinjectQueue,
     /// Bytes sent again on another subflow (reinjected or redundant copies).
     resent_bytes: u64,
@@ -164,9 +173,52 @@ impl DataSender {
             next_dsn: 0,
             data_ack: 0,
             window_bytes: window_bytes.max(1),
+            send_buffer_bytes: u64::MAX,
             reinject: ReinjectQueue::new(),
             resent_bytes: 0,
         }
+    }
+
+    /// The same sender with a connection-level send buffer of `bytes` (`None`: unbounded).
+    pub fn with_send_buffer(mut self, bytes: Option<u64>) -> Self {
+        self.send_buffer_bytes = bytes.map_or(u64::MAX, |b| b.max(1));
+        self
+    }
+
+    /// The end of what the application has written into the send buffer: everything, or as
+    /// much as fits above the DATA_ACK.
+    fn buffered_end(&self) -> u64 {
+        self.written
+            .min(self.data_ack.saturating_add(self.send_buffer_bytes))
+    }
+
+    /// The new data a chunk of at most `max_len` bytes may take, within the window and the
+    /// send buffer; `None` if none. The window may cut a chunk short; the send buffer never
+    /// does (a segment waits for a whole segment's room, as a subflow's own buffer makes it,
+    /// `Sender::new_data_len`), except that an empty buffer always lets one chunk go.
+    fn new_data(&self, max_len: u64) -> Option<Range<u64>> {
+        let limit = self
+            .written
+            .min(self.data_ack.saturating_add(self.window_bytes));
+        if self.next_dsn >= limit {
+            return None;
+        }
+        let end = limit.min(self.next_dsn.saturating_add(max_len.max(1)));
+        if end > self.buffered_end() && self.next_dsn > self.data_ack {
+            return None;
+        }
+        Some(self.next_dsn..end)
+    }
+
+    /// The application has bytes it cannot write yet because the send buffer is full of data
+    /// the DATA_ACK has not covered: what keeps new data from the subflows (not the window).
+    pub fn buffer_full(&self, max_len: u64) -> bool {
+        self.reinject.is_empty()
+            && self.new_data(max_len).is_none()
+            && self.next_dsn
+                < self
+                    .written
+                    .min(self.data_ack.saturating_add(self.window_bytes))
     }
 
     /// The next chunk of at most `max_len` bytes to map onto a subflow: reinjected data
@@ -179,27 +231,17 @@ impl DataSender {
                 reinjected: true,
             });
         }
-        let limit = self
-            .written
-            .min(self.data_ack.saturating_add(self.window_bytes));
-        if self.next_dsn >= limit {
-            return None;
-        }
-        let end = limit.min(self.next_dsn.saturating_add(max_len.max(1)));
-        let r = self.next_dsn..end;
-        self.next_dsn = end;
+        let r = self.new_data(max_len)?;
+        self.next_dsn = r.end;
         Some(Chunk {
             dsn: r,
             reinjected: false,
         })
     }
 
-    /// Whether [`next_chunk`](Self::next_chunk) would give something.
-    pub fn has_data(&self) -> bool {
-        let limit = self
-            .written
-            .min(self.data_ack.saturating_add(self.window_bytes));
-        self.next_dsn < limit || self.reinject.len_bytes() > 0
+    /// Whether [`next_chunk`](Self::next_chunk) would give something for `max_len`.
+    pub fn has_data(&self, max_len: u64) -> bool {
+        self.new_data(max_len).is_some() || self.reinject.len_bytes() > 0
     }
 
     /// A DATA_ACK arrived (older ones are ignored).
@@ -365,6 +407,35 @@ mod tests {
         assert_eq!(s.next_chunk(1460).unwrap().dsn, 3000..4460);
     }
 
+    #[test]
+    fn the_send_buffer_holds_what_the_data_ack_has_not_covered() {
+        // A 3000-byte connection send buffer and a window far larger: the buffer binds.
+        let mut s = DataSender::new(10_000, 100_000).with_send_buffer(Some(3000));
+        assert_eq!(s.next_chunk(1460).unwrap().dsn, 0..1460);
+        assert_eq!(s.next_chunk(1460).unwrap().dsn, 1460..2920);
+        // A whole segment no longer fits: nothing, and the buffer (not the window) says so.
+        assert!(s.next_chunk(1460).is_none());
+        assert!(s.buffer_full(1460) && !s.has_data(1460));
+        // Subflow ACKs alone free nothing; the DATA_ACK does.
+        s.on_data_ack(1460);
+        assert!(!s.buffer_full(1460));
+        assert_eq!(s.next_chunk(1460).unwrap().dsn, 2920..4380);
+        assert!(s.next_chunk(1460).is_none());
+        // A failed subflow's data is in the buffer already: reinjected even when it is full.
+        let mut map = SubflowMap::new();
+        map.push(1460..2920);
+        s.reinject_from(&map);
+        assert!(!s.buffer_full(1460) && s.has_data(1460));
+        let c = s.next_chunk(1460).unwrap();
+        assert!(c.reinjected && c.dsn == (1460..2920), "{c:?}");
+        // Unbounded (the default), the same steps map every chunk the window allows.
+        let mut u = DataSender::new(10_000, 100_000).with_send_buffer(None);
+        for k in 0..5 {
+            assert_eq!(u.next_chunk(1460).unwrap().dsn.start, k * 1460);
+        }
+        assert!(!u.buffer_full(1460));
+    }
+
     /// One step of the property test's world.
     #[derive(Clone, Debug)]
     enum Op {
@@ -409,10 +480,11 @@ mod tests {
         fn every_byte_arrives_once_in_order_across_failures(
             total in 1u64..40_000,
             window in 2000u64..30_000,
+            send_buffer in proptest::option::of(1460u64..20_000),
             subflows in 1usize..5,
             ops in proptest::collection::vec(op(4), 0..200),
         ) {
-            let mut tx = DataSender::new(total, window);
+            let mut tx = DataSender::new(total, window).with_send_buffer(send_buffer);
             let mut rx = DataReceiver::new();
             let mut subs: Vec<Sub> = (0..subflows).map(|_| Sub::new()).collect();
             let mut read = 0u64;
@@ -421,6 +493,13 @@ mod tests {
                 match op {
                     Op::Send { k, len } => {
                         if let Some(c) = tx.next_chunk(len) {
+                            // New data ends within the send buffer above the DATA_ACK, unless
+                            // it is the one chunk an empty buffer lets go.
+                            let room_end = tx.data_ack().saturating_add(send_buffer.unwrap_or(u64::MAX));
+                            prop_assert!(
+                                c.reinjected || c.dsn.end <= room_end || c.dsn.start == tx.data_ack(),
+                                "{c:?} beyond {room_end}"
+                            );
                             subs[k % subflows].map.push(c.dsn);
                         }
                     }

@@ -85,6 +85,11 @@ impl LimitClock {
         self.last = Some(now);
     }
 
+    /// The cause the time from the last instant counts against.
+    pub fn current(&self) -> Option<Limit> {
+        self.current
+    }
+
     /// From now on, the sender is held back by `limit` (`None`: by nothing worth counting).
     /// A window or pacing limit under a standing queue counts as [`Limit::Link`].
     pub fn set(&mut self, limit: Option<Limit>) {

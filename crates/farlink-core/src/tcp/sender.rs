@@ -245,6 +245,10 @@ pub struct Sender {
     app_limit_bytes: u64,
     /// [`SenderConfig::send_buffer_bytes`]; `u64::MAX` when unbounded.
     send_buffer_bytes: u64,
+    /// The writer has more data, but a send buffer beyond this sender's (a Multipath TCP
+    /// connection's, shared by its subflows) is full: nothing to send counts as
+    /// [`Limit::SendBuffer`] ([`Sender::set_writer_blocked`]).
+    writer_blocked: bool,
     /// [`SenderConfig::nagle`], until the application closes its stream.
     nagle: bool,
     /// Persist expiries since the window last opened: the probe interval doubles each time.
@@ -346,6 +350,7 @@ impl Sender {
             snd_wl2: 0,
             app_limit_bytes,
             send_buffer_bytes: config.send_buffer_bytes.unwrap_or(u64::MAX),
+            writer_blocked: false,
             nagle: config.nagle,
             persist_backoff: 0,
             probe_due: false,
@@ -543,6 +548,25 @@ impl Sender {
         }
     }
 
+    /// The writer above this sender has data but a send buffer of its own is full (a
+    /// Multipath TCP connection's, which only the DATA_ACK empties): until it is not, the time
+    /// this sender has nothing to send counts against the send buffer, not the application
+    /// (Linux's `tcpi_sndbuf_limited`).
+    pub fn set_writer_blocked(&mut self, now: SimTime, blocked: bool) {
+        if self.writer_blocked == blocked {
+            return;
+        }
+        self.limits.advance(now);
+        self.writer_blocked = blocked;
+        // Idle for want of data: the same idleness, under its new name.
+        if matches!(
+            self.limits.current(),
+            Some(Limit::Application | Limit::SendBuffer)
+        ) {
+            self.limits.set(self.limit_now());
+        }
+    }
+
     /// Bytes the application has handed over; `None` while the source is unbounded.
     pub fn app_limit_bytes(&self) -> Option<u64> {
         (self.app_limit_bytes != u64::MAX).then_some(self.app_limit_bytes)
@@ -727,7 +751,11 @@ impl Sender {
             return Some(self.window_limit());
         }
         if remaining == 0 {
-            return Some(Limit::Application);
+            return Some(if self.writer_blocked {
+                Limit::SendBuffer
+            } else {
+                Limit::Application
+            });
         }
         let len = remaining.min(self.smss_bytes);
         if self.nagle && len < self.smss_bytes && self.snd_max > self.snd_una {

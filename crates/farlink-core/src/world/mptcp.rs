@@ -183,7 +183,11 @@ impl World<'_> {
                 scheduler: Scheduler::new(spec.scheduler),
                 coupling: spec.coupling,
                 group: CouplingGroup::shared(),
-                tx: DataSender::new(size_bytes, f.tcp.receive_buffer_bytes),
+                // One send buffer for the connection, as Linux's MPTCP socket has: the
+                // flow's `tcp.send_buffer` (each subflow keeps one of the same size too, as
+                // Linux's SO_SNDBUF on the MPTCP socket sets every subflow's).
+                tx: DataSender::new(size_bytes, f.tcp.receive_buffer_bytes)
+                    .with_send_buffer(f.tcp.send_buffer_bytes),
                 rx: DataReceiver::new(),
                 members,
                 size_bytes,
@@ -379,11 +383,20 @@ impl World<'_> {
         self.transmit(c);
     }
 
-    /// Maps chunks onto the subflows the scheduler picks while any has room and there is data.
+    /// Maps chunks onto the subflows the scheduler picks while any has room and there is data
+    /// (within the connection's send buffer); then tells each subflow whether that buffer is
+    /// what keeps it idle.
     fn mptcp_pump(&mut self, m: usize) {
         if !self.mptcp[m].started {
             return;
         }
+        self.mptcp_map_chunks(m);
+        self.mark_send_buffer_starved(m);
+    }
+
+    /// Maps chunks onto the subflows the scheduler picks while any has room and the
+    /// connection has data it may send.
+    fn mptcp_map_chunks(&mut self, m: usize) {
         loop {
             let mut views = std::mem::take(&mut self.mptcp[m].views);
             views.clear();
@@ -420,6 +433,25 @@ impl World<'_> {
                 fl.app.relay_write(&mut fl.sender, len);
                 self.transmit(c);
             }
+        }
+    }
+
+    /// A subflow whose window has room while the connection's send buffer is full of data
+    /// waiting on the others is held back by that buffer (the starvation Linux's subflows show
+    /// as `sndbuf_limited`); the scheduler's last views are current after the pump.
+    fn mark_send_buffer_starved(&mut self, m: usize) {
+        let now = self.now;
+        let rt = &self.mptcp[m];
+        for (k, mem) in rt.members.iter().enumerate() {
+            let Some(view) = rt.views.get(k) else {
+                continue;
+            };
+            let starved = view.usable
+                && view.room_bytes >= view.smss_bytes.max(1)
+                && rt.tx.buffer_full(view.smss_bytes);
+            self.flows[mem.conn as usize]
+                .sender
+                .set_writer_blocked(now, starved);
         }
     }
 
