@@ -59,14 +59,15 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench tools
 	$(VENV)/bin/ruff format --check python tests bench tools
 
-# Three pytest runs side by side: the emulations (marked real_time), the link manager's tests
-# (wall_clock) and the rest (tests/support.py says which is which). The emulations mostly wait
-# on the wall clock (the driver sleeps on a timerfd until 10 us before each deadline), so two
-# pytest-xdist workers run them, two emulations at a time. The others' output follows the
-# first's; the target fails if any does.
+# Three pytest processes side by side: the emulations (marked real_time: they measure time, so
+# one at a time), the link manager's tests (wall_clock: they mostly sleep) and the rest
+# (tests/support.py says which is which). Two emulations at a time (pytest-xdist, -n 2) halve
+# the emulations' 400 s, but once in three runs the kernel's smoothed RTT in
+# tests/test_schedules_emu.py read 115 ms where the path gives 102.5: not yet understood, so
+# they stay one at a time. The others' output follows the first's; the target fails if any does.
 PYTEST_LOGS := .pytest-real-time.log .pytest-wall-clock.log
 python-test: setup
-	@$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" -n 2 --durations=10 \
+	@$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" --durations=10 \
 		>.pytest-real-time.log 2>&1 & real_time=$$!; \
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and wall_clock" --durations=5 \
 		>.pytest-wall-clock.log 2>&1 & wall_clock=$$!; \

@@ -60,8 +60,8 @@ def namespaces_missing() -> str | None:
 REAL_TIME = pytest.mark.real_time
 """The mark of a test that runs an emulation on the wall clock (network namespaces, the
 emulator's driver, kernel TCP, real captures). These tests measure time, so ``make test`` runs
-them apart from the CPU-bound rest, two at a time (the driver mostly sleeps on a timerfd and
-spins only the last 10 us before a deadline; Makefile, python-test)."""
+them one after another in a pytest process of their own, beside the others (Makefile,
+python-test)."""
 
 WALL_CLOCK = pytest.mark.wall_clock
 """The mark of a test that waits on the wall clock without spinning: the link manager's daemons
