@@ -96,7 +96,7 @@ pub(crate) fn sink(
         let fd = stream_socket(mptcp)?;
         socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
         if let Some(b) = receive_buffer_bytes {
-            socket::setsockopt(&fd, sockopt::RcvBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
+            socket::setsockopt(&fd, sockopt::RcvBuf, &crate::sockets::buffer_option(b))?;
         }
         socket::setsockopt(&fd, sockopt::ReceiveTimeout, &timeval(POLL))?;
         socket::bind(
@@ -193,7 +193,7 @@ pub(crate) fn sender(
     let result = (|| -> std::io::Result<()> {
         let fd = stream_socket(plan.mptcp)?;
         if let Some(b) = plan.send_buffer_bytes {
-            socket::setsockopt(&fd, sockopt::SndBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
+            socket::setsockopt(&fd, sockopt::SndBuf, &crate::sockets::buffer_option(b))?;
         }
         socket::setsockopt(
             &fd,

@@ -238,7 +238,7 @@ pub(crate) fn counting_sink(
         )?;
         socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
         if let Some(b) = receive_buffer_bytes {
-            socket::setsockopt(&fd, sockopt::RcvBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
+            socket::setsockopt(&fd, sockopt::RcvBuf, &crate::sockets::buffer_option(b))?;
         }
         socket::bind(fd.as_raw_fd(), &SockaddrIn::from(addr))?;
         socket::listen(&fd, socket::Backlog::new(64).map_err(std::io::Error::from)?)?;

@@ -49,6 +49,12 @@ pub(crate) struct ShortFlowSettings {
     pub(crate) send_buffer_bytes: Option<u64>,
 }
 
+/// `bytes` as the value of SO_SNDBUF or SO_RCVBUF: the option is an int, which the kernel
+/// doubles, so a larger scenario buffer is taken as the most the option can say.
+pub(crate) fn buffer_option(bytes: u64) -> usize {
+    bytes.min(i32::MAX as u64 / 2) as usize
+}
+
 /// A kernel TCP connection to `settings.peer` with its controller and send buffer, writes
 /// bounded by 10 ms; an error if the run stops before it is up.
 pub(crate) fn connect(
@@ -62,7 +68,7 @@ pub(crate) fn connect(
         None,
     )?;
     if let Some(b) = settings.send_buffer_bytes {
-        socket::setsockopt(&fd, sockopt::SndBuf, &(b.min(i32::MAX as u64 / 2) as usize))?;
+        socket::setsockopt(&fd, sockopt::SndBuf, &buffer_option(b))?;
     }
     socket::setsockopt(
         &fd,
@@ -103,7 +109,7 @@ pub(crate) fn short_flow_listener(
         None,
     )?;
     socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
-    let rcvbuf = receive_buffer_bytes.min(i32::MAX as u64 / 2) as usize;
+    let rcvbuf = buffer_option(receive_buffer_bytes);
     socket::setsockopt(&fd, sockopt::RcvBuf, &rcvbuf)?;
     socket::setsockopt(&fd, sockopt::ReceiveTimeout, &timeval(POLL))?;
     socket::bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrIn::from(at))?;
