@@ -149,7 +149,8 @@ class RunOutput(TypedDict):
     - ``capacity``: ``time_ns`` u64, ``link`` u32, ``members_up`` u32, ``capacity_bps`` u64,
       whenever the members a bundle may use change.
     - ``queue_delay``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``sojourn_ns`` u64, one
-      row per packet leaving a link direction's queue (its wait there).
+      row per packet leaving a link direction's queue (its wait there): a plain link's queue,
+      a bundle's MLPPP queue, a radio hop's queue before RLP frames the packet.
     - ``aqm``: ``time_ns`` u64, ``link`` u32, ``forward`` bool, ``queue`` u32, ``event`` u8 (an
       index into :data:`AQM_EVENT_NAMES`), ``value`` f64, one row per change of a queue
       discipline's control state.

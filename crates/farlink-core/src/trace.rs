@@ -83,9 +83,12 @@ pub struct QueueTrace {
     pub bytes: Vec<u64>,
 }
 
-/// Every packet leaving a link direction's queue for the serializer, with its wait there: the
-/// time between joining the queue and leaving it (zero for a packet that found the serializer
-/// idle), for every queue discipline.
+/// Every packet leaving a link direction's queue, with its wait there: the time between
+/// joining the queue and leaving it, for every queue discipline. `link` and `forward` name the
+/// queue, the one a discipline runs in that direction: a plain link's, left for the serializer
+/// (zero for a packet that found it idle); a bundle's MLPPP queue, left for a member's transmit
+/// queue (zero for a packet a member took at once); a radio hop's, left as RLP sends the
+/// packet's first frame.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct QueueDelayTrace {
     pub time_ns: Vec<u64>,
@@ -97,7 +100,8 @@ pub struct QueueDelayTrace {
 /// Names of the events of [`AqmTrace::event`], by code ([`crate::links::queue::AqmEvent`]).
 pub const AQM_EVENT_NAMES: [&str; 5] = crate::links::queue::AqmEvent::NAMES;
 
-/// Every change of a link direction's AQM control state: CoDel's dropping state entered and
+/// Every change of a link direction's AQM control state (the queue of [`QueueDelayTrace`]'s
+/// rows, whatever the kind of link): CoDel's dropping state entered and
 /// left (and each of FQ-CoDel's flow queues'), PIE's drop probability at an update that changed
 /// it, RED's average queue at an arrival that changed it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

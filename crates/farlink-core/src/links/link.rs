@@ -330,6 +330,41 @@ pub struct Sojourn {
     pub sojourn: SimDuration,
 }
 
+/// The waits in a queue not yet taken, kept only while the log is on (off, the default, it
+/// holds nothing and a packet costs one branch). Every kind of link keeps one for the queue
+/// its discipline runs: a plain link's, a bundle's MLPPP queue, a radio hop's.
+#[derive(Debug, Default)]
+pub(crate) struct SojournLog(Option<VecDeque<Sojourn>>);
+
+impl SojournLog {
+    pub(crate) fn set(&mut self, on: bool) {
+        self.0 = on.then(|| VecDeque::with_capacity(16));
+    }
+
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Logs a packet leaving the queue at `at`, having joined it at `since`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn push(&mut self, at: SimTime, since: SimTime) {
+        if let Some(log) = &mut self.0 {
+            log.push_back(Sojourn {
+                at,
+                sojourn: at.saturating_since(since),
+            });
+        }
+    }
+
+    /// The oldest wait not yet taken.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<Sojourn> {
+        self.0.as_mut()?.pop_front()
+    }
+}
+
 /// Counters of a link since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {
@@ -410,7 +445,7 @@ pub struct Link<L: LossModel = NoLoss> {
     departures: Option<VecDeque<Departure>>,
     /// Every packet's wait in the queue, not yet taken by [`Link::pop_sojourn`]; `None` while
     /// the queue log is off, so that the link pays one branch per packet for it.
-    sojourns: Option<VecDeque<Sojourn>>,
+    sojourns: SojournLog,
     /// A schedule or a mahimahi trace ([`crate::links::schedule`]); `None` for a fixed link,
     /// which then pays one branch per packet for it.
     timed: Option<Box<Timed>>,
@@ -470,7 +505,7 @@ impl<L: LossModel> Link<L> {
             stats: LinkStats::default(),
             last_now: SimTime::ZERO,
             departures: None,
-            sojourns: None,
+            sojourns: SojournLog::default(),
             timed: None,
         })
     }
@@ -571,8 +606,8 @@ impl<L: LossModel> Link<L> {
         }
         if self.in_service.is_none() {
             debug_assert!(self.queue.len_pkts() == 0);
-            if self.sojourns.is_some() {
-                self.log_sojourn(now, now);
+            if self.sojourns.is_on() {
+                self.sojourns.push(now, now);
             }
             self.start(now, pkt, false);
             return Ok(());
@@ -676,26 +711,14 @@ impl<L: LossModel> Link<L> {
     /// changes ([`Link::pop_aqm_change`]). Take them after each `offer` and `poll` so that
     /// the logs stay short.
     pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
-        self.sojourns = sojourns.then(|| VecDeque::with_capacity(16));
+        self.sojourns.set(sojourns);
         self.queue.set_log(sojourns, changes);
-    }
-
-    /// Logs a packet leaving the queue at `at`, having joined it at `since`.
-    #[cold]
-    #[inline(never)]
-    fn log_sojourn(&mut self, at: SimTime, since: SimTime) {
-        if let Some(log) = &mut self.sojourns {
-            log.push_back(Sojourn {
-                at,
-                sojourn: at.saturating_since(since),
-            });
-        }
     }
 
     /// The oldest wait in the queue not yet taken, while the queue log is on.
     #[inline]
     pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
-        self.sojourns.as_mut()?.pop_front()
+        self.sojourns.pop()
     }
 
     /// The oldest change of the queue discipline's control state not yet taken.
@@ -752,8 +775,8 @@ impl<L: LossModel> Link<L> {
             if let Some(next) = self.queue.dequeue(done, &mut self.evicted) {
                 self.stats.queue_changes += 1;
                 self.stats.ce_marked_pkts += u64::from(next.marked);
-                if self.sojourns.is_some() {
-                    self.log_sojourn(done, next.enqueued_at.unwrap_or(done));
+                if self.sojourns.is_on() {
+                    self.sojourns.push(done, next.enqueued_at.unwrap_or(done));
                 }
                 self.start(done, next.pkt, true);
             }

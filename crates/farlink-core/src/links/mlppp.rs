@@ -68,9 +68,10 @@ use loss_rule::{LossRule, Verdict};
 use crate::error::ConfigError;
 use crate::links::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqStats};
 use crate::links::link::{
-    drop_cause_code, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, N_DROP_CAUSES,
+    drop_cause_code, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, Sojourn,
+    SojournLog, N_DROP_CAUSES,
 };
-use crate::links::queue::{DropTail, Queue, Verdict as QueueVerdict};
+use crate::links::queue::{AqmChange, DropTail, Queue, Verdict as QueueVerdict};
 use crate::loss::LossModel;
 use crate::modem::{Command, ModemState, Supervisor, SupervisorConfig, SupervisorStats};
 use crate::time::{BitRate, SimDuration, SimTime};
@@ -462,6 +463,8 @@ pub struct BundleDir<L: LossModel> {
     drops: [u64; N_DROP_CAUSES],
     unit_stats: BundleDirStats,
     departures: Option<VecDeque<Departure>>,
+    /// Every packet's wait in the MLPPP queue, while the queue log is on.
+    sojourns: SojournLog,
     /// Members with room, for fragmentation (reused).
     scratch: Vec<usize>,
     clock: SimTime,
@@ -527,6 +530,7 @@ impl<L: LossModel> BundleDir<L> {
             drops: [0; N_DROP_CAUSES],
             unit_stats: BundleDirStats::default(),
             departures: None,
+            sojourns: SojournLog::default(),
             scratch: Vec::with_capacity(n),
             clock: SimTime::ZERO,
         })
@@ -628,6 +632,27 @@ impl<L: LossModel> BundleDir<L> {
         self.departures.as_mut()?.pop_front()
     }
 
+    /// Turns the MLPPP queue's logs on or off, before the first packet: `sojourns`, every
+    /// packet's wait in it until a member takes it ([`BundleDir::pop_sojourn`]; zero for a
+    /// packet a member took at once); `changes`, its discipline's control-state changes
+    /// ([`BundleDir::pop_aqm_change`]). The members' transmit queues are not in it.
+    pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
+        self.sojourns.set(sojourns);
+        self.queue.set_log(sojourns, changes);
+    }
+
+    /// The oldest wait in the MLPPP queue not yet taken, while the queue log is on.
+    #[inline]
+    pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
+        self.sojourns.pop()
+    }
+
+    /// The oldest change of the MLPPP queue discipline's control state not yet taken.
+    #[inline]
+    pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
+        self.queue.pop_change()
+    }
+
     /// The earliest instant this direction has something to do.
     pub fn next_wakeup(&self) -> Option<SimTime> {
         let members = self.members.iter().filter_map(Member::next_event).min();
@@ -651,6 +676,9 @@ impl<L: LossModel> BundleDir<L> {
         self.stats.offered_pkts += 1;
         self.stats.offered_bytes += u64::from(pkt.size_bytes);
         if self.queue.len_pkts() == 0 && self.dispatch(now, pkt) {
+            if self.sojourns.is_on() {
+                self.sojourns.push(now, now);
+            }
             self.note_quiet();
             return Ok(());
         }
@@ -853,6 +881,9 @@ impl<L: LossModel> BundleDir<L> {
                 break;
             };
             self.stats.ce_marked_pkts += u64::from(next.marked);
+            if self.sojourns.is_on() {
+                self.sojourns.push(t, next.enqueued_at.unwrap_or(t));
+            }
             let sent = self.dispatch(t, next.pkt);
             debug_assert!(sent, "a member with room refused a packet");
             self.note_queue_change();

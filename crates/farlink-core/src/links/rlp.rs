@@ -76,8 +76,10 @@ use std::rc::Rc;
 
 use crate::error::ConfigError;
 use crate::links::arq::Unit;
-use crate::links::link::{Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit};
-use crate::links::queue::{DropTail, Queue, Verdict};
+use crate::links::link::{
+    Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, Sojourn, SojournLog,
+};
+use crate::links::queue::{AqmChange, DropTail, Queue, Verdict};
 use crate::loss::LossModel;
 use crate::time::{BitRate, SimDuration, SimTime};
 
@@ -336,6 +338,8 @@ pub struct RlpLink<L: LossModel, N: LossModel> {
     /// Packets whose first frame went on the air, not yet taken by [`RlpLink::pop_departure`];
     /// `None` while the log is off.
     departures: Option<VecDeque<Departure>>,
+    /// Every packet's wait in the queue until its first frame, while the queue log is on.
+    sojourns: SojournLog,
 }
 
 impl<L: LossModel, N: LossModel> RlpLink<L, N> {
@@ -386,6 +390,7 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
             link_stats: LinkStats::default(),
             last_now: SimTime::ZERO,
             departures: None,
+            sojourns: SojournLog::default(),
         })
     }
 
@@ -455,6 +460,27 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
         self.departures.as_mut()?.pop_front()
     }
 
+    /// Turns the queue's logs on or off, before the first packet: `sojourns`, every packet's
+    /// wait unframed, from its offer to the slot of its first frame
+    /// ([`RlpLink::pop_sojourn`]); `changes`, the discipline's control-state changes
+    /// ([`RlpLink::pop_aqm_change`]).
+    pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
+        self.sojourns.set(sojourns);
+        self.queue.set_log(sojourns, changes);
+    }
+
+    /// The oldest wait in the queue not yet taken, while the queue log is on.
+    #[inline]
+    pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
+        self.sojourns.pop()
+    }
+
+    /// The oldest change of the queue discipline's control state not yet taken.
+    #[inline]
+    pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
+        self.queue.pop_change()
+    }
+
     /// The sender's V(S), and the receiver's V(R) and V(N).
     pub fn state_variables(&self) -> (u64, u64, u64) {
         (self.vs, self.vr, self.vn)
@@ -500,6 +526,9 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
             return false;
         };
         self.link_stats.ce_marked_pkts += u64::from(next.marked);
+        if self.sojourns.is_on() {
+            self.sojourns.push(t, next.enqueued_at.unwrap_or(t));
+        }
         let pkt = next.pkt;
         let frames = u64::from(pkt.size_bytes.max(1)).div_ceil(u64::from(self.cfg.payload_bytes));
         self.units.push_back(Unit {

@@ -138,11 +138,14 @@ impl LinkDir {
         }
     }
 
-    /// Whether packets' waits in the queue and the discipline's state changes are logged
-    /// (a plain link's queue; a bundle's and a radio hop's are not traced yet).
+    /// Whether packets' waits in the queue and the discipline's state changes are logged:
+    /// the one queue a discipline runs in the direction (a plain link's queue, a bundle's
+    /// MLPPP queue, a radio hop's queue before RLP frames its packets).
     pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
-        if let LinkDir::Link(l) = self {
-            l.set_queue_log(sojourns, changes);
+        match self {
+            LinkDir::Link(l) => l.set_queue_log(sojourns, changes),
+            LinkDir::Bundle(b) => b.set_queue_log(sojourns, changes),
+            LinkDir::Rlp(r) => r.set_queue_log(sojourns, changes),
         }
     }
 
@@ -150,7 +153,8 @@ impl LinkDir {
     pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
         match self {
             LinkDir::Link(l) => l.pop_sojourn(),
-            LinkDir::Bundle(_) | LinkDir::Rlp(_) => None,
+            LinkDir::Bundle(b) => b.pop_sojourn(),
+            LinkDir::Rlp(r) => r.pop_sojourn(),
         }
     }
 
@@ -158,7 +162,8 @@ impl LinkDir {
     pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
         match self {
             LinkDir::Link(l) => l.pop_aqm_change(),
-            LinkDir::Bundle(_) | LinkDir::Rlp(_) => None,
+            LinkDir::Bundle(b) => b.pop_aqm_change(),
+            LinkDir::Rlp(r) => r.pop_aqm_change(),
         }
     }
 
