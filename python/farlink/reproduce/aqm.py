@@ -92,9 +92,9 @@ PATHS = (
         "1500-byte packet on an idle member) behind its 100-packet MLPPP queue, BIC as in the "
         "preset, without call drops; its frame errors stay (the members' ARQ repairs them, and "
         "they make the seeds differ), so the means are over seeds 1-10. A 200 KB window (137 "
-        "packets): the preset's 22 KB (15 packets) fills the members' 3-packet transmit queues "
-        "(12 packets: its 18 s round trip sits there, where no discipline runs) and leaves at "
-        "most 3 in the MLPPP queue, the one the discipline runs",
+        "packets): the preset's 22 KB (about 15 packets) fills the members' 3-packet transmit "
+        "queues (12 packets: its 18 s round trip sits there, where no discipline runs) and "
+        "leaves at most 4 in the MLPPP queue, the one the discipline runs",
         {"receive_buffer": "200KB"},
         bundle={"call_drop_rate": "0/s"},
         frame_errors=True,
