@@ -16,6 +16,9 @@
 //!   fails.
 //! - `scheduler.rs`: which subflow carries the next chunk ([`Scheduler`]: `minrtt`,
 //!   `roundrobin`, `redundant`).
+//! - `linux.rs`: what Linux's Multipath TCP adds (`net/mptcp/protocol.c`): its default
+//!   scheduler, which queues data on a subflow beyond its window ([`linux::LingerScheduler`]),
+//!   and its connection-level retransmission timer ([`linux::RetransmitTimer`]).
 //! - `coupled.rs`: coupled congestion control ([`Coupling`]: `lia`, `olia`, `balia`, `none`),
 //!   a controller per subflow behind `tcp::cc`'s trait sharing one [`CouplingGroup`].
 //!
@@ -23,6 +26,7 @@
 //! these components and the subflows' senders and receivers.
 
 pub mod coupled;
+pub mod linux;
 pub mod mapping;
 pub mod reinject;
 pub mod scheduler;

@@ -1,6 +1,7 @@
 //! A flow's transport: one TCP connection (`transport = "tcp"`, the default) or Multipath TCP
 //! (`transport = "mptcp"`), one subflow per member of the bundle link on its route, each over
-//! that member alone, with `[flows.mptcp]`'s `scheduler` and `coupling` (`crate::mptcp`).
+//! that member alone, with `[flows.mptcp]`'s `scheduler`, `coupling` and `retransmit_timer`
+//! (`crate::mptcp`).
 
 use super::errors::{at, err, ScenarioError};
 use super::flows::{AppSpec, FlowSpec};
@@ -24,6 +25,9 @@ pub enum Transport {
 pub struct MptcpSpec {
     pub scheduler: SchedulerKind,
     pub coupling: Coupling,
+    /// Linux's connection-level retransmission timer (`crate::mptcp::linux`): on unless
+    /// `[flows.mptcp] retransmit_timer = false`.
+    pub retransmit_timer: bool,
     /// Index into the flow's path of the bundle hop whose members carry one subflow each
     /// (found once the links are known: [`locate_bundles`]).
     pub bundle_hop: usize,
@@ -72,6 +76,7 @@ pub(super) fn transport(p: &str, f: &RawFlow, app: &AppSpec) -> Result<Transport
             Ok(Transport::Mptcp(MptcpSpec {
                 scheduler,
                 coupling,
+                retransmit_timer: m.retransmit_timer.unwrap_or(true),
                 bundle_hop: 0,
             }))
         }

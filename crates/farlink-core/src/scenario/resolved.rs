@@ -804,6 +804,7 @@ fn flow(s: &Scenario, f: &FlowSpec) -> RFlow {
             Transport::Mptcp(m) => Some(serde_json::json!({
                 "scheduler": m.scheduler.name(),
                 "coupling": m.coupling.name(),
+                "retransmit_timer": m.retransmit_timer,
                 "bundle_link": s.links[f.path[m.bundle_hop].link].name,
             })),
             Transport::Tcp => None,
