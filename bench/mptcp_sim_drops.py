@@ -5,9 +5,13 @@ default scheduler and its connection-level retransmission timer on or off
 (``[flows.mptcp] scheduler`` and ``retransmit_timer``, crates/farlink-core/src/mptcp/linux.rs),
 beside the kernel's transfer times that docs/multipath.md's table prints.
 
-``--diag BUNDLE SEED`` prints one run's detail instead: per subflow connection (its member and
-how many times reopened) the bytes it carried, its timeouts, what limited it (``limited_s``),
-and the connection's goodput per second.
+``--calm`` prints iridium-4's 1 MB without call drops instead (goodput per seed).
+``--send-buffer 128KB`` runs every variant with that send buffer in place of the validation's
+64 KB (the kernel doubles the 64 KB ``SO_SNDBUF`` both engines are given); ``--keep-first``
+with member 0's subflow kept through its member's drops, as the emulator leaves the kernel's
+first subflow (``keep_first_subflow``). ``--diag BUNDLE
+SEED`` prints one run's detail instead: per member its subflows, the bytes they carried, their
+timeouts, what limited them (``limited_s``), and the connection's goodput per second.
 
 Run from the repository's root: ``python bench/mptcp_sim_drops.py`` (seconds per run).
 """
@@ -148,7 +152,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--diag", nargs=2, metavar=("BUNDLE", "SEED"))
     p.add_argument("--variant", default="linux, timer", choices=list(VARIANTS))
     p.add_argument("--calm", action="store_true", help="iridium-4 without call drops instead")
+    p.add_argument(
+        "--send-buffer",
+        help="every variant with this send buffer in place of the validation's 64 KB "
+        "(a diagnosis: the kernel doubles SO_SNDBUF)",
+    )
+    p.add_argument(
+        "--keep-first",
+        action="store_true",
+        help="member 0's subflow is not closed on its drop (as the emulator leaves it)",
+    )
     a = p.parse_args(argv)
+    if a.keep_first:
+        for label in VARIANTS:
+            VARIANTS[label] = [*VARIANTS[label], "flows[0].mptcp.keep_first_subflow=true"]
+    if a.send_buffer:
+        extra = f'flows[0].tcp.send_buffer="{a.send_buffer}"'
+        for label in VARIANTS:
+            VARIANTS[label] = [*VARIANTS[label], extra]
     if a.calm:
         calm_table()
     elif a.diag:

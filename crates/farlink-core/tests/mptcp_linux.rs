@@ -116,3 +116,27 @@ fn linux_scheduler_queues_beyond_the_window_what_a_dead_call_then_holds() {
     );
     assert!(lr > wr, "reinjected: linux {lr}, minrtt {wr}");
 }
+
+#[test]
+fn the_first_subflow_can_be_kept_through_its_members_drop() {
+    // As the emulator leaves it to the kernel: member 0's subflow is not closed when its drop
+    // is noticed, nothing is reinjected from it, and it carries on after the redial.
+    let mut sc = silent_member(
+        "400KB",
+        json!({"scheduler": "linux", "coupling": "none", "keep_first_subflow": true}),
+    );
+    sc["links"][0]["bundle"]["detection_delay"] = json!("2s");
+    let kept = run_json(&sc);
+    let f = &kept.summary.flows[0];
+    assert!(f.finished, "{f:?}");
+    assert_eq!(f.delivered_bytes, 400_000);
+    let s0 = &f.subflows[0];
+    assert!(!s0.down_intervals_s.is_empty(), "{s0:?}");
+    assert_eq!(s0.established, 1, "never reopened: {s0:?}");
+    // Closed on the drop (the default), the member's subflow is replaced after the redial.
+    sc["flows"][0]["mptcp"]["keep_first_subflow"] = json!(false);
+    let closed = run_json(&sc);
+    let c = &closed.summary.flows[0];
+    assert!(c.finished);
+    assert!(c.subflows[0].established >= 2, "{:?}", c.subflows[0]);
+}

@@ -28,6 +28,10 @@ pub struct MptcpSpec {
     /// Linux's connection-level retransmission timer (`crate::mptcp::linux`): on unless
     /// `[flows.mptcp] retransmit_timer = false`.
     pub retransmit_timer: bool,
+    /// Member 0's subflow (the connection's first) stays open through its member's drops, as
+    /// the emulator leaves it to the kernel's retransmissions (`[flows.mptcp]
+    /// keep_first_subflow`, default false: closed once the drop is noticed, like the others).
+    pub keep_first_subflow: bool,
     /// Index into the flow's path of the bundle hop whose members carry one subflow each
     /// (found once the links are known: [`locate_bundles`]).
     pub bundle_hop: usize,
@@ -77,6 +81,7 @@ pub(super) fn transport(p: &str, f: &RawFlow, app: &AppSpec) -> Result<Transport
                 scheduler,
                 coupling,
                 retransmit_timer: m.retransmit_timer.unwrap_or(true),
+                keep_first_subflow: m.keep_first_subflow.unwrap_or(false),
                 bundle_hop: 0,
             }))
         }

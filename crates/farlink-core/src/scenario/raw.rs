@@ -489,6 +489,7 @@ pub(super) struct RawMptcp {
     pub(super) scheduler: Option<String>,
     pub(super) coupling: Option<String>,
     pub(super) retransmit_timer: Option<bool>,
+    pub(super) keep_first_subflow: Option<bool>,
 }
 
 /// One connection of a split flow (`scenario/split.rs`).

@@ -805,6 +805,7 @@ fn flow(s: &Scenario, f: &FlowSpec) -> RFlow {
                 "scheduler": m.scheduler.name(),
                 "coupling": m.coupling.name(),
                 "retransmit_timer": m.retransmit_timer,
+                "keep_first_subflow": m.keep_first_subflow,
                 "bundle_link": s.links[f.path[m.bundle_hop].link].name,
             })),
             Transport::Tcp => None,

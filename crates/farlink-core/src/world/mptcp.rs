@@ -88,6 +88,8 @@ pub(super) struct MptcpRt {
     /// `Event::MptcpTimer`).
     retransmit_timer: bool,
     rtx: RetransmitTimer,
+    /// `[flows.mptcp] keep_first_subflow`: member 0's subflow is not closed on its drop.
+    keep_first_subflow: bool,
     /// Each subflow's own send buffer (the flow's `tcp.send_buffer`; `None`: unbounded), which
     /// Linux's scheduler fills at most.
     subflow_send_buffer: Option<u64>,
@@ -212,6 +214,7 @@ impl World<'_> {
                 rx: DataReceiver::new(),
                 retransmit_timer: spec.retransmit_timer,
                 rtx: RetransmitTimer::new(),
+                keep_first_subflow: spec.keep_first_subflow,
                 subflow_send_buffer: f.tcp.send_buffer_bytes,
                 members,
                 size_bytes,
@@ -793,11 +796,42 @@ impl World<'_> {
             if self.mptcp[m].links != l {
                 continue;
             }
-            if up {
+            if k == 0 && self.mptcp[m].keep_first_subflow {
+                self.first_member_change(m, up);
+            } else if up {
                 self.open_subflow(m, k);
             } else {
                 self.close_subflow(m, k);
             }
+        }
+    }
+
+    /// Member 0 went down or came back under `keep_first_subflow`: its subflow, the
+    /// connection's first, stays open through the drop (its own retransmissions, backing off,
+    /// carry it over the redial), as the emulator leaves it to the kernel: Linux's in-kernel
+    /// path manager closes a subflow when its `subflow` endpoint is removed, and the first
+    /// subflow's address (the node's own) is not one.
+    fn first_member_change(&mut self, m: usize, up: bool) {
+        let now = self.now;
+        if up && !self.mptcp[m].members[0].up {
+            // Up for the first time: its subflow opens as any member's.
+            self.open_subflow(m, 0);
+            return;
+        }
+        let mem = &mut self.mptcp[m].members[0];
+        let was_up = mem.up_spans.last().is_some_and(|s| s.1.is_none());
+        if was_up == up {
+            return;
+        }
+        // The subflow stays usable to the scheduler, as the kernel's does: nothing tells it
+        // the path is gone. Only the member's up and down spans follow.
+        if up {
+            mem.up_spans.push((now, None));
+            let c = mem.conn as usize;
+            self.transmit(c);
+            self.mptcp_pump(m);
+        } else if let Some(span) = mem.up_spans.last_mut() {
+            span.1 = Some(now);
         }
     }
 
