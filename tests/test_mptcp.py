@@ -40,7 +40,7 @@ def test_a_megabyte_over_iridium_4_crosses_call_drops_and_the_subflows_come_back
         # A new subflow (its own handshake) over the member once redialled.
         assert s["established"] >= 2, s
     assert flow["mptcp"]["reinjected_bytes"] > 0
-    assert flow["mptcp"]["scheduler"] == "minrtt" and flow["mptcp"]["coupling"] == "lia"
+    assert flow["mptcp"]["scheduler"] == "linux" and flow["mptcp"]["coupling"] == "lia"
 
 
 def test_scheduler_and_coupling_come_from_the_flows_mptcp_table(capsys):

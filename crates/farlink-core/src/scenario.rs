@@ -102,8 +102,10 @@
 //!                                     optional: a split connection (scenario/split.rs)
 //!   "transport": "tcp",               tcp | mptcp: one subflow per member of the bundle link
 //!                                     on the route, each over that member alone
-//!   "mptcp": {"scheduler": "minrtt",  minrtt | roundrobin | redundant
-//!             "coupling": "lia"}      lia | olia | balia | none (scenario/mptcp.rs)
+//!   "mptcp": {"scheduler": "linux",   linux | minrtt | roundrobin | redundant
+//!             "coupling": "lia",      lia | olia | balia | none (scenario/mptcp.rs)
+//!             "retransmit_timer": true,  Linux's connection-level timer (mptcp/linux.rs)
+//!             "keep_first_subflow": false}  member 0's subflow kept through its drops
 //! }
 //! TCP = {                             every field optional; defaults after RFCs / Linux
 //!   "profile": "rfc",                 rfc | linux: the defaults of the fields not given

@@ -142,6 +142,7 @@ fn every_scheduler_and_coupling_delivers_the_file() {
         ("roundrobin", "olia"),
         ("redundant", "balia"),
         ("minrtt", "none"),
+        ("linux", "lia"),
     ] {
         let r = run_json(&iridium_4(
             "200KB",

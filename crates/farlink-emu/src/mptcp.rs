@@ -413,6 +413,7 @@ impl MemberDirs {
                     timeouts: self.kernel_timeouts.get(n).copied().flatten(),
                     up_intervals_s: up,
                     down_intervals_s: down,
+                    limited_s: None,
                 }
             })
             .collect()

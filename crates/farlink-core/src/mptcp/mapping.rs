@@ -239,6 +239,46 @@ impl DataSender {
         })
     }
 
+    /// The next chunk as Linux pushes its send queue (`__subflow_push_pending`): at most
+    /// `max_len` bytes, never across the end of a send-queue fragment
+    /// ([`super::linux::frag_end`]), so that the caller can stop at a fragment's end.
+    pub fn next_chunk_in_frag(&mut self, max_len: u64) -> Option<Chunk> {
+        let start = self
+            .reinject
+            .front_start(self.data_ack)
+            .unwrap_or(self.next_dsn);
+        let len = max_len.max(1).min(super::linux::frag_end(start) - start);
+        self.next_chunk(len)
+    }
+
+    /// The head of the send queue as Linux's connection-level timer resends it
+    /// (`__mptcp_retrans`): from the DATA_ACK to the end of what was sent of the fragment
+    /// holding it; `None` if nothing sent is unacknowledged.
+    pub fn head_fragment(&self) -> Option<Range<u64>> {
+        let end = super::linux::frag_end(self.data_ack).min(self.next_dsn);
+        (end > self.data_ack).then_some(self.data_ack..end)
+    }
+
+    /// A copy of `dsn`, already sent, is sent again by the connection-level timer.
+    pub fn note_resent(&mut self, dsn: &Range<u64>) {
+        self.resent_bytes += dsn.end - dsn.start;
+    }
+
+    /// Bytes the connection-level window still lets go beyond what was sent.
+    pub fn window_room(&self) -> u64 {
+        self.data_ack
+            .saturating_add(self.window_bytes)
+            .saturating_sub(self.next_dsn)
+    }
+
+    /// Everything the application wrote into the send buffer was sent and acknowledged
+    /// (`__mptcp_clean_una`'s `snd_una == snd_nxt == write_seq`).
+    pub fn all_acknowledged(&self) -> bool {
+        self.reinject.is_empty()
+            && self.data_ack == self.next_dsn
+            && self.buffered_end() <= self.next_dsn
+    }
+
     /// Whether [`next_chunk`](Self::next_chunk) would give something for `max_len`.
     pub fn has_data(&self, max_len: u64) -> bool {
         self.new_data(max_len).is_some() || self.reinject.len_bytes() > 0
@@ -434,6 +474,41 @@ mod tests {
             assert_eq!(u.next_chunk(1460).unwrap().dsn.start, k * 1460);
         }
         assert!(!u.buffer_full(1460));
+    }
+
+    #[test]
+    fn linux_pushes_to_a_fragments_end_and_resends_its_head() {
+        use crate::mptcp::linux::DATA_FRAG_BYTES as F;
+        let mut s = DataSender::new(3 * F, 10 * F);
+        // Chunks stop at the first fragment's end, whatever the segment size.
+        let mut at = 0;
+        while at < F - 1000 {
+            at = s.next_chunk_in_frag(1460).unwrap().dsn.end;
+        }
+        assert_eq!(s.next_chunk_in_frag(1460).unwrap().dsn, at..F);
+        assert_eq!(s.next_chunk_in_frag(1460).unwrap().dsn, F..F + 1460);
+        // The head: from the DATA_ACK to the end of what was sent of its fragment.
+        assert_eq!(s.head_fragment(), Some(0..F));
+        s.on_data_ack(F - 10);
+        assert_eq!(s.head_fragment(), Some(F - 10..F));
+        s.on_data_ack(F + 100);
+        assert_eq!(s.head_fragment(), Some(F + 100..F + 1460));
+        assert_eq!(s.window_room(), F + 100 + 10 * F - (F + 1460));
+        // Reinjected data stops at its fragment's end too.
+        let mut map = SubflowMap::new();
+        map.push(F + 100..F + 1460);
+        s.reinject_from(&map);
+        let c = s.next_chunk_in_frag(100_000).unwrap();
+        assert!(c.reinjected && c.dsn == (F + 100..F + 1460), "{c:?}");
+        assert!(!s.all_acknowledged());
+        s.on_data_ack(F + 1460);
+        assert!(
+            s.head_fragment().is_none() && !s.all_acknowledged(),
+            "more to write"
+        );
+        while s.next_chunk_in_frag(1460).is_some() {}
+        s.on_data_ack(3 * F);
+        assert!(s.all_acknowledged());
     }
 
     /// One step of the property test's world.

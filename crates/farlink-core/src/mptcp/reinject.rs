@@ -72,6 +72,14 @@ impl ReinjectQueue {
         }
     }
 
+    /// Where the next [`pop`](Self::pop) with `data_ack` would start, if anything waits.
+    pub fn front_start(&self, data_ack: u64) -> Option<u64> {
+        self.ranges
+            .iter()
+            .find(|(_, &e)| e > data_ack)
+            .map(|(&s, _)| s.max(data_ack))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }

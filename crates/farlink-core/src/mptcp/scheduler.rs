@@ -1,10 +1,12 @@
 //! The packet scheduler: which subflow carries the next chunk of the connection's data.
 //!
+//! - `linux` (the default): Linux's default scheduler (`mptcp_subflow_get_send`,
+//!   [`super::linux`]): the subflow whose queued bytes drain soonest at its pacing rate, whatever
+//!   its window's room, given a burst of up to 64 KB that waits in its send queue.
 //! - `minrtt`: the subflow with the lowest smoothed RTT among those whose congestion window
-//!   has room for a segment, as Linux's default (`mptcp_subflow_get_send` picks the lowest
-//!   estimated delivery time, `srtt` over the pacing rate; with equal rates that is the
-//!   lowest `srtt`). A subflow without an RTT sample yet counts as slowest, ties go to the
-//!   lowest index.
+//!   has room for a segment, one segment at a time: nothing waits beyond a subflow's window (with
+//!   equal pacing rates Linux's pick is the lowest `srtt` too). A subflow without an RTT sample
+//!   yet counts as slowest, ties go to the lowest index.
 //! - `roundrobin`: the next subflow with room after the one used last.
 //! - `redundant`: every subflow with room carries the same chunk (Frömmgen et al.'s redundant
 //!   scheduler for low latency); the receiver keeps the first copy.
@@ -15,22 +17,25 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::linux::{LingerScheduler, LingerView};
 use crate::tcp::UnknownName;
 
 /// The schedulers, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum SchedulerKind {
     #[default]
+    Linux,
     MinRtt,
     RoundRobin,
     Redundant,
 }
 
 impl SchedulerKind {
-    pub const NAMES: &'static [&'static str] = &["minrtt", "roundrobin", "redundant"];
+    pub const NAMES: &'static [&'static str] = &["linux", "minrtt", "roundrobin", "redundant"];
 
     pub fn name(self) -> &'static str {
         match self {
+            SchedulerKind::Linux => "linux",
             SchedulerKind::MinRtt => "minrtt",
             SchedulerKind::RoundRobin => "roundrobin",
             SchedulerKind::Redundant => "redundant",
@@ -42,6 +47,7 @@ impl FromStr for SchedulerKind {
     type Err = UnknownName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
+            "linux" => Ok(SchedulerKind::Linux),
             "minrtt" => Ok(SchedulerKind::MinRtt),
             "roundrobin" => Ok(SchedulerKind::RoundRobin),
             "redundant" => Ok(SchedulerKind::Redundant),
@@ -71,6 +77,23 @@ pub struct SubflowView {
     pub smss_bytes: u64,
     /// Smoothed RTT in nanoseconds, `None` before the first sample.
     pub srtt_ns: Option<u64>,
+    /// What Linux's scheduler reads: bytes in its send queue (unsent or unacknowledged), its
+    /// pacing rate, whether its own send buffer has room ([`LingerView`]).
+    pub queued_bytes: u64,
+    pub pacing_bytes_per_s: u64,
+    pub memory_free: bool,
+}
+
+impl SubflowView {
+    /// The subflow as Linux's scheduler sees it.
+    pub fn linger(&self) -> LingerView {
+        LingerView {
+            usable: self.usable,
+            queued_bytes: self.queued_bytes,
+            pacing_bytes_per_s: self.pacing_bytes_per_s,
+            memory_free: self.memory_free,
+        }
+    }
 }
 
 impl SubflowView {
@@ -93,11 +116,39 @@ pub enum Pick {
 pub struct Scheduler {
     kind: SchedulerKind,
     last: Option<usize>,
+    linger: LingerScheduler,
 }
 
 impl Scheduler {
     pub fn new(kind: SchedulerKind) -> Self {
-        Scheduler { kind, last: None }
+        Scheduler {
+            kind,
+            last: None,
+            linger: LingerScheduler::new(),
+        }
+    }
+
+    /// Subflow `k` was replaced by a new one (Linux's scheduler forgets its smoothed rate).
+    pub fn forget(&mut self, k: usize) {
+        self.linger.forget(k);
+    }
+
+    /// The subflow(s) for the next data and how much: `Some(bytes)`, a burst to push into the
+    /// one subflow's send queue whatever its window (`linux`, within `window_room_bytes`, the
+    /// room the connection-level window leaves); `None`, one chunk that its window has room for
+    /// (the others).
+    pub fn pick_burst(
+        &mut self,
+        subflows: &[SubflowView],
+        window_room_bytes: u64,
+    ) -> Option<(Pick, Option<u64>)> {
+        if self.kind == SchedulerKind::Linux {
+            let views: Vec<LingerView> = subflows.iter().map(SubflowView::linger).collect();
+            let (k, burst) = self.linger.pick(&views, window_room_bytes)?;
+            self.last = Some(k);
+            return Some((Pick::One(k), Some(burst)));
+        }
+        self.pick(subflows).map(|p| (p, None))
     }
 
     pub fn kind(&self) -> SchedulerKind {
@@ -108,6 +159,7 @@ impl Scheduler {
     pub fn pick(&mut self, subflows: &[SubflowView]) -> Option<Pick> {
         let with_room = || (0..subflows.len()).filter(|&i| subflows[i].has_room());
         let pick = match self.kind {
+            SchedulerKind::Linux => return self.pick_burst(subflows, u64::MAX).map(|(p, _)| p),
             SchedulerKind::MinRtt => Pick::One(
                 with_room().min_by_key(|&i| (subflows[i].srtt_ns.unwrap_or(u64::MAX), i))?,
             ),
@@ -144,6 +196,9 @@ mod tests {
             room_bytes: room_segments * 1000,
             smss_bytes: 1000,
             srtt_ns: srtt_ms.map(|ms| ms * 1_000_000),
+            queued_bytes: 0,
+            pacing_bytes_per_s: 0,
+            memory_free: true,
         }
     }
 
@@ -215,6 +270,6 @@ mod tests {
             assert_eq!(n.parse::<SchedulerKind>().unwrap().name(), *n);
         }
         let e = "fastest".parse::<SchedulerKind>().unwrap_err().to_string();
-        assert!(e.contains("minrtt, roundrobin, redundant"), "{e}");
+        assert!(e.contains("linux, minrtt, roundrobin, redundant"), "{e}");
     }
 }

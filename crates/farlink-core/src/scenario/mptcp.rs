@@ -1,6 +1,7 @@
 //! A flow's transport: one TCP connection (`transport = "tcp"`, the default) or Multipath TCP
 //! (`transport = "mptcp"`), one subflow per member of the bundle link on its route, each over
-//! that member alone, with `[flows.mptcp]`'s `scheduler` and `coupling` (`crate::mptcp`).
+//! that member alone, with `[flows.mptcp]`'s `scheduler`, `coupling` and `retransmit_timer`
+//! (`crate::mptcp`).
 
 use super::errors::{at, err, ScenarioError};
 use super::flows::{AppSpec, FlowSpec};
@@ -24,6 +25,13 @@ pub enum Transport {
 pub struct MptcpSpec {
     pub scheduler: SchedulerKind,
     pub coupling: Coupling,
+    /// Linux's connection-level retransmission timer (`crate::mptcp::linux`): on unless
+    /// `[flows.mptcp] retransmit_timer = false`.
+    pub retransmit_timer: bool,
+    /// Member 0's subflow (the connection's first) stays open through its member's drops, as
+    /// the emulator leaves it to the kernel's retransmissions (`[flows.mptcp]
+    /// keep_first_subflow`, default false: closed once the drop is noticed, like the others).
+    pub keep_first_subflow: bool,
     /// Index into the flow's path of the bundle hop whose members carry one subflow each
     /// (found once the links are known: [`locate_bundles`]).
     pub bundle_hop: usize,
@@ -72,6 +80,8 @@ pub(super) fn transport(p: &str, f: &RawFlow, app: &AppSpec) -> Result<Transport
             Ok(Transport::Mptcp(MptcpSpec {
                 scheduler,
                 coupling,
+                retransmit_timer: m.retransmit_timer.unwrap_or(true),
+                keep_first_subflow: m.keep_first_subflow.unwrap_or(false),
                 bundle_hop: 0,
             }))
         }

@@ -488,6 +488,8 @@ pub(super) struct RawFlow {
 pub(super) struct RawMptcp {
     pub(super) scheduler: Option<String>,
     pub(super) coupling: Option<String>,
+    pub(super) retransmit_timer: Option<bool>,
+    pub(super) keep_first_subflow: Option<bool>,
 }
 
 /// One connection of a split flow (`scenario/split.rs`).

@@ -804,6 +804,8 @@ fn flow(s: &Scenario, f: &FlowSpec) -> RFlow {
             Transport::Mptcp(m) => Some(serde_json::json!({
                 "scheduler": m.scheduler.name(),
                 "coupling": m.coupling.name(),
+                "retransmit_timer": m.retransmit_timer,
+                "keep_first_subflow": m.keep_first_subflow,
                 "bundle_link": s.links[f.path[m.bundle_hop].link].name,
             })),
             Transport::Tcp => None,

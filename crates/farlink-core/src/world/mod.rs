@@ -222,6 +222,9 @@ enum Event {
     BundleTimer { bundle: u32, gen: u32 },
     /// A call drop a bundle's driver scheduled ([`BundleEvent::CallDrop`]).
     CallDrop { bundle: u32, member: u32, conn: u32 },
+    /// A Multipath TCP connection's own retransmission timer (`mptcp.rs`; `conn` indexes
+    /// `World::mptcp`).
+    MptcpTimer { conn: u32 },
     /// A dial's answer a bundle's driver scheduled ([`BundleEvent::DialDone`]).
     // The driver's event is spelled out in two variants rather than nested: nested, its own
     // tag makes every queued event 4 bytes longer (40 instead of 32 with its time and
@@ -881,6 +884,7 @@ impl<'s> World<'s> {
             Event::Message { flow } => self.write_message(flow as usize),
             Event::Udp { flow } => self.on_udp_timer(flow as usize),
             Event::BundleTimer { bundle, gen } => self.on_bundle_timer(bundle as usize, gen),
+            Event::MptcpTimer { conn } => self.mptcp_rtx_expired(conn as usize),
             Event::CallDrop {
                 bundle,
                 member,

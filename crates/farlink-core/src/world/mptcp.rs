@@ -30,12 +30,13 @@ use super::{
 };
 use crate::apps::stream::App;
 use crate::mptcp::coupled::{Coupled, Coupling, CouplingGroup};
+use crate::mptcp::linux::{self, RetransmitTimer};
 use crate::mptcp::{DataReceiver, DataSender, Pick, Scheduler, SubflowMap, SubflowView};
 use crate::path::{dir_index, member_link_dir, MemberChange};
 use crate::scenario::{AppSpec, ScenarioError, Transport};
 use crate::tcp::cc::ControllerInit;
 use crate::tcp::{Negotiated, State};
-use crate::time::SimTime;
+use crate::time::{SimDuration, SimTime};
 
 /// A bundle link whose members carry subflows: each member's own link directions.
 #[derive(Debug)]
@@ -61,6 +62,11 @@ struct Member {
     /// The coupled controller is in place (once established).
     coupled: bool,
     map: SubflowMap,
+    /// The round trip of the subflow's path with empty queues: what a handshake's SYN would
+    /// have sampled. Linux's subflows always have that sample before they carry data (their
+    /// pacing rate is set from it); the simulator's first subflows start without a handshake,
+    /// so Linux's scheduler reads this until their first sample.
+    handshake_rtt_ns: u64,
     /// When the member was up: [start, end) spans, the last open.
     up_spans: Vec<(SimTime, Option<SimTime>)>,
 }
@@ -78,6 +84,15 @@ pub(super) struct MptcpRt {
     group: Arc<Mutex<CouplingGroup>>,
     tx: DataSender,
     rx: DataReceiver,
+    /// Linux's connection-level retransmission timer, if on (`linux.rs`; its event is
+    /// `Event::MptcpTimer`).
+    retransmit_timer: bool,
+    rtx: RetransmitTimer,
+    /// `[flows.mptcp] keep_first_subflow`: member 0's subflow is not closed on its drop.
+    keep_first_subflow: bool,
+    /// Each subflow's own send buffer (the flow's `tcp.send_buffer`; `None`: unbounded), which
+    /// Linux's scheduler fills at most.
+    subflow_send_buffer: Option<u64>,
     members: Vec<Member>,
     /// Bytes the application writes: a bulk transfer's size; an unbounded source's `u64::MAX`
     /// until it stops, then what it had handed to the subflows.
@@ -113,6 +128,10 @@ pub struct SubflowSummary {
     /// end.
     pub up_intervals_s: Vec<[f64; 2]>,
     pub down_intervals_s: Vec<[f64; 2]>,
+    /// What limited its subflows, in seconds by cause, as the flow's `limited_s` (summed over
+    /// its subflows, to the flow's end); `None` where the engine cannot see it (the emulator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limited_s: Option<std::collections::BTreeMap<String, Option<f64>>>,
 }
 
 /// The connection level of a Multipath TCP flow in its summary.
@@ -120,13 +139,16 @@ pub struct SubflowSummary {
 pub struct MptcpSummary {
     pub scheduler: &'static str,
     pub coupling: &'static str,
-    /// Bytes mapped again onto another subflow after theirs failed (or copied by the
-    /// redundant scheduler).
+    /// Bytes mapped again onto another subflow after theirs failed, copied by the redundant
+    /// scheduler, or sent again by the connection-level retransmission timer.
     pub reinjected_bytes: u64,
     /// Bytes that reached the connection level more than once.
     pub duplicate_bytes: u64,
     /// The most bytes the connection-level receiver held out of order.
     pub max_out_of_order_bytes: u64,
+    /// Expiries of the connection-level retransmission timer that sent the head of the
+    /// unacknowledged data again on another subflow (`None`: the timer is off).
+    pub timer_retransmissions: Option<u64>,
 }
 
 impl World<'_> {
@@ -173,6 +195,7 @@ impl World<'_> {
                     used: false,
                     coupled: false,
                     map: SubflowMap::new(),
+                    handshake_rtt_ns: self.member_round_trip(i, spec.bundle_hop, k).as_nanos(),
                     up_spans: Vec::new(),
                 });
             }
@@ -189,6 +212,10 @@ impl World<'_> {
                 tx: DataSender::new(size_bytes, f.tcp.receive_buffer_bytes)
                     .with_send_buffer(f.tcp.send_buffer_bytes),
                 rx: DataReceiver::new(),
+                retransmit_timer: spec.retransmit_timer,
+                rtx: RetransmitTimer::new(),
+                keep_first_subflow: spec.keep_first_subflow,
+                subflow_send_buffer: f.tcp.send_buffer_bytes,
                 members,
                 size_bytes,
                 writing,
@@ -207,6 +234,24 @@ impl World<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The round trip of flow `i`'s path through member `k` of its bundle hop `bundle_hop`, with
+    /// empty queues: every hop's delay both ways, the member's in place of the bundle's.
+    fn member_round_trip(&self, i: usize, bundle_hop: usize, k: usize) -> SimDuration {
+        let sc = self.sc;
+        let path = &sc.flows()[i].path;
+        let others = path
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != bundle_hop)
+            .map(|(_, h)| *h)
+            .collect::<Vec<_>>();
+        let member = sc.links()[path[bundle_hop].link]
+            .bundle
+            .as_ref()
+            .map_or(SimDuration::ZERO, |b| b.members[k].delay);
+        sc.round_trip(&others) + member + member
     }
 
     /// The index into `member_links` of bundle link `link`'s member links, built on first use.
@@ -395,18 +440,36 @@ impl World<'_> {
     }
 
     /// Maps chunks onto the subflows the scheduler picks while any has room and the
-    /// connection has data it may send.
+    /// connection has data it may send; with Linux's scheduler, bursts into the picked
+    /// subflow's send queue (`__mptcp_push_pending`). Arms the connection-level timer if data
+    /// went out and it is not running.
     fn mptcp_map_chunks(&mut self, m: usize) {
+        let linux = self.mptcp[m].scheduler.kind() == crate::mptcp::SchedulerKind::Linux;
+        let mut pushed = false;
         loop {
+            if linux && !self.mptcp[m].tx.has_data(1) {
+                break;
+            }
             let mut views = std::mem::take(&mut self.mptcp[m].views);
             views.clear();
             for mem in &self.mptcp[m].members {
-                views.push(self.subflow_view(mem));
+                views.push(self.subflow_view(m, mem));
+            }
+            // `mptcp_subflow_get_send` takes the timer's interval from the active subflows.
+            self.set_rtx_interval(m, &views);
+            let rt = &mut self.mptcp[m];
+            let room = rt.tx.window_room();
+            let pick = rt.scheduler.pick_burst(&views, room);
+            rt.views = views;
+            let Some((pick, burst)) = pick else { break };
+            if let (Pick::One(k), Some(burst)) = (&pick, burst) {
+                if self.push_burst(m, *k, burst) == 0 {
+                    break;
+                }
+                pushed = true;
+                continue;
             }
             let rt = &mut self.mptcp[m];
-            let pick = rt.scheduler.pick(&views);
-            rt.views = views;
-            let Some(pick) = pick else { break };
             let targets: &[usize] = match &pick {
                 Pick::One(k) => std::slice::from_ref(k),
                 Pick::All(ks) => ks,
@@ -419,23 +482,133 @@ impl World<'_> {
             let Some(chunk) = rt.tx.next_chunk(smss) else {
                 break;
             };
+            pushed = true;
             let len = chunk.dsn.end - chunk.dsn.start;
             for (j, &k) in targets.iter().enumerate() {
                 let rt = &mut self.mptcp[m];
                 if j > 0 {
                     rt.tx.note_copy(&chunk.dsn);
                 }
-                let mem = &mut rt.members[k];
-                mem.map.push(chunk.dsn.clone());
-                mem.used = true;
-                let c = mem.conn as usize;
-                let fl = &mut self.flows[c];
-                fl.app.relay_write(&mut fl.sender, len);
-                self.transmit(c);
+                self.write_to_subflow(m, k, chunk.dsn.clone(), len);
+            }
+        }
+        let rt = &self.mptcp[m];
+        if pushed && rt.retransmit_timer && !rt.rtx.pending() {
+            self.reset_rtx_timer(m);
+        }
+    }
+
+    /// Maps DSN range `dsn` (`len` bytes) onto member `k`'s subflow and lets it send.
+    fn write_to_subflow(&mut self, m: usize, k: usize, dsn: std::ops::Range<u64>, len: u64) {
+        let mem = &mut self.mptcp[m].members[k];
+        mem.map.push(dsn);
+        mem.used = true;
+        let c = mem.conn as usize;
+        let fl = &mut self.flows[c];
+        fl.app.relay_write(&mut fl.sender, len);
+        self.transmit(c);
+    }
+
+    /// `__subflow_push_pending`: whole send-queue fragments into member `k`'s subflow, however
+    /// full its window, until `burst_bytes` are spent, its own send buffer is full or it is no
+    /// longer usable; returns the bytes pushed.
+    fn push_burst(&mut self, m: usize, k: usize, burst_bytes: u64) -> u64 {
+        let mut pushed = 0u64;
+        loop {
+            // One fragment, in segment-sized chunks (its skbs).
+            loop {
+                let c = self.mptcp[m].members[k].conn as usize;
+                let smss = self.flows[c].sender.smss_bytes();
+                let Some(chunk) = self.mptcp[m].tx.next_chunk_in_frag(smss) else {
+                    return pushed;
+                };
+                let len = chunk.dsn.end - chunk.dsn.start;
+                let at_frag_end = chunk.dsn.end == linux::frag_end(chunk.dsn.start);
+                self.write_to_subflow(m, k, chunk.dsn, len);
+                pushed += len;
+                if at_frag_end {
+                    break;
+                }
+            }
+            let rt = &self.mptcp[m];
+            let view = self.subflow_view(m, &rt.members[k]);
+            // `mptcp_set_timeout` after each fragment.
+            let views: Vec<SubflowView> = rt
+                .members
+                .iter()
+                .map(|mem| self.subflow_view(m, mem))
+                .collect();
+            self.set_rtx_interval(m, &views);
+            if pushed >= burst_bytes || !view.memory_free || !view.usable {
+                return pushed;
             }
         }
     }
 
+    /// `mptcp_set_timeout`: the connection-level timer's interval from the usable subflows'
+    /// own timers.
+    fn set_rtx_interval(&mut self, m: usize, views: &[SubflowView]) {
+        let now = self.now;
+        let rt = &self.mptcp[m];
+        if !rt.retransmit_timer {
+            return;
+        }
+        let remaining: Vec<Option<SimDuration>> = rt
+            .members
+            .iter()
+            .zip(views)
+            .map(|(mem, v)| {
+                if !v.usable {
+                    return None;
+                }
+                let s = &self.flows[mem.conn as usize].sender;
+                s.next_timeout().map(|t| t.saturating_since(now))
+            })
+            .collect();
+        self.mptcp[m].rtx.set_interval(remaining);
+    }
+
+    /// `mptcp_reset_rtx_timer`: the connection-level timer runs from now for its interval.
+    fn reset_rtx_timer(&mut self, m: usize) {
+        let at = self.mptcp[m].rtx.reset(self.now);
+        self.queue
+            .push(at, super::Event::MptcpTimer { conn: m as u32 });
+    }
+
+    /// The connection-level timer expired (`mptcp_retransmit_timer`, `__mptcp_retrans`): the
+    /// head of the unacknowledged data goes again on a subflow with nothing outstanding, if
+    /// one is usable; the timer runs again while anything written is unacknowledged; pending
+    /// data is pushed.
+    pub(super) fn mptcp_rtx_expired(&mut self, m: usize) {
+        let now = self.now;
+        if !self.mptcp[m].rtx.fire(now) || !self.mptcp[m].started {
+            return;
+        }
+        let views: Vec<SubflowView> = self.mptcp[m]
+            .members
+            .iter()
+            .map(|mem| self.subflow_view(m, mem))
+            .collect();
+        let lingers: Vec<_> = views.iter().map(SubflowView::linger).collect();
+        let idle = linux::pick_retrans(&lingers);
+        let head = self.mptcp[m].tx.head_fragment();
+        if let (Some(k), Some(head)) = (idle, head.clone()) {
+            let smss = views[k].smss_bytes.max(1);
+            let mut at = head.start;
+            while at < head.end {
+                let end = head.end.min(at + smss);
+                self.write_to_subflow(m, k, at..end, end - at);
+                at = end;
+            }
+            let rt = &mut self.mptcp[m];
+            rt.tx.note_resent(&head);
+            rt.rtx.note_retransmission();
+        }
+        if head.is_some() || !self.mptcp[m].tx.all_acknowledged() {
+            self.reset_rtx_timer(m);
+        }
+        self.mptcp_pump(m);
+    }
     /// A subflow whose window has room while the connection's send buffer is full of data
     /// waiting on the others is held back by that buffer (the starvation Linux's subflows show
     /// as `sndbuf_limited`); the scheduler's last views are current after the pump.
@@ -455,8 +628,8 @@ impl World<'_> {
         }
     }
 
-    /// Member `mem`'s subflow as the scheduler sees it.
-    fn subflow_view(&self, mem: &Member) -> SubflowView {
+    /// Member `mem`'s subflow of connection `m` as the scheduler sees it.
+    fn subflow_view(&self, m: usize, mem: &Member) -> SubflowView {
         let s = &self.flows[mem.conn as usize].sender;
         let usable = mem.up && !mem.closed && s.state() == State::Established;
         let unsent = s.app_limit_bytes().unwrap_or(0).saturating_sub(s.snd_max());
@@ -464,11 +637,25 @@ impl World<'_> {
             .effective_cwnd_bytes()
             .saturating_sub(s.in_flight_bytes())
             .saturating_sub(unsent);
+        let srtt_ns = s.rtt().srtt().map(|d| d.as_nanos());
+        let pacing_srtt_ns = srtt_ns.or(Some(mem.handshake_rtt_ns));
+        let queued_bytes = s.app_limit_bytes().unwrap_or(0).saturating_sub(s.snd_una());
+        let memory_free = self.mptcp[m]
+            .subflow_send_buffer
+            .is_none_or(|b| queued_bytes < b);
         SubflowView {
             usable,
             room_bytes: room,
             smss_bytes: s.smss_bytes(),
-            srtt_ns: s.rtt().srtt().map(|d| d.as_nanos()),
+            srtt_ns,
+            queued_bytes,
+            pacing_bytes_per_s: linux::pacing_rate_bytes_per_s(
+                s.cwnd_bytes(),
+                s.cc().metrics().ssthresh_bytes,
+                s.in_flight_bytes(),
+                pacing_srtt_ns,
+            ),
+            memory_free,
         }
     }
 
@@ -496,8 +683,21 @@ impl World<'_> {
         let Some((m, _)) = self.flows[f].sub else {
             return;
         };
-        if let Some(&data_ack) = self.mptcp_dack.get(id as usize) {
-            self.mptcp[m as usize].tx.on_data_ack(data_ack);
+        let m = m as usize;
+        let Some(&data_ack) = self.mptcp_dack.get(id as usize) else {
+            return;
+        };
+        let rt = &mut self.mptcp[m];
+        let before = rt.tx.data_ack();
+        rt.tx.on_data_ack(data_ack);
+        // `__mptcp_clean_una`: the DATA_ACK moved; the timer stops once everything written is
+        // acknowledged, else runs again from now.
+        if rt.retransmit_timer && rt.tx.data_ack() > before {
+            if rt.tx.all_acknowledged() {
+                rt.rtx.stop();
+            } else {
+                self.reset_rtx_timer(m);
+            }
         }
     }
 
@@ -596,11 +796,42 @@ impl World<'_> {
             if self.mptcp[m].links != l {
                 continue;
             }
-            if up {
+            if k == 0 && self.mptcp[m].keep_first_subflow {
+                self.first_member_change(m, up);
+            } else if up {
                 self.open_subflow(m, k);
             } else {
                 self.close_subflow(m, k);
             }
+        }
+    }
+
+    /// Member 0 went down or came back under `keep_first_subflow`: its subflow, the
+    /// connection's first, stays open through the drop (its own retransmissions, backing off,
+    /// carry it over the redial), as the emulator leaves it to the kernel: Linux's in-kernel
+    /// path manager closes a subflow when its `subflow` endpoint is removed, and the first
+    /// subflow's address (the node's own) is not one.
+    fn first_member_change(&mut self, m: usize, up: bool) {
+        let now = self.now;
+        if up && !self.mptcp[m].members[0].up {
+            // Up for the first time: its subflow opens as any member's.
+            self.open_subflow(m, 0);
+            return;
+        }
+        let mem = &mut self.mptcp[m].members[0];
+        let was_up = mem.up_spans.last().is_some_and(|s| s.1.is_none());
+        if was_up == up {
+            return;
+        }
+        // The subflow stays usable to the scheduler, as the kernel's does: nothing tells it
+        // the path is gone. Only the member's up and down spans follow.
+        if up {
+            mem.up_spans.push((now, None));
+            let c = mem.conn as usize;
+            self.transmit(c);
+            self.mptcp_pump(m);
+        } else if let Some(span) = mem.up_spans.last_mut() {
+            span.1 = Some(now);
         }
     }
 
@@ -648,6 +879,7 @@ impl World<'_> {
             mem.used = false;
             mem.coupled = false;
             mem.map = SubflowMap::new();
+            self.mptcp[m].scheduler.forget(k);
         }
         if self.mptcp[m].started {
             self.start_subflow(m, k);
@@ -786,7 +1018,7 @@ impl World<'_> {
             .members
             .iter()
             .enumerate()
-            .map(|(k, mem)| self.subflow_summary(link_name, k, mem))
+            .map(|(k, mem)| self.subflow_summary(link_name, k, mem, active_end))
             .collect();
         s.mptcp = Some(MptcpSummary {
             scheduler: rt.scheduler.kind().name(),
@@ -794,12 +1026,19 @@ impl World<'_> {
             reinjected_bytes: rt.tx.resent_bytes(),
             duplicate_bytes: rt.rx.duplicate_bytes(),
             max_out_of_order_bytes: rt.rx.max_ooo_bytes(),
+            timer_retransmissions: rt.retransmit_timer.then(|| rt.rtx.retransmissions()),
         });
         let active = rt.started.then_some((start, active_end));
         Some((s, active))
     }
 
-    fn subflow_summary(&self, link_name: &str, k: usize, mem: &Member) -> SubflowSummary {
+    fn subflow_summary(
+        &self,
+        link_name: &str,
+        k: usize,
+        mem: &Member,
+        active_end: SimTime,
+    ) -> SubflowSummary {
         let conns = || {
             mem.history
                 .iter()
@@ -825,7 +1064,14 @@ impl World<'_> {
         if at < secs(end) {
             down.push([at, secs(end)]);
         }
+        let mut nanos = [0u64; 5];
+        for fl in conns() {
+            for (sum, ns) in nanos.iter_mut().zip(fl.sender.limited_nanos(active_end)) {
+                *sum += ns;
+            }
+        }
         SubflowSummary {
+            limited_s: Some(super::summary::limit_fields(nanos).0),
             route: format!("{link_name}/member{k}"),
             member: k as u32,
             established: conns()
