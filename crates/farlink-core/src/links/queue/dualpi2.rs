@@ -58,7 +58,8 @@ pub struct DualPi2Params {
     /// Integral gain, Hz (A.1: `0.1 Tupdate / RTT_max^2` with RTT_max = 100 ms: 0.16 at a
     /// 16 ms Tupdate).
     pub alpha: f64,
-    /// Proportional gain, Hz (A.1: `0.3 / RTT_max` with RTT_max = 100 ms: 3).
+    /// Proportional gain, Hz (A.1: `0.3 / RTT_max` with RTT_max = 100 ms: 3; Linux's
+    /// sch_dualpi2 defaults to 3.2, 819/256).
     pub beta: f64,
     /// The coupling factor k (section 2.4: 2).
     pub coupling: f64,
