@@ -3,7 +3,7 @@
 //! every discipline; CoDel logs its dropping state entered and left; the logs stay off (empty)
 //! unless switched on.
 
-use farlink_core::link::{Link, LinkConfig, Packet, QueueLimit};
+use farlink_core::link::{Link, LinkConfig, Packet, QueueLimit, QueueLogs};
 use farlink_core::links::queue::{
     AqmEvent, CoDelParams, Discipline, DualPi2Params, FqCoDelParams, PieParams, Queue, RedParams,
 };

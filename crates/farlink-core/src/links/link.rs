@@ -323,7 +323,7 @@ pub struct Departure {
 
 /// A packet leaving the queue for the serializer at `at` after waiting `sojourn` (zero for a
 /// packet that found the serializer idle). Recorded only while the queue log is on
-/// ([`Link::set_queue_log`]), for the `queue_delay` trace.
+/// ([`QueueLogs::set_queue_log`]), for the `queue_delay` trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sojourn {
     pub at: SimTime,
@@ -334,7 +334,7 @@ pub struct Sojourn {
 /// holds nothing and a packet costs one branch). Every kind of link keeps one for the queue
 /// its discipline runs: a plain link's, a bundle's MLPPP queue, a radio hop's.
 #[derive(Debug, Default)]
-pub(crate) struct SojournLog(Option<VecDeque<Sojourn>>);
+pub struct SojournLog(Option<VecDeque<Sojourn>>);
 
 impl SojournLog {
     pub(crate) fn set(&mut self, on: bool) {
@@ -362,6 +362,37 @@ impl SojournLog {
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<Sojourn> {
         self.0.as_mut()?.pop_front()
+    }
+}
+
+/// The logs of the one queue a link direction's discipline runs (a plain link's queue, a
+/// bundle's MLPPP queue, a radio hop's queue before RLP frames its packets), for the
+/// `queue_delay` and `aqm` traces. A kind of link gives its log and its queue; the rest is
+/// the same for all.
+pub trait QueueLogs {
+    /// The queue's wait log and the queue.
+    fn queue_logs(&mut self) -> (&mut SojournLog, &mut Queue);
+
+    /// Turns the queue's logs on or off, before the first packet: `sojourns`, every packet's
+    /// wait in the queue ([`QueueLogs::pop_sojourn`]); `changes`, the discipline's
+    /// control-state changes ([`QueueLogs::pop_aqm_change`]). Take them after each `offer`
+    /// and `poll` so that the logs stay short.
+    fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
+        let (log, queue) = self.queue_logs();
+        log.set(sojourns);
+        queue.set_log(sojourns, changes);
+    }
+
+    /// The oldest wait in the queue not yet taken, while the queue log is on.
+    #[inline]
+    fn pop_sojourn(&mut self) -> Option<Sojourn> {
+        self.queue_logs().0.pop()
+    }
+
+    /// The oldest change of the queue discipline's control state not yet taken.
+    #[inline]
+    fn pop_aqm_change(&mut self) -> Option<AqmChange> {
+        self.queue_logs().1.pop_change()
     }
 }
 
@@ -449,6 +480,12 @@ pub struct Link<L: LossModel = NoLoss> {
     /// A schedule or a mahimahi trace ([`crate::links::schedule`]); `None` for a fixed link,
     /// which then pays one branch per packet for it.
     timed: Option<Box<Timed>>,
+}
+
+impl<L: LossModel> QueueLogs for Link<L> {
+    fn queue_logs(&mut self) -> (&mut SojournLog, &mut Queue) {
+        (&mut self.sojourns, &mut self.queue)
+    }
 }
 
 impl<L: LossModel> Link<L> {
@@ -704,27 +741,6 @@ impl<L: LossModel> Link<L> {
             return None;
         }
         log.pop_front()
-    }
-
-    /// Turns the queue's logs on or off, before the first packet: `sojourns`, every packet's
-    /// wait in the queue ([`Link::pop_sojourn`]); `changes`, the discipline's control-state
-    /// changes ([`Link::pop_aqm_change`]). Take them after each `offer` and `poll` so that
-    /// the logs stay short.
-    pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
-        self.sojourns.set(sojourns);
-        self.queue.set_log(sojourns, changes);
-    }
-
-    /// The oldest wait in the queue not yet taken, while the queue log is on.
-    #[inline]
-    pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
-        self.sojourns.pop()
-    }
-
-    /// The oldest change of the queue discipline's control state not yet taken.
-    #[inline]
-    pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
-        self.queue.pop_change()
     }
 
     /// Records `now`, which must not go back in time.

@@ -68,10 +68,10 @@ use loss_rule::{LossRule, Verdict};
 use crate::error::ConfigError;
 use crate::links::arq::{ArqConfig, ArqLink, ArqLinkConfig, ArqStats};
 use crate::links::link::{
-    drop_cause_code, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, Sojourn,
+    drop_cause_code, Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, QueueLogs,
     SojournLog, N_DROP_CAUSES,
 };
-use crate::links::queue::{AqmChange, DropTail, Queue, Verdict as QueueVerdict};
+use crate::links::queue::{DropTail, Queue, Verdict as QueueVerdict};
 use crate::loss::LossModel;
 use crate::modem::{Command, ModemState, Supervisor, SupervisorConfig, SupervisorStats};
 use crate::time::{BitRate, SimDuration, SimTime};
@@ -470,6 +470,14 @@ pub struct BundleDir<L: LossModel> {
     clock: SimTime,
 }
 
+/// The MLPPP queue's logs: each packet's wait until a member's transmit queue takes it (zero
+/// for a packet a member took at once); the members' transmit queues are not in them.
+impl<L: LossModel> QueueLogs for BundleDir<L> {
+    fn queue_logs(&mut self) -> (&mut SojournLog, &mut Queue) {
+        (&mut self.sojourns, &mut self.queue)
+    }
+}
+
 impl<L: LossModel> BundleDir<L> {
     /// A direction with `cfg`, member `i` deciding its frames (or packets) with `losses[i]`,
     /// its MLPPP queue drop-tail.
@@ -630,27 +638,6 @@ impl<L: LossModel> BundleDir<L> {
 
     pub fn pop_departure(&mut self) -> Option<Departure> {
         self.departures.as_mut()?.pop_front()
-    }
-
-    /// Turns the MLPPP queue's logs on or off, before the first packet: `sojourns`, every
-    /// packet's wait in it until a member takes it ([`BundleDir::pop_sojourn`]; zero for a
-    /// packet a member took at once); `changes`, its discipline's control-state changes
-    /// ([`BundleDir::pop_aqm_change`]). The members' transmit queues are not in it.
-    pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
-        self.sojourns.set(sojourns);
-        self.queue.set_log(sojourns, changes);
-    }
-
-    /// The oldest wait in the MLPPP queue not yet taken, while the queue log is on.
-    #[inline]
-    pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
-        self.sojourns.pop()
-    }
-
-    /// The oldest change of the MLPPP queue discipline's control state not yet taken.
-    #[inline]
-    pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
-        self.queue.pop_change()
     }
 
     /// The earliest instant this direction has something to do.

@@ -77,9 +77,9 @@ use std::rc::Rc;
 use crate::error::ConfigError;
 use crate::links::arq::Unit;
 use crate::links::link::{
-    Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, Sojourn, SojournLog,
+    Departure, DropCause, LinkEvent, LinkStats, Packet, QueueLimit, QueueLogs, SojournLog,
 };
-use crate::links::queue::{AqmChange, DropTail, Queue, Verdict};
+use crate::links::queue::{DropTail, Queue, Verdict};
 use crate::loss::LossModel;
 use crate::time::{BitRate, SimDuration, SimTime};
 
@@ -342,6 +342,14 @@ pub struct RlpLink<L: LossModel, N: LossModel> {
     sojourns: SojournLog,
 }
 
+/// The queue's logs: each packet's wait unframed, from its offer to the slot of its first
+/// frame.
+impl<L: LossModel, N: LossModel> QueueLogs for RlpLink<L, N> {
+    fn queue_logs(&mut self) -> (&mut SojournLog, &mut Queue) {
+        (&mut self.sojourns, &mut self.queue)
+    }
+}
+
 impl<L: LossModel, N: LossModel> RlpLink<L, N> {
     /// A direction whose packets wait in a drop-tail queue bounded by `cfg.queue_limit`.
     pub fn new(cfg: RlpConfig, loss: L, nak_loss: N) -> Result<Self, ConfigError> {
@@ -458,27 +466,6 @@ impl<L: LossModel, N: LossModel> RlpLink<L, N> {
 
     pub fn pop_departure(&mut self) -> Option<Departure> {
         self.departures.as_mut()?.pop_front()
-    }
-
-    /// Turns the queue's logs on or off, before the first packet: `sojourns`, every packet's
-    /// wait unframed, from its offer to the slot of its first frame
-    /// ([`RlpLink::pop_sojourn`]); `changes`, the discipline's control-state changes
-    /// ([`RlpLink::pop_aqm_change`]).
-    pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
-        self.sojourns.set(sojourns);
-        self.queue.set_log(sojourns, changes);
-    }
-
-    /// The oldest wait in the queue not yet taken, while the queue log is on.
-    #[inline]
-    pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
-        self.sojourns.pop()
-    }
-
-    /// The oldest change of the queue discipline's control state not yet taken.
-    #[inline]
-    pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
-        self.queue.pop_change()
     }
 
     /// The sender's V(S), and the receiver's V(R) and V(N).

@@ -1,9 +1,10 @@
 //! [`LinkDir`]: one direction of a link, whichever kind it is, behind one interface.
 
 use crate::links::link::{drop_cause_code, N_DROP_CAUSES};
-use crate::links::link::{Departure, DropCause, Link, LinkEvent, LinkStats, Packet, Sojourn};
+use crate::links::link::{Departure, DropCause, Link, LinkEvent, LinkStats, Packet};
+use crate::links::link::{QueueLogs, SojournLog};
 use crate::links::mlppp::BundleDir;
-use crate::links::queue::AqmChange;
+use crate::links::queue::Queue;
 use crate::links::rlp::{RlpLink, SharedChannel};
 use crate::loss::AnyLoss;
 use crate::time::SimTime;
@@ -26,6 +27,19 @@ pub enum LinkDir {
     Link(Link<AnyLoss>),
     Bundle(Box<BundleDir<AnyLoss>>),
     Rlp(Box<RadioDir>),
+}
+
+/// The one queue a discipline runs in the direction: a plain link's queue, a bundle's MLPPP
+/// queue, a radio hop's queue before RLP frames its packets.
+impl QueueLogs for LinkDir {
+    #[inline]
+    fn queue_logs(&mut self) -> (&mut SojournLog, &mut Queue) {
+        match self {
+            LinkDir::Link(l) => l.queue_logs(),
+            LinkDir::Bundle(b) => b.queue_logs(),
+            LinkDir::Rlp(r) => r.queue_logs(),
+        }
+    }
 }
 
 impl LinkDir {
@@ -135,35 +149,6 @@ impl LinkDir {
             LinkDir::Link(l) => l.pop_departure(),
             LinkDir::Bundle(b) => b.pop_departure(),
             LinkDir::Rlp(r) => r.pop_departure(),
-        }
-    }
-
-    /// Whether packets' waits in the queue and the discipline's state changes are logged:
-    /// the one queue a discipline runs in the direction (a plain link's queue, a bundle's
-    /// MLPPP queue, a radio hop's queue before RLP frames its packets).
-    pub fn set_queue_log(&mut self, sojourns: bool, changes: bool) {
-        match self {
-            LinkDir::Link(l) => l.set_queue_log(sojourns, changes),
-            LinkDir::Bundle(b) => b.set_queue_log(sojourns, changes),
-            LinkDir::Rlp(r) => r.set_queue_log(sojourns, changes),
-        }
-    }
-
-    #[inline]
-    pub fn pop_sojourn(&mut self) -> Option<Sojourn> {
-        match self {
-            LinkDir::Link(l) => l.pop_sojourn(),
-            LinkDir::Bundle(b) => b.pop_sojourn(),
-            LinkDir::Rlp(r) => r.pop_sojourn(),
-        }
-    }
-
-    #[inline]
-    pub fn pop_aqm_change(&mut self) -> Option<AqmChange> {
-        match self {
-            LinkDir::Link(l) => l.pop_aqm_change(),
-            LinkDir::Bundle(b) => b.pop_aqm_change(),
-            LinkDir::Rlp(r) => r.pop_aqm_change(),
         }
     }
 

@@ -75,7 +75,7 @@ use bundles::BundleRt;
 
 use crate::apps::stream::App;
 
-use crate::links::link::{DropCause, Ecn, LinkEvent, Packet, N_DROP_CAUSES};
+use crate::links::link::{DropCause, Ecn, LinkEvent, Packet, QueueLogs, N_DROP_CAUSES};
 use crate::path::{self, BundleEvent, LinkDir};
 use crate::scenario::{Hop, LinkSpec, Scenario, ScenarioError, Tap, TraceConfig};
 use crate::sched::EventQueue;
