@@ -291,8 +291,6 @@ def run_farlink(cell, seed: int, stagger_ms: float, duration_s: float, tcp: dict
         & np.isin(d["cause"], [DROP_CAUSE_QUEUE_OVERFLOW, DROP_CAUSE_AQM])
     )
     c = r.trace("cwnd")
-    # Linux's CUBIC keeps its window and W_max in whole segments, as ns-3's TcpCubic
-    whole_segments = tcp.get("cc") == "cubic-linux"
     reductions: list[tuple[float, int]] = []
     timeouts = 0
     cwnd = []
@@ -301,12 +299,11 @@ def run_farlink(cell, seed: int, stagger_ms: float, duration_s: float, tcp: dict
         t, ss, cw = c["time_ns"][m] / 1e9, c["ssthresh_bytes"][m], c["cwnd_bytes"][m]
         cwnd.append((t, cw / SEGMENT_BYTES))
         after = t >= WARM_S
-        # a reduction sets ssthresh: every change of it after the warm-up; cubic-linux's
-        # whole-segment ssthresh is often the same as the last one's, so there every fall of
-        # the window by more than a tenth as well
+        # a reduction sets ssthresh and brings the window down: every change of ssthresh after
+        # the warm-up, and every fall of the window by more than a tenth (ssthresh is often the
+        # same as the last reduction's where the window comes back to the same level)
         changed = np.concatenate([[False], ss[1:] != ss[:-1]])
-        if whole_segments:
-            changed |= np.concatenate([[False], cw[1:] < REDUCTION_RATIO * cw[:-1]])
+        changed |= np.concatenate([[False], cw[1:] < REDUCTION_RATIO * cw[:-1]])
         reductions += [(float(x), f) for x in t[changed & after]]
         # a timeout: the window falls to the loss window (one segment) from more
         to_one = np.concatenate([[False], (cw[1:] <= SEGMENT_BYTES) & (cw[:-1] > SEGMENT_BYTES)])
@@ -319,7 +316,8 @@ def run_farlink(cell, seed: int, stagger_ms: float, duration_s: float, tcp: dict
         timeouts,
         ours["queue_delay_ms"],
         ours["normalized_goodput"],
-        integer=whole_segments,
+        # Linux's CUBIC keeps its window and W_max in whole segments, as ns-3's TcpCubic
+        integer=tcp.get("cc") == "cubic-linux",
         waits=(q["time_ns"][at_r] / 1e9, q["sojourn_ns"][at_r] / 1e6),
         duration_s=duration_s,
     )
