@@ -6,7 +6,8 @@ For each run it prints the goodput as the test measures it (payload delivered ov
 10 Mbit/s carries of payload, 1448 of each 1488-byte packet) from 10 to 40 s and from STEADY_S
 to the end; the window reductions after STEADY_S, the mean time between them (an epoch), the
 share of them that came below the W_max the one before left (where fast convergence, RFC 9438
-4.7, lowers the next W_max to (1 + beta)/2 of the window), the drops per reduction, the CE
+4.7, lowers the next W_max to (1 + beta)/2 of the window; "off" where the run has it off), the
+drops per reduction, the CE
 marks of the whole run, the median queue delay after STEADY_S and the flow's timeouts.
 
 The fluid model: the window starts an epoch at beta times the window it was reduced from,
@@ -43,13 +44,18 @@ CODEL_TARGET_S = 0.005
 REDUCTION_RATIO = 0.9
 # farlink's Reno (per-ACK growth, RFC 5681) behind a receiver that ACKs every second segment
 RENO_SEGMENTS_PER_RTT = 0.5
+# (controller, fast convergence, ECN): each controller as farlink runs it by default, and the
+# two CUBICs without fast convergence (`fast_convergence = false`), the rule that sets them apart
 CONFIGS = (
-    ("cubic", False),
-    ("cubic", True),
-    ("cubic-linux", False),
-    ("cubic-linux", True),
-    ("reno", False),
-    ("reno", True),
+    ("cubic", True, False),
+    ("cubic", True, True),
+    ("cubic", False, False),
+    ("cubic", False, True),
+    ("cubic-linux", True, False),
+    ("cubic-linux", True, True),
+    ("cubic-linux", False, False),
+    ("reno", None, False),
+    ("reno", None, True),
 )
 
 
@@ -73,9 +79,11 @@ def reductions(r, smss: int) -> tuple[np.ndarray, np.ndarray]:
     return t[k], w[k - 1]
 
 
-def run(cc: str, ecn: bool, duration_s: float) -> dict:
+def run(cc: str, fast_convergence: bool | None, ecn: bool, duration_s: float) -> dict:
     doc = scenario("codel", 1, ecn, duration_s=duration_s)
     doc["flows"][0]["tcp"]["cc"] = cc
+    if fast_convergence is False:
+        doc["flows"][0]["tcp"]["fast_convergence"] = False
     doc["trace"].update(cwnd=True)
     r = farlink.simulate(doc)
     times, windows = reductions(r, MSS_BYTES)
@@ -83,7 +91,7 @@ def run(cc: str, ecn: bool, duration_s: float) -> dict:
     mine = (q["link"] == 0) & q["forward"] & (q["time_ns"] >= STEADY_S * 1e9)
     d = r.trace("drops")
     drops = int(((d["link"] == 0) & d["forward"] & (d["time_ns"] >= STEADY_S * 1e9)).sum())
-    fc = below_w_max(list(windows), integer=cc != "cubic") if cc != "reno" else []
+    fc = below_w_max(list(windows), integer=cc != "cubic") if fast_convergence else []
     n = max(len(times), 1)
     return {
         "test_window": goodput_share(r, *TEST_WINDOW_S),
@@ -168,9 +176,9 @@ def main() -> int:
         "drops per reduction | CE marks (whole run) | delay p50 (ms) | timeouts |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for cc, ecn in CONFIGS:
-        f = run(cc, ecn, a.duration)
-        fc = "" if np.isnan(f["fast_convergence"]) else f"{f['fast_convergence']:.0%}"
+    for cc, fast_convergence, ecn in CONFIGS:
+        f = run(cc, fast_convergence, ecn, a.duration)
+        fc = {None: "", False: "off"}.get(fast_convergence, f"{f['fast_convergence']:.0%}")
         print(
             f"| {cc} | {'on' if ecn else 'off'} | {f['test_window']:.3f} | {f['steady']:.3f} | "
             f"{f['reductions']} | {f['epoch_s']:.2f} | {fc} | {f['window_at_reduction']:.1f} | "
