@@ -46,6 +46,8 @@ NS3_CA_RECOVERY, NS3_CA_LOSS = 3, 4
 # --ns3-set's name for bench/ns3/aqm.py --prr-sack-delivered (not an ns-3 attribute)
 PRR_SACK_DELIVERED = "prr-sack-delivered"
 CUBIC_BETA = 0.7  # both sides' (ns-3's TcpCubic::Beta, farlink's DEFAULT_BETA)
+# farlink's window falling below this fraction of the row before is a reduction (CUBIC's 0.7)
+REDUCTION_RATIO = 0.9
 
 FIGURES = (
     "drops_after_warm",
@@ -297,8 +299,11 @@ def run_farlink(cell, seed: int, stagger_ms: float, duration_s: float, tcp: dict
         t, ss, cw = c["time_ns"][m] / 1e9, c["ssthresh_bytes"][m], c["cwnd_bytes"][m]
         cwnd.append((t, cw / SEGMENT_BYTES))
         after = t >= WARM_S
-        # a reduction sets ssthresh: every change of it after the warm-up
+        # a reduction sets ssthresh and brings the window down: every change of ssthresh after
+        # the warm-up, and every fall of the window by more than a tenth (ssthresh is often the
+        # same as the last reduction's where the window comes back to the same level)
         changed = np.concatenate([[False], ss[1:] != ss[:-1]])
+        changed |= np.concatenate([[False], cw[1:] < REDUCTION_RATIO * cw[:-1]])
         reductions += [(float(x), f) for x in t[changed & after]]
         # a timeout: the window falls to the loss window (one segment) from more
         to_one = np.concatenate([[False], (cw[1:] <= SEGMENT_BYTES) & (cw[:-1] > SEGMENT_BYTES)])
@@ -311,7 +316,8 @@ def run_farlink(cell, seed: int, stagger_ms: float, duration_s: float, tcp: dict
         timeouts,
         ours["queue_delay_ms"],
         ours["normalized_goodput"],
-        integer=False,
+        # Linux's CUBIC keeps its window and W_max in whole segments, as ns-3's TcpCubic
+        integer=tcp.get("cc") == "cubic-linux",
         waits=(q["time_ns"][at_r] / 1e9, q["sojourn_ns"][at_r] / 1e6),
         duration_s=duration_s,
     )

@@ -108,6 +108,14 @@ def farlink_cell(
     }
 
 
+def shown(path: Path) -> str:
+    """A results file's path as the docs name it: from the repository's root if inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def verdict(ours: float, theirs: float) -> tuple[bool, str]:
     """The issue's criterion: within 10 % of ns-3, or within 0.03 absolute where ns-3 < 0.3."""
     if theirs < 0.3:
@@ -119,11 +127,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=None, help="runs per cell (default: ns-3's)")
     parser.add_argument("--out", type=Path, default=DOC)
+    parser.add_argument(
+        "--ns3-results",
+        type=Path,
+        default=NS3_RESULTS,
+        help="ns-3's reno grid (default: the reference; a diagnosis run's, e.g. sweep.py "
+        "--prr-sack-delivered, to see what it moves)",
+    )
+    parser.add_argument(
+        "--ns3-controllers", type=Path, default=NS3_CONTROLLERS, help="ns-3's controllers grid"
+    )
     args = parser.parse_args()
-    if not NS3_RESULTS.exists():
-        print(f"no ns-3 results at {NS3_RESULTS}: run `make ns3-reference` first", file=sys.stderr)
+    if not args.ns3_results.exists():
+        print(
+            f"no ns-3 results at {args.ns3_results}: run `make ns3-reference` first",
+            file=sys.stderr,
+        )
         return 2
-    ns3 = json.loads(NS3_RESULTS.read_text())
+    ns3 = json.loads(args.ns3_results.read_text())
     runs = args.runs or len(ns3["grid"]["runs"])
     duration_s = ns3["grid"]["duration_s"]
     if isinstance(duration_s, dict):  # per scenario in newer results files
@@ -150,8 +171,7 @@ def main() -> int:
         "# Validation of the packet engine against ns-3",
         "",
         "Written by `make validate-ns3` (`bench/validate_ns3.py`) from ns-3's results in",
-        "`bench/ns3/results/ns3_stpd_wireless.json` (`make ns3-reference`, ns-3 "
-        f"{ns3['ns3_version']})",
+        f"`{shown(args.ns3_results)}` (`make ns3-reference`, ns-3 {ns3['ns3_version']})",
         f"and farlink {__version__} runs of the same grid. Do not edit by hand; the departures are",
         "explained in `docs/validation-notes.md`. 'ns-3 spurious retransmissions' counts",
         "retransmissions beyond the packets ns-3 dropped (per run, mean).",
@@ -173,7 +193,11 @@ def main() -> int:
         "ns-3 spurious retransmissions |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    extra = controllers_section(args.runs) if NS3_CONTROLLERS.exists() else []
+    extra = (
+        controllers_section(args.runs, args.ns3_controllers)
+        if args.ns3_controllers.exists()
+        else []
+    )
     # Other generated sections (`make validate-emu`'s) stay where they are, after this one.
     old = args.out.read_text() if args.out.exists() else ""
     kept = old[old.find("<!-- validate-emu: begin") :] if "<!-- validate-emu: begin" in old else ""
@@ -182,9 +206,9 @@ def main() -> int:
     return 0
 
 
-def controllers_section(runs_arg: int | None) -> list[str]:
+def controllers_section(runs_arg: int | None, path: Path = NS3_CONTROLLERS) -> list[str]:
     """The table of the modern controllers on both paths (ns-3 results: --grid controllers)."""
-    ns3 = json.loads(NS3_CONTROLLERS.read_text())
+    ns3 = json.loads(path.read_text())
     runs = runs_arg or len(ns3["grid"]["runs"])
     rows, passed = [], 0
     for cell in ns3["cells"]:
@@ -209,8 +233,7 @@ def controllers_section(runs_arg: int | None) -> list[str]:
         "",
         "## Modern controllers on both paths",
         "",
-        "From `bench/ns3/results/ns3_controllers.json` (`make ns3-reference "
-        'NS3_ARGS="--grid controllers"`).',
+        f'From `{shown(path)}` (`make ns3-reference NS3_ARGS="--grid controllers"`).',
         "farlink's `cubic`, `bbr`, `hybla`, `vegas`, `westwood` beside ns-3's `TcpCubic`,",
         "`TcpBbr`, `TcpHybla`, `TcpVegas`, `TcpWestwoodPlus`, SACK on, the TCP options above.",
         "ns-3 parameters set to farlink's defaults: Hybla RRTT 25 ms, Vegas α/β/γ 1/3/1, CUBIC",

@@ -234,56 +234,6 @@ bool WriteDiag(std::string path) {
           << ',' << r.flow << ',' << r.value << '\n';
     return bool(o);
 }
-// Diagnosis (--prr-sack-delivered): Proportional Rate Reduction (RFC 6937) as ns-3 3.44's
-// TcpPrrRecovery computes it but for one rule: ns-3 3.44 adds one segment to DeliveredData on
-// every duplicate ACK although the ACK's SACK blocks already count what it delivered (RFC 6937
-// gives that segment to connections without SACK only); this one counts the SACKed bytes alone.
-class PrrSackDelivered : public TcpClassicRecovery {
-  public:
-    static TypeId GetTypeId() {
-        static TypeId tid = TypeId("farlink_aqm::PrrSackDelivered")
-                                .SetParent<TcpClassicRecovery>()
-                                .AddConstructor<PrrSackDelivered>();
-        return tid;
-    }
-    std::string GetName() const override { return "PrrSackDelivered"; }
-    void EnterRecovery(Ptr<TcpSocketState> tcb, uint32_t, uint32_t, uint32_t delivered) override {
-        m_delivered = 0;
-        m_out = 0;
-        m_recover_fs = tcb->m_bytesInFlight;  // RecoverFS: the pipe as recovery begins
-        DoRecovery(tcb, delivered, true);
-    }
-    void DoRecovery(Ptr<TcpSocketState> tcb, uint32_t delivered, bool) override {
-        if (delivered == 0) return;
-        m_delivered += delivered;
-        int64_t pipe = tcb->m_bytesInFlight, ssthresh = tcb->m_ssThresh;
-        int64_t seg = tcb->m_segmentSize, sndcnt;
-        if (pipe > ssthresh) {  // the proportional part: ceil(prr_delivered ssthresh / RecoverFS)
-            sndcnt = int64_t((m_delivered * ssthresh + m_recover_fs - 1) / m_recover_fs) - m_out;
-        } else {  // the reduction bound, with one segment more on an ACK of retransmitted data
-            int64_t limit = std::max<int64_t>(int64_t(m_delivered) - m_out, delivered);
-            if (tcb->m_isRetransDataAcked) limit += seg;
-            sndcnt = std::min<int64_t>(limit, ssthresh - pipe);
-        }
-        sndcnt = std::max<int64_t>(sndcnt, m_out > 0 ? 0 : seg);  // the fast retransmission
-        tcb->m_cWnd = uint32_t(pipe + sndcnt);
-        tcb->m_cWndInfl = tcb->m_cWnd;
-    }
-    void ExitRecovery(Ptr<TcpSocketState> tcb) override { tcb->m_cWndInfl = tcb->m_cWnd; }
-    void UpdateBytesSent(uint32_t sent) override { m_out += sent; }
-    Ptr<TcpRecoveryOps> Fork() override { return CopyObject<PrrSackDelivered>(this); }
-
-  private:
-    uint64_t m_delivered = 0, m_recover_fs = 1;
-    int64_t m_out = 0;
-};
-void UsePrrSackDeliveredNow(Ptr<Application> app) {
-    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
-    DynamicCast<TcpSocketBase>(s)->SetRecoveryAlgorithm(CreateObject<PrrSackDelivered>());
-}
-void UsePrrSackDelivered(Ptr<Application> app, double start_s) {
-    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &UsePrrSackDeliveredNow, app);
-}
 uint64_t LossEntries() { return g_loss_entries; }
 uint64_t CwrEntries() { return g_cwr_entries; }
 
@@ -468,6 +418,14 @@ def parse_reasons(text: str) -> dict[str, int]:
     return out
 
 
+def use_prr_sack_delivered(ns, app, start_s: float) -> None:
+    """bench/ns3/prr.py's recovery on this sender (--prr-sack-delivered)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import prr
+
+    prr.use_prr_sack_delivered(ns, app, start_s)
+
+
 def run(a: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     from ns import ns  # about 5 s: cppyy loads and parses the ns-3 headers
@@ -520,7 +478,7 @@ def run(a: argparse.Namespace) -> dict:
         if a.trace:
             cpp.HookDiag(disc, send.Get(0), i, start_s)
         if a.prr_sack_delivered:
-            cpp.UsePrrSackDelivered(send.Get(0), start_s)
+            use_prr_sack_delivered(ns, send.Get(0), start_s)
         sinks.append(sink)
 
     ns.Simulator.Stop(ns.Seconds(a.duration))

@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 CAPACITY_BPS = 1.5e6  # the lossy 1.5 Mbps link of both paths, the bottleneck
 IP_PACKET_BYTES = 1000  # the seed's "packet size is 1000 bytes", taken as the whole IP packet
@@ -376,6 +377,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="extra ns-3 default, e.g. ns3::TcpSocket::DelAckCount=1 (repeatable; for diagnosis)",
     )
     ap.add_argument(
+        "--prr-sack-delivered",
+        action="store_true",
+        help="diagnosis: the sender's PRR counts only SACKed bytes as delivered on a duplicate "
+        "ACK (ns-3 3.44's TcpPrrRecovery adds a segment more; bench/ns3/prr.py)",
+    )
+    ap.add_argument(
         "--trace",
         metavar="CSV",
         help="also write the sender's events (cwnd, ssthresh, state, ack, retx, timeout, drops)",
@@ -436,6 +443,14 @@ def build_path(ns, cpp, links: list[tuple[str, str, int]]):
     for (_, _, queue_pkts), devs in zip(links, devices, strict=True):
         cpp.SetQueuePackets(devs.Get(0), queue_pkts)
     return nodes, devices, last_if
+
+
+def use_prr_sack_delivered(ns, app, start_s: float) -> None:
+    """bench/ns3/prr.py's recovery on this sender (--prr-sack-delivered)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import prr
+
+    prr.use_prr_sack_delivered(ns, app, start_s)
 
 
 def run(a: argparse.Namespace) -> dict:
@@ -504,6 +519,8 @@ def run(a: argparse.Namespace) -> dict:
         cpp.OpenTrace(a.trace)
     cpp.HookNetwork(devices[0].Get(0), lossy.Get(0), lossy.Get(1), s, r, em)
     cpp.HookSender(sender, seg, start_s)
+    if a.prr_sack_delivered:
+        use_prr_sack_delivered(ns, sender, start_s)
     ns.Simulator.Stop(ns.Seconds(a.duration))
     t_setup = time.perf_counter() - t1
 
@@ -557,6 +574,7 @@ def run(a: argparse.Namespace) -> dict:
             "run": a.run,
             "duration_s": a.duration,
             "set": a.set,
+            **({"prr_sack_delivered": True} if a.prr_sack_delivered else {}),
             "variant_defaults": variant_defaults,
         },
         "topology": {

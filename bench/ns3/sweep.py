@@ -109,9 +109,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--jobs", type=int, default=2, help="simulations at once (at most 2)")
     ap.add_argument("--out", type=Path, default=None, help="results file (default: the grid's)")
+    ap.add_argument(
+        "--prr-sack-delivered",
+        action="store_true",
+        help="diagnosis: stpd_wireless.py --prr-sack-delivered on the grid's SACK cells only "
+        "(ns-3 3.44's PRR rule acts with SACK alone); needs --out",
+    )
     a = ap.parse_args(argv)
     grid = GRIDS[a.grid]
     a.runs = grid["runs"] if a.runs is None else a.runs
+    if a.prr_sack_delivered and a.out is None:
+        ap.error("--prr-sack-delivered: give --out (the grid's reference file stays as it is)")
     a.out = grid["out"] if a.out is None else a.out
     if a.runs < 1:
         ap.error(f"--runs: expected an integer >= 1, got {a.runs}")
@@ -122,7 +130,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def point_args(p: dict, seed: int, duration: float | None) -> list[str]:
+def point_args(
+    p: dict, seed: int, duration: float | None, prr_sack_delivered: bool = False
+) -> list[str]:
     return [
         sys.executable,
         str(SCRIPT),
@@ -138,12 +148,13 @@ def point_args(p: dict, seed: int, duration: float | None) -> list[str]:
         "--run",
         str(p["run"]),
         *(["--duration", repr(duration)] if duration is not None else []),
+        *(["--prr-sack-delivered"] if prr_sack_delivered else []),
         "--json",
     ]
 
 
-def run_point(p: dict, seed: int, duration: float | None) -> dict:
-    proc = subprocess.run(point_args(p, seed, duration), capture_output=True, text=True)
+def run_point(p: dict, seed: int, duration: float | None, prr: bool = False) -> dict:
+    proc = subprocess.run(point_args(p, seed, duration, prr), capture_output=True, text=True)
     if proc.returncode != 0:
         # cppyy prints harmless "Failed to materialize symbols" lines on import; show the rest
         tail = [ln for ln in proc.stderr.splitlines() if "materialize symbols" not in ln][-15:]
@@ -264,11 +275,14 @@ def main(argv: list[str] | None = None) -> int:
         {"scenario": scenario, "loss": loss, "sack": sack, "variant": v, "run": run}
         for scenario, v, sack, loss in cell_keys(grid)
         for run in range(1, (1 if loss == 0 and grid["lossless_once"] else a.runs) + 1)
+        if sack or not a.prr_sack_delivered
     ]
     t0 = time.perf_counter()
     results: list[dict] = []
     with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        futures = [pool.submit(run_point, p, a.seed, a.duration) for p in points]
+        futures = [
+            pool.submit(run_point, p, a.seed, a.duration, a.prr_sack_delivered) for p in points
+        ]
         for i, f in enumerate(futures, 1):
             r = f.result()
             results.append(r)

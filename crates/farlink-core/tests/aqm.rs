@@ -49,9 +49,14 @@ fn tcp() -> Value {
 /// The median and the 95th percentile of the bottleneck's queue delay (link 0 forward: the
 /// data's direction) over the packets leaving it after the first 10 s, in ms.
 fn queue_delay_ms(r: &RunResult) -> (f64, f64) {
+    queue_delay_from_ms(r, WARM_NS)
+}
+
+/// [`queue_delay_ms`] over the packets leaving after `from_ns`.
+fn queue_delay_from_ms(r: &RunResult, from_ns: u64) -> (f64, f64) {
     let t = &r.traces.queue_delay;
     let mut q: Vec<u64> = (0..t.time_ns.len())
-        .filter(|&i| t.link[i] == 0 && t.forward[i] && t.time_ns[i] > WARM_NS)
+        .filter(|&i| t.link[i] == 0 && t.forward[i] && t.time_ns[i] > from_ns)
         .map(|i| t.sojourn_ns[i])
         .collect();
     q.sort_unstable();
@@ -92,11 +97,33 @@ fn codel_holds_the_standing_queue_near_target_where_droptail_fills_the_buffer() 
         "drop-tail median queue delay {tail_med} ms"
     );
     assert!(codel_med < 10.0, "CoDel median queue delay {codel_med} ms");
-    // 90 % of the rate was the aim; this run gives 0.897 of what the rate carries of payload
-    // (0.866 of the raw rate): CUBIC's backoff to 0.7 of its window empties a queue CoDel
-    // keeps at 5 ms of a 100 ms round trip (see the module's report; ns-3's CoDel gives 0.885
-    // in the same cell, docs/validation.md). The bound below is what the physics allows here.
+    // RFC 9438's CUBIC gives 0.897 of what the rate carries of payload here (0.873 of the
+    // raw rate; ns-3's TcpCubic 0.885 of it, docs/validation.md), and 0.898 over 20 to 300 s:
+    // not a short run's figure. Its window is fractional and meets CoDel's drop just under the
+    // W_max it climbs back to, so fast convergence (RFC 9438 4.7) lowers the next W_max to
+    // 0.85 of the window, under the path's bandwidth-delay product: every other epoch holds
+    // the window under it for seconds (5.8 s epochs, then 3.0 s ones). Without fast
+    // convergence the same flow gets 0.926 (asserted below), and Linux's CUBIC, which reaches
+    // W_max in whole segments and so never falls under it, 0.912 past slow start (the next
+    // test). `bench/aqm_codel_goodput.py` prints every controller's figure over 300 s with ECN
+    // off and on, and what a fluid model of the epochs expects (docs/aqm.md, "One flow
+    // through CoDel").
     assert!(goodput(&codel) >= 0.85, "CoDel goodput {}", goodput(&codel));
+    let mut no_fc_tcp = tcp();
+    no_fc_tcp["fast_convergence"] = json!(false);
+    let no_fc = run_json(&bottleneck(
+        "codel",
+        json!({"target": "5ms"}),
+        &[1],
+        no_fc_tcp,
+    ));
+    eprintln!(
+        "codel, CUBIC without fast convergence: median {:.1} ms, goodput {:.3}",
+        queue_delay_ms(&no_fc).0,
+        goodput(&no_fc)
+    );
+    assert!(goodput(&no_fc) >= 0.90, "goodput {}", goodput(&no_fc));
+    assert!(queue_delay_ms(&no_fc).0 < 10.0);
     assert!(goodput(&codel) > goodput(&tail) - 0.05);
     assert!(drops(&codel, "aqm") > 0);
     assert_eq!(drops(&codel, "queue_overflow"), 0);
@@ -117,6 +144,51 @@ fn codel_holds_the_standing_queue_near_target_where_droptail_fills_the_buffer() 
     assert!(events.windows(2).all(|w| w[0] != w[1]), "{events:?}");
     assert!((0..a.value.len()).all(|i| a.value[i] >= 1.0));
     assert_eq!(tail.traces.aqm.time_ns.len(), 0);
+}
+
+/// The steady state of the long runs below: past slow start's overshoot, whose losses end in
+/// timeouts until about 15 s with Linux's CUBIC (its window reaches 2.6 times the path's).
+const STEADY_NS: u64 = 20_000_000_000;
+
+/// Linux's CUBIC (`cubic-linux`, the controller a Linux sender runs) through CoDel: at least
+/// 90 % of what the rate carries of payload at a median queue delay near the target, and with
+/// ECN on the same run marks instead of dropping. Its epochs last 3.0 s, from 0.7 of the window
+/// back to it: the kernel's whole-segment arithmetic reaches W_max 1.36 s before K and holds it,
+/// so CoDel's drop comes at W_max, fast convergence never applies and every epoch starts again
+/// from the same window (a fluid model of such an epoch: 0.926 of the link). 60 s: thirteen
+/// epochs after the steady state begins; the figure is 0.912 from 20 s to 300 s as well.
+#[test]
+fn codel_holds_linux_cubic_near_target_at_ninety_percent_goodput() {
+    let run = |ecn: bool| {
+        let mut tcp = tcp();
+        tcp["cc"] = json!("cubic-linux");
+        tcp["ecn"] = json!(ecn);
+        let mut v = bottleneck("codel", json!({"target": "5ms"}), &[1], tcp);
+        v["duration"] = json!("60s");
+        run_json(&v)
+    };
+    let (plain, ecn) = (run(false), run(true));
+    let goodput = |r: &RunResult| {
+        let fwd = &r.summary.links[0].fwd;
+        let wire_bytes = fwd.delivered_bytes as f64 / fwd.delivered_pkts as f64;
+        steady_goodput_bps(r, 0, STEADY_NS) / (10e6 * MSS_BYTES as f64 / wire_bytes)
+    };
+    for (label, r) in [("drops", &plain), ("ECN", &ecn)] {
+        let (med, p95) = queue_delay_from_ms(r, STEADY_NS);
+        eprintln!(
+            "cubic-linux through CoDel ({label}), from 20 s: median {med:.1} ms, p95 {p95:.1} ms, \
+             goodput {:.3}; drops {:?}, CE marks {}",
+            goodput(r),
+            r.summary.aggregate.drops,
+            r.summary.links[0].fwd.ce_marked,
+        );
+        assert!(med < 10.0, "{label}: median queue delay {med} ms");
+        assert!(goodput(r) >= 0.90, "{label}: goodput {}", goodput(r));
+        assert_eq!(drops(r, "queue_overflow"), 0, "{label}");
+    }
+    assert!(drops(&plain, "aqm") > 0);
+    assert_eq!(drops(&ecn, "aqm"), 0);
+    assert!(ecn.summary.links[0].fwd.ce_marked > 0);
 }
 
 #[test]

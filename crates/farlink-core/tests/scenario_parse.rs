@@ -824,6 +824,35 @@ fn congestion_controllers_are_selected_by_name() {
 }
 
 #[test]
+fn fast_convergence_is_cubics_and_bics_and_resolved_only_where_off() {
+    let parsed = |tcp: Value| {
+        let mut v = base();
+        v["flows"][0]["tcp"] = tcp;
+        let sc = parse(&v).unwrap();
+        let r = serde_json::to_value(
+            farlink_core::scenario::resolve_scenario_json(&v.to_string()).unwrap(),
+        )
+        .unwrap();
+        (sc.flows()[0].tcp.cc, r["flows"][0]["tcp"].clone())
+    };
+    let (cc, r) = parsed(json!({"cc": "cubic"}));
+    assert!(matches!(cc, CcConfig::Cubic(c) if c.fast_convergence));
+    assert!(r.get("fast_convergence").is_none(), "{r}");
+    let (cc, r) = parsed(json!({"cc": "cubic", "fast_convergence": false}));
+    assert!(matches!(cc, CcConfig::Cubic(c) if !c.fast_convergence));
+    assert_eq!(r["fast_convergence"], false);
+    let (cc, _) = parsed(json!({"cc": "cubic-linux", "fast_convergence": false}));
+    assert!(matches!(cc, CcConfig::CubicLinux(c) if !c.fast_convergence));
+    let (cc, _) = parsed(json!({"cc": "bic", "fast_convergence": false}));
+    assert!(matches!(cc, CcConfig::Bic(c) if !c.fast_convergence));
+    rejects(
+        |v| v["flows"][0]["tcp"] = json!({"cc": "reno", "fast_convergence": false}),
+        "flows[0].tcp.fast_convergence",
+        "fast convergence is a rule of cc \"cubic\", \"cubic-linux\" and \"bic\", not \"reno\"",
+    );
+}
+
+#[test]
 fn applications_are_checked() {
     rejects(
         |v| v["flows"][0]["app"] = json!({"kind": "ftp"}),

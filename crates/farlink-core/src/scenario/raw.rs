@@ -528,6 +528,8 @@ pub(super) struct RawTcp {
     pub(super) cwnd_reduction: Option<String>,
     pub(super) cc: Option<String>,
     pub(super) growth: Option<String>,
+    /// CUBIC's and BIC's fast convergence (checked in `scenario/tcp.rs`).
+    pub(super) fast_convergence: Option<bool>,
     pub(super) dup_thresh: Option<u32>,
     pub(super) limited_transmit: Option<bool>,
     pub(super) handshake: Option<bool>,

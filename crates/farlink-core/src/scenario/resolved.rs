@@ -349,6 +349,10 @@ pub struct RTcp {
     pub cwnd_reduction: &'static str,
     pub cc: &'static str,
     pub growth: &'static str,
+    /// `false` where a controller that has fast convergence runs without it; printed only
+    /// then, so resolved scenarios without it (and their hashes) are as before it existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_convergence: Option<bool>,
     pub dup_thresh: u32,
     pub limited_transmit: bool,
     pub handshake: bool,
@@ -661,6 +665,17 @@ fn ack_packet_bytes(t: &TcpSpec) -> u32 {
         }
 }
 
+/// `Some(false)` where the controller has fast convergence and runs without it.
+fn fast_convergence_off(cc: &CcConfig) -> Option<bool> {
+    let on = match cc {
+        CcConfig::Cubic(c) => c.fast_convergence,
+        CcConfig::CubicLinux(c) => c.fast_convergence,
+        CcConfig::Bic(c) => c.fast_convergence,
+        _ => true,
+    };
+    (!on).then_some(false)
+}
+
 fn tcp(t: &TcpSpec) -> RTcp {
     let (delayed_ack, delayed_ack_timeout_s) = match t.delayed_ack {
         DelayedAck::Off => (false, None),
@@ -712,6 +727,7 @@ fn tcp(t: &TcpSpec) -> RTcp {
         cwnd_reduction: t.window_reduction.name(),
         cc: t.cc.name(),
         growth,
+        fast_convergence: fast_convergence_off(&t.cc),
         dup_thresh: t.dup_thresh,
         limited_transmit: t.limited_transmit,
         handshake: t.handshake,

@@ -419,7 +419,31 @@ fn control(
             }
         }
     }
+    if let Some(on) = t.fast_convergence {
+        set_fast_convergence(p, &mut cc, on)?;
+    }
     Ok((recovery, cc))
+}
+
+/// `fast_convergence`: RFC 9438 4.7's rule in `cubic`, Linux's module parameter in
+/// `cubic-linux`, BIC's own; no other controller has one.
+fn set_fast_convergence(p: &str, cc: &mut CcConfig, on: bool) -> Result<(), ScenarioError> {
+    match cc {
+        CcConfig::Cubic(c) => c.fast_convergence = on,
+        CcConfig::CubicLinux(c) => c.fast_convergence = on,
+        CcConfig::Bic(c) => c.fast_convergence = on,
+        other => {
+            return err(
+                at(p, "fast_convergence"),
+                format!(
+                    "fast convergence is a rule of cc \"cubic\", \"cubic-linux\" and \"bic\", \
+                     not \"{}\"",
+                    other.name()
+                ),
+            )
+        }
+    }
+    Ok(())
 }
 
 /// `over`'s fields where given, else `base`'s; a quantity's two spellings go together.
@@ -477,12 +501,15 @@ pub(super) fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         (&over.max_rto, &over.max_rto_s),
         (&base.max_rto, &base.max_rto_s),
     );
-    // Window growth is a parameter of the controller: a segment naming its own controller
-    // does not inherit the flow's growth rule.
-    let growth = if over.cc.is_some() {
-        over.growth.clone()
+    // Window growth and fast convergence are parameters of the controller: a segment naming
+    // its own controller does not inherit the flow's.
+    let (growth, fast_convergence) = if over.cc.is_some() {
+        (over.growth.clone(), over.fast_convergence)
     } else {
-        one(&over.growth, &base.growth)
+        (
+            one(&over.growth, &base.growth),
+            one(&over.fast_convergence, &base.fast_convergence),
+        )
     };
     RawTcp {
         profile: one(&over.profile, &base.profile),
@@ -511,6 +538,7 @@ pub(super) fn tcp_over(base: &RawTcp, over: &RawTcp) -> RawTcp {
         cwnd_reduction: one(&over.cwnd_reduction, &base.cwnd_reduction),
         cc: one(&over.cc, &base.cc),
         growth,
+        fast_convergence,
         dup_thresh: one(&over.dup_thresh, &base.dup_thresh),
         limited_transmit: one(&over.limited_transmit, &base.limited_transmit),
         handshake: one(&over.handshake, &base.handshake),

@@ -29,9 +29,10 @@
 //!   least delay, the epoch) and HyStart; the ssthresh computed just before it stays. A
 //!   timeout that ends a fast recovery still in progress keeps the recovery's ssthresh (the
 //!   kernel recomputes it only "if it has not yet been made inside this window").
-//! - **Slow start** is the kernel's `tcp_slow_start`: cwnd grows by the segments acknowledged
-//!   up to ssthresh, the rest going to congestion avoidance in the same ACK; in slow start
-//!   while cwnd < ssthresh.
+//! - **Slow start** is the kernel's `tcp_slow_start`: cwnd grows by the segments newly
+//!   delivered (`tcp_newly_delivered`: a segment SACKed before the cumulative ACK covers it
+//!   counts when SACKed, not again) up to ssthresh, the rest going to congestion avoidance in
+//!   the same ACK; in slow start while cwnd < ssthresh.
 //! - **HyStart** ends slow start from cwnd ≥ 16: when the ACKs of a round, each within 2 ms
 //!   of the last, span more than half the least delay plus an allowance for send offload
 //!   (the ACK train), or when the least of a round's first 8 RTT samples exceeds the least
@@ -449,6 +450,23 @@ impl CubicLinux {
         self.cwnd = self.cwnd.min(Self::max_cwnd(self.smss_bytes));
     }
 
+    /// What this ACK newly delivered, each segment counted once, as the kernel's
+    /// `tcp_newly_delivered` (`tp->delivered` grows when a segment is SACKed and, for one that
+    /// was not, when the cumulative ACK covers it): the bytes newly SACKed, and those the
+    /// cumulative ACK newly covers less the ones already SACKed before it.
+    fn newly_delivered_bytes(batch: &AckBatch<'_>) -> u64 {
+        let sacked_before: u64 = batch
+            .acked
+            .iter()
+            .filter(|a| a.was_sacked)
+            .map(|a| a.bytes)
+            .sum();
+        batch
+            .newly_acked_bytes
+            .saturating_sub(sacked_before)
+            .saturating_add(batch.newly_sacked_bytes)
+    }
+
     /// The delay sample the kernel gives the module: the newest segment this ACK newly
     /// covers that was sent once, else the sender's RTT sample.
     fn delay_sample_us(now: SimTime, batch: &AckBatch<'_>) -> Option<u64> {
@@ -492,10 +510,7 @@ impl CongestionController for CubicLinux {
         if let Some(end) = batch.acked.iter().map(|a| a.end_seq).max() {
             self.snd_una = self.snd_una.max(end);
         }
-        let delivered = batch
-            .newly_acked_bytes
-            .saturating_add(batch.newly_sacked_bytes);
-        if delivered == 0 {
+        if batch.newly_acked_bytes == 0 && batch.newly_sacked_bytes == 0 {
             return;
         }
         if let Some(delay) = Self::delay_sample_us(now, batch) {
@@ -517,7 +532,10 @@ impl CongestionController for CubicLinux {
             return;
         }
         // The kernel counts segments (packets) delivered, cumulatively or by SACK.
-        let mut acked = delivered.div_ceil(smss);
+        let mut acked = Self::newly_delivered_bytes(batch).div_ceil(smss);
+        if acked == 0 {
+            return;
+        }
         if self.in_slow_start() {
             // `tcp_slow_start`: up to ssthresh; what is left grows the window as below.
             let grown = self.cwnd.saturating_add(acked).min(self.ssthresh);
@@ -777,6 +795,41 @@ mod tests {
             }
         }
         panic!("HyStart never ended slow start; cwnd {}", segments(&cc));
+    }
+
+    /// After a timeout the holes are resent and each cumulative ACK then covers segments the
+    /// receiver had already SACKed: the kernel counted those when they were SACKed
+    /// (`tcp_newly_delivered`), so slow start grows by the segments newly delivered, not by all
+    /// the cumulative ACK covers. Counted twice, the window left slow start at once and grew
+    /// far past the path (a CoDel bottleneck then held in its dropping state, tests/aqm.rs).
+    #[test]
+    fn segments_sacked_before_the_cumulative_ack_count_once() {
+        let mut cc = cubic(40);
+        let t0 = SimTime::from_nanos(1_000_000_000);
+        cc.on_congestion_event(t0, &event(Detection::RetransmissionTimeout, 40));
+        assert_eq!((segments(&cc), cc.ssthresh_bytes() / SMSS), (1, 28));
+        let est = estimator(SimDuration::from_millis(100));
+        // The receiver SACKs 5 segments beyond the hole: 5 delivered.
+        let mut batch = test_support::plain_ack(0, 2 * SMSS, false, SMSS);
+        batch.newly_sacked_bytes = 5 * SMSS;
+        cc.on_ack_batch(t0 + SimDuration::from_millis(100), &batch, &est);
+        assert_eq!(segments(&cc), 6);
+        // The resent hole arrives: the cumulative ACK covers it and the 5 SACKed before, one
+        // segment newly delivered.
+        let acked: Vec<super::super::Acked> = (0..6)
+            .map(|i| super::super::Acked {
+                end_seq: (i + 1) * SMSS,
+                bytes: SMSS,
+                sent_time: t0,
+                retransmitted: i == 0,
+                was_sacked: i > 0,
+            })
+            .collect();
+        let mut batch = test_support::plain_ack(6 * SMSS, 6 * SMSS, false, SMSS);
+        batch.acked = &acked;
+        cc.on_ack_batch(t0 + SimDuration::from_millis(200), &batch, &est);
+        assert_eq!(segments(&cc), 7);
+        assert!(cc.in_slow_start());
     }
 
     #[test]
