@@ -133,6 +133,7 @@ def delivered_on_grid(result: Result, flow: int = 0) -> tuple[np.ndarray, np.nda
     delivered = goodput["delivered_bytes"][mine]
     if result.engine != "emulate":
         return times_ns / 1e9, delivered
+    times_ns = times_ns.astype(np.int64)
     step_ns = round(units.parse_duration_s(GRID) * 1e9)
     start_ns = round(result.summary["flows"][flow]["start_s"] * 1e9)
     end_ns = round(result.summary["sim_time_s"] * 1e9)

@@ -30,6 +30,18 @@ from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = ["emulate", "headline"]
 
+#: The column types of the traces the emulator shares with the simulator (docs/traces.md), so
+#: that their files match whichever engine wrote them, empty ones too.
+_TRACE_DTYPES = {
+    "goodput": {"time_ns": np.uint64, "flow": np.uint32, "delivered_bytes": np.uint64},
+    "member_state": {
+        "time_ns": np.uint64,
+        "link": np.uint32,
+        "member": np.uint32,
+        "state": np.uint8,
+    },
+}
+
 
 def emulate(
     scenario: str | Path | dict[str, Any],
@@ -129,7 +141,10 @@ def emulate(
         # No bundle, no member states: not recorded rather than empty.
         del columns["member_state"]
     traces = {
-        trace: {name: np.asarray(column) for name, column in table.items()}
+        trace: {
+            column: np.asarray(values, dtype=_TRACE_DTYPES.get(trace, {}).get(column))
+            for column, values in table.items()
+        }
         for trace, table in columns.items()
     }
     return Result(
