@@ -6,7 +6,9 @@ average, the transfer time, the goodput, the call drops during the transfer and 
 receiving application got nothing after each (``stall_after_drop_s``). With ``emulate=True``
 it runs both on the emulator too, in real time: kernel TCP through the emulated MLPPP bundle,
 and the kernel's Multipath TCP over the members' own emulated links (``emulate`` says which
-controller); otherwise each bonding's ``emulate`` is ``None`` and ``emulate`` says why.
+controller), with the same figures, the stalls read from the emulator's record of the
+receiving application's reads on the simulator's grid; otherwise each bonding's ``emulate``
+is ``None`` and ``emulate`` says why.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ __all__ = [
     "EMULATE_NOT_RUN",
     "call_drops_s",
     "compare_bonding",
+    "delivered_on_grid",
     "faster",
     "figure",
     "speed_up",
     "stalls_after_drops",
+    "stalls_in",
 ]
 
 BONDINGS = {"mlppp": "tcp", "mptcp": "mptcp"}
@@ -105,18 +109,49 @@ def call_drops_s(result: Result) -> list[float]:
 def stalls_after_drops(result: Result, flow: int = 0) -> list[float]:
     """For each call drop during flow ``flow``'s transfer, the longest time its receiving
     application got nothing, among the gaps that begin between that drop and the next (or the
-    end of the transfer): what the drop cost before the bonding routed around it."""
+    end of the transfer): what the drop cost before the bonding routed around it. The same for
+    both engines: the bytes delivered on the :data:`GRID` (the simulator's ``goodput`` trace,
+    or the emulator's reads put on it by :func:`delivered_on_grid`) and the drops of the
+    ``member_state`` trace."""
     f = result.summary["flows"][flow]
     end_s = f["finish_s"] if f["finish_s"] is not None else result.summary["sim_time_s"]
     drops_s = [t for t in call_drops_s(result) if f["start_s"] <= t < end_s]
+    times_s, delivered = delivered_on_grid(result, flow)
+    return stalls_in(times_s, delivered, drops_s, end_s)
+
+
+def delivered_on_grid(result: Result, flow: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Flow ``flow``'s bytes delivered at each point of the goodput grid, ``(times_s,
+    delivered_bytes)``. The simulator's ``goodput`` trace is on it already (:func:`_run` asks
+    for the :data:`GRID`); the emulator's holds the receiving application's reads, and each
+    point of the grid gets what had been read by then: the simulator's sampling, from the first
+    multiple of the grid at or after the flow's start to the end of the run."""
     goodput = result.trace("goodput")
     own = result.connections_of(flow)[0]
     mine = goodput["flow"] == own
-    times_s = goodput["time_ns"][mine] / 1e9
+    times_ns = goodput["time_ns"][mine]
     delivered = goodput["delivered_bytes"][mine]
+    if result.engine != "emulate":
+        return times_ns / 1e9, delivered
+    times_ns = times_ns.astype(np.int64)
+    step_ns = round(units.parse_duration_s(GRID) * 1e9)
+    start_ns = round(result.summary["flows"][flow]["start_s"] * 1e9)
+    end_ns = round(result.summary["sim_time_s"] * 1e9)
+    grid_ns = np.arange(-(-start_ns // step_ns) * step_ns, end_ns + 1, step_ns, dtype=np.int64)
+    if len(times_ns) == 0:
+        return grid_ns / 1e9, np.zeros(grid_ns.shape, dtype=np.int64)
+    last_read = np.searchsorted(times_ns, grid_ns, side="right") - 1
+    return grid_ns / 1e9, np.where(last_read >= 0, delivered[np.maximum(last_read, 0)], 0)
+
+
+def stalls_in(
+    times_s: np.ndarray, delivered: np.ndarray, drops_s: list[float], end_s: float
+) -> list[float]:
+    """:func:`stalls_after_drops` from bytes ``delivered`` at ``times_s`` (in time order),
+    the drops at ``drops_s`` (in order) and the transfer's end at ``end_s``."""
     # The instants the delivered count moved: a stall is the time between two of them.
-    moved = np.concatenate([[True], np.diff(delivered) > 0])
-    moves_s = [*times_s[moved].tolist(), end_s]
+    moved = np.concatenate([[True], np.diff(delivered) > 0])[: len(delivered)]
+    moves_s = [*np.asarray(times_s)[moved].tolist(), end_s]
     stalls = []
     for k, drop in enumerate(drops_s):
         until = drops_s[k + 1] if k + 1 < len(drops_s) else end_s
@@ -165,14 +200,14 @@ def _emulated(
     sets: list[str],
     tcp: str | None,
 ) -> dict[str, Any]:
-    """One emulated run's row, as :func:`_run`'s. The emulator keeps no goodput trace, so the
-    stalls after the drops are ``None``; its drops are the bundle's over the run, which ends
-    when the transfer does."""
+    """One emulated run's row, as :func:`_run`'s: its call drops during the transfer and the
+    stall after each, from the emulator's ``goodput`` and ``member_state`` traces by the
+    simulator's definition (:func:`stalls_after_drops`)."""
     from farlink.emulate import emulate
 
     result = emulate(doc, size=size, seed=seed, sets=sets, transport=transport, tcp=tcp)
     f = result.summary["flows"][0]
-    drops = sum((link.get("bundle") or {}).get("call_drops", 0) for link in result.summary["links"])
+    stalls = stalls_after_drops(result)
     return {
         "seed": seed,
         "finished": f["finished"],
@@ -182,8 +217,8 @@ def _emulated(
         "normalized_goodput": f["normalized_goodput"],
         "retransmissions": f["retransmissions"],
         "timeouts": f["timeouts"],
-        "call_drops": drops,
-        "stall_after_drop_s": None,
+        "call_drops": len(stalls),
+        "stall_after_drop_s": stalls,
         "subflows": f.get("subflows", []),
     }
 

@@ -4,8 +4,11 @@ Real kernel TCP between Linux network namespaces, through the scenario's link mo
 time (the Rust crate ``farlink-emu``, run with the GIL released). This module only prepares the
 scenario document and wraps what comes back, in the shape of :func:`farlink.sim.simulate`'s
 result: the same summary keys per flow and in the aggregate, plus ``emulator`` (departure-time
-error of delivered packets, packets moved, the kernel settings applied) and a ``tcp_info`` trace
-(the senders' ``TCP_INFO`` sampled every 10 ms).
+error of delivered packets, packets moved, the kernel settings applied), a ``tcp_info`` trace
+(the senders' ``TCP_INFO`` sampled every 10 ms), a ``goodput`` trace (the bytes each receiving
+application had read, at its reads: at most one row per 10 ms) and, over a bundle, a
+``member_state`` trace (every member's state changes, the call drops among them), the last two
+in ``simulate``'s columns.
 
 Needs CAP_NET_ADMIN and ``/dev/net/tun``; raises ``_core.EmulatorError`` (``kind``: ``usage``,
 ``unsupported``, ``system``, ``internal``) when it cannot run.
@@ -26,6 +29,18 @@ from farlink.results.schema import emulate_document
 from farlink.scenario import apply_overrides, load_scenario, to_core_json
 
 __all__ = ["emulate", "headline"]
+
+#: The column types of the traces the emulator shares with the simulator (docs/traces.md), so
+#: that their files match whichever engine wrote them, empty ones too.
+_TRACE_DTYPES = {
+    "goodput": {"time_ns": np.uint64, "flow": np.uint32, "delivered_bytes": np.uint64},
+    "member_state": {
+        "time_ns": np.uint64,
+        "link": np.uint32,
+        "member": np.uint32,
+        "state": np.uint8,
+    },
+}
 
 
 def emulate(
@@ -119,10 +134,19 @@ def emulate(
     started = time.perf_counter()
     raw = json.loads(_core.emulate(to_core_json(doc), json.dumps(options)))
     wall_time_s = time.perf_counter() - started
-    tcp_info = raw.pop("tcp_info")
+    columns = {trace: raw.pop(trace) for trace in ("tcp_info", "goodput", "member_state")}
     name = doc.get("name") or (Path(scenario).stem if isinstance(scenario, str | Path) else None)
     summary = emulate_document(raw, scenario=name, wall_time_s=wall_time_s)
-    traces = {"tcp_info": {name: np.asarray(column) for name, column in tcp_info.items()}}
+    if not any("bundle" in link for link in summary["links"]):
+        # No bundle, no member states: not recorded rather than empty.
+        del columns["member_state"]
+    traces = {
+        trace: {
+            column: np.asarray(values, dtype=_TRACE_DTYPES.get(trace, {}).get(column))
+            for column, values in table.items()
+        }
+        for trace, table in columns.items()
+    }
     return Result(
         summary=summary,
         traces=traces,

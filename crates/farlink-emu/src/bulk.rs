@@ -14,6 +14,7 @@ use std::time::Duration;
 use farlink_core::tcp::payload::{Digest, PayloadStream};
 use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
 
+use crate::goodput::ReadRecord;
 use crate::sockets::{finish_write, is_timeout, timeval};
 use crate::tcpinfo::TcpInfo;
 
@@ -76,6 +77,8 @@ pub(crate) struct SinkOutcome {
     pub(crate) error: Option<String>,
     /// The digest of the bytes read, in order (`farlink_core::tcp::payload::Digest`).
     pub(crate) digest: u64,
+    /// The bytes read over time (the flow's `goodput` trace, `goodput.rs`).
+    pub(crate) reads: ReadRecord,
 }
 
 /// The sink: accepts one connection on `addr`, reads to the end, counts. Runs in the receiver's
@@ -129,7 +132,9 @@ pub(crate) fn sink(
                 }
                 Ok(n) => {
                     out.received_bytes += n as u64;
-                    out.last_byte_ns = Some(now_ns());
+                    let at_ns = now_ns();
+                    out.last_byte_ns = Some(at_ns);
+                    out.reads.read(at_ns, out.received_bytes);
                     if digest_bytes {
                         digest.update(&buf[..n]);
                     }

@@ -273,7 +273,9 @@ pub(crate) fn counting_sink(
                         }
                         Ok(n) => {
                             out.received_bytes += n as u64;
-                            out.last_byte_ns = Some(now_ns());
+                            let at_ns = now_ns();
+                            out.last_byte_ns = Some(at_ns);
+                            out.reads.read(at_ns, out.received_bytes);
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

@@ -28,6 +28,7 @@ use farlink_core::path::{BundleEvent, BundleOutput, LinkDir, PathLinks};
 use farlink_core::pcap::{PcapConfig, PcapWriter};
 use farlink_core::tcp::wire::set_ipv4_ecn;
 use farlink_core::time::SimTime;
+use farlink_core::trace::MemberStateTrace;
 use hdrhistogram::Histogram;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use nix::sys::time::TimeSpec;
@@ -115,6 +116,9 @@ pub(crate) struct Driver {
     pub(crate) offload: Option<Offload>,
     /// Multipath TCP's member links and what follows their members (`crate::mptcp`).
     pub(crate) members: MemberDirs,
+    /// Every state change of every bundle member (simulate's `member_state` trace): when
+    /// the calls dropped, for the stall after each (`farlink.bonding`).
+    pub(crate) member_states: MemberStateTrace,
 }
 
 // The link manager still reads the clock here; `crate::clock` is where it lives.
@@ -170,6 +174,7 @@ impl Driver {
             t0_unix_ns: 0,
             offload: None,
             members,
+            member_states: MemberStateTrace::default(),
         };
         if io == IoPath::Offload {
             d.offload = Some(Offload::new(d.tuns.len()));
@@ -681,11 +686,18 @@ impl Driver {
         let dirs = both_dirs(&mut self.links.dirs, link);
         let pending = &mut self.pending;
         let changes = &mut self.members.changes;
+        let states = &mut self.member_states;
         changes.clear();
         let mut out = |o: BundleOutput| match o {
             BundleOutput::Schedule { at, event } => pending.push((at, b, event)),
             BundleOutput::Member { member, change } => changes.push((member, change)),
-            _ => {}
+            BundleOutput::MemberState { member, state } => {
+                states.time_ns.push(now.as_nanos());
+                states.link.push(link as u32);
+                states.member.push(member);
+                states.state.push(state);
+            }
+            BundleOutput::Capacity { .. } => {}
         };
         match step {
             Step::Start => bundle.start(now, dirs, &mut out),

@@ -46,6 +46,9 @@ mod driver;
 #[cfg(target_os = "linux")]
 mod driver_stats;
 #[cfg(target_os = "linux")]
+// The receiving application's bytes over time (the `goodput` trace).
+mod goodput;
+#[cfg(target_os = "linux")]
 mod histogram;
 #[cfg(target_os = "linux")]
 mod kernel;

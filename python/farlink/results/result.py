@@ -26,9 +26,10 @@ TRACE_FILE_SCHEMA_VERSION = "1"
 file's key-value metadata); the result document has its own (``RESULT_SCHEMA_VERSION``)."""
 
 
-ENGINE_TRACES: dict[str, set[str]] = {"emulate": {"tcp_info"}}
+ENGINE_TRACES: dict[str, set[str]] = {"emulate": {"tcp_info", "goodput", "member_state"}}
 """Traces an engine records whatever the scenario's ``trace`` switches say (the emulator samples
-the kernel's TCP_INFO of every sender)."""
+the kernel's TCP_INFO of every sender, notes each receiving application's reads, and keeps a
+bundle's member states)."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ mod links;
 mod traffic;
 
 use farlink_core::scenario::Scenario;
+use farlink_core::trace::{GoodputTrace, MemberStateTrace};
 use farlink_core::world::AggregateSummary;
 use serde::Serialize;
 
@@ -39,6 +40,12 @@ pub struct EmuResult {
     pub links: Vec<Link>,
     pub emulator: Emulator,
     pub tcp_info: TcpInfoTrace,
+    /// Bytes each flow's receiving application had read, at its reads (one row per 10 ms
+    /// bucket at most, `goodput.rs`), counted from the run's start: simulate's `goodput`
+    /// columns.
+    pub goodput: GoodputTrace,
+    /// Every state change of every bundle member, as simulate's `member_state` trace.
+    pub member_state: MemberStateTrace,
     /// The program that was the workload (`-- COMMAND`, `--shell`), and how it ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandReport>,
@@ -85,6 +92,7 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
         driver.stats.drops,
     );
     let links = links::links(sc, driver.links(), driver.lost_ordinals.as_ref());
+    let goodput = goodput(o.sinks, o.t0_ns);
     EmuResult {
         engine: "emulate",
         scenario_name: sc.name().map(str::to_owned),
@@ -97,6 +105,17 @@ pub(crate) fn build(sc: &Scenario, driver: &Driver, o: Outcomes<'_>) -> EmuResul
         links,
         emulator: Emulator::of(driver, o),
         tcp_info,
+        goodput,
+        member_state: driver.member_states.clone(),
         command: None,
     }
+}
+
+/// Every flow's reads as the `goodput` trace, flow by flow.
+fn goodput(sinks: &[SinkOutcome], t0_ns: u64) -> GoodputTrace {
+    let mut trace = GoodputTrace::default();
+    for (k, sink) in sinks.iter().enumerate() {
+        crate::goodput::append(&mut trace, k as u32, &sink.reads, t0_ns);
+    }
+    trace
 }
