@@ -9,7 +9,7 @@ use farlink_core::tcp::receiver::DelayedAck;
 use farlink_core::tcp::recovery::LossRecovery;
 use farlink_core::tcp::rtt::RtoRule;
 use farlink_core::time::{SimDuration, SimTime};
-use farlink_core::{parse_scenario_json, ScenarioError};
+use farlink_core::{parse_scenario_json, Scenario, ScenarioError};
 use serde_json::{json, Value};
 
 /// A chain S - R - D with one flow; tests edit it.
@@ -772,17 +772,24 @@ fn tcp_options_are_checked() {
     );
 }
 
+/// The base scenario with its flow's `tcp` table replaced: parsed, and the flow's `tcp` table
+/// as the resolved scenario prints it.
+fn parsed_and_resolved_tcp(tcp: Value) -> (Scenario, Value) {
+    let mut v = base();
+    v["flows"][0]["tcp"] = tcp;
+    let sc = parse(&v).unwrap();
+    let r = serde_json::to_value(
+        farlink_core::scenario::resolve_scenario_json(&v.to_string()).unwrap(),
+    )
+    .unwrap();
+    (sc, r["flows"][0]["tcp"].clone())
+}
+
 #[test]
 fn quick_ack_mode_is_off_unless_asked_for_and_resolved_only_where_on() {
     let resolved = |tcp: Value| {
-        let mut v = base();
-        v["flows"][0]["tcp"] = tcp;
-        let sc = parse(&v).unwrap();
-        let r = serde_json::to_value(
-            farlink_core::scenario::resolve_scenario_json(&v.to_string()).unwrap(),
-        )
-        .unwrap();
-        (sc.flows()[0].tcp.delayed_ack, r["flows"][0]["tcp"].clone())
+        let (sc, r) = parsed_and_resolved_tcp(tcp);
+        (sc.flows()[0].tcp.delayed_ack, r)
     };
     let (off, r) = resolved(json!({}));
     assert!(matches!(
@@ -826,14 +833,8 @@ fn congestion_controllers_are_selected_by_name() {
 #[test]
 fn fast_convergence_is_cubics_and_bics_and_resolved_only_where_off() {
     let parsed = |tcp: Value| {
-        let mut v = base();
-        v["flows"][0]["tcp"] = tcp;
-        let sc = parse(&v).unwrap();
-        let r = serde_json::to_value(
-            farlink_core::scenario::resolve_scenario_json(&v.to_string()).unwrap(),
-        )
-        .unwrap();
-        (sc.flows()[0].tcp.cc, r["flows"][0]["tcp"].clone())
+        let (sc, r) = parsed_and_resolved_tcp(tcp);
+        (sc.flows()[0].tcp.cc, r)
     };
     let (cc, r) = parsed(json!({"cc": "cubic"}));
     assert!(matches!(cc, CcConfig::Cubic(c) if c.fast_convergence));
