@@ -450,23 +450,6 @@ impl CubicLinux {
         self.cwnd = self.cwnd.min(Self::max_cwnd(self.smss_bytes));
     }
 
-    /// What this ACK newly delivered, each segment counted once, as the kernel's
-    /// `tcp_newly_delivered` (`tp->delivered` grows when a segment is SACKed and, for one that
-    /// was not, when the cumulative ACK covers it): the bytes newly SACKed, and those the
-    /// cumulative ACK newly covers less the ones already SACKed before it.
-    fn newly_delivered_bytes(batch: &AckBatch<'_>) -> u64 {
-        let sacked_before: u64 = batch
-            .acked
-            .iter()
-            .filter(|a| a.was_sacked)
-            .map(|a| a.bytes)
-            .sum();
-        batch
-            .newly_acked_bytes
-            .saturating_sub(sacked_before)
-            .saturating_add(batch.newly_sacked_bytes)
-    }
-
     /// The delay sample the kernel gives the module: the newest segment this ACK newly
     /// covers that was sent once, else the sender's RTT sample.
     fn delay_sample_us(now: SimTime, batch: &AckBatch<'_>) -> Option<u64> {
@@ -532,7 +515,7 @@ impl CongestionController for CubicLinux {
             return;
         }
         // The kernel counts segments (packets) delivered, cumulatively or by SACK.
-        let mut acked = Self::newly_delivered_bytes(batch).div_ceil(smss);
+        let mut acked = batch.newly_delivered_bytes().div_ceil(smss);
         if acked == 0 {
             return;
         }

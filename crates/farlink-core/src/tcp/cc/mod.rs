@@ -122,6 +122,24 @@ pub struct AckBatch<'a> {
     pub smss_bytes: u64,
 }
 
+impl AckBatch<'_> {
+    /// What this ACK newly delivered, each segment counted once, as Linux's
+    /// `tcp_newly_delivered` (`tp->delivered` grows when a segment is SACKed and, for one that
+    /// was not, when the cumulative ACK covers it): the bytes newly SACKed, and those the
+    /// cumulative ACK newly covers less the ones already SACKed before it.
+    pub fn newly_delivered_bytes(&self) -> u64 {
+        let sacked_before: u64 = self
+            .acked
+            .iter()
+            .filter(|a| a.was_sacked)
+            .map(|a| a.bytes)
+            .sum();
+        self.newly_acked_bytes
+            .saturating_sub(sacked_before)
+            .saturating_add(self.newly_sacked_bytes)
+    }
+}
+
 /// How the loss behind a congestion event was detected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Detection {

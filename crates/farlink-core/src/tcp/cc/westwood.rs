@@ -166,16 +166,7 @@ impl CongestionController for Westwood {
     fn on_ack_batch(&mut self, now: SimTime, batch: &AckBatch<'_>, rtt: &RttEstimator) {
         self.rtt_min = rtt.min_rtt();
         // Delivered: newly cumulatively acknowledged and not SACKed before, plus newly SACKed.
-        let sacked_before: u64 = batch
-            .acked
-            .iter()
-            .filter(|a| a.was_sacked)
-            .map(|a| a.bytes)
-            .sum();
-        let delivered = batch
-            .newly_acked_bytes
-            .saturating_sub(sacked_before)
-            .saturating_add(batch.newly_sacked_bytes);
+        let delivered = batch.newly_delivered_bytes();
         self.sample(now, delivered, rtt);
 
         // Probing as Reno (RFC 5681 3.1, per ACK); no growth during fast recovery (3.2).
