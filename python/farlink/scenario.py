@@ -317,7 +317,9 @@ def _set_size(doc: dict[str, Any], size: str) -> None:
             "bulk",
             "unbounded",
         ):
-            flow["app"] = {"kind": "bulk", "size": size}
+            # The application's other choice, when its shutdown comes, is not the size's.
+            kept = {k: v for k, v in flow["app"].items() if k == "shutdown"}
+            flow["app"] = {"kind": "bulk", "size": size, **kept}
 
 
 def _set_transport(doc: dict[str, Any], transport: str) -> None:

@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use farlink_core::scenario::Shutdown;
 use farlink_core::tcp::payload::{Digest, PayloadStream};
 use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
 
 use crate::goodput::ReadRecord;
-use crate::sockets::{finish_write, is_timeout, timeval};
+use crate::sockets::{finish_write, is_timeout, timeval, wait_acknowledged};
 use crate::tcpinfo::TcpInfo;
 
 const POLL: Duration = Duration::from_millis(100);
@@ -39,6 +40,9 @@ pub(crate) struct SenderPlan {
     pub(crate) payload_seed: Option<u64>,
     /// A Multipath TCP socket (`IPPROTO_MPTCP`) in place of a TCP one.
     pub(crate) mptcp: bool,
+    /// When the writing half is shut down (`app.shutdown`): at once after the last write, or
+    /// once the peer has acknowledged every byte.
+    pub(crate) shutdown: Shutdown,
 }
 
 /// One `TCP_INFO` sample.
@@ -152,7 +156,7 @@ pub(crate) fn sink(
 }
 
 /// An IPv4 stream socket: TCP, or Multipath TCP (which nix does not name).
-fn stream_socket(mptcp: bool) -> std::io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn stream_socket(mptcp: bool) -> std::io::Result<std::os::fd::OwnedFd> {
     if !mptcp {
         return Ok(socket::socket(
             AddressFamily::Inet,
@@ -257,7 +261,8 @@ pub(crate) fn sender(
     out
 }
 
-/// Writes the flow's bytes, closes the sending side and waits for the sink to close.
+/// Writes the flow's bytes, closes the sending side (once they are acknowledged, if the plan
+/// says so) and waits for the sink to close.
 fn transfer(
     plan: &SenderPlan,
     conn: &mut TcpStream,
@@ -288,6 +293,9 @@ fn transfer(
                 Err(e) if is_timeout(&e) => {}
                 Err(e) => return Err(e),
             }
+        }
+        if plan.shutdown == Shutdown::Acknowledged {
+            wait_acknowledged(conn, stop)?;
         }
         finish_write(conn, stop)
     }

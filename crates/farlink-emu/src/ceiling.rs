@@ -113,6 +113,7 @@ pub fn reference_transfer(
         send_buffer_bytes: None,
         payload_seed: None,
         mptcp: false,
+        shutdown: farlink_core::scenario::Shutdown::Written,
     };
     let st = Arc::clone(&stop);
     let sender = s.spawn("farlink-sender", move || {

@@ -4,6 +4,7 @@
 
 use std::io::Read;
 use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -120,6 +121,43 @@ pub(crate) fn short_flow_listener(
     Ok(TcpListener::from(fd))
 }
 
+/// How often a sender that shuts down once everything is acknowledged looks again.
+const ACKNOWLEDGED_POLL: Duration = Duration::from_millis(2);
+
+/// The bytes written on `fd` that the peer has not acknowledged yet (SIOCOUTQ). On a Multipath
+/// TCP socket it is the connection's count, written less DATA_ACKed (`mptcp_ioctl` in Linux's
+/// net/mptcp/protocol.c), whatever the subflows carry.
+pub(crate) fn unacknowledged_bytes(fd: BorrowedFd<'_>) -> std::io::Result<u64> {
+    let mut bytes: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ's number) writes one int through the pointer, which lives
+    // across the call; `fd` is a descriptor borrowed for it.
+    #[allow(unsafe_code)]
+    let rc = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            libc::TIOCOUTQ as _,
+            &mut bytes as *mut libc::c_int,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(u64::try_from(bytes).unwrap_or(0))
+}
+
+/// Waits until the peer has acknowledged every byte written on `conn`, or the run stops: an
+/// application that keeps its connection open until its peer has everything (`app.shutdown =
+/// "acknowledged"`, `scenario/shutdown.rs`).
+pub(crate) fn wait_acknowledged(conn: &TcpStream, stop: &AtomicBool) -> std::io::Result<()> {
+    while !stop.load(Ordering::Relaxed) {
+        if unacknowledged_bytes(conn.as_fd())? == 0 {
+            break;
+        }
+        std::thread::sleep(ACKNOWLEDGED_POLL);
+    }
+    Ok(())
+}
+
 /// Ends the writing half of `conn` and reads until the peer closes its own (or the run stops):
 /// the bulk transfer's and a short flow's end, each sender then knowing its last byte was read.
 pub(crate) fn finish_write(conn: &mut TcpStream, stop: &AtomicBool) -> std::io::Result<()> {
@@ -134,4 +172,106 @@ pub(crate) fn finish_write(conn: &mut TcpStream, stop: &AtomicBool) -> std::io::
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::Ipv4Addr;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use super::*;
+
+    const WRITTEN_BYTES: usize = 32 * 1024;
+    /// How long the peer leaves its small receive buffer full before reading.
+    const PEER_ASLEEP: Duration = Duration::from_millis(300);
+
+    /// A connection over loopback (Multipath TCP if `mptcp`) to a listener whose receive buffer
+    /// holds a few kilobytes, with a send buffer that holds everything written; `None` where
+    /// the kernel has no Multipath TCP.
+    fn pair(mptcp: bool) -> Option<(TcpStream, TcpListener)> {
+        let listener = if mptcp {
+            let fd = crate::bulk::stream_socket(true).ok()?;
+            socket::setsockopt(&fd, sockopt::RcvBuf, &4096).unwrap();
+            socket::bind(fd.as_raw_fd(), &SockaddrIn::new(127, 0, 0, 1, 0)).unwrap();
+            socket::listen(&fd, socket::Backlog::new(1).unwrap()).unwrap();
+            TcpListener::from(fd)
+        } else {
+            short_flow_listener(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), 4096).unwrap()
+        };
+        let std::net::SocketAddr::V4(at) = listener.local_addr().unwrap() else {
+            unreachable!("bound to an IPv4 address")
+        };
+        let fd = crate::bulk::stream_socket(mptcp).unwrap();
+        socket::setsockopt(&fd, sockopt::SndBuf, &(1 << 20)).unwrap();
+        socket::connect(fd.as_raw_fd(), &SockaddrIn::from(at)).unwrap();
+        Some((TcpStream::from(fd), listener))
+    }
+
+    /// Writes, then waits for the acknowledgements of a peer that reads only after
+    /// [`PEER_ASLEEP`]; returns how long the wait took from the first write.
+    fn wait_for_a_sleeping_peer(mptcp: bool) -> Option<Duration> {
+        let (mut conn, listener) = pair(mptcp)?;
+        let peer = std::thread::spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            std::thread::sleep(PEER_ASLEEP);
+            let mut all = Vec::new();
+            c.read_to_end(&mut all).unwrap();
+            all.len()
+        });
+        let started = Instant::now();
+        conn.write_all(&vec![7u8; WRITTEN_BYTES]).unwrap();
+        assert!(
+            unacknowledged_bytes(conn.as_fd()).unwrap() > 0,
+            "the peer's small buffer holds everything: nothing to wait for"
+        );
+        wait_acknowledged(&conn, &AtomicBool::new(false)).unwrap();
+        let waited = started.elapsed();
+        assert_eq!(unacknowledged_bytes(conn.as_fd()).unwrap(), 0);
+        conn.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(peer.join().unwrap(), WRITTEN_BYTES);
+        Some(waited)
+    }
+
+    #[test]
+    fn a_tcp_sender_waits_until_its_peer_has_acknowledged_every_byte() {
+        let waited = wait_for_a_sleeping_peer(false).unwrap();
+        assert!(
+            waited >= PEER_ASLEEP - POLL / 2,
+            "returned after {waited:?}"
+        );
+    }
+
+    #[test]
+    fn a_multipath_sender_waits_for_the_connection_level_acknowledgement() {
+        let Some(waited) = wait_for_a_sleeping_peer(true) else {
+            eprintln!("skipped: no Multipath TCP in this kernel (net.mptcp.enabled)");
+            return;
+        };
+        assert!(
+            waited >= PEER_ASLEEP - POLL / 2,
+            "returned after {waited:?}"
+        );
+    }
+
+    #[test]
+    fn the_wait_ends_when_the_run_stops() {
+        let (mut conn, listener) = pair(false).unwrap();
+        let (_peer, _) = listener.accept().unwrap();
+        conn.write_all(&vec![7u8; WRITTEN_BYTES]).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopper = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                stop.store(true, Ordering::Relaxed);
+            })
+        };
+        let started = Instant::now();
+        wait_acknowledged(&conn, &stop).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(unacknowledged_bytes(conn.as_fd()).unwrap() > 0);
+        stopper.join().unwrap();
+    }
 }

@@ -83,6 +83,7 @@ impl Workload {
                 payload_seed: matches!(f.app, AppSpec::Bulk { .. })
                     .then(|| wire_sender::payload_seed(sc, k)),
                 mptcp: plan.mptcp.carries(k),
+                shutdown: f.shutdown,
             };
             let s = Arc::clone(stop);
             self.senders.push((

@@ -8,6 +8,7 @@ use super::mptcp::{transport, Transport};
 use super::quantity::{check_name, opt_bytes, opt_duration};
 use super::raw::{RawApp, RawFlow, RawTcp};
 use super::routes::{shortest_path, Adjacency, Hop};
+use super::shutdown::Shutdown;
 use super::split::{self, RelaySpec, SegmentSpec};
 use super::tcp::{tcp_spec, TcpSpec};
 use super::traffic::{self, Carrier, PoissonSpec, RequestResponseSpec, UdpSpec};
@@ -39,6 +40,9 @@ pub struct FlowSpec {
     pub segments: Vec<SegmentSpec>,
     /// One TCP connection, or Multipath TCP over a bundle's members (`scenario/mptcp.rs`).
     pub transport: Transport,
+    /// When a bulk application shuts down its writing half (`app.shutdown`,
+    /// `scenario/shutdown.rs`); [`Shutdown::Written`] for every other kind.
+    pub shutdown: Shutdown,
 }
 
 /// What the application at the sender does.
@@ -89,7 +93,7 @@ impl AppSpec {
 }
 
 const APP_KINDS: &[Variant] = &[
-    ("bulk", &["size", "size_bytes"]),
+    ("bulk", &["size", "size_bytes", "shutdown"]),
     ("unbounded", &[]),
     (
         "telnet",
@@ -146,6 +150,7 @@ pub(super) fn app_spec(p: &str, a: &RawApp) -> Result<AppSpec, ScenarioError> {
         ("response", a.response.is_some()),
         ("think", a.think.is_some()),
         ("think_s", a.think_s.is_some()),
+        ("shutdown", a.shutdown.is_some()),
     ];
     only_its_params(p, "application", kind, allowed, &given)?;
     Ok(match kind {
@@ -278,6 +283,7 @@ fn flow(
     let empty = RawTcp::default();
     let mut tcp = tcp_spec(&at(p, "tcp"), f.tcp.as_ref().unwrap_or(&empty))?;
     let app = app_spec(&at(p, "app"), &f.app)?;
+    let shutdown = Shutdown::parse(&at(p, "app"), f.app.shutdown.as_deref())?;
     traffic::check_flow(p, f, app.kind(), app.carrier(), &mut tcp)?;
     let transport = transport(p, f, &app)?;
     let (relays, segments, path) = split::plan(p, f, &tcp, from, to, nodes.names, adjacency, path)?;
@@ -293,5 +299,6 @@ fn flow(
         relays,
         segments,
         transport,
+        shutdown,
     })
 }

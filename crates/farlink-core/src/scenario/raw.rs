@@ -565,6 +565,8 @@ pub(super) struct RawApp {
     pub(super) response: Option<RawAppSize>,
     pub(super) think: Option<UnitText<Duration>>,
     pub(super) think_s: Option<Bare>,
+    /// A bulk application's `"written"` or `"acknowledged"` (`scenario/shutdown.rs`).
+    pub(super) shutdown: Option<String>,
 }
 
 /// A bulk transfer's `size = "1MB"`, or a short-flow class's size distribution

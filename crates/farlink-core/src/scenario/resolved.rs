@@ -50,7 +50,9 @@ use serde_json::Value;
 use super::links::DirectionSpec;
 use super::routes::Hop;
 use super::trace::{Tap, TapSite};
-use super::{AppSpec, FlowSpec, LinkSpec, LossSpec, Scenario, TcpSpec, Transport, SCHEMA_VERSION};
+use super::{
+    AppSpec, FlowSpec, LinkSpec, LossSpec, Scenario, Shutdown, TcpSpec, Transport, SCHEMA_VERSION,
+};
 use crate::links::link::QueueLimit;
 use crate::links::rlp::IdlePolicy;
 use crate::links::schedule::{DelayShape, Schedule};
@@ -742,9 +744,16 @@ fn tcp(t: &TcpSpec) -> RTcp {
     }
 }
 
-fn app(a: &AppSpec) -> Value {
+fn app(a: &AppSpec, shutdown: Shutdown) -> Value {
     use serde_json::json;
     match *a {
+        // The default shutdown is left out, so that every scenario before the key resolves
+        // (and hashes) as it did.
+        AppSpec::Bulk { size_bytes } if shutdown != Shutdown::Written => json!({
+            "kind": "bulk",
+            "size_bytes": size_bytes,
+            "shutdown": shutdown.name(),
+        }),
         AppSpec::Bulk { size_bytes } => json!({"kind": "bulk", "size_bytes": size_bytes}),
         AppSpec::Unbounded => json!({"kind": "unbounded"}),
         AppSpec::Telnet {
@@ -796,7 +805,7 @@ fn flow(s: &Scenario, f: &FlowSpec) -> RFlow {
         to: s.nodes[f.to].clone(),
         start_s: f.start.as_secs_f64(),
         stop_s: f.stop.map(|t| t.as_secs_f64()),
-        app: app(&f.app),
+        app: app(&f.app, f.shutdown),
         tcp: tcp(&f.tcp),
         route: route(s, &f.path),
         relays: f.relays.iter().map(|r| s.nodes[r.node].clone()).collect(),
