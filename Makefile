@@ -56,28 +56,38 @@ rust-test:
 	nice -n 19 cargo fmt --all --check
 	nice -n 19 cargo clippy --workspace --all-targets -- -D warnings
 	nice -n 19 cargo test --workspace --no-run --quiet
-	cargo test --workspace --quiet
+	nice -n 10 cargo test --workspace --quiet
+
+# The Rust tests that run traffic in real time (#[ignore]d, so `cargo test` leaves them out):
+# the emulator's, one at a time after the other emulations, and the link manager's data plane,
+# with its other tests (python-test).
+RUST_EMULATIONS := cargo test -p farlink-emu --test emulate --quiet -- --ignored --test-threads=1
+RUST_DATA_PLANE := cargo test -p farlink-linkmgr --test linkmgr_dataplane --quiet -- --ignored \
+	--skip bench_ --test-threads=1
 
 lint: setup
 	$(VENV)/bin/ruff check python tests bench tools
 	$(VENV)/bin/ruff format --check python tests bench tools
 
 # Four pytest processes side by side: the emulations (marked real_time: they measure time, so
-# one at a time), the documented commands that emulate (real_time too, but checked for what
-# they print, not for timing: one at a time beside the others), the link manager's tests
-# (wall_clock: they mostly sleep) and the rest (tests/support.py says which is which). The
-# emulations spend most of their time waiting on the links' clocks, so the two emulation
-# processes overlap (about 400 s one after the other on 2 cores). The others' output follows
-# the first's; the target fails if any does.
+# one at a time, then the Rust ones), the documented commands that emulate (real_time too, but
+# checked for what they print, not for timing: one at a time beside the others), the link
+# manager's tests (wall_clock: they mostly sleep; then its Rust data plane) and the rest, at
+# nice 10 so that the emulations' receivers are not kept waiting (tests/support.py says which is
+# which). The emulations spend most of their time waiting on the links' clocks, so the two
+# emulation processes overlap (about 400 s one after the other on 2 cores). The others' output
+# follows the first's; the target fails if any does.
 DOCS_TESTS := tests/test_docs_run.py tests/test_documented_defaults.py
 python-test: setup
-	@$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" --durations=10 \
-		$(addprefix --ignore=,$(DOCS_TESTS)) >.pytest-real-time.log 2>&1 & real_time=$$!; \
+	@{ $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" --durations=10 \
+		$(addprefix --ignore=,$(DOCS_TESTS)) && $(RUST_EMULATIONS); } >.pytest-real-time.log 2>&1 & \
+	real_time=$$!; \
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" --durations=5 \
 		$(DOCS_TESTS) >.pytest-docs-real-time.log 2>&1 & docs_real_time=$$!; \
-	$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and wall_clock" --durations=5 \
-		>.pytest-wall-clock.log 2>&1 & wall_clock=$$!; \
-	$(VENV)/bin/pytest -q -m "not slow and not real_time and not wall_clock" --durations=10; \
+	{ $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and wall_clock" --durations=5 \
+		&& $(RUST_DATA_PLANE); } >.pytest-wall-clock.log 2>&1 & wall_clock=$$!; \
+	nice -n 10 $(VENV)/bin/pytest -q -m "not slow and not real_time and not wall_clock" \
+		--durations=10; \
 	others=$$?; wait $$real_time; real=$$?; wait $$docs_real_time; docs=$$?; \
 	wait $$wall_clock; wall=$$?; \
 	echo "--- the emulations (pytest -m real_time):"; cat .pytest-real-time.log; \

@@ -1,5 +1,8 @@
 //! The emulator end to end, on this host. These need CAP_NET_ADMIN and /dev/net/tun (CI runs
-//! as root); without them each test says why and passes without running.
+//! as root); without them each test says why and passes without running. They run traffic in
+//! real time, so `cargo test` leaves them out (`#[ignore]`) and `make test` runs them with
+//! `--ignored`, one at a time, after the other emulations: beside those they would share the
+//! host's 2 cores with another emulator's driver.
 
 use farlink_core::link::{LinkEvent, Packet};
 use farlink_core::path;
@@ -57,6 +60,7 @@ fn wireless(size: &str, loss: &str, duration: &str) -> String {
 }
 
 #[test]
+#[ignore = "real time: make test runs it one at a time with the emulations (--ignored)"]
 fn a_short_bulk_transfer_over_the_wireless_path_completes_with_sane_figures() {
     need_host!();
     let sc = parse_scenario_json(&wireless("200KB", r#"{"model": "none"}"#, "20s")).unwrap();
@@ -93,6 +97,7 @@ fn a_short_bulk_transfer_over_the_wireless_path_completes_with_sane_figures() {
 }
 
 #[test]
+#[ignore = "real time: make test runs it one at a time with the emulations (--ignored)"]
 fn lcg16807_drops_the_same_packet_indices_as_the_simulators_link() {
     need_host!();
     let loss = r#"{"model": "lcg16807", "rate": 0.05, "seed": 7}"#;
@@ -139,6 +144,7 @@ fn lcg16807_drops_the_same_packet_indices_as_the_simulators_link() {
 }
 
 #[test]
+#[ignore = "real time: make test runs it one at a time with the emulations (--ignored)"]
 fn a_controller_the_kernel_lacks_is_refused_before_anything_is_made() {
     need_host!();
     let sc = parse_scenario_json(&wireless("10KB", r#"{"model": "none"}"#, "5s")).unwrap();
@@ -156,6 +162,7 @@ fn a_controller_the_kernel_lacks_is_refused_before_anything_is_made() {
 }
 
 #[test]
+#[ignore = "real time: make test runs it one at a time with the emulations (--ignored)"]
 fn a_controller_only_farlink_has_runs_on_farlink_s_sender_to_the_kernel_receiver() {
     need_host!();
     let sc = parse_scenario_json(&wireless("100KB", r#"{"model": "none"}"#, "30s")).unwrap();
@@ -203,6 +210,7 @@ fn host_network() -> String {
 }
 
 #[test]
+#[ignore = "real time: make test runs it one at a time with the emulations (--ignored)"]
 fn the_hosts_interfaces_routes_and_qdiscs_are_the_same_after_a_run() {
     need_host!();
     let before = host_network();
@@ -221,6 +229,7 @@ fn the_hosts_interfaces_routes_and_qdiscs_are_the_same_after_a_run() {
 }
 
 #[test]
+#[ignore = "real time: make test runs it one at a time with the emulations (--ignored)"]
 fn a_namespace_left_by_a_killed_run_is_removed_at_the_next_start() {
     need_host!();
     // What a run killed with SIGKILL leaves: its namespace, and no live lock.
@@ -256,6 +265,7 @@ fn catches(sig: u32) -> bool {
 }
 
 #[test]
+#[ignore = "real time: make test runs it one at a time with the emulations (--ignored)"]
 fn a_run_gives_back_the_processs_sigterm_disposition() {
     need_host!();
     const SIGTERM: u32 = 15;
