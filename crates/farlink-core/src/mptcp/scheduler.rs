@@ -117,6 +117,9 @@ pub struct Scheduler {
     kind: SchedulerKind,
     last: Option<usize>,
     linger: LingerScheduler,
+    /// The subflows as Linux's scheduler sees them, refilled at each pick (kept so that a
+    /// pick allocates nothing).
+    lingers: Vec<LingerView>,
 }
 
 impl Scheduler {
@@ -125,6 +128,7 @@ impl Scheduler {
             kind,
             last: None,
             linger: LingerScheduler::new(),
+            lingers: Vec::new(),
         }
     }
 
@@ -143,8 +147,10 @@ impl Scheduler {
         window_room_bytes: u64,
     ) -> Option<(Pick, Option<u64>)> {
         if self.kind == SchedulerKind::Linux {
-            let views: Vec<LingerView> = subflows.iter().map(SubflowView::linger).collect();
-            let (k, burst) = self.linger.pick(&views, window_room_bytes)?;
+            self.lingers.clear();
+            self.lingers
+                .extend(subflows.iter().map(SubflowView::linger));
+            let (k, burst) = self.linger.pick(&self.lingers, window_room_bytes)?;
             self.last = Some(k);
             return Some((Pick::One(k), Some(burst)));
         }

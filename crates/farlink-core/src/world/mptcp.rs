@@ -530,15 +530,15 @@ impl World<'_> {
                     break;
                 }
             }
-            let rt = &self.mptcp[m];
-            let view = self.subflow_view(m, &rt.members[k]);
+            let view = self.subflow_view(m, &self.mptcp[m].members[k]);
             // `mptcp_set_timeout` after each fragment.
-            let views: Vec<SubflowView> = rt
-                .members
-                .iter()
-                .map(|mem| self.subflow_view(m, mem))
-                .collect();
+            let mut views = std::mem::take(&mut self.mptcp[m].views);
+            views.clear();
+            for mem in &self.mptcp[m].members {
+                views.push(self.subflow_view(m, mem));
+            }
             self.set_rtx_interval(m, &views);
+            self.mptcp[m].views = views;
             if pushed >= burst_bytes || !view.memory_free || !view.usable {
                 return pushed;
             }
@@ -549,23 +549,19 @@ impl World<'_> {
     /// own timers.
     fn set_rtx_interval(&mut self, m: usize, views: &[SubflowView]) {
         let now = self.now;
-        let rt = &self.mptcp[m];
+        let flows = &self.flows;
+        let rt = &mut self.mptcp[m];
         if !rt.retransmit_timer {
             return;
         }
-        let remaining: Vec<Option<SimDuration>> = rt
-            .members
-            .iter()
-            .zip(views)
-            .map(|(mem, v)| {
-                if !v.usable {
-                    return None;
-                }
-                let s = &self.flows[mem.conn as usize].sender;
-                s.next_timeout().map(|t| t.saturating_since(now))
-            })
-            .collect();
-        self.mptcp[m].rtx.set_interval(remaining);
+        let remaining = rt.members.iter().zip(views).map(|(mem, v)| {
+            if !v.usable {
+                return None;
+            }
+            let s = &flows[mem.conn as usize].sender;
+            s.next_timeout().map(|t| t.saturating_since(now))
+        });
+        rt.rtx.set_interval(remaining);
     }
 
     /// `mptcp_reset_rtx_timer`: the connection-level timer runs from now for its interval.

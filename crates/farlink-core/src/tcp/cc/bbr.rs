@@ -502,16 +502,7 @@ impl CongestionController for Bbr {
     fn on_ack_batch(&mut self, now: SimTime, batch: &AckBatch<'_>, rtt: &RttEstimator) {
         let echo_sent = self.echo_sent.take();
         self.init_pacing_rate_from_rtt(rtt);
-        let already_counted: u64 = batch
-            .acked
-            .iter()
-            .filter(|a| a.was_sacked)
-            .map(|a| a.bytes)
-            .sum();
-        let newly_delivered = batch
-            .newly_acked_bytes
-            .saturating_add(batch.newly_sacked_bytes)
-            .saturating_sub(already_counted);
+        let newly_delivered = batch.newly_delivered_bytes();
         self.delivered = self.delivered.saturating_add(newly_delivered);
         self.loss_in_ack = !batch.lost.is_empty();
         // A duplicate ACK that reports nothing newly delivered (no new SACK block: the receiver
