@@ -94,7 +94,7 @@ python-test: setup
 	exit $$(( others || real || docs || wall ))
 
 # The Rust checks and the lint, then the Python tests. Beside the emulations the compiler
-# cost them their timing: twice in five runs a 12 Mbit/s trace carried 11.55 and 11.63 Mbit/s
+# cost them their timing: twice in six runs a 12 Mbit/s trace carried 11.55 and 11.63 Mbit/s
 # (tests/test_schedules_emu.py, 3 % allowed).
 test: setup rust-test lint python-test
 
