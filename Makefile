@@ -59,7 +59,7 @@ rust-test:
 # the emulator's, one at a time after the other emulations, and the link manager's data plane,
 # with its other tests (python-test).
 RUST_EMULATIONS := cargo test -p farlink-emu --test emulate --quiet -- --ignored --test-threads=1
-RUST_DATA_PLANE := cargo test -p farlink-linkmgr --test linkmgr_dataplane --quiet -- --ignored \
+RUST_DATA_PLANE := cargo test -p farlink-linkmgr --test integration linkmgr_dataplane:: --quiet -- --ignored \
 	--skip bench_ --test-threads=1
 
 lint: setup
@@ -138,8 +138,8 @@ compare-emu-tbf: setup
 # two namespaces, without and with a call drop mid-fragment (root: namespaces, TUN; minutes).
 # Its figures are in docs/linkmgr.md.
 bench-linkmgr:
-	cargo test --release -p farlink-linkmgr --test linkmgr_dataplane -- --ignored --nocapture \
-		bench_eight_iridium_members
+	cargo test --release -p farlink-linkmgr --test integration -- --ignored --nocapture \
+		linkmgr_dataplane::bench_eight_iridium_members
 
 # The link manager for an hour: daemons, simulated modems and a TCP transfer across 8 bonded
 # members; the log's uptime and fitted beta beside the configured and simulated ones. Writes its

@@ -1,5 +1,5 @@
 """tests/data/ppp_vectors.json is what tools/ppp_vectors.py builds with scapy (the Rust codecs'
-independent reference, read by crates/farlink-linkmgr/tests/ppp_vectors.rs)."""
+independent reference, read by crates/farlink-linkmgr/tests/integration/ppp_vectors.rs)."""
 
 from __future__ import annotations
 

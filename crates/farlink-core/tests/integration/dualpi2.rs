@@ -11,7 +11,7 @@
 use farlink_core::RunResult;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::{run_json, steady_goodput_bps};
 
 const MSS_BYTES: u64 = 1448;

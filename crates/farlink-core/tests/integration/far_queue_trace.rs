@@ -13,7 +13,7 @@
 use farlink_core::RunResult;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 const S: u64 = 1_000_000_000;

@@ -2,7 +2,7 @@
 //! on a link and in one direction, their errors, the resolved scenario with and without, and
 //! what it does to a TCP transfer.
 
-mod support;
+use crate::support;
 
 use farlink_core::link::TokenBucket;
 use farlink_core::scenario::resolve_scenario_json;

@@ -9,7 +9,7 @@ use farlink_core::world::{address_map, write_pcap};
 use farlink_core::{parse_scenario_json, RunResult};
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 fn fnv64(bytes: &[u8]) -> u64 {

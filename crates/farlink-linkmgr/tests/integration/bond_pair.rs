@@ -508,7 +508,7 @@ fn both_ends_negotiate_multilink_and_ipcp() {
 
 fn vector(key: &str) -> Vec<u8> {
     let doc: serde_json::Value =
-        serde_json::from_str(include_str!("../../../tests/data/ppp_vectors.json")).unwrap();
+        serde_json::from_str(include_str!("../../../../tests/data/ppp_vectors.json")).unwrap();
     let s = doc["bond"][key].as_str().unwrap();
     (0..s.len())
         .step_by(2)

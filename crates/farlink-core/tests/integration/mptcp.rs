@@ -5,7 +5,7 @@
 use farlink_core::parse_scenario_json;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 /// `iridium-4`'s bundle and TCP (seed 000 Table 6.2): four 2400 bit/s members, 0.5 s,

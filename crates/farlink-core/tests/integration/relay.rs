@@ -4,7 +4,7 @@
 use farlink_core::parse_scenario_json;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 fn parse_error(v: &Value) -> (String, String) {

@@ -4,11 +4,11 @@
 //! on R -> D, 100 s) and a GEO variant with 250 ms one way on R - D (seed 003 Figure 4.18's
 //! satellite hop). Every run is checked for conservation by the engine itself (`run` fails
 //! otherwise). Each test prints its table of normalised goodput
-//! (`cargo test -p farlink-core --test engine_cc -- --nocapture`).
+//! (`cargo test -p farlink-core --test integration engine_cc:: -- --nocapture`).
 
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::{run_json, stpd_wireless};
 
 const CONTROLLERS: [&str; 6] = ["reno", "vegas", "hybla", "westwood", "cubic", "bic"];

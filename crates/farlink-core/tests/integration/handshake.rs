@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 /// S - G - D: a 10 Mbps LAN hop and a 2 Mbps GEO hop of 255 ms each way (RTT about 511 ms);

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 /// Two 64 kbit/s members, 50 ms each way; member 0 drops its call early (a drop every 10 s on

@@ -5,7 +5,7 @@
 use farlink_core::{parse_scenario_json, RunResult};
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 /// Seed 004 section III: RH - IAP 1.5 Mbps 200 ms, IAP - MH the RLP hop at 9600 bit/s; TCP

@@ -11,7 +11,7 @@ use farlink_core::parse_scenario_json;
 use farlink_core::trace::MEMBER_STATE_NAMES;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 /// A Greenland–Kansas bundle like the `iridium-*` presets: `n` members of 2400 bit/s, 0.5 s,

@@ -5,7 +5,7 @@
 use farlink_core::world::FlowSummary;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::run_json;
 
 /// S - D over one link of `rate` and one-way `delay`, with a `queue_pkts` buffer, `loss` in

@@ -5,7 +5,7 @@
 use farlink_core::units;
 use serde_json::Value;
 
-const VECTORS: &str = include_str!("../../../tests/data/units_vectors.json");
+const VECTORS: &str = include_str!("../../../../tests/data/units_vectors.json");
 
 fn kwarg_bool(case: &Value, name: &str, default: bool) -> bool {
     case.get("kwargs")

@@ -7,7 +7,7 @@ use farlink_linkmgr::ppp::lcp::{self, Lcp, LcpConfig, LcpOutput};
 use farlink_linkmgr::ppp::mp::{self, MpHeader, SeqFormat};
 use serde_json::Value;
 
-const VECTORS: &str = include_str!("../../../tests/data/ppp_vectors.json");
+const VECTORS: &str = include_str!("../../../../tests/data/ppp_vectors.json");
 
 fn hex(v: &Value) -> Vec<u8> {
     let s = v.as_str().expect("hex string");

@@ -5,12 +5,12 @@
 //! 10 Mbps 0.1 ms, 1.5 Mbps 80 ms with random loss, 30 packets at R; Figure 4.8). TCP as ns-2's
 //! agents of the seed: 1000-byte packets (960 bytes of payload), an ACK for every segment, an
 //! initial window of one segment, neither SACK nor timestamps. Each test prints the figures it
-//! checks (`cargo test -p farlink-core --test engine_stpd -- --nocapture`).
+//! checks (`cargo test -p farlink-core --test integration engine_stpd:: -- --nocapture`).
 
 use farlink_core::RunResult;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::{run_json, stpd_wireless};
 
 const PAYLOAD_BYTES: u64 = 960;

@@ -1,12 +1,12 @@
 //! BBR v1 in the engine, on seed 003's wireless path (S - R 10 Mbps 0.1 ms, R - D 1.5 Mbps
 //! 80 ms, 30 packets at R, 1000-byte packets, Bernoulli loss p on R -> D, 100 s), beside CUBIC
 //! and Reno, and the pacing of its departures. Each test prints its figures
-//! (`cargo test -p farlink-core --test engine_bbr -- --nocapture`).
+//! (`cargo test -p farlink-core --test integration engine_bbr:: -- --nocapture`).
 
 use farlink_core::RunResult;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::{run_json, stpd_wireless};
 
 /// The engine's default TCP (SACK, timestamps, delayed ACKs, IW10) with 1000-byte packets.

@@ -2,7 +2,7 @@
 //! TCP flows arriving as a Poisson process, their figures in the summary, and the scenario's
 //! refusals. Durations short enough for a debug build.
 
-mod support;
+use crate::support;
 
 use farlink_core::parse_scenario_json;
 use serde_json::{json, Value};

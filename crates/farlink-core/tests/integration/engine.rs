@@ -10,7 +10,7 @@ use farlink_core::time::BitRate;
 use farlink_core::{parse_scenario_json, run};
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::{run_json, stpd_wireless};
 
 /// "1000-byte packets" as seed 003 means them: 960 bytes of payload + 40 of headers, no

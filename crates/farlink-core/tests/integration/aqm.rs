@@ -10,7 +10,7 @@ use farlink_core::links::queue::{AqmEvent, Discipline};
 use farlink_core::RunResult;
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::{run_json, steady_goodput_bps};
 
 /// A dumbbell's one bottleneck `S - D`, 10 Mbit/s and 50 ms each way, a 1000-packet buffer

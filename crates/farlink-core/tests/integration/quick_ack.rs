@@ -2,7 +2,7 @@
 //! comes from the path's round trip, so on a long path the round trips of slow start are not
 //! silences that restart the mode, and with or without a handshake the count is the same.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 
