@@ -66,32 +66,34 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench tools
 	$(VENV)/bin/ruff format --check python tests bench tools
 
-# Four pytest processes side by side: the emulations (marked real_time: they measure time, so
-# one at a time, then the Rust ones), the documented commands that emulate (real_time too, but
-# checked for what they print, not for timing: one at a time beside the others), the link
-# manager's tests (wall_clock: they mostly sleep; then its Rust data plane) and the rest, at
-# nice 10 so that the emulations' receivers are not kept waiting (tests/support.py says which is
-# which). The emulations spend most of their time waiting on the links' clocks, so the two
-# emulation processes overlap (about 400 s one after the other on 2 cores). The others' output
-# follows the first's; the target fails if any does.
-DOCS_TESTS := tests/test_docs_run.py tests/test_documented_defaults.py
+# Four pytest processes side by side: the emulations that measure time (marked real_time: one
+# at a time, then the Rust ones), the emulations checked for what they carry and print, not for
+# their timing (real_time too: the documented commands that emulate, and the modules of
+# COUNTED_EMULATIONS; one at a time beside the others), the link manager's tests (wall_clock:
+# they mostly sleep; then its Rust data plane) and the rest, at nice 10 so that the emulations'
+# receivers are not kept waiting (tests/support.py says which is which). The emulations spend
+# most of their time waiting on the links' clocks, so the two emulation processes overlap (about
+# 400 s one after the other on 2 cores). The others' output follows the first's; the target
+# fails if any does.
+COUNTED_EMULATIONS := tests/test_docs_run.py tests/test_documented_defaults.py \
+	tests/test_emulate.py tests/test_emulate_workloads.py tests/test_send.py tests/test_compare.py
 python-test: setup
 	@{ $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" --durations=10 \
-		$(addprefix --ignore=,$(DOCS_TESTS)) && $(RUST_EMULATIONS); } >.pytest-real-time.log 2>&1 & \
+		$(addprefix --ignore=,$(COUNTED_EMULATIONS)) && $(RUST_EMULATIONS); } >.pytest-real-time.log 2>&1 & \
 	real_time=$$!; \
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and real_time" --durations=5 \
-		$(DOCS_TESTS) >.pytest-docs-real-time.log 2>&1 & docs_real_time=$$!; \
+		$(COUNTED_EMULATIONS) >.pytest-counted.log 2>&1 & counted=$$!; \
 	{ $(VENV)/bin/pytest -q -p no:cacheprovider -m "not slow and wall_clock" --durations=5 \
 		&& $(RUST_DATA_PLANE); } >.pytest-wall-clock.log 2>&1 & wall_clock=$$!; \
 	nice -n 10 $(VENV)/bin/pytest -q -m "not slow and not real_time and not wall_clock" \
 		--durations=10; \
-	others=$$?; wait $$real_time; real=$$?; wait $$docs_real_time; docs=$$?; \
+	others=$$?; wait $$real_time; real=$$?; wait $$counted; counted=$$?; \
 	wait $$wall_clock; wall=$$?; \
-	echo "--- the emulations (pytest -m real_time):"; cat .pytest-real-time.log; \
-	echo "--- the documented commands that emulate (pytest -m real_time $(DOCS_TESTS)):"; \
-	cat .pytest-docs-real-time.log; \
+	echo "--- the emulations that measure time (pytest -m real_time):"; cat .pytest-real-time.log; \
+	echo "--- the emulations checked for what they carry (pytest -m real_time $(COUNTED_EMULATIONS)):"; \
+	cat .pytest-counted.log; \
 	echo "--- the link manager (pytest -m wall_clock):"; cat .pytest-wall-clock.log; \
-	exit $$(( others || real || docs || wall ))
+	exit $$(( others || real || counted || wall ))
 
 # The Rust checks and the lint, then the Python tests. Beside the emulations the compiler
 # cost them their timing: twice in six runs a 12 Mbit/s trace carried 11.55 and 11.63 Mbit/s

@@ -59,15 +59,16 @@ def namespaces_missing() -> str | None:
 
 REAL_TIME = pytest.mark.real_time
 """The mark of a test that runs an emulation on the wall clock (network namespaces, the
-emulator's driver, kernel TCP, real captures). These tests measure time, so ``make test`` runs
-them one after another in a pytest process of their own, beside the others (Makefile,
-python-test)."""
+emulator's driver, kernel TCP, real captures). Most measure time, so ``make test`` runs them
+one after another in a pytest process of their own, beside the others; the modules that only
+check what their emulations carry and print (the Makefile's ``COUNTED_EMULATIONS``) run one
+after another in a second such process (Makefile, python-test)."""
 
 WALL_CLOCK = pytest.mark.wall_clock
 """The mark of a test that waits on the wall clock without spinning: the link manager's daemons
 and simulated modems at 2400 bit/s, its dashboard, a browser, kernel TCP through a real tbf
 (tests/realcap.py: no emulator). ``make test`` runs these in a
-third process beside the other two: they mostly sleep, so they take little of a core."""
+process of their own beside the emulations': they mostly sleep, so they take little of a core."""
 
 REAL_TIME_COMMANDS = re.compile(r"farlink (emulate|compare|send)\b(?!-)|farlink .*--emulate\b")
 """A documented command that runs an emulation (:data:`REAL_TIME`): ``farlink compare``, not
