@@ -24,7 +24,7 @@ setup: system-deps $(CORE_STAMP)
 # root the tests that need them skip and say why.
 SYSTEM_TOOLS := tshark:tshark tcpdump:tcpdump iptables:iptables ethtool:ethtool ip:iproute2 \
 	tc:iproute2 nstat:iproute2 ss:iproute2 chromium:chromium chromedriver:chromium-driver \
-	iperf3:iperf3
+	iperf3:iperf3 mptcpize:mptcpize
 system-deps:
 	@missing=$$(for t in $(SYSTEM_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 \
 		|| echo $${t#*:}; done | sort -u | tr '\n' ' '); \

@@ -6,6 +6,8 @@ skipped, saying which."""
 
 import json
 import platform
+import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +109,39 @@ def test_four_equal_members_carry_at_least_85_percent_of_their_summed_rate():
     assert flow["finished"] and flow["verified"], flow
     assert flow["bottleneck_bps"] == 4_000_000
     assert flow["normalized_goodput"] >= 0.85, flow["normalized_goodput"]
+
+
+def four_equal_megabit_members() -> dict:
+    """iridium-4's bundle as four equal members of 1 Mbit/s, 20 ms each way, no ARQ, no loss."""
+    doc = faster_iridium_4(1)
+    bundle = doc["links"][0]["bundle"]
+    bundle.update(rate="1Mbps", delay="20ms", txqueue_pkts=10)
+    bundle.pop("arq")
+    for d in ("fwd", "rev"):
+        doc["links"][0][d] = {"loss": {"model": "none"}}
+    doc["flows"][0]["tcp"]["receive_buffer"] = "2MB"
+    return doc
+
+
+@pytest.mark.skipif(shutil.which("mptcpize") is None, reason="no mptcpize (make setup installs it)")
+def test_a_program_runs_over_multipath_tcp_under_mptcpize_and_uses_every_member():
+    # A program that opens a plain TCP socket: under `mptcpize run` the kernel makes it a
+    # Multipath TCP one, and the sink it reaches listens on IPPROTO_MPTCP.
+    send = (
+        "import os, socket; s = socket.create_connection((os.environ['FARLINK_PEER'], "
+        "int(os.environ['FARLINK_PORT']))); s.sendall(b'x' * 1_000_000); s.close()"
+    )
+    result = emulate(
+        four_equal_megabit_members(),
+        transport="mptcp",
+        command=[sys.executable, "-c", send],
+        duration="30s",
+    )
+    (flow,) = result.summary["flows"]
+    assert flow["delivered_bytes"] == 1_000_000, flow
+    routes = [(s["route"], s["established"]) for s in flow["subflows"]]
+    assert routes == [(f"iridium/member{k}", 1) for k in range(4)], routes
+    assert all(s["bytes"] > 0 for s in flow["subflows"]), flow["subflows"]
 
 
 def test_an_mptcp_flow_on_farlink_s_sender_is_one_line_naming_the_field(capsys):

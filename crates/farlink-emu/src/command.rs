@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
+use nix::sys::socket::{self, sockopt, SockaddrIn};
 use serde::Serialize;
 
 use crate::bulk::SinkOutcome;
@@ -83,6 +83,47 @@ fn default_congestion(namespaces: &[&Netns], wanted: &str) -> Result<String, Emu
         }
     }
     Ok(said)
+}
+
+/// The program that opens Multipath TCP sockets in place of TCP ones: `mptcpize run` (from
+/// mptcpd) preloads a library that gives `socket(2)`'s TCP requests `IPPROTO_MPTCP`, in the
+/// program and in everything it starts.
+const MPTCPIZE: &str = "mptcpize";
+
+/// `argv` as it runs on the flow's transport: unchanged over TCP, under `mptcpize run` over
+/// Multipath TCP, given where mptcpize is (a host without it cannot: the program's sockets
+/// would be TCP, and the run would measure one member alone).
+fn over_transport(
+    argv: Vec<String>,
+    mptcp: bool,
+    mptcpize: Option<std::path::PathBuf>,
+) -> Result<Vec<String>, EmuError> {
+    if !mptcp {
+        return Ok(argv);
+    }
+    let Some(mptcpize) = mptcpize else {
+        return Err(EmuError::Unsupported(format!(
+            "flows[0].transport = \"mptcp\": a program (-- COMMAND, --shell, --server) runs \
+             over the kernel's Multipath TCP under `{MPTCPIZE} run`, which this host lacks \
+             (Debian's package mptcpize); the built-in transfer needs none"
+        )));
+    };
+    Ok([mptcpize.to_string_lossy().into_owned(), "run".to_owned()]
+        .into_iter()
+        .chain(argv)
+        .collect())
+}
+
+/// Where `program` is on `PATH`, if it is there and executable.
+fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Starts `argv` inside `ns` with `env` added to farlink's environment and its standard
@@ -220,9 +261,11 @@ pub(crate) fn terminate(child: &mut Child, grace: Duration) -> ExitStatus {
 /// and counts the bytes, until `stop`. `open` is the number of connections not yet at their
 /// end, which the run waits on after the command exits (its last bytes may still be on the
 /// path, sent by the kernel after the program closed its socket).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn counting_sink(
     addr: SocketAddrV4,
     receive_buffer_bytes: Option<u64>,
+    mptcp: bool,
     ready: Arc<AtomicBool>,
     open: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
@@ -230,12 +273,8 @@ pub(crate) fn counting_sink(
 ) -> SinkOutcome {
     let mut out = SinkOutcome::default();
     let result = (|| -> std::io::Result<()> {
-        let fd = socket::socket(
-            AddressFamily::Inet,
-            SockType::Stream,
-            SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
-            None,
-        )?;
+        // A Multipath TCP listener also accepts plain TCP (the client falls back).
+        let fd = crate::bulk::stream_socket(mptcp)?;
         socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
         if let Some(b) = receive_buffer_bytes {
             socket::setsockopt(&fd, sockopt::RcvBuf, &crate::sockets::buffer_option(b))?;
@@ -243,6 +282,7 @@ pub(crate) fn counting_sink(
         socket::bind(fd.as_raw_fd(), &SockaddrIn::from(addr))?;
         socket::listen(&fd, socket::Backlog::new(64).map_err(std::io::Error::from)?)?;
         let listener = TcpListener::from(fd);
+        listener.set_nonblocking(true)?;
         ready.store(true, Ordering::Release);
         let mut conns: Vec<TcpStream> = Vec::new();
         let mut buf = vec![0u8; 256 * 1024];
@@ -335,6 +375,9 @@ pub(crate) struct Plan<'a> {
     pub(crate) sinks: Vec<(&'a Netns, SocketAddrV4, Option<u64>)>,
     /// Where the command's and the server's standard output go.
     pub(crate) stdout: &'a CommandStdout,
+    /// The first flow is the kernel's Multipath TCP: the command and the server run under
+    /// `mptcpize run`, and the sinks listen on `IPPROTO_MPTCP` sockets.
+    pub(crate) mptcp: bool,
 }
 
 /// The programs of a run while it lives.
@@ -379,7 +422,11 @@ impl Programs {
                     // The server may listen where it likes; the command is told where it did.
                     let diag = SockDiag::open(plan.receiver_ns)?;
                     let before = diag.dump(StateFlags::LISTEN, false)?;
-                    let argv = ["sh".to_owned(), "-c".to_owned(), cmd.to_owned()];
+                    let argv = over_transport(
+                        vec!["sh".to_owned(), "-c".to_owned(), cmd.to_owned()],
+                        plan.mptcp,
+                        on_path(MPTCPIZE),
+                    )?;
                     let child =
                         server.insert(spawn_in(plan.receiver_ns, &argv, &env, plan.stdout)?);
                     let at = IpAddr::V4(*plan.peer.ip());
@@ -393,8 +440,9 @@ impl Programs {
                         let ready = Arc::new(AtomicBool::new(false));
                         let count = Arc::new(AtomicUsize::new(0));
                         let (r, c, s) = (Arc::clone(&ready), Arc::clone(&count), Arc::clone(stop));
+                        let mptcp = plan.mptcp;
                         let h = ns.spawn("farlink-sink", move || {
-                            counting_sink(at, rcvbuf, r, c, s, now_ns)
+                            counting_sink(at, rcvbuf, mptcp, r, c, s, now_ns)
                         })?;
                         while !ready.load(Ordering::Acquire) && !h.is_finished() {
                             std::thread::sleep(Duration::from_millis(1));
@@ -407,7 +455,8 @@ impl Programs {
             let m = Monitor::start(plan.sender_ns, IpAddr::V4(*plan.peer.ip()), now_ns)?;
             open.push(Arc::clone(&m.open));
             monitor = Some(m);
-            let child = spawn_in(plan.sender_ns, plan.argv, &env, plan.stdout)?;
+            let argv = over_transport(plan.argv.to_vec(), plan.mptcp, on_path(MPTCPIZE))?;
+            let child = spawn_in(plan.sender_ns, &argv, &env, plan.stdout)?;
             Ok(child)
         })();
         let command = match started {
@@ -512,6 +561,23 @@ impl Programs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_over_multipath_tcp_runs_under_mptcpize() {
+        let argv = vec!["iperf3".to_owned(), "-c".to_owned(), "10.0.0.2".to_owned()];
+        assert_eq!(over_transport(argv.clone(), false, None).unwrap(), argv);
+        let at = std::path::PathBuf::from("/usr/bin/mptcpize");
+        let wrapped = over_transport(argv.clone(), true, Some(at)).unwrap();
+        assert_eq!(wrapped[..2], ["/usr/bin/mptcpize", "run"]);
+        assert_eq!(wrapped[2..], argv[..]);
+        let Err(EmuError::Unsupported(why)) = over_transport(argv, true, None) else {
+            panic!("a host without mptcpize runs no program over Multipath TCP");
+        };
+        assert!(
+            why.contains("flows[0].transport") && why.contains("mptcpize"),
+            "{why}"
+        );
+    }
 
     #[test]
     fn a_signal_is_an_exit_status_above_128() {

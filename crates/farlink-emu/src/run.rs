@@ -147,6 +147,7 @@ fn run_command(
             })
             .collect(),
         stdout: &opts.command_stdout,
+        mptcp: plan.mptcp.carries(0),
     };
     let programs =
         command::Programs::start(programs_plan, &stop, || signals.interrupted(), monotonic_ns)?;
