@@ -162,9 +162,9 @@ pub struct MptcpSummary {
     /// Expiries of the connection-level retransmission timer that sent the head of the
     /// unacknowledged data again on another subflow (`None`: the timer is off).
     pub timer_retransmissions: Option<u64>,
-    /// Subflows marked stale after going silent over more than four expiries of the
-    /// connection-level timer, each time the send queue was rewound (`None`: the timer is
-    /// off).
+    /// Subflows marked stale after going silent over more than `[flows.mptcp]
+    /// stale_loss_count` expiries of the connection-level timer, each time the send queue was
+    /// rewound (`None`: the timer is off).
     pub stale_subflows: Option<u64>,
 }
 
@@ -662,6 +662,7 @@ impl World<'_> {
             self.mptcp_pump(m);
         }
     }
+
     /// A subflow whose window has room while the connection's send buffer is full of data
     /// waiting on the others is held back by that buffer (the starvation Linux's subflows show
     /// as `sndbuf_limited`); the scheduler's last views are current after the pump.
