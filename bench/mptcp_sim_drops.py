@@ -3,13 +3,20 @@ it models of Linux's Multipath TCP: the bundles, sizes, seeds and flow of
 bench/validate_mptcp.py (each bundle sped up 20 times, its call drops too), run with Linux's
 default scheduler and its connection-level retransmission timer on or off
 (``[flows.mptcp] scheduler`` and ``retransmit_timer``, crates/farlink-core/src/mptcp/linux.rs),
-beside the kernel's transfer times that docs/multipath.md's table prints.
+with Linux's scheduler and timer but a subflow's close sending again only what that subflow
+carried (``close_resends = "subflow"``, where Linux sends the whole unacknowledged send queue
+again), and with a subflow silent over more than four of the timer's expiries marked stale
+(``stale_loss_count = 4``, Linux's default; farlink's is 0), beside the kernel's transfer times
+that docs/multipath.md's table prints.
 
 ``--calm`` prints iridium-4's 1 MB without call drops instead (goodput per seed).
 ``--send-buffer 128KB`` runs every variant with that send buffer in place of the validation's
 64 KB (the kernel doubles the 64 KB ``SO_SNDBUF`` both engines are given); ``--keep-first``
 with member 0's subflow kept through its member's drops, as the emulator leaves the kernel's
-first subflow (``keep_first_subflow``). ``--diag BUNDLE
+first subflow (``keep_first_subflow``). ``--sent`` prints, per bundle and seed with call drops,
+the payload the members carried per byte delivered, the kernel's (from the comparisons
+``make validate-mptcp`` keeps in ``--runs``, default farlink-out/validate-mptcp) beside the
+simulator's with each close (and the share of it the receiver got twice). ``--diag BUNDLE
 SEED`` prints one run's detail instead: per member its subflows, the bytes they carried, their
 timeouts, what limited them (``limited_s``), and the connection's goodput per second.
 
@@ -19,6 +26,7 @@ Run from the repository's root: ``python bench/mptcp_sim_drops.py`` (seconds per
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -31,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import validate_mptcp as v  # noqa: E402
 
 #: What each variant sets beside the validation's flow (the defaults: Linux's scheduler and
-#: timer).
+#: timer, a close sending the whole send queue again, no subflow marked stale).
 VARIANTS = {
     "minrtt, no timer": [
         'flows[0].mptcp.scheduler="minrtt"',
@@ -39,7 +47,9 @@ VARIANTS = {
     ],
     "minrtt, timer": ['flows[0].mptcp.scheduler="minrtt"'],
     "linux, no timer": ["flows[0].mptcp.retransmit_timer=false"],
+    "linux, timer, subflow's data on close": ['flows[0].mptcp.close_resends="subflow"'],
     "linux, timer": [],
+    "linux, timer, stale after 4": ["flows[0].mptcp.stale_loss_count=4"],
 }
 
 
@@ -114,13 +124,41 @@ def table(bundles: list[str]) -> None:
                 f = run(name, seed, extra).summary["flows"][0]
                 t = f["transfer_time_s"]
                 means[label].append(t)
-                rtx = f["mptcp"]["timer_retransmissions"]
-                timer = "" if rtx is None else f", {rtx} rtx"
+                rtx, stale = f["mptcp"]["timer_retransmissions"], f["mptcp"]["stale_subflows"]
+                timer = "" if rtx is None else f", {rtx} rtx, {stale} stale"
                 cells.append(f"{t:.1f} ({100 * (t - k) / k:+.1f} %{timer})")
             print(f"| `{name}` | {seed} | {k:.1f} | " + " | ".join(cells) + " |", flush=True)
         k = fmean(kernel[(name, s)] for s in range(1, v.SEEDS + 1))
         cells = [f"{fmean(ts):.1f} ({100 * (fmean(ts) - k) / k:+.1f} %)" for ts in means.values()]
         print(f"| `{name}` | mean | {k:.1f} | " + " | ".join(cells) + " |", flush=True)
+
+
+def sent_table(runs: Path, bundles: list[str]) -> int:
+    """Payload sent per byte delivered with call drops: the kernel's kept runs beside the
+    simulator's, with each close."""
+    labels = ["linux, timer, subflow's data on close", "linux, timer"]
+    kept = {}
+    for name in bundles:
+        path = runs / f"{name}-drops.json"
+        try:
+            kept[name] = json.loads(path.read_text(encoding="utf-8"))["mptcp"]["emulate"]["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"error: {path}: no kept kernel runs ({e})", file=sys.stderr)
+            return 2
+    print("| bundle | seed | kernel | " + " | ".join(labels) + " |")
+    print("|---|---|---|" + "---|" * len(labels))
+    for name in bundles:
+        for r in kept[name]:
+            delivered = r["goodput_bps"] * r["transfer_time_s"] / 8
+            kernel = sum(s["bytes_sent"] for s in r["subflows"]) / delivered
+            cells = []
+            for label in labels:
+                f = run(name, r["seed"], VARIANTS[label]).summary["flows"][0]
+                sent = sum(s["bytes_sent"] for s in f["subflows"]) / f["delivered_bytes"]
+                twice = f["mptcp"]["duplicate_bytes"] / f["delivered_bytes"]
+                cells.append(f"{sent:.2f} ({twice:.2f} twice)")
+            print(f"| `{name}` | {r['seed']} | {kernel:.2f} | " + " | ".join(cells) + " |")
+    return 0
 
 
 def diag(name: str, seed: int, variant: str) -> None:
@@ -162,6 +200,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="member 0's subflow is not closed on its drop (as the emulator leaves it)",
     )
+    p.add_argument(
+        "--sent",
+        action="store_true",
+        help="payload sent per byte delivered, the kernel's kept runs beside the simulator's",
+    )
+    p.add_argument("--runs", type=Path, default=ROOT / "farlink-out" / "validate-mptcp")
     a = p.parse_args(argv)
     if a.keep_first:
         for label in VARIANTS:
@@ -170,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         extra = f'flows[0].tcp.send_buffer="{a.send_buffer}"'
         for label in VARIANTS:
             VARIANTS[label] = [*VARIANTS[label], extra]
+    if a.sent:
+        return sent_table(a.runs, a.bundles)
     if a.calm:
         calm_table()
     elif a.diag:

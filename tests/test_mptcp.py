@@ -78,6 +78,14 @@ def test_bad_transport_and_mptcp_settings_are_one_line_naming_the_field(capsys):
             "flows[0].mptcp.scheduler",
         ),
         (["--set", 'flows[0].mptcp.coupling="lia"'], "flows[0].mptcp"),
+        (
+            ["--transport", "mptcp", "--set", 'flows[0].mptcp.close_resends="all"'],
+            "flows[0].mptcp.close_resends",
+        ),
+        (
+            ["--transport", "mptcp", "--set", "flows[0].mptcp.stale_loss_count=256"],
+            "flows[0].mptcp.stale_loss_count",
+        ),
     ]:
         code, _, err = run(capsys, "simulate", "iridium-4", *args)
         assert code == 2, err

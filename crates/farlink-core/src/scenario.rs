@@ -105,7 +105,11 @@
 //!   "mptcp": {"scheduler": "linux",   linux | minrtt | roundrobin | redundant
 //!             "coupling": "lia",      lia | olia | balia | none (scenario/mptcp.rs)
 //!             "retransmit_timer": true,  Linux's connection-level timer (mptcp/linux.rs)
-//!             "keep_first_subflow": false}  member 0's subflow kept through its drops
+//!             "keep_first_subflow": false,  member 0's subflow kept through its drops
+//!             "close_resends": "queue",  subflow | queue: what a subflow's close sends again
+//!                                     (default: queue with linux, subflow with the others)
+//!             "stale_loss_count": 0}  silent timer expiries before a subflow is stale (0:
+//!                                     never; Linux's default is 4)
 //! }
 //! TCP = {                             every field optional; defaults after RFCs / Linux
 //!   "profile": "rfc",                 rfc | linux: the defaults of the fields not given

@@ -33,7 +33,162 @@
 //! leaves the send queue empty between writes makes shorter ones in Linux, which this does
 //! not follow.
 
+use std::fmt;
+use std::str::FromStr;
+
+use super::scheduler::SchedulerKind;
+use crate::tcp::UnknownName;
 use crate::time::{SimDuration, SimTime};
+
+/// What a subflow's close sends again on the others (`[flows.mptcp] close_resends`).
+///
+/// Linux closes a subflow when the path manager removes its endpoint (`ip mptcp endpoint
+/// delete`, `mptcp_pm_nl_del_addr_doit` → `mptcp_pm_rm_subflow` → `mptcp_close_ssk`), and
+/// `__mptcp_close_ssk` with `MPTCP_CF_PUSH` then rewinds the whole connection-level send queue
+/// (`__mptcp_retransmit_pending_data`: "the closing socket has some data untransmitted and/or
+/// unacked [...] keep it simple and re-inject the whole mptcp level rtx queue"), whether or
+/// not the subflow was the connection's last, and pushes it through the scheduler again.
+/// It is neither the scheduler's nor the timer's in Linux: it belongs to Linux's send queue
+/// (`rtx_queue`, `first_pending`), which farlink models with `scheduler = "linux"` (bursts of
+/// whole fragments queued beyond a subflow's window, which a dead call then holds unsent:
+/// the reason Linux gives for the rewind). So `Queue` is the default with that scheduler and
+/// `Subflow`, RFC 8684 3.3.6's reinjection of what the closed subflow carried, with farlink's
+/// own schedulers, which map a segment only where a window has room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CloseResends {
+    /// What the closed subflow carried and the DATA_ACK has not covered.
+    Subflow,
+    /// Everything from the DATA_ACK to the highest data sequence number sent
+    /// ([`super::DataSender::rewind_to_data_ack`]).
+    Queue,
+}
+
+impl CloseResends {
+    pub const NAMES: &'static [&'static str] = &["subflow", "queue"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CloseResends::Subflow => "subflow",
+            CloseResends::Queue => "queue",
+        }
+    }
+
+    /// The default with `scheduler`: Linux's rewind with Linux's scheduler (above).
+    pub fn default_for(scheduler: SchedulerKind) -> Self {
+        if scheduler == SchedulerKind::Linux {
+            CloseResends::Queue
+        } else {
+            CloseResends::Subflow
+        }
+    }
+}
+
+impl FromStr for CloseResends {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "subflow" => Ok(CloseResends::Subflow),
+            "queue" => Ok(CloseResends::Queue),
+            _ => Err(UnknownName {
+                what: "close_resends",
+                name: s.to_owned(),
+                expected: Self::NAMES,
+            }),
+        }
+    }
+}
+
+impl fmt::Display for CloseResends {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `net.mptcp.stale_loss_cnt`'s default in Linux: a subflow silent over more than this many
+/// expiries of the connection-level timer may be marked stale (`[flows.mptcp]
+/// stale_loss_count`, whose default in farlink is 0, never, as with the sysctl at 0:
+/// `scenario/mptcp.rs` says why).
+pub const STALE_LOSS_CNT: u8 = 4;
+
+/// One subflow's stale state (`stale_count`, `stale_rcv_tstamp` and `stale` of Linux's
+/// `mptcp_subflow_context`).
+///
+/// At each expiry of the connection-level timer (Linux 6.18: `mptcp_pm_chk_stale` at the start
+/// of `__mptcp_retrans`; before, the same count from `mptcp_subflow_get_retrans`), every
+/// active subflow with data outstanding or queued is looked at: the first time its count
+/// starts at 1 and the time of the last ACK it heard (`rcv_tstamp`) is noted; each later
+/// expiry with no ACK heard since adds one, and an ACK heard resets the count to 0 (and makes
+/// a stale subflow active). Once the count exceeds `stale_loss_cnt` ([`STALE_LOSS_CNT`] by
+/// default; 0 marks none, the count goes on) and another active subflow's count is below
+/// `max(stale_loss_cnt - 1, 1)` (`mptcp_pm_subflow_chk_stale`), the
+/// subflow is marked stale: left out of the scheduling (`mptcp_subflow_active`) until it hears
+/// an ACK, and the connection's send queue is rewound ([`super::DataSender::rewind_to_data_ack`],
+/// `__mptcp_retransmit_pending_data`). A subflow with a nonzero count leaves the timer's
+/// interval to the others (`mptcp_timeout_from_subflow`). This is the connection timer's
+/// (`[flows.mptcp] retransmit_timer`): without the timer's expiries nothing counts, and 6.18
+/// counts outside the scheduler, whichever scheduler runs.
+///
+/// Linux compares ACK timestamps in jiffies; here an ACK counter stands for them: "heard an
+/// ACK since" is the same question.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StaleState {
+    /// ACKs the subflow heard (its `rcv_tstamp`).
+    acks_heard: u64,
+    /// `acks_heard` when the count started (`stale_rcv_tstamp`).
+    mark: u64,
+    count: u8,
+    stale: bool,
+}
+
+impl StaleState {
+    /// The subflow heard an ACK: a stale subflow is active again (`mptcp_subflow_active` sees
+    /// a new `rcv_tstamp`, `mptcp_subflow_set_active`); its count is reset at the next expiry.
+    pub fn heard_ack(&mut self) {
+        self.acks_heard += 1;
+        self.stale = false;
+    }
+
+    /// Left out of the scheduling.
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+
+    /// Expiries counted without an ACK heard (`stale_count`): nonzero, the subflow's own timer
+    /// does not set the connection timer's interval.
+    pub fn count(&self) -> u8 {
+        self.count
+    }
+
+    /// One expiry of the connection-level timer while the subflow has data outstanding or
+    /// queued; true if the subflow is to be marked stale (silent over more than
+    /// `stale_loss_cnt` expiries, 0: never) should another subflow be
+    /// [`an_alternative`](Self::an_alternative).
+    pub fn on_expiry(&mut self, stale_loss_cnt: u8) -> bool {
+        if self.count == 0 {
+            self.mark = self.acks_heard;
+            self.count = 1;
+            false
+        } else if self.mark == self.acks_heard {
+            self.count = self.count.saturating_add(1);
+            !self.stale && stale_loss_cnt > 0 && self.count > stale_loss_cnt
+        } else {
+            self.count = 0;
+            self.stale = false;
+            false
+        }
+    }
+
+    /// Whether this (active) subflow lets another be marked stale: not itself losing
+    /// (`stale_count < max(stale_loss_cnt - 1, 1)`).
+    pub fn an_alternative(&self, stale_loss_cnt: u8) -> bool {
+        !self.stale && self.count < stale_loss_cnt.saturating_sub(1).max(1)
+    }
+
+    /// Marked stale (`subflow->stale = 1`).
+    pub fn mark_stale(&mut self) {
+        self.stale = true;
+    }
+}
 
 /// `TCP_RTO_MIN` (200 ms): the connection-level timer's interval when no subflow timer runs.
 pub const LINUX_TCP_RTO_MIN: SimDuration = SimDuration::from_millis(200);
@@ -312,6 +467,61 @@ mod tests {
             240_000
         );
         assert_eq!(pacing_rate_bytes_per_s(10_000, 15_000, 0, None), u64::MAX);
+    }
+
+    #[test]
+    fn a_subflow_silent_over_four_expiries_goes_stale_and_an_ack_brings_it_back() {
+        const N: u8 = STALE_LOSS_CNT;
+        let mut s = StaleState::default();
+        // The first expiry notes the last ACK heard; four more without one exceed the count.
+        for n in 1..=N {
+            assert!(!s.on_expiry(N), "expiry {n}");
+            assert!(s.count() == n && s.an_alternative(N) == (n < N - 1));
+        }
+        assert!(s.on_expiry(N), "silent over {N} expiries after the first");
+        s.mark_stale();
+        assert!(s.is_stale() && !s.an_alternative(N));
+        // Marked once: later expiries do not ask again.
+        assert!(!s.on_expiry(N));
+        // An ACK makes it active at once; the next expiry resets its count.
+        s.heard_ack();
+        assert!(!s.is_stale() && s.count() > 0);
+        assert!(!s.on_expiry(N));
+        assert_eq!(s.count(), 0);
+        // A subflow that hears an ACK between expiries never gets there.
+        let mut busy = StaleState::default();
+        for _ in 0..20 {
+            assert!(!busy.on_expiry(N));
+            busy.heard_ack();
+        }
+        assert!(busy.count() <= 1 && busy.an_alternative(N));
+        // stale_loss_cnt = 0: counted (the count still leaves the timer to the others), never
+        // marked.
+        let mut off = StaleState::default();
+        for _ in 0..20 {
+            assert!(!off.on_expiry(0));
+        }
+        assert_eq!(off.count(), 20);
+    }
+
+    #[test]
+    fn close_resends_names_and_defaults() {
+        for n in CloseResends::NAMES {
+            assert_eq!(n.parse::<CloseResends>().unwrap().name(), *n);
+        }
+        let e = "all".parse::<CloseResends>().unwrap_err().to_string();
+        assert!(
+            e.contains("close_resends \"all\"") && e.contains("subflow, queue"),
+            "{e}"
+        );
+        assert_eq!(
+            CloseResends::default_for(SchedulerKind::Linux),
+            CloseResends::Queue
+        );
+        assert_eq!(
+            CloseResends::default_for(SchedulerKind::MinRtt),
+            CloseResends::Subflow
+        );
     }
 
     #[test]

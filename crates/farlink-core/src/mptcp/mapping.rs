@@ -300,6 +300,21 @@ impl DataSender {
         }
     }
 
+    /// Linux's rewind of the send queue (`__mptcp_retransmit_pending_data`, Linux 6.x
+    /// `net/mptcp/protocol.c`): everything sent and not yet covered by the DATA_ACK, from the
+    /// DATA_ACK to the highest DSN sent, is queued to be sent again ahead of new data, whatever
+    /// subflow carried it, copies of what live subflows still have in flight included (Linux
+    /// points its send head back at the first unacknowledged fragment and clears every
+    /// fragment's `already_sent`; `snd_nxt` stays, as `next_dsn` does here). Linux does this
+    /// when a subflow is closed (`__mptcp_close_ssk` with `MPTCP_CF_PUSH`) and when a subflow
+    /// is marked stale (`mptcp_pm_subflow_chk_stale`). Returns the bytes queued that were not
+    /// queued already.
+    pub fn rewind_to_data_ack(&mut self) -> u64 {
+        let before = self.reinject.queued_bytes();
+        self.reinject.push(self.data_ack..self.next_dsn);
+        self.reinject.queued_bytes() - before
+    }
+
     /// A copy of `dsn` already sent is sent on another subflow too (the redundant scheduler).
     pub fn note_copy(&mut self, dsn: &Range<u64>) {
         self.resent_bytes += dsn.end - dsn.start;
@@ -511,6 +526,43 @@ mod tests {
         assert!(s.all_acknowledged());
     }
 
+    #[test]
+    fn a_rewind_sends_everything_unacknowledged_again_once_then_new_data() {
+        let mut s = DataSender::new(10_000, 100_000);
+        let mut a = SubflowMap::new();
+        let mut b = SubflowMap::new();
+        for k in 0..4 {
+            let c = s.next_chunk(1000).unwrap();
+            if k % 2 == 0 {
+                a.push(c.dsn)
+            } else {
+                b.push(c.dsn)
+            };
+        }
+        s.on_data_ack(1500);
+        // Everything from the DATA_ACK to the highest DSN sent, whichever subflow carried it.
+        assert_eq!(s.rewind_to_data_ack(), 2500);
+        // What is queued already is not queued twice; the closed subflow's data is within.
+        s.reinject_from(&a);
+        assert_eq!(s.rewind_to_data_ack(), 0);
+        assert_eq!(s.reinjection().len_bytes(), 2500);
+        let c = s.next_chunk(4000).unwrap();
+        assert!(c.reinjected && c.dsn == (1500..4000), "{c:?}");
+        assert_eq!(s.resent_bytes(), 2500);
+        // Then new data, from where it stopped: the rewind moved nothing else.
+        assert_eq!(s.next_dsn(), 4000);
+        let c = s.next_chunk(1000).unwrap();
+        assert!(!c.reinjected && c.dsn == (4000..5000), "{c:?}");
+        // What the DATA_ACK covers meanwhile is not sent again.
+        s.rewind_to_data_ack();
+        s.on_data_ack(4500);
+        assert_eq!(s.next_chunk(10_000).unwrap().dsn, 4500..5000);
+        // Nothing sent, nothing to rewind.
+        let mut idle = DataSender::new(10_000, 100_000);
+        assert_eq!(idle.rewind_to_data_ack(), 0);
+        assert!(idle.reinjection().is_empty());
+    }
+
     /// One step of the property test's world.
     #[derive(Clone, Debug)]
     enum Op {
@@ -522,6 +574,11 @@ mod tests {
         DataAck,
         /// Subflow `k` fails (what it has not delivered is lost) and a new one replaces it.
         Fail { k: usize },
+        /// Subflow `k` fails and, as Linux does on a close or a stale subflow, the whole
+        /// unacknowledged send queue is rewound (`rewind_to_data_ack`).
+        FailRewind { k: usize },
+        /// The send queue is rewound while every subflow lives on (a stale subflow kept).
+        Rewind,
     }
 
     fn op(subflows: usize) -> impl Strategy<Value = Op> {
@@ -530,6 +587,8 @@ mod tests {
             4 => (0..subflows, 1u64..5000).prop_map(|(k, n)| Op::Deliver { k, n }),
             2 => Just(Op::DataAck),
             1 => (0..subflows).prop_map(|k| Op::Fail { k }),
+            1 => (0..subflows).prop_map(|k| Op::FailRewind { k }),
+            1 => Just(Op::Rewind),
         ]
     }
 
@@ -549,8 +608,9 @@ mod tests {
     }
 
     proptest! {
-        /// Whatever the subflows deliver, fail and reinject, the application gets every byte
-        /// once, in order, and all of them once the surviving subflows deliver what they hold.
+        /// Whatever the subflows deliver, fail, reinject and rewind, the application gets every
+        /// byte once, in order, and all of them once the surviving subflows deliver what they
+        /// hold.
         #[test]
         fn every_byte_arrives_once_in_order_across_failures(
             total in 1u64..40_000,
@@ -598,6 +658,17 @@ mod tests {
                         let k = k % subflows;
                         tx.reinject_from(&subs[k].map);
                         subs[k] = Sub::new();
+                    }
+                    Op::FailRewind { k } => {
+                        let k = k % subflows;
+                        tx.rewind_to_data_ack();
+                        subs[k] = Sub::new();
+                    }
+                    Op::Rewind => {
+                        tx.rewind_to_data_ack();
+                        // Everything unacknowledged waits to go again.
+                        let queued = tx.reinjection().len_bytes();
+                        prop_assert!(queued >= tx.next_dsn() - tx.data_ack(), "{queued}");
                     }
                 }
                 Ok(())

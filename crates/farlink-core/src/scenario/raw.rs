@@ -490,6 +490,8 @@ pub(super) struct RawMptcp {
     pub(super) coupling: Option<String>,
     pub(super) retransmit_timer: Option<bool>,
     pub(super) keep_first_subflow: Option<bool>,
+    pub(super) close_resends: Option<String>,
+    pub(super) stale_loss_count: Option<u8>,
 }
 
 /// One connection of a split flow (`scenario/split.rs`).

@@ -826,13 +826,25 @@ fn flow(s: &Scenario, f: &FlowSpec) -> RFlow {
         bottleneck_link,
         transport: matches!(f.transport, Transport::Mptcp(_)).then_some("mptcp"),
         mptcp: match f.transport {
-            Transport::Mptcp(m) => Some(serde_json::json!({
-                "scheduler": m.scheduler.name(),
-                "coupling": m.coupling.name(),
-                "retransmit_timer": m.retransmit_timer,
-                "keep_first_subflow": m.keep_first_subflow,
-                "bundle_link": s.links[f.path[m.bundle_hop].link].name,
-            })),
+            Transport::Mptcp(m) => {
+                let mut doc = serde_json::json!({
+                    "scheduler": m.scheduler.name(),
+                    "coupling": m.coupling.name(),
+                    "retransmit_timer": m.retransmit_timer,
+                    "keep_first_subflow": m.keep_first_subflow,
+                    "bundle_link": s.links[f.path[m.bundle_hop].link].name,
+                });
+                // Only when not the default, so that the resolved scenario of every run that
+                // does not set them stays as it was.
+                let default = crate::mptcp::linux::CloseResends::default_for(m.scheduler);
+                if m.close_resends != default {
+                    doc["close_resends"] = Value::from(m.close_resends.name());
+                }
+                if m.stale_loss_count != super::mptcp::DEFAULT_STALE_LOSS_COUNT {
+                    doc["stale_loss_count"] = Value::from(m.stale_loss_count);
+                }
+                Some(doc)
+            }
             Transport::Tcp => None,
         },
     }

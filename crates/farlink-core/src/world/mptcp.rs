@@ -15,7 +15,11 @@
 //! chunk of the application's bytes, which is mapped (DSN to subflow sequence) and written
 //! into that subflow's sender; what each subflow's receiver delivers in order is mapped back
 //! and reassembled; each subflow ACK carries the DATA_ACK current when the receiver sent it
-//! (kept beside the packet's slot); a closed subflow's unacknowledged data is reinjected.
+//! (kept beside the packet's slot); when a subflow is closed, what it carried and the
+//! DATA_ACK has not covered is sent again, or (Linux's, `[flows.mptcp] close_resends =
+//! "queue"`) the whole unacknowledged send queue; a subflow silent over several expiries of
+//! Linux's connection-level timer is marked stale and the send queue rewound the same way
+//! (`mptcp::linux::StaleState`).
 //! A closed subflow's connection stays in the engine, inert: it sends nothing, and what
 //! still reaches it is discarded, as after a reset. Each reopened subflow is a connection of
 //! its own (a new index), so no packet of the old one can reach the new.
@@ -30,7 +34,7 @@ use super::{
 };
 use crate::apps::stream::App;
 use crate::mptcp::coupled::{Coupled, Coupling, CouplingGroup};
-use crate::mptcp::linux::{self, RetransmitTimer};
+use crate::mptcp::linux::{self, CloseResends, RetransmitTimer, StaleState};
 use crate::mptcp::{DataReceiver, DataSender, Pick, Scheduler, SubflowMap, SubflowView};
 use crate::path::{dir_index, member_link_dir, MemberChange};
 use crate::scenario::{AppSpec, ScenarioError, Transport};
@@ -62,6 +66,9 @@ struct Member {
     /// The coupled controller is in place (once established).
     coupled: bool,
     map: SubflowMap,
+    /// Linux's stale-subflow state of the current subflow (counted only with the
+    /// connection-level timer).
+    stale: StaleState,
     /// The round trip of the subflow's path with empty queues: what a handshake's SYN would
     /// have sampled. Linux's subflows always have that sample before they carry data (their
     /// pacing rate is set from it); the simulator's first subflows start without a handshake,
@@ -90,6 +97,12 @@ pub(super) struct MptcpRt {
     rtx: RetransmitTimer,
     /// `[flows.mptcp] keep_first_subflow`: member 0's subflow is not closed on its drop.
     keep_first_subflow: bool,
+    /// `[flows.mptcp] close_resends`: what a subflow's close sends again.
+    close_resends: CloseResends,
+    /// `[flows.mptcp] stale_loss_count` (Linux's `net.mptcp.stale_loss_cnt`).
+    stale_loss_count: u8,
+    /// Subflows marked stale (Linux's `MPTcpExtSubflowStale`).
+    stale_marks: u64,
     /// Each subflow's own send buffer (the flow's `tcp.send_buffer`; `None`: unbounded), which
     /// Linux's scheduler fills at most.
     subflow_send_buffer: Option<u64>,
@@ -149,6 +162,10 @@ pub struct MptcpSummary {
     /// Expiries of the connection-level retransmission timer that sent the head of the
     /// unacknowledged data again on another subflow (`None`: the timer is off).
     pub timer_retransmissions: Option<u64>,
+    /// Subflows marked stale after going silent over more than `[flows.mptcp]
+    /// stale_loss_count` expiries of the connection-level timer, each time the send queue was
+    /// rewound (`None`: the timer is off).
+    pub stale_subflows: Option<u64>,
 }
 
 impl World<'_> {
@@ -195,6 +212,7 @@ impl World<'_> {
                     used: false,
                     coupled: false,
                     map: SubflowMap::new(),
+                    stale: StaleState::default(),
                     handshake_rtt_ns: self.member_round_trip(i, spec.bundle_hop, k).as_nanos(),
                     up_spans: Vec::new(),
                 });
@@ -215,6 +233,9 @@ impl World<'_> {
                 retransmit_timer: spec.retransmit_timer,
                 rtx: RetransmitTimer::new(),
                 keep_first_subflow: spec.keep_first_subflow,
+                close_resends: spec.close_resends,
+                stale_loss_count: spec.stale_loss_count,
+                stale_marks: 0,
                 subflow_send_buffer: f.tcp.send_buffer_bytes,
                 members,
                 size_bytes,
@@ -555,7 +576,9 @@ impl World<'_> {
             return;
         }
         let remaining = rt.members.iter().zip(views).map(|(mem, v)| {
-            if !v.usable {
+            // `mptcp_timeout_from_subflow`: a subflow counting silent expiries leaves the
+            // interval to the others.
+            if !v.usable || mem.stale.count() != 0 {
                 return None;
             }
             let s = &flows[mem.conn as usize].sender;
@@ -580,6 +603,7 @@ impl World<'_> {
         if !self.mptcp[m].rtx.fire(now) || !self.mptcp[m].started {
             return;
         }
+        self.check_stale(m);
         let views: Vec<SubflowView> = self.mptcp[m]
             .members
             .iter()
@@ -600,11 +624,45 @@ impl World<'_> {
             rt.tx.note_resent(&head);
             rt.rtx.note_retransmission();
         }
-        if head.is_some() || !self.mptcp[m].tx.all_acknowledged() {
+        // `reset_timer`: unless a push (the stale check's) armed it already.
+        let rt = &self.mptcp[m];
+        if (head.is_some() || !rt.tx.all_acknowledged()) && !rt.rtx.pending() {
             self.reset_rtx_timer(m);
         }
         self.mptcp_pump(m);
     }
+
+    /// `mptcp_pm_chk_stale`, at each expiry of the connection-level timer: each open subflow
+    /// with data outstanding or queued counts the expiry ([`StaleState`]); one silent over more
+    /// than `stale_loss_cnt` of them is marked stale if another open subflow is not losing,
+    /// and the send queue is rewound and pushed onto the others.
+    fn check_stale(&mut self, m: usize) {
+        for k in 0..self.mptcp[m].members.len() {
+            let mem = &self.mptcp[m].members[k];
+            // `__mptcp_subflow_active` (the stale flag aside) and not
+            // `tcp_rtx_and_write_queues_empty`.
+            if !self.subflow_open(mem) || self.subflow_view(m, mem).queued_bytes == 0 {
+                continue;
+            }
+            let limit = self.mptcp[m].stale_loss_count;
+            if !self.mptcp[m].members[k].stale.on_expiry(limit) {
+                continue;
+            }
+            let rt = &self.mptcp[m];
+            let alternative = rt.members.iter().enumerate().any(|(j, other)| {
+                j != k && self.subflow_open(other) && other.stale.an_alternative(limit)
+            });
+            if !alternative {
+                continue;
+            }
+            let rt = &mut self.mptcp[m];
+            rt.members[k].stale.mark_stale();
+            rt.stale_marks += 1;
+            rt.tx.rewind_to_data_ack();
+            self.mptcp_pump(m);
+        }
+    }
+
     /// A subflow whose window has room while the connection's send buffer is full of data
     /// waiting on the others is held back by that buffer (the starvation Linux's subflows show
     /// as `sndbuf_limited`); the scheduler's last views are current after the pump.
@@ -624,10 +682,17 @@ impl World<'_> {
         }
     }
 
+    /// Whether member `mem`'s subflow may carry data, stale or not (`__mptcp_subflow_active`):
+    /// its member up, the subflow not closed and established.
+    fn subflow_open(&self, mem: &Member) -> bool {
+        mem.up && !mem.closed && self.flows[mem.conn as usize].sender.state() == State::Established
+    }
+
     /// Member `mem`'s subflow of connection `m` as the scheduler sees it.
     fn subflow_view(&self, m: usize, mem: &Member) -> SubflowView {
         let s = &self.flows[mem.conn as usize].sender;
-        let usable = mem.up && !mem.closed && s.state() == State::Established;
+        // `mptcp_subflow_active`: open, and not stale.
+        let usable = self.subflow_open(mem) && !mem.stale.is_stale();
         let unsent = s.app_limit_bytes().unwrap_or(0).saturating_sub(s.snd_max());
         let room = s
             .effective_cwnd_bytes()
@@ -676,10 +741,14 @@ impl World<'_> {
 
     /// Subflow ACK `id` reaches its sender: the DATA_ACK it carries.
     pub(super) fn mptcp_ack_arrives(&mut self, f: usize, id: u64) {
-        let Some((m, _)) = self.flows[f].sub else {
+        let Some((m, k)) = self.flows[f].sub else {
             return;
         };
         let m = m as usize;
+        // The subflow heard an ACK (its `rcv_tstamp` moves): not stale any more.
+        if !self.mptcp_closed(f) {
+            self.mptcp[m].members[k as usize].stale.heard_ack();
+        }
         let Some(&data_ack) = self.mptcp_dack.get(id as usize) else {
             return;
         };
@@ -844,8 +913,16 @@ impl World<'_> {
             return;
         }
         mem.closed = true;
-        rt.tx.reinject_from(&mem.map);
+        match rt.close_resends {
+            CloseResends::Subflow => rt.tx.reinject_from(&mem.map),
+            // `__mptcp_close_ssk` with `MPTCP_CF_PUSH`: the whole send queue again, the
+            // closed subflow's data within it; even with no subflow left, for the next.
+            CloseResends::Queue => {
+                rt.tx.rewind_to_data_ack();
+            }
+        }
         mem.map = SubflowMap::new();
+        mem.stale = StaleState::default();
         if let Ok(mut g) = rt.group.lock() {
             g.remove(k);
         }
@@ -875,6 +952,7 @@ impl World<'_> {
             mem.used = false;
             mem.coupled = false;
             mem.map = SubflowMap::new();
+            mem.stale = StaleState::default();
             self.mptcp[m].scheduler.forget(k);
         }
         if self.mptcp[m].started {
@@ -1023,6 +1101,7 @@ impl World<'_> {
             duplicate_bytes: rt.rx.duplicate_bytes(),
             max_out_of_order_bytes: rt.rx.max_ooo_bytes(),
             timer_retransmissions: rt.retransmit_timer.then(|| rt.rtx.retransmissions()),
+            stale_subflows: rt.retransmit_timer.then_some(rt.stale_marks),
         });
         let active = rt.started.then_some((start, active_end));
         Some((s, active))

@@ -140,3 +140,110 @@ fn the_first_subflow_can_be_kept_through_its_members_drop() {
     assert!(c.finished);
     assert!(c.subflows[0].established >= 2, "{:?}", c.subflows[0]);
 }
+
+#[test]
+fn a_members_close_sends_the_whole_queue_again_the_live_subflows_data_too() {
+    // Without the timer, so that only the close differs: member 0's call drops early and the
+    // drop is noticed 5 s later, when its subflow is closed. Linux's close (the default with
+    // its scheduler) rewinds the send queue to the DATA_ACK: member 1's data that is in flight,
+    // or already at the receiver out of order, goes again and arrives twice; RFC 8684's
+    // reinjection sends only what the closed subflow carried, which never arrived.
+    let run = |close: Option<&str>| {
+        let mut mptcp =
+            json!({"scheduler": "linux", "coupling": "none", "retransmit_timer": false});
+        if let Some(c) = close {
+            mptcp["close_resends"] = json!(c);
+        }
+        let mut sc = silent_member("400KB", mptcp);
+        sc["links"][0]["bundle"]["detection_delay"] = json!("5s");
+        run_json(&sc)
+    };
+    let (default, queue, subflow) = (run(None), run(Some("queue")), run(Some("subflow")));
+    let (d, q, s) = (
+        &default.summary.flows[0],
+        &queue.summary.flows[0],
+        &subflow.summary.flows[0],
+    );
+    for x in [d, q, s] {
+        assert!(x.finished, "{x:?}");
+        assert_eq!(x.delivered_bytes, 400_000);
+        assert!(
+            !x.subflows[0].down_intervals_s.is_empty(),
+            "{:?}",
+            x.subflows[0]
+        );
+    }
+    assert_eq!(
+        d.transfer_time_s, q.transfer_time_s,
+        "queue is linux's default"
+    );
+    let (qm, sm) = (q.mptcp.as_ref().unwrap(), s.mptcp.as_ref().unwrap());
+    assert_eq!(sm.duplicate_bytes, 0, "{sm:?}");
+    assert!(qm.duplicate_bytes > 20_000, "{qm:?}");
+    assert!(
+        qm.reinjected_bytes > sm.reinjected_bytes + 20_000,
+        "{qm:?} {sm:?}"
+    );
+}
+
+#[test]
+fn a_kept_subflow_on_a_dead_member_goes_stale_and_the_queue_goes_on_the_others() {
+    // Member 0's subflow is kept through its drop (as the emulator leaves the kernel's first
+    // subflow) and the send buffers do not bound, so member 1 always has data outstanding: the
+    // connection-level timer finds no idle subflow for the head, and the DATA_ACK waits on
+    // member 0's dead call. Silent over more than four expiries while member 1 hears ACKs,
+    // member 0's subflow is marked stale and the whole send queue goes again on member 1
+    // (copies of member 1's own queue included); with `stale_loss_count = 0`, farlink's
+    // default, it never is, and only the timer's head retransmissions move member 0's data.
+    let run = |stale_loss_count: Option<u8>| {
+        let mut mptcp =
+            json!({"scheduler": "linux", "coupling": "none", "keep_first_subflow": true});
+        if let Some(n) = stale_loss_count {
+            mptcp["stale_loss_count"] = json!(n);
+        }
+        let mut sc = silent_member("400KB", mptcp);
+        sc["links"][0]["bundle"]["detection_delay"] = json!("2s");
+        sc["flows"][0]["tcp"]
+            .as_object_mut()
+            .unwrap()
+            .remove("send_buffer");
+        run_json(&sc)
+    };
+    let (stale, never) = (run(Some(4)), run(None));
+    let (f, g) = (&stale.summary.flows[0], &never.summary.flows[0]);
+    for x in [f, g] {
+        assert!(x.finished, "{x:?}");
+        assert_eq!(x.delivered_bytes, 400_000);
+        assert_eq!(x.subflows[0].established, 1, "kept: {:?}", x.subflows[0]);
+        assert!(!x.subflows[0].down_intervals_s.is_empty());
+    }
+    let (fm, gm) = (f.mptcp.as_ref().unwrap(), g.mptcp.as_ref().unwrap());
+    // Marked once: it stays stale until it hears an ACK, after its member's redial.
+    assert_eq!(fm.stale_subflows, Some(1), "{fm:?}");
+    assert_eq!(gm.stale_subflows, Some(0), "{gm:?}");
+    assert!(gm.timer_retransmissions.unwrap() > 0, "{gm:?}");
+    // The rewound queue went on member 1, a copy of what it held already included.
+    assert!(fm.duplicate_bytes > 100_000, "{fm:?}");
+    assert!(gm.duplicate_bytes < 10_000, "{gm:?}");
+    let sent1 = |r: &farlink_core::RunResult| r.summary.flows[0].subflows[1].bytes_sent;
+    assert!(
+        sent1(&stale) > sent1(&never) + 100_000,
+        "{} {}",
+        sent1(&stale),
+        sent1(&never)
+    );
+    // The timer off, nothing counts.
+    let mut sc = silent_member(
+        "100KB",
+        json!({"scheduler": "linux", "keep_first_subflow": true, "retransmit_timer": false}),
+    );
+    sc["flows"][0]["tcp"]
+        .as_object_mut()
+        .unwrap()
+        .remove("send_buffer");
+    let off = run_json(&sc);
+    assert_eq!(
+        off.summary.flows[0].mptcp.as_ref().unwrap().stale_subflows,
+        None
+    );
+}

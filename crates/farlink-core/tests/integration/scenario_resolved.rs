@@ -215,3 +215,33 @@ fn an_unknown_profile_is_refused_at_its_field() {
         "unknown TCP profile \"bsd\"; expected one of: rfc, linux"
     );
 }
+
+#[test]
+fn a_multipath_flow_lists_close_resends_and_stale_loss_count_only_off_their_defaults() {
+    let with = |mptcp: &str| {
+        resolve(&format!(
+            r#"{{"duration": "10s", "nodes": ["A", "B"],
+                "links": [{{"a": "A", "b": "B", "bundle": {{"members": 2, "rate": "2400bps",
+                           "delay": "0.5s"}}}}],
+                "flows": [{{"from": "A", "to": "B", "app": {{"kind": "unbounded"}},
+                           "transport": "mptcp", "mptcp": {mptcp}}}]}}"#
+        ))["flows"][0]["mptcp"]
+            .clone()
+    };
+    // The defaults (queue with linux, subflow with the others; 0) leave the resolved flow as
+    // it was before the keys existed.
+    for plain in [
+        with("{}"),
+        with(r#"{"close_resends": "queue", "stale_loss_count": 0}"#),
+        with(r#"{"scheduler": "minrtt", "close_resends": "subflow"}"#),
+    ] {
+        assert!(plain.get("close_resends").is_none(), "{plain}");
+        assert!(plain.get("stale_loss_count").is_none(), "{plain}");
+        assert_eq!(plain["keep_first_subflow"], false);
+    }
+    let off = with(r#"{"close_resends": "subflow", "stale_loss_count": 4}"#);
+    assert_eq!(off["close_resends"], "subflow");
+    assert_eq!(off["stale_loss_count"], 4);
+    let minrtt = with(r#"{"scheduler": "minrtt", "close_resends": "queue"}"#);
+    assert_eq!(minrtt["close_resends"], "queue");
+}
