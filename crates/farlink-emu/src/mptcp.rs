@@ -255,8 +255,8 @@ impl MptcpPlan {
                     ));
                 }
             }
-            for (k, a) in m.client_addrs.iter().enumerate().skip(1) {
-                let a = a.to_string();
+            // The sender's address `a` on its device, and the receiver's route back to it.
+            let mut address = |a: &str| {
                 out.push((
                     m.client_tun,
                     words(&["addr", "add", &format!("{a}/32"), "dev", device]),
@@ -264,18 +264,17 @@ impl MptcpPlan {
                 let mut route = words(&["route", "add", &format!("{a}/32"), "dev", device]);
                 route.extend(route_opts.iter().cloned());
                 out.push((m.server_tun, route));
-                out.push((m.client_tun, endpoint_add(&a, device, k)));
+            };
+            let members: Vec<String> = m.client_addrs.iter().map(|a| a.to_string()).collect();
+            for a in &members[1..] {
+                address(a);
             }
             // Member 0's second address: no endpoint until member 0 is back from a drop.
             if let Some(a) = m.rejoin_addr {
-                let a = a.to_string();
-                out.push((
-                    m.client_tun,
-                    words(&["addr", "add", &format!("{a}/32"), "dev", device]),
-                ));
-                let mut route = words(&["route", "add", &format!("{a}/32"), "dev", device]);
-                route.extend(route_opts.iter().cloned());
-                out.push((m.server_tun, route));
+                address(&a.to_string());
+            }
+            for (k, a) in members.iter().enumerate().skip(1) {
+                out.push((m.client_tun, endpoint_add(a, device, k)));
             }
         }
         out
@@ -1006,7 +1005,10 @@ mod tests {
         // Routes: member 0 (0, 1), member 1 (2, 3), member 0's second address (4, 5).
         dirs.data_path(4).unwrap().sent(&segment(1, SYN, 0));
         dirs.data_path(4).unwrap().sent(&segment(2, ACK, 100));
-        assert!(dirs.data_path(5).is_none(), "the reverse direction carries no data");
+        assert!(
+            dirs.data_path(5).is_none(),
+            "the reverse direction carries no data"
+        );
         assert!(dirs.data_path(6).is_none(), "not a member's route");
         assert_eq!(dirs.paths[0].2.established, 1);
         assert_eq!(dirs.paths[1].2.established, 0);
