@@ -150,6 +150,9 @@ class Timeline:
     #: The connection-level copies (:func:`connection_copies`): instants and bytes; None where
     #: the engine does not show them (the simulator: its ``reinjected_bytes`` only).
     copies: tuple[np.ndarray, np.ndarray] | None = None
+    #: The emulator's departure-time error of the packets it wrote (``p50``, ``p99``, ``max``
+    #: in µs): how late against the link models' instants; None for the simulator.
+    departure_error_us: dict[str, float] | None = None
 
 
 def delivered_at(t: Timeline, at_s: float) -> float:
@@ -218,6 +221,7 @@ def kept_timeline(out: Path, stem: str, flow: dict[str, Any]) -> Timeline | None
             np.asarray([c[0] - sent.epoch_s - offset_s for c in copies]),
             np.asarray([c[2] for c in copies], dtype=float),
         ),
+        departure_error_us=reads["emulator"]["departure_error_us"],
     )
 
 
@@ -368,6 +372,7 @@ def phases(t: Timeline, summed_bps: float, delivered_bytes: float) -> dict[str, 
         "lost_copies": (sum(carried.values()) - delivered_bytes) / whole,
         "overall": delivered_bytes / whole,
         "copies": t.copies,
+        "departure_error_us": t.departure_error_us,
     }
 
 
@@ -397,8 +402,17 @@ def phase_row(engine: str, seed: int, ph: dict[str, Any]) -> str:
         f"| {ph['steady_subflows'] / ph['ceiling']:.3f} "
         f"| {ph['payload_bytes']} / {ph['ceiling']:.3f} "
         f"| {ph['lost_start']:.3f} | {ph['lost_active']:.3f} | {ph['lost_end']:.3f} "
-        f"| {ph['lost_copies']:.3f} | {copies_cell(ph)} | {ph['overall']:.3f} |"
+        f"| {ph['lost_copies']:.3f} | {copies_cell(ph)} | {ph['overall']:.3f} "
+        f"| {lateness_cell(ph)} |"
     )
+
+
+def lateness_cell(ph: dict[str, Any]) -> str:
+    """The emulator's departure-time error, ms: median / 99th percentile / most."""
+    late = ph["departure_error_us"]
+    if late is None:
+        return "-"
+    return f"{late['p50'] / 1e3:.2f} / {late['p99'] / 1e3:.1f} / {late['max'] / 1e3:.1f}"
 
 
 def copies_cell(ph: dict[str, Any]) -> str:
@@ -417,8 +431,9 @@ PHASE_HEADER = [
     "| steady state, of the summed rate: read | carried | carried, of the ceiling "
     "| full segment's payload (B) / ceiling "
     "| lost at the start | lost while active | lost at the end | lost to copies "
-    "| copies seen (KB) / the last sent at (s) | overall |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| copies seen (KB) / the last sent at (s) | overall "
+    "| packets written late (ms): median / p99 / most |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
