@@ -153,6 +153,10 @@ class Timeline:
     #: The emulator's departure-time error of the packets it wrote (``p50``, ``p99``, ``max``
     #: in µs): how late against the link models' instants; None for the simulator.
     departure_error_us: dict[str, float] | None = None
+    #: Per member: when its last data segment left the sender, and (the kernel's captures)
+    #: when the last reached the receiver's device.
+    last_sent_s: dict[int, float] | None = None
+    last_arrived_s: dict[int, float] | None = None
 
 
 def delivered_at(t: Timeline, at_s: float) -> float:
@@ -207,6 +211,12 @@ def kept_timeline(out: Path, stem: str, flow: dict[str, Any]) -> Timeline | None
                 total = sum(b for (a, _), b in done.items() if member_of(a) == k)
                 acked_rows.setdefault(k, []).append((at_s, total))
     payloads = np.asarray([p.payload for p in arrivals])
+    last_sent_s = {
+        member_of(p.src): p.time_s - offset_s
+        for p in sent.packets
+        if p.payload > 0 and (p.src, p.sport) in isn
+    }
+    last_arrived_s = {member_of(p.src): p.time_s - offset_s for p in arrivals}
     return Timeline(
         read_s=read_s,
         read_bytes=read_bytes,
@@ -222,6 +232,8 @@ def kept_timeline(out: Path, stem: str, flow: dict[str, Any]) -> Timeline | None
             np.asarray([c[2] for c in copies], dtype=float),
         ),
         departure_error_us=reads["emulator"]["departure_error_us"],
+        last_sent_s=dict(sorted(last_sent_s.items())),
+        last_arrived_s=dict(sorted(last_arrived_s.items())),
     )
 
 
@@ -306,6 +318,7 @@ def simulated_timeline(result: Any) -> Timeline:
         sel = ack["flow"] == k
         acked[k] = (ack["time_ns"][sel] / 1e9, ack["ack"][sel].astype(float))
         opened_s[k] = float(seq["time_ns"][seq["flow"] == k][0]) / 1e9
+    last_sent_s = {k: float(seq["time_ns"][seq["flow"] == k][-1]) / 1e9 for k in sorted(opened_s)}
     return Timeline(
         read_s=goodput["time_ns"] / 1e9,
         read_bytes=goodput["delivered_bytes"].astype(float),
@@ -313,6 +326,7 @@ def simulated_timeline(result: Any) -> Timeline:
         opened_s=opened_s,
         payload_bytes=int(np.bincount(seq["len_bytes"]).argmax()),
         transfer_s=result.summary["flows"][0]["transfer_time_s"],
+        last_sent_s=last_sent_s,
     )
 
 
@@ -378,20 +392,35 @@ def phases(t: Timeline, summed_bps: float, delivered_bytes: float) -> dict[str, 
 
 def phase_rows(
     out: Path, stem: str, buffer: str, seed: int, kernel: dict[str, Any], sim: Any
-) -> list[str]:
-    """The phase table's rows for one seed: the kernel's run, then the simulator's."""
+) -> tuple[list[str], list[str]]:
+    """The phase table's rows for one seed, the kernel's run then the simulator's, and the
+    end table's."""
     summed_bps = kernel["bottleneck_bps"]
     timeline = kept_timeline(out, stem, kernel)
-    rows = []
+    rows, ends = [], []
     if timeline is None:
         rows.append(f"| kernel, {buffer} | {seed} | (no captures kept: --fresh) |")
     else:
         done = kernel["delivered_bytes"]
         rows.append(phase_row(f"kernel, {buffer}", seed, phases(timeline, summed_bps, done)))
+        ends.append(end_row(f"kernel, {buffer}", seed, timeline))
+    simulated = simulated_timeline(sim)
     done = sim.summary["flows"][0]["delivered_bytes"]
-    simulated_phases = phases(simulated_timeline(sim), summed_bps, done)
-    rows.append(phase_row(f"sim, {buffer}", seed, simulated_phases))
-    return rows
+    rows.append(phase_row(f"sim, {buffer}", seed, phases(simulated, summed_bps, done)))
+    ends.append(end_row(f"sim, {buffer}", seed, simulated))
+    return rows, ends
+
+
+def end_row(engine: str, seed: int, t: Timeline) -> str:
+    """Per member: when its last data segment was sent, and when it arrived (where known),
+    and when the member's subflow had its last byte acknowledged."""
+    last_sent = t.last_sent_s or {}
+    arrived = t.last_arrived_s or {}
+    cells = []
+    for k, (at_s, _) in t.acked.items():
+        reached = f"{arrived[k]:.1f}" if k in arrived else "-"
+        cells.append(f"{last_sent.get(k, float('nan')):.1f} / {reached} / {at_s[-1]:.1f}")
+    return f"| {engine} | {seed} | {t.transfer_s:.1f} | " + " | ".join(cells) + " |"
 
 
 def phase_row(engine: str, seed: int, ph: dict[str, Any]) -> str:
@@ -424,6 +453,12 @@ def copies_cell(ph: dict[str, Any]) -> str:
         return "0"
     return f"{copied.sum() / 1e3:.1f} / {at_s[-1]:.1f}"
 
+
+END_HEADER = [
+    "| engine | seed | transfer (s) | member 0: last data sent / arrived / acked (s) "
+    "| member 1 | member 2 | member 3 |",
+    "|---|---|---|---|---|---|---|",
+]
 
 PHASE_HEADER = [
     "| engine | seed | transfer (s) | last subflow opened (s) | every subflow acked data (s) "
@@ -487,6 +522,7 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     phase_lines = ["", *PHASE_HEADER]
+    end_lines = ["", *END_HEADER]
     for buffer in args.buffers:
         for seed in range(1, args.seeds + 1):
             kernel = emulated(buffer, args.shutdown, args.size, seed, args.out, args.fresh)
@@ -494,9 +530,11 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(row(buffer, seed, kernel, sim.summary["flows"][0]))
             if args.phases:
                 stem = run_stem(buffer, args.shutdown, args.size, seed)
-                phase_lines += phase_rows(args.out, stem, buffer, seed, kernel, sim)
+                rows, ends = phase_rows(args.out, stem, buffer, seed, kernel, sim)
+                phase_lines += rows
+                end_lines += ends
     if args.phases:
-        lines += phase_lines
+        lines += phase_lines + end_lines
     print("\n".join(lines))
     return 0
 
