@@ -153,6 +153,9 @@ class Timeline:
     #: The emulator's departure-time error of the packets it wrote (``p50``, ``p99``, ``max``
     #: in µs): how late against the link models' instants; None for the simulator.
     departure_error_us: dict[str, float] | None = None
+    #: How long the connection-level receive window held the sender back
+    #: (:func:`window_limited_s`); None for the simulator.
+    window_limited_s: float | None = None
     #: Per member: when its last data segment left the sender, and (the kernel's captures)
     #: when the last reached the receiver's device.
     last_sent_s: dict[int, float] | None = None
@@ -232,6 +235,7 @@ def kept_timeline(out: Path, stem: str, flow: dict[str, Any]) -> Timeline | None
             np.asarray([c[2] for c in copies], dtype=float),
         ),
         departure_error_us=reads["emulator"]["departure_error_us"],
+        window_limited_s=window_limited_s(pcap_dir / f"{sender}.pcap", int(np.max(payloads))),
         last_sent_s=dict(sorted(last_sent_s.items())),
         last_arrived_s=dict(sorted(last_arrived_s.items())),
     )
@@ -291,6 +295,79 @@ def connection_copies(capture: Path) -> list[tuple[float, int, int]]:
             if copied:
                 copies.append((float(ts), ip.src[1], copied))
     return copies
+
+
+def data_ack(options: bytes) -> tuple[int, int] | None:
+    """A segment's Multipath TCP data ACK (the DSS option's): its value and width in bytes
+    (8, or 4 for the low half); None without one."""
+    import dpkt
+
+    for kind, data in dpkt.tcp.parse_opts(options):
+        if kind == 30 and data and data[0] >> 4 == 2 and data[1] & 0x01:
+            width = 8 if data[1] & 0x02 else 4
+            return int.from_bytes(data[2 : 2 + width], "big"), width
+    return None
+
+
+def note_handshake(
+    ip: Any, tcp: Any, isn: dict[tuple[bytes, int], int], shift: dict[tuple[bytes, int], int]
+) -> None:
+    """A subflow's SYN (its ISN, by the sender's address and port) or SYN-ACK (the receiver's
+    window scale, by the same key)."""
+    import dpkt
+
+    if not tcp.flags & dpkt.tcp.TH_ACK:
+        isn[(ip.src, tcp.sport)] = tcp.seq
+        return
+    for kind, data in dpkt.tcp.parse_opts(tcp.opts):
+        if kind == dpkt.tcp.TCP_OPT_WSCALE:
+            shift[(ip.dst, tcp.dport)] = data[0]
+
+
+def window_limited_s(capture: Path, mss_bytes: int) -> float:
+    """How long the sender (``capture``: its node's) had filled the connection-level receive
+    window: the last data ACK plus the window the receiver advertised with it (RFC 8684 sec.
+    3.3.5: one window for the connection, relative to the data ACK, on any subflow) less than
+    ``mss_bytes`` beyond the highest data sequence number sent."""
+    import dpkt
+
+    isn: dict[tuple[bytes, int], int] = {}
+    shift: dict[tuple[bytes, int], int] = {}  # the receiver's window scale, per subflow
+    highest = acked = None
+    limited_s, since = 0.0, None
+    with open(capture, "rb") as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ip.IP(buf)
+            if ip.p != dpkt.ip.IP_PROTO_TCP:
+                continue
+            tcp = ip.data
+            if tcp.flags & dpkt.tcp.TH_SYN:
+                note_handshake(ip, tcp, isn, shift)
+                continue
+            if tcp.data and (ip.src, tcp.sport) in isn:
+                mapping = data_mapping(tcp.opts)
+                if mapping is not None:
+                    relative = (tcp.seq - isn[(ip.src, tcp.sport)]) % 2**32
+                    end = mapping[0] + relative - mapping[1] + len(tcp.data)
+                    highest = end if highest is None else max(highest, end)
+                continue
+            ack = data_ack(tcp.opts)
+            if ack is None or (ip.dst, tcp.dport) not in shift:
+                continue
+            value, width = ack
+            if width == 4 and acked is not None:
+                value = (acked & ~0xFFFFFFFF) | value
+            elif width == 4:
+                continue
+            acked = value
+            if highest is None:
+                continue
+            edge = acked + (tcp.win << shift[(ip.dst, tcp.dport)])
+            now_limited = edge - highest < mss_bytes
+            if since is not None:
+                limited_s += float(ts) - since
+            since = float(ts) if now_limited else None
+    return limited_s
 
 
 def add_covered(covered: list[tuple[int, int]], start: int, end: int) -> int:
@@ -387,6 +464,7 @@ def phases(t: Timeline, summed_bps: float, delivered_bytes: float) -> dict[str, 
         "overall": delivered_bytes / whole,
         "copies": t.copies,
         "departure_error_us": t.departure_error_us,
+        "window_limited_s": t.window_limited_s,
     }
 
 
@@ -432,8 +510,14 @@ def phase_row(engine: str, seed: int, ph: dict[str, Any]) -> str:
         f"| {ph['payload_bytes']} / {ph['ceiling']:.3f} "
         f"| {ph['lost_start']:.3f} | {ph['lost_active']:.3f} | {ph['lost_end']:.3f} "
         f"| {ph['lost_copies']:.3f} | {copies_cell(ph)} | {ph['overall']:.3f} "
-        f"| {lateness_cell(ph)} |"
+        f"| {window_cell(ph)} | {lateness_cell(ph)} |"
     )
+
+
+def window_cell(ph: dict[str, Any]) -> str:
+    """How long the receive window held the kernel's sender back (s)."""
+    held = ph["window_limited_s"]
+    return "-" if held is None else f"{held:.1f}"
 
 
 def lateness_cell(ph: dict[str, Any]) -> str:
@@ -467,8 +551,8 @@ PHASE_HEADER = [
     "| full segment's payload (B) / ceiling "
     "| lost at the start | lost while active | lost at the end | lost to copies "
     "| copies seen (KB) / the last sent at (s) | overall "
-    "| packets written late (ms): median / p99 / most |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| receive window full (s) | packets written late (ms): median / p99 / most |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
