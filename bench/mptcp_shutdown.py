@@ -112,11 +112,6 @@ def emulated(
     return flow
 
 
-def simulated(buffer: str, shutdown: str, size: str, seed: int) -> dict[str, Any]:
-    """farlink's simulator on the same scenario and seed: the flow's summary."""
-    return simulated_run(buffer, shutdown, size, seed).summary["flows"][0]
-
-
 def simulated_run(buffer: str, shutdown: str, size: str, seed: int) -> Any:
     """farlink's simulator on the same scenario and seed, with its traces (per subflow: the
     segments sent and the ACKs taken in; the application's reads every 10 ms)."""
