@@ -1,4 +1,5 @@
-"""What one saturating flow gets through CoDel on crates/farlink-core/tests/integration/aqm.rs's bottleneck
+"""What one saturating flow gets through CoDel on the bottleneck of
+crates/farlink-core/tests/integration/aqm.rs
 (10 Mbit/s, 50 ms each way, 1000 packets, CoDel's 5 ms / 100 ms), by controller and ECN, over
 the test's 40 s and over a long steady state, beside what a fluid model of the epochs expects.
 

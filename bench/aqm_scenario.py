@@ -1,4 +1,5 @@
-"""The AQM bottleneck of crates/farlink-core/tests/integration/aqm.rs as a farlink scenario document, and what
+"""The AQM bottleneck of crates/farlink-core/tests/integration/aqm.rs as a farlink scenario
+document, and what
 bench/ns3/aqm.py measures of ns-3, measured of a farlink run the same way.
 
 N senders S0.. each on a 1 Gbit/s, 1 ms access link to R; R--D 10 Mbit/s, 50 ms, a 1000-packet

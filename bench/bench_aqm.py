@@ -1,6 +1,7 @@
 """What a queue discipline costs the engine per event, beside drop-tail.
 
-Scenario: the AQM tests' bottleneck (crates/farlink-core/tests/integration/aqm.rs): one unbounded CUBIC flow
+Scenario: the AQM tests' bottleneck (crates/farlink-core/tests/integration/aqm.rs): one
+unbounded CUBIC flow
 over a 1 Gbit/s, 1 ms access link into a 10 Mbit/s, 50 ms bottleneck with a 1000-packet queue,
 traces off, 120 s simulated. Each discipline (its defaults) runs the same flow; the runs are
 interleaved, each the best of several repeats, so the machine's load falls on all alike.

@@ -2,7 +2,8 @@
 
 Reads ns-3's runs of the AQM dumbbell (bench/ns3/results/ns3_aqm.json, made by `make ns3-aqm`),
 runs farlink's simulator on the same scenario per cell (bench/aqm_scenario.py: the bottleneck of
-crates/farlink-core/tests/integration/aqm.rs, its queue delay from the `queue_delay` trace), and writes the
+crates/farlink-core/tests/integration/aqm.rs, its queue delay from the `queue_delay` trace), and
+writes the
 side-by-side table into its own section of docs/validation.md, with the issue's tolerances
 (issue 29, "Against ns-3"): goodput within 10 %, the median and 95th-percentile queue delay
 within 20 % or 2 ms, drops and CE marks within 20 %.
@@ -90,8 +91,9 @@ def section(ns3_doc: dict, rows: list[str], outside: int) -> list[str]:
         'outside are explained in `docs/validation-notes.md` ("Queue disciplines against ns-3:',
         'the cells outside").',
         "",
-        "Scenario (crates/farlink-core/tests/integration/aqm.rs's bottleneck): senders on 1 Gbit/s, 1 ms",
-        "access links to R; R–D 10 Mbit/s, 50 ms, a 1000-packet queue at R toward D running the",
+        "Scenario (crates/farlink-core/tests/integration/aqm.rs's bottleneck): senders on 1",
+        "Gbit/s, 1 ms access links to R; R–D 10 Mbit/s, 50 ms, a 1000-packet queue at R toward D",
+        "running the",
         "discipline with farlink's defaults (ns-3's set to them where they differ:",
         "`disc_defaults_changed` in the results file); unbounded CUBIC flows (ns-3 `TcpCubic`,",
         "HyStart off) of 1436-byte segments in 1488-byte IP packets, 8 MiB buffers, all",

@@ -1,6 +1,7 @@
 """ns-3's traffic-control queue discs at a dumbbell's bottleneck, as farlink's AQM tests build it.
 
-The bottleneck of crates/farlink-core/tests/integration/aqm.rs (issue 29, "Against ns-3"): N senders, each on
+The bottleneck of crates/farlink-core/tests/integration/aqm.rs (issue 29, "Against ns-3"): N
+senders, each on
 its own 1 Gbit/s, 1 ms access link to the router R; R--D 10 Mbit/s, 50 ms, its queue at R toward
 D a queue disc of 1000 packets: FifoQueueDisc (drop-tail), RedQueueDisc, CoDelQueueDisc,
 FqCoDelQueueDisc or PieQueueDisc. One or four unbounded CUBIC flows (TcpCubic, HyStart off as
