@@ -12,10 +12,7 @@
 //! (the sender's member addresses beyond the first) to the receiver's address; when a member's
 //! drop is noticed its endpoint is removed (the subflow closes, as when its interface goes
 //! down) and when the member is back it is added again, and the path manager opens a new
-//! subflow (`EndpointKeeper`). Member 0's drop removes the connection's first subflow (the
-//! node's own address, id 0); when it is back, the path manager opens a subflow from member 0's
-//! second address, `10.N.x.y` for N members, routed through member 0's links: a subflow from
-//! the connection's own address would carry the address id 0 the receiver was told to remove.
+//! subflow (`EndpointKeeper`).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::mpsc;
@@ -52,10 +49,6 @@ pub(crate) struct MptcpFlow {
     pub(crate) client_addrs: Vec<Ipv4Addr>,
     pub(crate) server_tun: usize,
     pub(crate) server: Ipv4Addr,
-    /// Member 0's second address, the `subflow` endpoint it rejoins from after a redial;
-    /// `None` with `[flows.mptcp] keep_first_subflow`, where member 0's drops are left to the
-    /// first subflow's own retransmissions.
-    pub(crate) rejoin_addr: Option<Ipv4Addr>,
 }
 
 /// Every Multipath TCP flow of a run and the member links they use.
@@ -125,8 +118,6 @@ impl MptcpPlan {
                     .collect(),
                 server_tun: tun_of(f.to),
                 server: addr(f.to),
-                rejoin_addr: (!spec.keep_first_subflow)
-                    .then(|| member_addr(addr(f.from), b.members.len())),
             });
         }
         Ok(plan)
@@ -176,38 +167,7 @@ impl MptcpPlan {
                 });
             }
         }
-        // Member 0's second addresses, through member 0's links ([`MemberDirs::data_path`]).
-        let member0: Vec<(Route, Route)> = routes
-            .chunks(2)
-            .zip(self.member_paths())
-            .filter(|(_, (_, k))| *k == 0)
-            .filter_map(|(pair, (i, _))| {
-                let a = self.flows[i].rejoin_addr?.octets();
-                let fwd = Route {
-                    from_addr: Some(a),
-                    ..pair[0].clone()
-                };
-                let rev = Route {
-                    to_addr: a,
-                    ..pair[1].clone()
-                };
-                Some((fwd, rev))
-            })
-            .collect();
-        for (fwd, rev) in member0 {
-            routes.push(fwd);
-            routes.push(rev);
-        }
         routes
-    }
-
-    /// Each member path of each flow, in the order of [`routes`](Self::routes)' first routes:
-    /// (flow in the plan, member).
-    fn member_paths(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        self.flows
-            .iter()
-            .enumerate()
-            .flat_map(|(i, m)| (0..m.client_addrs.len()).map(move |k| (i, k)))
     }
 
     /// The member links' directions, in the order of their indices (after the scenario's).
@@ -255,8 +215,8 @@ impl MptcpPlan {
                     ));
                 }
             }
-            // The sender's address `a` on its device, and the receiver's route back to it.
-            let mut address = |a: &str| {
+            for (k, a) in m.client_addrs.iter().enumerate().skip(1) {
+                let a = a.to_string();
                 out.push((
                     m.client_tun,
                     words(&["addr", "add", &format!("{a}/32"), "dev", device]),
@@ -264,17 +224,7 @@ impl MptcpPlan {
                 let mut route = words(&["route", "add", &format!("{a}/32"), "dev", device]);
                 route.extend(route_opts.iter().cloned());
                 out.push((m.server_tun, route));
-            };
-            let members: Vec<String> = m.client_addrs.iter().map(|a| a.to_string()).collect();
-            for a in &members[1..] {
-                address(a);
-            }
-            // Member 0's second address: no endpoint until member 0 is back from a drop.
-            if let Some(a) = m.rejoin_addr {
-                address(&a.to_string());
-            }
-            for (k, a) in members.iter().enumerate().skip(1) {
-                out.push((m.client_tun, endpoint_add(a, device, k)));
+                out.push((m.client_tun, endpoint_add(&a, device, k)));
             }
         }
         out
@@ -309,51 +259,11 @@ pub(crate) struct MemberNote {
     pub(crate) usable: bool,
 }
 
-/// The `ip mptcp endpoint` change that follows member `member` of flow `flow` becoming usable
-/// or not, given whether member 0's first subflow has been closed already (`first_closed`);
-/// `None`: nothing to change.
-///
-/// Member `k > 0` is the `subflow` endpoint of id `k`, deleted and added again. Member 0
-/// carries the connection's first subflow from the node's own address, which the kernel gives
-/// id 0 and which is no endpoint: its first drop deletes that address (`endpoint delete id 0
-/// ADDR`, which closes the first subflow as an interface going down does); its return adds
-/// member 0's second address as the `subflow` endpoint of id N (N members), from which the
-/// kernel opens a new subflow through member 0's links, and its later drops delete that one.
-/// Member 0 usable before its first subflow was ever closed changes nothing (that subflow is
-/// the connection's own), nor does any change of member 0 with `keep_first_subflow`.
-fn endpoint_change(
-    flow: &MptcpFlow,
-    member: usize,
-    usable: bool,
-    device: &str,
-    first_closed: bool,
-) -> Option<Vec<String>> {
-    let words = |s: &[&str]| s.iter().map(|w| (*w).to_owned()).collect::<Vec<String>>();
-    if member > 0 {
-        let a = flow.client_addrs[member].to_string();
-        return Some(if usable {
-            endpoint_add(&a, device, member)
-        } else {
-            words(&["mptcp", "endpoint", "delete", "id", &member.to_string()])
-        });
-    }
-    let rejoin = flow.rejoin_addr?.to_string();
-    let id = flow.client_addrs.len().to_string();
-    match (usable, first_closed) {
-        (true, false) => None,
-        (true, true) => Some(endpoint_add(&rejoin, device, flow.client_addrs.len())),
-        (false, false) => {
-            let own = flow.client_addrs[0].to_string();
-            Some(words(&["mptcp", "endpoint", "delete", "id", "0", &own]))
-        }
-        (false, true) => Some(words(&["mptcp", "endpoint", "delete", "id", &id])),
-    }
-}
-
 /// A thread that follows the members' state with the sender's `subflow` endpoints, as a
 /// host's network manager does when an interface goes down and comes back: the driver sends
-/// it [`MemberNote`]s (never waiting), it runs `ip mptcp endpoint` in the sender's namespace
-/// ([`endpoint_change`]).
+/// it [`MemberNote`]s (never waiting), it runs `ip mptcp endpoint` in the sender's namespace.
+/// Member 0 carries the connection's first subflow from the node's own address, which is
+/// not an endpoint: its subflow is left to the kernel's retransmissions.
 pub(crate) struct EndpointKeeper {
     pub(crate) tx: mpsc::Sender<MemberNote>,
     thread: JoinHandle<Vec<String>>,
@@ -372,21 +282,26 @@ impl EndpointKeeper {
         let flows = plan.flows.clone();
         let thread = std::thread::spawn(move || {
             let mut said = Vec::new();
-            // Per flow: member 0's first subflow was closed (its address deleted).
-            let mut first_closed = vec![false; flows.len()];
             for note in rx {
-                for (f, m) in flows.iter().enumerate() {
-                    if m.links != note.links {
+                for m in flows.iter().filter(|m| m.links == note.links) {
+                    if note.member == 0 {
                         continue;
                     }
-                    let Some(args) =
-                        endpoint_change(m, note.member, note.usable, &device, first_closed[f])
-                    else {
-                        continue;
+                    let a = m.client_addrs[note.member].to_string();
+                    let args = if note.usable {
+                        endpoint_add(&a, &device, note.member)
+                    } else {
+                        [
+                            "mptcp",
+                            "endpoint",
+                            "delete",
+                            "id",
+                            &note.member.to_string(),
+                        ]
+                        .iter()
+                        .map(|w| (*w).to_owned())
+                        .collect()
                     };
-                    if note.member == 0 && !note.usable {
-                        first_closed[f] = true;
-                    }
                     let (ns, node) = &namespaces[m.client_tun];
                     let at_s = crate::clock::monotonic_ns().saturating_sub(t0_ns) as f64 / 1e9;
                     let ran = std::process::Command::new("ip")
@@ -446,9 +361,6 @@ pub(crate) struct MemberDirs {
     pub(crate) paths: Vec<(usize, usize, PathCount)>,
     /// Per flow of the plan, its index into `links`.
     plan_links: Vec<usize>,
-    /// Per pair of routes after the members' ([`MptcpPlan::routes`]): the entry of `paths`
-    /// (member 0's) whose second address it carries.
-    rejoin_paths: Vec<usize>,
     /// Per entry of `paths`: the retransmission timeouts of the subflows the kernel opened
     /// over it (`tcpi_total_rto` of each, summed), where the kernel said
     /// ([`SubflowWatch::finish`]).
@@ -464,17 +376,10 @@ impl MemberDirs {
             .enumerate()
             .flat_map(|(i, m)| (0..m.client_addrs.len()).map(move |k| (i, k, PathCount::default())))
             .collect();
-        let rejoin_paths = plan
-            .member_paths()
-            .enumerate()
-            .filter(|&(_, (i, k))| k == 0 && plan.flows[i].rejoin_addr.is_some())
-            .map(|(p, _)| p)
-            .collect();
         MemberDirs {
             links: plan.links.clone(),
             paths,
             plan_links: plan.flows.iter().map(|m| m.links).collect(),
-            rejoin_paths,
             ..MemberDirs::default()
         }
     }
@@ -484,12 +389,7 @@ impl MemberDirs {
         if route % 2 != 0 {
             return None;
         }
-        let pair = route / 2;
-        let path = match pair.checked_sub(self.paths.len()) {
-            None => pair,
-            Some(r) => *self.rejoin_paths.get(r)?,
-        };
-        self.paths.get_mut(path).map(|p| &mut p.2)
+        self.paths.get_mut(route / 2).map(|p| &mut p.2)
     }
 
     /// The subflows of the plan's Multipath TCP flow `i` (over bundle link `link_name`) in
@@ -624,13 +524,8 @@ impl SubflowWatch {
             .paths
             .iter()
             .map(|&(i, k, _)| {
-                let m = &plan.flows[i];
-                let second = m.rejoin_addr.filter(|_| k == 0);
-                let own = path_timeouts(&seen[i], IpAddr::V4(m.client_addrs[k]));
-                match second.map(|a| path_timeouts(&seen[i], IpAddr::V4(a))) {
-                    None => own,
-                    Some(t) => own.zip(t).map(|(a, b)| a + b),
-                }
+                let addr = IpAddr::V4(plan.flows[i].client_addrs[k]);
+                path_timeouts(&seen[i], addr)
             })
             .collect();
     }
@@ -952,65 +847,5 @@ mod tests {
         let base = Ipv4Addr::new(10, 0, 148, 203);
         assert_eq!(member_addr(base, 0), base);
         assert_eq!(member_addr(base, 3), Ipv4Addr::new(10, 3, 148, 203));
-    }
-
-    fn two_member_flow(keep_first_subflow: bool) -> MptcpFlow {
-        let base = Ipv4Addr::new(10, 0, 1, 2);
-        MptcpFlow {
-            flow: 0,
-            links: 0,
-            client_tun: 0,
-            client_addrs: vec![base, member_addr(base, 1)],
-            server_tun: 1,
-            server: Ipv4Addr::new(10, 0, 1, 3),
-            rejoin_addr: (!keep_first_subflow).then(|| member_addr(base, 2)),
-        }
-    }
-
-    #[test]
-    fn member_0_closes_the_first_subflow_then_rejoins_from_its_second_address() {
-        let f = two_member_flow(false);
-        let ip = |args: Option<Vec<String>>| args.map(|a| a.join(" "));
-        // Up at the start: the first subflow is the connection's own.
-        assert_eq!(ip(endpoint_change(&f, 0, true, "tun0", false)), None);
-        assert_eq!(
-            ip(endpoint_change(&f, 0, false, "tun0", false)).as_deref(),
-            Some("mptcp endpoint delete id 0 10.0.1.2")
-        );
-        assert_eq!(
-            ip(endpoint_change(&f, 0, true, "tun0", true)).as_deref(),
-            Some("mptcp endpoint add 10.2.1.2 dev tun0 id 2 subflow")
-        );
-        assert_eq!(
-            ip(endpoint_change(&f, 0, false, "tun0", true)).as_deref(),
-            Some("mptcp endpoint delete id 2")
-        );
-        assert_eq!(
-            ip(endpoint_change(&f, 1, false, "tun0", true)).as_deref(),
-            Some("mptcp endpoint delete id 1")
-        );
-        // keep_first_subflow: member 0 is left to the kernel.
-        let kept = two_member_flow(true);
-        assert_eq!(ip(endpoint_change(&kept, 0, false, "tun0", false)), None);
-        assert_eq!(ip(endpoint_change(&kept, 0, true, "tun0", true)), None);
-    }
-
-    #[test]
-    fn member_0_s_second_address_is_counted_on_member_0_s_path() {
-        let plan = MptcpPlan {
-            links: Vec::new(),
-            flows: vec![two_member_flow(false)],
-        };
-        let mut dirs = MemberDirs::new(&plan);
-        // Routes: member 0 (0, 1), member 1 (2, 3), member 0's second address (4, 5).
-        dirs.data_path(4).unwrap().sent(&segment(1, SYN, 0));
-        dirs.data_path(4).unwrap().sent(&segment(2, ACK, 100));
-        assert!(
-            dirs.data_path(5).is_none(),
-            "the reverse direction carries no data"
-        );
-        assert!(dirs.data_path(6).is_none(), "not a member's route");
-        assert_eq!(dirs.paths[0].2.established, 1);
-        assert_eq!(dirs.paths[1].2.established, 0);
     }
 }
