@@ -95,14 +95,11 @@ python-test: setup
 	echo "--- the link manager (pytest -m wall_clock):"; cat .pytest-wall-clock.log; \
 	exit $$(( others || real || counted || wall ))
 
-# The set-up and the Rust checks side by side (the release build of the core leaves a core idle
-# for long stretches, and the packages download), then the lint and the Python tests. The Rust
-# checks finish before any emulation starts: beside the emulations the compiler cost them their
-# timing (twice in six runs a 12 Mbit/s trace carried 11.55 and 11.63 Mbit/s,
-# tests/test_schedules_emu.py, 3 % allowed).
-test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target setup rust-test
-	@$(MAKE) --no-print-directory lint python-test
+# The Rust checks and the lint, then the Python tests. Beside the emulations the compiler
+# cost them their timing: twice in six runs a 12 Mbit/s trace carried 11.55 and 11.63 Mbit/s
+# (tests/test_schedules_emu.py, 3 % allowed). Beside the set-up's release build (make -j2) it
+# saved nothing: the two builds share the 2 cores (the set-up took 248 s).
+test: setup rust-test lint python-test
 
 bench: setup
 	$(PY) bench/bench_models.py
