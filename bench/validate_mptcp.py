@@ -49,6 +49,9 @@ NO_DROPS = "links[0].bundle.call_drop_rate_per_s=0"
 #: member) the sped-up transfers, which a window that does not limit makes as fast as the
 #: members allow, would meet none in most seeds.
 DROPS_PER_TRANSFER = 2
+#: The emulator leaves the kernel's first subflow, member 0's, to its own retransmissions
+#: through its member's drops (docs/multipath.md); the simulator is told to do the same.
+KEEP_FIRST = "flows[0].mptcp.keep_first_subflow=true"
 #: The seed of the run with the kernel's autotuned send buffer (iridium-4, call drops).
 SEND_BUFFER_SEED = 2
 
@@ -88,7 +91,7 @@ def compared(
     path = out / f"{name}-{'drops' if drops else 'no-drops'}.json"
     doc = speed_up(load_scenario(name), SPEEDUP)
     doc["seed"] = 1
-    sets = flow_sets() + (drop_rate_sets(doc, size) if drops else [NO_DROPS])
+    sets = [*flow_sets(), KEEP_FIRST, *(drop_rate_sets(doc, size) if drops else [NO_DROPS])]
     if path.exists() and not fresh:
         result = json.loads(path.read_text(encoding="utf-8"))
         if not resimulate:
