@@ -94,33 +94,28 @@ def test_a_verified_transfer_by_kernel_mptcp_uses_every_member_of_iridium_4():
     assert set(states["member"]) == {0, 1, 2, 3}
 
 
-def test_four_equal_members_carry_at_least_85_percent_of_their_summed_rate():
+def four_equal_megabit_members(delay: str, receive_buffer: str) -> dict:
+    """iridium-4's bundle as four equal members of 1 Mbit/s, ``delay`` each way, no ARQ, no
+    loss, a transmit queue of 10 packets, and the flow's ``receive_buffer``."""
     doc = faster_iridium_4(1)
     bundle = doc["links"][0]["bundle"]
-    # Four equal members of 1 Mbit/s and 50 ms each way, no ARQ, no loss, a transmit queue
-    # of about one round trip: what limits the transfer is MPTCP's use of the four paths.
-    bundle.update(rate="1Mbps", delay="50ms", txqueue_pkts=10)
+    bundle.update(rate="1Mbps", delay=delay, txqueue_pkts=10)
     bundle.pop("arq")
     for d in ("fwd", "rev"):
         doc["links"][0][d] = {"loss": {"model": "none"}}
-    doc["flows"][0]["tcp"]["receive_buffer"] = "4MB"
+    doc["flows"][0]["tcp"]["receive_buffer"] = receive_buffer
+    return doc
+
+
+def test_four_equal_members_carry_at_least_85_percent_of_their_summed_rate():
+    # A transmit queue of about one round trip: what limits the transfer is MPTCP's use of
+    # the four paths.
+    doc = four_equal_megabit_members(delay="50ms", receive_buffer="4MB")
     result = emulate(doc, transport="mptcp", size="3MB", duration="60s")
     (flow,) = result.summary["flows"]
     assert flow["finished"] and flow["verified"], flow
     assert flow["bottleneck_bps"] == 4_000_000
     assert flow["normalized_goodput"] >= 0.85, flow["normalized_goodput"]
-
-
-def four_equal_megabit_members() -> dict:
-    """iridium-4's bundle as four equal members of 1 Mbit/s, 20 ms each way, no ARQ, no loss."""
-    doc = faster_iridium_4(1)
-    bundle = doc["links"][0]["bundle"]
-    bundle.update(rate="1Mbps", delay="20ms", txqueue_pkts=10)
-    bundle.pop("arq")
-    for d in ("fwd", "rev"):
-        doc["links"][0][d] = {"loss": {"model": "none"}}
-    doc["flows"][0]["tcp"]["receive_buffer"] = "2MB"
-    return doc
 
 
 @pytest.mark.skipif(shutil.which("mptcpize") is None, reason="no mptcpize (make setup installs it)")
@@ -132,7 +127,7 @@ def test_a_program_runs_over_multipath_tcp_under_mptcpize_and_uses_every_member(
         "int(os.environ['FARLINK_PORT']))); s.sendall(b'x' * 1_000_000); s.close()"
     )
     result = emulate(
-        four_equal_megabit_members(),
+        four_equal_megabit_members(delay="20ms", receive_buffer="2MB"),
         transport="mptcp",
         command=[sys.executable, "-c", send],
         duration="30s",
