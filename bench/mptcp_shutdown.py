@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,18 @@ def data_mapping(options: bytes) -> tuple[int, int] | None:
     return None
 
 
+def tcp_segments(capture: Path) -> Iterator[tuple[float, Any, Any]]:
+    """Each TCP segment of ``capture`` (a pcap file of IPv4 packets): its capture time, its IP
+    packet and its TCP segment, as dpkt parses them."""
+    import dpkt
+
+    with open(capture, "rb") as f:
+        for ts, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ip.IP(buf)
+            if ip.p == dpkt.ip.IP_PROTO_TCP:
+                yield float(ts), ip, ip.data
+
+
 def connection_copies(capture: Path) -> list[tuple[float, int, int]]:
     """The connection-level copies the sender put on its subflows (``capture``: its node's):
     per data segment that carried data of the connection already sent on some subflow, its
@@ -268,27 +281,22 @@ def connection_copies(capture: Path) -> list[tuple[float, int, int]]:
     sent: set[tuple[bytes, int, int]] = set()
     covered: list[tuple[int, int]] = []
     copies = []
-    with open(capture, "rb") as f:
-        for ts, buf in dpkt.pcap.Reader(f):
-            ip = dpkt.ip.IP(buf)
-            if ip.p != dpkt.ip.IP_PROTO_TCP:
-                continue
-            tcp = ip.data
-            subflow = (ip.src, tcp.sport)
-            if tcp.flags & dpkt.tcp.TH_SYN and not tcp.flags & dpkt.tcp.TH_ACK:
-                isn[subflow] = tcp.seq
-            if subflow not in isn or not tcp.data:
-                continue
-            relative = (tcp.seq - isn[subflow]) % 2**32
-            mapping = data_mapping(tcp.opts)
-            again = (*subflow, relative) in sent
-            sent.add((*subflow, relative))
-            if mapping is None or again:
-                continue
-            start = mapping[0] + (relative - mapping[1])
-            copied = add_covered(covered, start, start + len(tcp.data))
-            if copied:
-                copies.append((float(ts), ip.src[1], copied))
+    for ts, ip, tcp in tcp_segments(capture):
+        subflow = (ip.src, tcp.sport)
+        if tcp.flags & dpkt.tcp.TH_SYN and not tcp.flags & dpkt.tcp.TH_ACK:
+            isn[subflow] = tcp.seq
+        if subflow not in isn or not tcp.data:
+            continue
+        relative = (tcp.seq - isn[subflow]) % 2**32
+        mapping = data_mapping(tcp.opts)
+        again = (*subflow, relative) in sent
+        sent.add((*subflow, relative))
+        if mapping is None or again:
+            continue
+        start = mapping[0] + (relative - mapping[1])
+        copied = add_covered(covered, start, start + len(tcp.data))
+        if copied:
+            copies.append((ts, ip.src[1], copied))
     return copies
 
 
@@ -330,38 +338,33 @@ def window_limited_s(capture: Path, mss_bytes: int) -> float:
     shift: dict[tuple[bytes, int], int] = {}  # the receiver's window scale, per subflow
     highest = acked = None
     limited_s, since = 0.0, None
-    with open(capture, "rb") as f:
-        for ts, buf in dpkt.pcap.Reader(f):
-            ip = dpkt.ip.IP(buf)
-            if ip.p != dpkt.ip.IP_PROTO_TCP:
-                continue
-            tcp = ip.data
-            if tcp.flags & dpkt.tcp.TH_SYN:
-                note_handshake(ip, tcp, isn, shift)
-                continue
-            if tcp.data and (ip.src, tcp.sport) in isn:
-                mapping = data_mapping(tcp.opts)
-                if mapping is not None:
-                    relative = (tcp.seq - isn[(ip.src, tcp.sport)]) % 2**32
-                    end = mapping[0] + relative - mapping[1] + len(tcp.data)
-                    highest = end if highest is None else max(highest, end)
-                continue
-            ack = data_ack(tcp.opts)
-            if ack is None or (ip.dst, tcp.dport) not in shift:
-                continue
-            value, width = ack
-            if width == 4 and acked is not None:
-                value = (acked & ~0xFFFFFFFF) | value
-            elif width == 4:
-                continue
-            acked = value
-            if highest is None:
-                continue
-            edge = acked + (tcp.win << shift[(ip.dst, tcp.dport)])
-            now_limited = edge - highest < mss_bytes
-            if since is not None:
-                limited_s += float(ts) - since
-            since = float(ts) if now_limited else None
+    for ts, ip, tcp in tcp_segments(capture):
+        if tcp.flags & dpkt.tcp.TH_SYN:
+            note_handshake(ip, tcp, isn, shift)
+            continue
+        if tcp.data and (ip.src, tcp.sport) in isn:
+            mapping = data_mapping(tcp.opts)
+            if mapping is not None:
+                relative = (tcp.seq - isn[(ip.src, tcp.sport)]) % 2**32
+                end = mapping[0] + relative - mapping[1] + len(tcp.data)
+                highest = end if highest is None else max(highest, end)
+            continue
+        ack = data_ack(tcp.opts)
+        if ack is None or (ip.dst, tcp.dport) not in shift:
+            continue
+        value, width = ack
+        if width == 4 and acked is not None:
+            value = (acked & ~0xFFFFFFFF) | value
+        elif width == 4:
+            continue
+        acked = value
+        if highest is None:
+            continue
+        edge = acked + (tcp.win << shift[(ip.dst, tcp.dport)])
+        now_limited = edge - highest < mss_bytes
+        if since is not None:
+            limited_s += float(ts) - since
+        since = float(ts) if now_limited else None
     return limited_s
 
 

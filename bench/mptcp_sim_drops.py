@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.keep_first:
         for label in VARIANTS:
-            VARIANTS[label] = [*VARIANTS[label], "flows[0].mptcp.keep_first_subflow=true"]
+            VARIANTS[label] = [*VARIANTS[label], v.KEEP_FIRST]
     if a.send_buffer:
         extra = f'flows[0].tcp.send_buffer="{a.send_buffer}"'
         for label in VARIANTS:

@@ -641,7 +641,7 @@ impl World<'_> {
             let mem = &self.mptcp[m].members[k];
             // `__mptcp_subflow_active` (the stale flag aside) and not
             // `tcp_rtx_and_write_queues_empty`.
-            if !self.subflow_open(mem) || self.subflow_view(m, mem).queued_bytes == 0 {
+            if !self.subflow_open(mem) || self.subflow_queued_bytes(mem) == 0 {
                 continue;
             }
             let limit = self.mptcp[m].stale_loss_count;
@@ -688,6 +688,13 @@ impl World<'_> {
         mem.up && !mem.closed && self.flows[mem.conn as usize].sender.state() == State::Established
     }
 
+    /// Bytes in member `mem`'s subflow's send queue, sent and not acknowledged or not yet sent
+    /// (`sk_wmem_queued`).
+    fn subflow_queued_bytes(&self, mem: &Member) -> u64 {
+        let s = &self.flows[mem.conn as usize].sender;
+        s.app_limit_bytes().unwrap_or(0).saturating_sub(s.snd_una())
+    }
+
     /// Member `mem`'s subflow of connection `m` as the scheduler sees it.
     fn subflow_view(&self, m: usize, mem: &Member) -> SubflowView {
         let s = &self.flows[mem.conn as usize].sender;
@@ -700,7 +707,7 @@ impl World<'_> {
             .saturating_sub(unsent);
         let srtt_ns = s.rtt().srtt().map(|d| d.as_nanos());
         let pacing_srtt_ns = srtt_ns.or(Some(mem.handshake_rtt_ns));
-        let queued_bytes = s.app_limit_bytes().unwrap_or(0).saturating_sub(s.snd_una());
+        let queued_bytes = self.subflow_queued_bytes(mem);
         let memory_free = self.mptcp[m]
             .subflow_send_buffer
             .is_none_or(|b| queued_bytes < b);
